@@ -1,0 +1,23 @@
+"""Guard: every TRL private hook trl_ext wraps still has the signature trl_ext relies on (DESIGN §4)."""
+
+import pytest
+
+from trl_ext.trainers._trl_hooks import GRPO_HOOKS, check_trl_hooks, require_trl_hooks
+
+
+def test_installed_trl_has_every_wrapped_hook():
+    assert check_trl_hooks() == []
+
+
+def test_guard_reports_a_changed_signature():
+    class Drifted:
+        def _calculate_rewards(self, inputs, prompts, completions):  # completion_ids_list was dropped
+            pass
+
+    hooks = {"_calculate_rewards": GRPO_HOOKS["_calculate_rewards"], "training_step": GRPO_HOOKS["training_step"]}
+    problems = check_trl_hooks(Drifted, hooks)
+    assert len(problems) == 2
+    assert "_calculate_rewards" in problems[0] and "no longer starts with" in problems[0]
+    assert "training_step no longer exists" in problems[1]
+    with pytest.raises(RuntimeError, match="does not support the installed TRL"):
+        require_trl_hooks(Drifted, hooks)

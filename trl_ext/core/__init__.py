@@ -1,0 +1,21 @@
+"""Pure tensor math for trl_ext: each formula of DESIGN §3 once, as a small function that imports torch only."""
+
+from trl_ext.core.advantages import gae, group_normalized, leave_one_out, minibatch_normalized, whiten
+from trl_ext.core.filtering import informative_groups
+from trl_ext.core.kl import kl_estimate
+from trl_ext.core.losses import aggregate, clipped_surrogate, clipped_value_loss
+from trl_ext.core.shaping import overlong_penalty
+
+__all__ = [
+    "aggregate",
+    "clipped_surrogate",
+    "clipped_value_loss",
+    "gae",
+    "group_normalized",
+    "informative_groups",
+    "kl_estimate",
+    "leave_one_out",
+    "minibatch_normalized",
+    "overlong_penalty",
+    "whiten",
+]

@@ -1,0 +1,61 @@
+"""The only place in trl_ext that touches TRL's private methods (DESIGN §4).
+
+trl_ext wraps TRL and never copies it: a trainer overrides one of the hooks below, calls ``super()`` and
+post-processes the result. These hooks have kept their signatures since TRL 0.29.1; ``check_trl_hooks``
+verifies that the installed TRL still has them, and the trainers call ``require_trl_hooks`` at import time
+so that a TRL upgrade that changes one fails loudly instead of drifting silently.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+# hook name -> the parameter names trl_ext relies on, in order (``self`` first).
+GRPO_HOOKS: dict[str, tuple[str, ...]] = {
+    "_calculate_rewards": ("self", "inputs", "prompts", "completions", "completion_ids_list"),
+    "_generate_and_score_completions": ("self", "inputs"),
+    "_prepare_inputs": ("self", "generation_batch"),
+    "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
+    "training_step": ("self", "model", "inputs", "num_items_in_batch"),
+    "_save_checkpoint": ("self", "model", "trial"),
+    "_load_optimizer_and_scheduler": ("self", "checkpoint"),
+}
+
+# Keys that the output of ``_generate_and_score_completions`` always carries and that trl_ext reads or rewrites.
+GENERATION_OUTPUT_KEYS = (
+    "prompt_ids",
+    "prompt_mask",
+    "completion_ids",
+    "completion_mask",
+    "advantages",
+    "num_items_in_batch",
+)
+
+
+def check_trl_hooks(trainer_cls: type | None = None, hooks: dict[str, tuple[str, ...]] | None = None) -> list[str]:
+    """Return one message per hook whose signature no longer starts with the expected parameters."""
+    if trainer_cls is None:
+        from trl import GRPOTrainer as trainer_cls
+    problems = []
+    for name, expected in (hooks or GRPO_HOOKS).items():
+        method = getattr(trainer_cls, name, None)
+        if method is None:
+            problems.append(f"{trainer_cls.__name__}.{name} no longer exists")
+            continue
+        params = tuple(inspect.signature(method).parameters)
+        if params[: len(expected)] != expected:
+            problems.append(f"{trainer_cls.__name__}.{name}{params} no longer starts with {expected}")
+    return problems
+
+
+def require_trl_hooks(trainer_cls: type | None = None, hooks: dict[str, tuple[str, ...]] | None = None) -> None:
+    """Raise a RuntimeError listing every TRL hook trl_ext wraps whose signature changed."""
+    problems = check_trl_hooks(trainer_cls, hooks)
+    if problems:
+        import trl
+
+        raise RuntimeError(
+            f"trl_ext does not support the installed TRL {trl.__version__}: "
+            + "; ".join(problems)
+            + ". Install the TRL range trl_ext declares (pip install 'trl>=1.16,<1.17')."
+        )
