@@ -6,7 +6,7 @@ Names are imported lazily so that ``import trl_ext`` stays light (the trainers p
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __version__ = "0.1.0"
 
@@ -42,6 +42,3 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
-
-if TYPE_CHECKING:  # pragma: no cover
-    from trl_ext.trainers.dapo import DAPOConfig, DAPOTrainer  # noqa: F401
