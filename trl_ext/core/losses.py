@@ -54,7 +54,7 @@ def aggregate(
     token_mean (DAPO arXiv 2503.14476 Eq. 12):          Σ_{i,t} m·ℓ / Σ_{i,t} m
     seq_mean_token_mean (GRPO, DeepSeekMath Eq. 3):     mean_i(Σ_t m·ℓ / Σ_t m)  (an empty row counts as 0)
     seq_mean_token_sum_norm (Dr GRPO arXiv 2503.20783 §3.1): mean_i(Σ_t m·ℓ) / max_tokens
-    These are TRL's loss_type "dapo", "grpo" and "dr_grpo"; trainers use TRL's, tests hold them equal.
+    In training these are TRL's loss_type "dapo", "grpo" and "dr_grpo": trainers reuse TRL's, not this.
     """
     check_choice("mode", mode, AGGREGATION_MODES)
     check_2d("per_token_loss", per_token_loss)

@@ -1,0 +1,184 @@
+"""trl_ext.core.{kl,losses,shaping,filtering} against the plain-Python references of tests/reference.py."""
+
+import math
+
+import pytest
+import torch
+
+from tests import reference as ref
+from trl_ext.core.filtering import informative_groups
+from trl_ext.core.kl import kl_estimate
+from trl_ext.core.losses import aggregate, clipped_surrogate, clipped_value_loss
+from trl_ext.core.shaping import overlong_penalty
+
+NAN = math.nan
+
+
+def random_logps(seed, shape=(4, 6)):
+    generator = torch.Generator().manual_seed(seed)
+    logp = -torch.rand(shape, generator=generator, dtype=torch.float64) * 3
+    old_logp = logp + 0.5 * torch.randn(shape, generator=generator, dtype=torch.float64)
+    return logp, old_logp, generator
+
+
+def per_element(fn, *tensors):
+    flat = [t.reshape(-1).tolist() for t in tensors]
+    return torch.tensor([fn(*values) for values in zip(*flat)], dtype=torch.float64).view(tensors[0].shape)
+
+
+@pytest.mark.parametrize("kind", ["k1", "k2", "k3"])
+@pytest.mark.parametrize("seed", range(3))
+def test_kl_estimate_matches_reference(kind, seed):
+    logp, ref_logp, _ = random_logps(seed)
+    expected = per_element(lambda a, b: ref.kl(a, b, kind), logp, ref_logp)
+    assert torch.allclose(kl_estimate(logp, ref_logp, kind), expected, atol=1e-12)
+
+
+def test_kl_estimates_vanish_when_policies_agree_and_k3_is_non_negative():
+    logp, ref_logp, _ = random_logps(0)
+    for kind in ("k1", "k2", "k3"):
+        assert torch.equal(kl_estimate(logp, logp, kind), torch.zeros_like(logp))
+    assert (kl_estimate(logp, ref_logp, "k3") >= 0).all()
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(("eps_low", "eps_high", "dual_clip"), [(0.2, None, None), (0.2, 0.28, None), (0.2, 0.4, 3.0)])
+def test_clipped_surrogate_matches_reference(seed, eps_low, eps_high, dual_clip):
+    logp, old_logp, generator = random_logps(seed)
+    advantages = torch.randn(logp.shape, generator=generator, dtype=torch.float64) * 2
+    expected = per_element(
+        lambda a, b, adv: ref.surrogate(a, b, adv, eps_low, eps_high if eps_high is not None else eps_low, dual_clip),
+        logp,
+        old_logp,
+        advantages,
+    )
+    actual = clipped_surrogate(logp, old_logp, advantages, eps_low, eps_high, dual_clip)
+    assert torch.allclose(actual, expected, atol=1e-12)
+
+
+def test_clipped_surrogate_broadcasts_sequence_advantages():
+    logp, old_logp, _ = random_logps(1)
+    advantages = torch.tensor([1.0, -1.0, 0.5, 0.0], dtype=torch.float64)
+    tokenwise = clipped_surrogate(logp, old_logp, advantages.unsqueeze(1).expand_as(logp), 0.2, 0.28)
+    assert torch.equal(clipped_surrogate(logp, old_logp, advantages, 0.2, 0.28), tokenwise)
+
+
+def test_clipped_surrogate_gradient_is_zero_outside_the_trust_region():
+    old_logp = torch.zeros(1, 3, dtype=torch.float64)
+    logp = torch.log(torch.tensor([[1.5, 1.1, 0.5]], dtype=torch.float64)).requires_grad_()
+    advantages = torch.tensor([1.0], dtype=torch.float64)
+    clipped_surrogate(logp, old_logp, advantages, 0.2, 0.28).sum().backward()
+    # ratio 1.5 > 1.28 with A > 0: clipped, no gradient; 1.1 inside: gradient −A·ρ; 0.5 < 0.8 with A > 0: unclipped.
+    assert logp.grad[0, 0].item() == 0.0
+    assert logp.grad[0, 1].item() == pytest.approx(-1.1)
+    assert logp.grad[0, 2].item() == pytest.approx(-0.5)
+
+
+def test_dual_clip_bounds_the_loss_for_negative_advantages():
+    old_logp = torch.zeros(1, 1, dtype=torch.float64)
+    logp = torch.log(torch.tensor([[10.0]], dtype=torch.float64))
+    advantages = torch.tensor([-1.0], dtype=torch.float64)
+    assert clipped_surrogate(logp, old_logp, advantages).item() == pytest.approx(10.0)
+    assert clipped_surrogate(logp, old_logp, advantages, dual_clip=3.0).item() == pytest.approx(3.0)
+
+
+def random_loss_and_mask(seed, rows=5, width=6):
+    generator = torch.Generator().manual_seed(seed)
+    loss = torch.randn(rows, width, generator=generator, dtype=torch.float64)
+    mask = torch.rand(rows, width, generator=generator) > 0.4
+    mask[0] = True
+    mask[1] = False  # an empty row
+    loss[~mask] = NAN  # masked positions must never leak into the result
+    return loss, mask
+
+
+@pytest.mark.parametrize("mode", ["token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm"])
+@pytest.mark.parametrize("seed", range(3))
+def test_aggregate_matches_reference(mode, seed):
+    loss, mask = random_loss_and_mask(seed)
+    expected = ref.aggregate(loss.tolist(), mask.int().tolist(), mode, max_tokens=16)
+    assert aggregate(loss, mask, mode, max_tokens=16).item() == pytest.approx(expected, abs=1e-12)
+
+
+def test_aggregate_is_differentiable():
+    loss = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    mask = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]])
+    aggregate(loss, mask, "token_mean").backward()
+    assert torch.allclose(loss.grad, mask.double() / 7)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("clip_range", [0.05, 0.2, 10.0])
+def test_clipped_value_loss_matches_reference(seed, clip_range):
+    generator = torch.Generator().manual_seed(seed)
+    values, old_values, returns = (torch.randn(4, 5, generator=generator, dtype=torch.float64) for _ in range(3))
+    mask = torch.rand(4, 5, generator=generator) > 0.3
+    expected = ref.value_loss(
+        values.view(-1).tolist(),
+        old_values.view(-1).tolist(),
+        returns.view(-1).tolist(),
+        mask.view(-1).tolist(),
+        clip_range,
+    )
+    assert clipped_value_loss(values, old_values, returns, mask, clip_range).item() == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("max_length", "cache_length", "max_penalty"), [(20, 4, 1.0), (16, 16, 0.1), (10, 0, 1.0)])
+def test_overlong_penalty_matches_reference(max_length, cache_length, max_penalty):
+    lengths = torch.arange(0, max_length + 5)
+    expected = [ref.overlong(int(n), max_length, cache_length, max_penalty) for n in lengths]
+    actual = overlong_penalty(lengths, max_length, cache_length, max_penalty)
+    assert torch.allclose(actual.double(), torch.tensor(expected, dtype=torch.float64), atol=1e-7)
+
+
+def test_overlong_penalty_dapo_values():
+    # DAPO Eq. 13 with L_max = 20480, L_cache = 4096: 0 up to 16384, −1 at 20480, −1 beyond.
+    lengths = torch.tensor([16384, 18432, 20480, 20481])
+    assert overlong_penalty(lengths, 20480, 4096).tolist() == [0.0, -0.5, -1.0, -1.0]
+
+
+@pytest.mark.parametrize(
+    ("rewards", "expected"),
+    [
+        ([1.0, 1.0, 1.0, 1.0], [False]),
+        ([0.0, 0.0, 0.0, 1.0], [True]),
+        ([NAN, 1.0, NAN, 1.0], [False]),
+        ([NAN, 1.0, NAN, 0.0], [True]),
+        ([NAN, NAN, NAN, 1.0], [False]),
+        ([NAN, NAN, NAN, NAN], [False]),
+    ],
+)
+def test_informative_groups_edge_cases(rewards, expected):
+    assert informative_groups(torch.tensor(rewards), 4).tolist() == expected
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_informative_groups_matches_reference(seed):
+    generator = torch.Generator().manual_seed(seed)
+    rewards = torch.randint(0, 2, (40,), generator=generator).double()
+    rewards[torch.rand(40, generator=generator) < 0.2] = NAN
+    expected = [ref.informative(g) for g in ref.groups(rewards.tolist(), 4)]
+    assert informative_groups(rewards, 4).tolist() == expected
+
+
+@pytest.mark.parametrize(
+    ("call", "argument"),
+    [
+        (lambda: kl_estimate(torch.zeros(2), torch.zeros(2), "k4"), "kind"),
+        (lambda: kl_estimate(torch.zeros(2), torch.zeros(3)), "ref_logp"),
+        (lambda: clipped_surrogate(torch.zeros(2, 3), torch.zeros(2, 3), torch.zeros(2), dual_clip=1.0), "dual_clip"),
+        (lambda: clipped_surrogate(torch.zeros(2, 3), torch.zeros(2, 4), torch.zeros(2)), "old_logp"),
+        (lambda: clipped_surrogate(torch.zeros(2, 3), torch.zeros(2, 3), torch.zeros(3)), "advantages"),
+        (lambda: aggregate(torch.zeros(2, 3), torch.ones(2, 3), "sum"), "mode"),
+        (lambda: aggregate(torch.zeros(2, 3), torch.ones(2, 3), "seq_mean_token_sum_norm"), "max_tokens"),
+        (lambda: aggregate(torch.zeros(2, 3), torch.ones(3, 3), "token_mean"), "mask"),
+        (lambda: clipped_value_loss(*(torch.zeros(2, 3),) * 3, torch.ones(2, 2), 0.2), "mask"),
+        (lambda: clipped_value_loss(*(torch.zeros(2, 3),) * 3, torch.ones(2, 3), 0.0), "clip_range"),
+        (lambda: overlong_penalty(torch.tensor([1]), 10, 11), "cache_length"),
+        (lambda: overlong_penalty(torch.tensor([1]), 0, 0), "max_length"),
+        (lambda: informative_groups(torch.zeros(6), 4), "group_size"),
+    ],
+)
+def test_bad_arguments_raise_value_error_naming_them(call, argument):
+    with pytest.raises(ValueError, match=f"`{argument}`"):
+        call()
