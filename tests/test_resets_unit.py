@@ -1,0 +1,137 @@
+"""Optimizer-state re-initialisation and policy → reference copies (trl_ext.resets)."""
+
+import copy
+
+import pytest
+import torch
+from accelerate import Accelerator
+from peft import LoraConfig, get_peft_model
+
+from trl_ext.resets import (
+    adapter_pairs,
+    copy_policy_to_reference,
+    load_reference,
+    optimizer_chain,
+    reset_optimizer_state,
+    save_reference,
+)
+
+
+def small_net(seed=0):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+
+
+def train_steps(net, optimizer, steps, seed=1):
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        x = torch.randn(16, 4, generator=generator)
+        loss = net(x).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+@pytest.mark.parametrize("optimizer_cls", [torch.optim.AdamW, torch.optim.Adam])
+def test_reset_optimizer_state_zeroes_in_place_and_then_acts_like_a_fresh_optimizer(optimizer_cls):
+    net = small_net()
+    optimizer = optimizer_cls(net.parameters(), lr=1e-2)
+    train_steps(net, optimizer, 3)
+    state_tensors = [t for state in optimizer.state.values() for t in state.values()]
+    assert any(t.abs().sum() > 0 for t in state_tensors)
+
+    zeroed = reset_optimizer_state(optimizer)
+
+    assert zeroed == len(state_tensors)
+    for state in optimizer.state.values():
+        for value in state.values():
+            assert torch.count_nonzero(value) == 0
+    # The very same tensor objects survive (never replaced or cleared: ZeRO checkpointing reads them).
+    assert [t for state in optimizer.state.values() for t in state.values()][0] is state_tensors[0]
+
+    twin = copy.deepcopy(net)
+    fresh = optimizer_cls(twin.parameters(), lr=1e-2)
+    train_steps(net, optimizer, 2, seed=5)
+    train_steps(twin, fresh, 2, seed=5)
+    for a, b in zip(net.parameters(), twin.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_reset_walks_the_accelerate_wrapper_chain_and_keeps_the_lr_schedule():
+    accelerator = Accelerator(cpu=True)
+    net = small_net()
+    optimizer = torch.optim.AdamW(net.parameters(), lr=1e-2)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0 - step / 10)
+    net, wrapped, scheduler = accelerator.prepare(net, optimizer, scheduler)
+    assert optimizer_chain(wrapped)[-1] is optimizer
+    for _ in range(3):
+        train_steps(net, wrapped, 1)
+        scheduler.step()
+    reset_optimizer_state(wrapped)
+    assert all(torch.count_nonzero(t) == 0 for s in optimizer.state.values() for t in s.values())
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(1e-2 * (1 - 3 / 10))
+
+
+def test_reset_counts_int_steps_and_group_steps():
+    net = small_net()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    train_steps(net, optimizer, 2)
+    first = next(iter(optimizer.state.values()))
+    first["step"] = 7  # some optimizers keep python ints
+    optimizer.param_groups[0]["step"] = 7  # DeepSpeed FusedAdam counts per group
+    reset_optimizer_state(optimizer)
+    assert first["step"] == 0 and optimizer.param_groups[0]["step"] == 0
+    assert torch.count_nonzero(first["momentum_buffer"]) == 0
+
+
+def test_reset_rejects_something_that_is_no_optimizer():
+    with pytest.raises(ValueError, match="`optimizer`"):
+        reset_optimizer_state(object())
+
+
+def test_full_model_copy_is_exact_and_round_trips_through_a_checkpoint(tmp_path):
+    policy, reference = small_net(0), small_net(1)
+    copy_policy_to_reference(policy, reference)
+    for a, b in zip(policy.parameters(), reference.parameters(), strict=True):
+        assert torch.equal(a, b)
+    save_reference(tmp_path, policy, reference)
+    restored = small_net(2)
+    assert load_reference(tmp_path, policy, restored)
+    for a, b in zip(reference.parameters(), restored.parameters(), strict=True):
+        assert torch.equal(a, b)
+    assert not load_reference(tmp_path / "empty", policy, restored)
+
+
+def peft_policy():
+    base = torch.nn.Sequential()
+    base.add_module("proj", torch.nn.Linear(4, 4))
+    base.add_module("head", torch.nn.Linear(4, 1))
+    torch.manual_seed(0)
+    model = get_peft_model(base, LoraConfig(r=2, target_modules=["proj"], init_lora_weights=False))
+    return model
+
+
+def test_peft_copy_creates_a_frozen_ref_adapter_equal_to_the_policy_adapter(tmp_path):
+    model = peft_policy()
+    copy_policy_to_reference(model, None)
+    assert "ref" in model.peft_config and model.active_adapter == "default"
+    pairs = list(adapter_pairs(model))
+    assert len(pairs) == 2
+    for policy_param, ref_param in pairs:
+        assert torch.equal(policy_param, ref_param)
+        assert policy_param.requires_grad and not ref_param.requires_grad
+    with torch.no_grad():
+        for policy_param, _ in pairs:
+            policy_param.add_(1.0)
+    saved = [ref_param.detach().clone() for _, ref_param in adapter_pairs(model)]
+    save_reference(tmp_path, model, None)
+    copy_policy_to_reference(model, None)  # overwrite the ref adapter, then restore the saved one
+    assert not torch.equal(saved[0], next(adapter_pairs(model))[1])
+    assert load_reference(tmp_path, model, None)
+    for expected, (_, ref_param) in zip(saved, adapter_pairs(model), strict=True):
+        assert torch.equal(expected, ref_param)
+
+
+def test_copy_without_any_reference_is_a_clear_error():
+    with pytest.raises(ValueError, match="no reference model"):
+        copy_policy_to_reference(small_net(), None)
