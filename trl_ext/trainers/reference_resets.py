@@ -92,7 +92,7 @@ class ReferenceResetMixin:
         self.reset_bookkeeping.record(self.state.global_step, reason)
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-        if self.args.reference_resets_enabled and not any(key.startswith("eval_") for key in logs):
+        if self.args.reference_resets_enabled and "loss" in logs:  # training-step logs only
             logs["prorl/resets"] = self.reset_bookkeeping.resets
             logs["prorl/steps_since_reset"] = self.state.global_step - self.reset_bookkeeping.last_reset_step
         super().log(logs, start_time)
