@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import inspect
 
+import torch
+
 # hook name -> the parameter names trl_ext relies on, in order (``self`` first).
 GRPO_HOOKS: dict[str, tuple[str, ...]] = {
     "_calculate_rewards": ("self", "inputs", "prompts", "completions", "completion_ids_list"),
@@ -59,3 +61,45 @@ def require_trl_hooks(trainer_cls: type | None = None, hooks: dict[str, tuple[st
             + "; ".join(problems)
             + ". Install the TRL range trl_ext declares (pip install 'trl>=1.16,<1.17')."
         )
+
+
+class GRPOHookMixin:
+    """Routes the private hooks of ``trl.GRPOTrainer`` to trl_ext; list it before ``trl.GRPOTrainer`` in the bases.
+
+    Contract relied on (TRL 1.16, stable since 0.29.1): ``_generate_and_score_completions(inputs)`` generates, scores
+    and returns this process's rows, calling ``_calculate_rewards`` exactly once; ``_calculate_rewards`` returns the
+    GATHERED (P·B, F) reward tensor (identical on every rank, rows in rank order, groups contiguous). Both calls
+    contain collectives, so every rank must make them the same number of times.
+    """
+
+    _trl_ext_rewards_per_func = None
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._trl_ext_rewards_per_func = rewards_per_func
+        return rewards_per_func
+
+    def _generate_and_score_completions(self, inputs):
+        return self.generate_and_score(inputs)
+
+    def generate_and_score(self, inputs: list[dict]) -> dict:
+        """What TRL's ``_generate_and_score_completions`` returns; trainers override this, not the private hook."""
+        return self.trl_generate_round(inputs)[0]
+
+    def trl_generate_round(self, inputs: list[dict]) -> tuple[dict, torch.Tensor]:
+        """One call of TRL's generation and scoring: (its output for this rank, the gathered (P·B, F) rewards)."""
+        self._trl_ext_rewards_per_func = None
+        output = super()._generate_and_score_completions(inputs)
+        rewards_per_func, self._trl_ext_rewards_per_func = self._trl_ext_rewards_per_func, None
+        missing = [key for key in GENERATION_OUTPUT_KEYS if key not in output]
+        if rewards_per_func is None or missing:
+            raise RuntimeError(
+                "TRL's _generate_and_score_completions no longer behaves as trl_ext expects "
+                f"(_calculate_rewards called: {rewards_per_func is not None}; missing output keys: {missing})."
+            )
+        return output, rewards_per_func
+
+    def record_metric(self, name: str, value: float) -> None:
+        """Log a scalar with TRL's own metrics of this step (averaged over the logging window, like ``reward``)."""
+        mode = "train" if self.model.training else "eval"
+        self._metrics[mode][name].append(float(value))

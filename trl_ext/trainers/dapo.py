@@ -1,0 +1,65 @@
+"""DAPO (Yu et al. 2025, arXiv 2503.14476) as a GRPOConfig with the paper's defaults."""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, field
+
+from trl_ext.trainers.grpo import GRPOConfig, GRPOTrainer
+
+
+@dataclass
+class DAPOConfig(GRPOConfig):
+    r"""Configuration for :class:`DAPOTrainer`: ``trl_ext.GRPOConfig`` with the DAPO paper's defaults.
+
+    Sets: clip-higher (``epsilon=0.2``, ``epsilon_high=0.28``, §3.1), dynamic sampling with refill (§3.2, at most
+    ``dynamic_sampling_max_rounds=10`` rounds), token-level loss (``loss_type="dapo"``, §3.3), overlong filtering
+    (``mask_truncated_completions=True``, §3.4) and soft overlong punishment (Eq. 13, L_cache =
+    ``overlong_cache_length``, by default max_completion_length // 5 as the paper's 4096 / 20480), no KL (``beta=0``).
+
+    Nearest TRL option: ``trl.GRPOConfig(loss_type="dapo", epsilon_high=0.28, mask_truncated_completions=True)``
+    with ``trl.rewards.get_soft_overlong_punishment``; TRL has no dynamic sampling (it only reports
+    ``frac_reward_zero_std``), so uninformative groups stay in its batch. Paper settings worth copying at scale:
+    num_generations=16, learning_rate=1e-6, L_max 20480 with L_cache 4096.
+    """
+
+    epsilon_high: float | None = field(
+        default=0.28, metadata={"help": "Upper clipping bound ε_high (clip-higher, DAPO §3.1). DAPO: 0.28."}
+    )
+    loss_type: str = field(
+        default="dapo",
+        metadata={"help": "Loss aggregation; 'dapo' is DAPO's token-level mean over the global batch (§3.3)."},
+    )
+    mask_truncated_completions: bool = field(
+        default=True,
+        metadata={"help": "Overlong filtering (DAPO §3.4): truncated completions are masked out of the loss."},
+    )
+    beta: float = field(default=0.0, metadata={"help": "KL coefficient; DAPO removes the KL term (§2.3): 0."})
+    dynamic_sampling: bool = field(
+        default=True,
+        metadata={"help": "Dynamic sampling with refill (DAPO §3.2, Eq. 11): on. See GRPOConfig.dynamic_sampling."},
+    )
+    soft_overlong_punishment: bool = field(
+        default=True,
+        metadata={"help": "Soft overlong punishment (DAPO §3.4, Eq. 13) added as a shaping reward: on."},
+    )
+
+
+class DAPOTrainer(GRPOTrainer):
+    """DAPO: Decoupled Clip and Dynamic sAmpling Policy Optimization (arXiv 2503.14476); see :class:`DAPOConfig`."""
+
+    config_class = DAPOConfig
+    _tag_names = ["trl", "trl-ext", "dapo"]
+    _name = "DAPO"
+    _paper = {
+        "title": "DAPO: An Open-Source LLM Reinforcement Learning System at Scale",
+        "id": "2503.14476",
+        # docstyle-ignore
+        "citation": textwrap.dedent("""\
+            @article{yu2025dapo,
+                title        = {{DAPO: An Open-Source LLM Reinforcement Learning System at Scale}},
+                author       = {Qiying Yu and Zheng Zhang and Ruofei Zhu and Yufeng Yuan and Xiaochen Zuo and Yu Yue and others},
+                year         = 2025,
+                eprint       = {arXiv:2503.14476},
+            }"""),
+    }

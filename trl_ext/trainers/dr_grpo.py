@@ -1,0 +1,55 @@
+"""Dr. GRPO (Liu et al. 2025, arXiv 2503.20783) as a GRPOConfig with the paper's defaults."""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, field
+
+from trl_ext.trainers.grpo import GRPOConfig, GRPOTrainer
+
+
+@dataclass
+class DrGRPOConfig(GRPOConfig):
+    r"""Configuration for :class:`DrGRPOTrainer`: ``trl_ext.GRPOConfig`` with the Dr. GRPO paper's defaults (§3.1).
+
+    Sets: advantages r − mean_group without division by the group std (``advantage_estimator="dr_grpo"``,
+    computed with ``trl_ext.core.group_normalized(scale="none")``), the loss summed over tokens and divided by the
+    constant max_completion_length (``loss_type="dr_grpo"``), symmetric clipping 0.2, no KL (``beta=0``).
+
+    Nearest TRL option: ``trl.GRPOConfig(loss_type="dr_grpo", scale_rewards="none")`` gives the same advantages;
+    this config also sets ``scale_rewards="none"`` so TRL's logged ``frac_reward_zero_std`` matches, and composes
+    with trl_ext's dynamic sampling.
+    """
+
+    advantage_estimator: str = field(
+        default="dr_grpo",
+        metadata={"help": "Dr. GRPO advantage r − mean_group, no std normalisation (arXiv 2503.20783 §3.1)."},
+    )
+    scale_rewards: str = field(
+        default="none", metadata={"help": "Dr. GRPO removes the std scaling: 'none' (kept consistent for logging)."}
+    )
+    loss_type: str = field(
+        default="dr_grpo",
+        metadata={"help": "Σ_t loss / max_completion_length per sequence, a constant normaliser (Dr. GRPO §3.1)."},
+    )
+    beta: float = field(default=0.0, metadata={"help": "KL coefficient; Dr. GRPO uses none: 0."})
+
+
+class DrGRPOTrainer(GRPOTrainer):
+    """Dr. GRPO: GRPO Done Right (arXiv 2503.20783); see :class:`DrGRPOConfig`."""
+
+    config_class = DrGRPOConfig
+    _tag_names = ["trl", "trl-ext", "dr-grpo"]
+    _name = "Dr. GRPO"
+    _paper = {
+        "title": "Understanding R1-Zero-Like Training: A Critical Perspective",
+        "id": "2503.20783",
+        # docstyle-ignore
+        "citation": textwrap.dedent("""\
+            @article{liu2025understanding,
+                title        = {{Understanding R1-Zero-Like Training: A Critical Perspective}},
+                author       = {Zichen Liu and Changyu Chen and Wenjun Li and Penghui Qi and Tianyu Pang and Chao Du and Wee Sun Lee and Min Lin},
+                year         = 2025,
+                eprint       = {arXiv:2503.20783},
+            }"""),
+    }

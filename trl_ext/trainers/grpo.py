@@ -1,0 +1,392 @@
+"""GRPOConfig / GRPOTrainer: TRL's GRPO, extended (advantage estimators, dynamic sampling with refill, overlong).
+
+Drop-in: with every extension at its default, ``trl_ext.GRPOTrainer`` behaves exactly like ``trl.GRPOTrainer``.
+The recipes (DAPO, Dr GRPO, RLOO, Magistral) are configs with paper defaults on top of this class.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import dataclass, field
+
+import torch
+import trl
+
+from trl_ext.core.advantages import group_normalized, leave_one_out, minibatch_normalized
+from trl_ext.core.filtering import informative_groups
+from trl_ext.core.shaping import overlong_penalty
+from trl_ext.trainers import _dynamic_sampling as ds
+from trl_ext.trainers._trl_hooks import GRPOHookMixin, require_trl_hooks
+
+require_trl_hooks()
+
+logger = logging.getLogger(__name__)
+
+ADVANTAGE_ESTIMATORS = ("grpo", "dr_grpo", "rloo", "magistral")
+ON_EXHAUSTED = ("fill", "raise")
+
+
+@dataclass
+class GRPOConfig(trl.GRPOConfig):
+    r"""``trl.GRPOConfig`` plus the trl_ext extensions; every extension is off by default (stock TRL behaviour).
+
+    Parameters (in addition to TRL's):
+        advantage_estimator: "grpo" (TRL's own, honours ``scale_rewards``), "dr_grpo", "rloo" or "magistral".
+        dynamic_sampling, dynamic_sampling_max_rounds, dynamic_sampling_reward_funcs, dynamic_sampling_on_exhausted:
+            DAPO dynamic sampling with refill.
+        soft_overlong_punishment, overlong_cache_length, overlong_penalty_factor: DAPO Eq. 13 as an added reward.
+    """
+
+    advantage_estimator: str = field(
+        default="grpo",
+        metadata={
+            "help": "How advantages are computed from the gathered rewards of the generation batch (all processes), "
+            "with trl_ext.core. 'grpo' (default): TRL's own group normalisation, honouring `scale_rewards` and "
+            "`multi_objective_aggregation`. 'dr_grpo': r − mean_group, no std division (arXiv 2503.20783). 'rloo': "
+            "leave-one-out baseline r − mean of the other members (arXiv 2402.14740). 'magistral': group centring, "
+            "then standardisation over all sequences of the optimizer step across processes (arXiv 2506.10910); "
+            "needs steps_per_generation == gradient_accumulation_steps.",
+            "choices": list(ADVANTAGE_ESTIMATORS),
+        },
+    )
+    dynamic_sampling: bool = field(
+        default=False,
+        metadata={
+            "help": "DAPO dynamic sampling (arXiv 2503.14476 §3.2): drop prompt groups whose filter reward has zero "
+            "std (all correct or all wrong) and REFILL by generating further prompt groups until each process's "
+            "batch holds only informative groups. Refill prompts come from a second, identically sharded sampler "
+            "over train_dataset (seeded with `seed` + 1), which must be map-style."
+        },
+    )
+    dynamic_sampling_max_rounds: int = field(
+        default=10,
+        metadata={
+            "help": "Maximum number of generation rounds per generation batch (the first one included) when "
+            "`dynamic_sampling=True`. What happens when they run out is set by `dynamic_sampling_on_exhausted`."
+        },
+    )
+    dynamic_sampling_reward_funcs: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "Names of the reward functions (as TRL names them: the function's __name__, or the reward "
+            "model's name) whose weighted sum is the filter metric of dynamic sampling. None (default): every "
+            "reward function that is not a shaping term (shaping terms, such as the soft overlong punishment, carry "
+            "`trl_ext_shaping = True`). The shaped total is never the default filter (it would keep groups whose "
+            "only difference is length)."
+        },
+    )
+    dynamic_sampling_on_exhausted: str = field(
+        default="fill",
+        metadata={
+            "help": "What to do when `dynamic_sampling_max_rounds` rounds did not give a process enough informative "
+            "groups. 'fill' (default): complete the batch with uninformative groups, whose advantage is set to 0 "
+            "(they add no gradient), and log a warning. 'raise': raise a RuntimeError.",
+            "choices": list(ON_EXHAUSTED),
+        },
+    )
+    soft_overlong_punishment: bool = field(
+        default=False,
+        metadata={
+            "help": "Add DAPO's soft overlong punishment (arXiv 2503.14476 Eq. 13) as an extra reward function: 0 "
+            "up to max_completion_length − overlong_cache_length tokens, then a linear ramp down to "
+            "−overlong_penalty_factor at max_completion_length. It is a shaping term, not a dynamic-sampling filter."
+        },
+    )
+    overlong_cache_length: int | None = field(
+        default=None,
+        metadata={
+            "help": "L_cache of the soft overlong punishment, in tokens. None (default): max_completion_length // 5, "
+            "the paper's ratio (L_max = 20480, L_cache = 4096)."
+        },
+    )
+    overlong_penalty_factor: float = field(
+        default=1.0,
+        metadata={
+            "help": "Largest penalty of the soft overlong punishment: 1.0 in DAPO, 0.1 in Magistral's length "
+            "penalty (arXiv 2506.10910 §2.2)."
+        },
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        _choice("advantage_estimator", self.advantage_estimator, ADVANTAGE_ESTIMATORS)
+        _choice("dynamic_sampling_on_exhausted", self.dynamic_sampling_on_exhausted, ON_EXHAUSTED)
+        if self.advantage_estimator != "grpo" and self.multi_objective_aggregation != "sum_then_normalize":
+            raise ValueError(
+                f"advantage_estimator={self.advantage_estimator!r} works on the weighted sum of the rewards; it "
+                "cannot be combined with multi_objective_aggregation="
+                f"{self.multi_objective_aggregation!r}. Use multi_objective_aggregation='sum_then_normalize'."
+            )
+        if self.advantage_estimator == "magistral" and self.steps_per_generation != self.gradient_accumulation_steps:
+            raise ValueError(
+                "advantage_estimator='magistral' standardises advantages over the sequences of one optimizer step, "
+                f"which is the generation batch only when steps_per_generation ({self.steps_per_generation}) equals "
+                f"gradient_accumulation_steps ({self.gradient_accumulation_steps}). Make them equal."
+            )
+        if self.dynamic_sampling:
+            self._check_dynamic_sampling()
+        if self.soft_overlong_punishment:
+            self._check_overlong()
+
+    def _check_dynamic_sampling(self) -> None:
+        if self.num_generations is None or self.num_generations < 2:
+            raise ValueError(
+                f"dynamic_sampling=True needs num_generations >= 2 (a group of one has no std), got {self.num_generations}."
+            )
+        if self.dynamic_sampling_max_rounds < 1:
+            raise ValueError(f"dynamic_sampling_max_rounds must be >= 1, got {self.dynamic_sampling_max_rounds}.")
+        local = self.per_device_train_batch_size * self.steps_per_generation
+        if local % self.num_generations != 0:
+            raise ValueError(
+                "dynamic_sampling=True keeps or drops whole prompt groups on each process, so a group must not "
+                f"straddle two processes: per_device_train_batch_size × steps_per_generation ({local}) must be a "
+                f"multiple of num_generations ({self.num_generations})."
+            )
+
+    def _check_overlong(self) -> None:
+        cache = self.overlong_cache_length
+        if cache is not None and not 0 < cache <= self.max_completion_length:
+            raise ValueError(
+                f"overlong_cache_length must lie in (0, max_completion_length={self.max_completion_length}], got {cache}."
+            )
+        if self.overlong_penalty_factor < 0:
+            raise ValueError(f"overlong_penalty_factor must be >= 0, got {self.overlong_penalty_factor}.")
+
+
+def _choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"Unknown {name}={value!r}; expected one of {', '.join(map(repr, choices))}.")
+
+
+class SoftOverlongPunishment:
+    """DAPO's soft overlong punishment (arXiv 2503.14476 Eq. 13) as a TRL reward function; a shaping term."""
+
+    trl_ext_shaping = True
+
+    def __init__(self, max_length: int, cache_length: int, max_penalty: float = 1.0):
+        self.__name__ = "soft_overlong_punishment"  # the name TRL logs it under (rewards/<name>/mean)
+        self.max_length, self.cache_length, self.max_penalty = max_length, cache_length, max_penalty
+
+    def __call__(self, completion_ids: list[list[int]], **kwargs) -> list[float]:
+        lengths = torch.tensor([len(ids) for ids in completion_ids])
+        return overlong_penalty(lengths, self.max_length, self.cache_length, self.max_penalty).tolist()
+
+
+def is_shaping_reward(reward_func) -> bool:
+    """Whether a reward function declares itself a shaping term (``trl_ext_shaping = True``)."""
+    while isinstance(reward_func, functools.partial):
+        reward_func = reward_func.func
+    return bool(getattr(reward_func, "trl_ext_shaping", False))
+
+
+def weighted_total(rewards_per_func: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """Σ_f w_f·r_f per row, as TRL sums rewards; NaN where every function returned None."""
+    total = (rewards_per_func * weights.to(rewards_per_func.device)).nansum(dim=1)
+    return torch.where(torch.isnan(rewards_per_func).all(dim=1), torch.nan, total)
+
+
+class GRPOTrainer(GRPOHookMixin, trl.GRPOTrainer):
+    """``trl.GRPOTrainer`` with trl_ext's extensions (see :class:`GRPOConfig`); the same arguments and, with the
+    extensions off, the same behaviour step for step.
+
+    Advantages other than 'grpo' are computed with ``trl_ext.core`` on the gathered rewards of all processes and
+    this process's rows are sliced out. Dynamic sampling refills: it generates further rounds of prompt groups (every
+    rank the same number of rounds, since generation gathers) until each rank holds only informative groups.
+    """
+
+    _tag_names = ["trl", "grpo", "trl-ext"]
+    config_class = GRPOConfig
+
+    def __init__(
+        self,
+        model,
+        reward_funcs=None,
+        args: trl.GRPOConfig | None = None,
+        train_dataset=None,
+        eval_dataset=None,
+        processing_class=None,
+        reward_processing_classes=None,
+        **kwargs,
+    ):
+        args = self._resolve_args(model, args)
+        if reward_funcs is None:
+            reward_funcs = []
+        reward_funcs = list(reward_funcs) if isinstance(reward_funcs, list) else [reward_funcs]
+        if getattr(args, "soft_overlong_punishment", False):
+            reward_funcs, reward_processing_classes = self._add_overlong_reward(
+                args, reward_funcs, reward_processing_classes
+            )
+        super().__init__(
+            model,
+            reward_funcs,
+            args,
+            train_dataset,
+            eval_dataset,
+            processing_class,
+            reward_processing_classes,
+            **kwargs,
+        )
+        self._filter_columns = self._resolve_filter_columns() if self._ext("dynamic_sampling") else None
+        self._refill = None
+
+    @classmethod
+    def _resolve_args(cls, model, args):
+        if args is None:
+            name = model if isinstance(model, str) else model.config._name_or_path
+            return cls.config_class(output_dir=f"{name.split('/')[-1]}-{cls.__name__.removesuffix('Trainer')}")
+        if not isinstance(args, cls.config_class) and cls.config_class is not GRPOConfig:
+            raise TypeError(
+                f"{cls.__name__} needs a {cls.config_class.__name__} (it carries the paper defaults), got "
+                f"{type(args).__module__}.{type(args).__name__}. Build the config with trl_ext.{cls.config_class.__name__}"
+                "(...) and the same arguments."
+            )
+        return args
+
+    def _ext(self, name: str):
+        """A trl_ext config field; a plain ``trl.GRPOConfig`` gets its default (extensions off)."""
+        return getattr(self.args, name, GRPOConfig.__dataclass_fields__[name].default)
+
+    @staticmethod
+    def _add_overlong_reward(args, reward_funcs: list, reward_processing_classes):
+        cache = args.overlong_cache_length or max(args.max_completion_length // 5, 1)
+        punishment = SoftOverlongPunishment(args.max_completion_length, cache, args.overlong_penalty_factor)
+        # The added function needs a weight and a processing class next to the user's ones; the check on the length
+        # keeps a config reused for a second trainer from getting a second 1.0.
+        if args.reward_weights is not None and len(args.reward_weights) == len(reward_funcs):
+            args.reward_weights = [*args.reward_weights, 1.0]
+        if reward_processing_classes is not None:
+            if not isinstance(reward_processing_classes, list):
+                reward_processing_classes = [reward_processing_classes]
+            reward_processing_classes = [*reward_processing_classes, None]
+        return [*reward_funcs, punishment], reward_processing_classes
+
+    def _resolve_filter_columns(self) -> list[int]:
+        names = self._ext("dynamic_sampling_reward_funcs")
+        if names is None:
+            columns = [i for i, func in enumerate(self.reward_funcs) if not is_shaping_reward(func)]
+            if not columns:
+                raise ValueError(
+                    "dynamic_sampling=True needs a task reward as filter metric, but every reward function is a "
+                    "shaping term; name the filter functions in dynamic_sampling_reward_funcs."
+                )
+            return columns
+        unknown = [name for name in names if name not in self.reward_func_names]
+        if unknown or not names:
+            raise ValueError(
+                f"dynamic_sampling_reward_funcs={names!r} names no reward function or unknown ones {unknown}; the "
+                f"reward functions are {self.reward_func_names}."
+            )
+        return [i for i, name in enumerate(self.reward_func_names) if name in names]
+
+    # --- generation, filtering and advantages -------------------------------------------------------------------
+
+    def generate_and_score(self, inputs: list[dict]) -> dict:
+        training = self.model.training
+        if training and self._ext("dynamic_sampling"):
+            output, total = self._dynamic_sampling(inputs)
+        else:
+            output, rewards_per_func = self.trl_generate_round(inputs)
+            total = weighted_total(rewards_per_func, self.reward_weights)
+        estimator = self._ext("advantage_estimator")
+        if estimator != "grpo":
+            group_size = self.num_generations if training else self.num_generations_eval
+            advantages = self.compute_advantages(total, group_size, estimator)
+            local = output["completion_ids"].shape[0]
+            rank = self.accelerator.process_index
+            output["advantages"] = advantages[rank * local : (rank + 1) * local].to(output["advantages"])
+        return output
+
+    @staticmethod
+    def compute_advantages(rewards: torch.Tensor, group_size: int, estimator: str) -> torch.Tensor:
+        """Advantages of the whole (gathered) batch with ``trl_ext.core``; NaN rewards get advantage 0."""
+        if estimator == "dr_grpo":
+            return group_normalized(rewards, group_size, scale="none")
+        if estimator == "rloo":
+            return leave_one_out(rewards, group_size)
+        if estimator == "magistral":
+            # The gathered batch is exactly one optimizer step (validated), so one minibatch.
+            return minibatch_normalized(rewards, group_size, minibatch_size=rewards.numel())
+        return group_normalized(rewards, group_size, scale="group")
+
+    def _dynamic_sampling(self, inputs: list[dict]) -> tuple[dict, torch.Tensor]:
+        """Generate rounds until each rank holds only informative groups; returns (this rank's batch, the gathered
+        total reward of the final batch in rank order, NaN for filled groups)."""
+        group_size, num_processes = self.num_generations, self.accelerator.num_processes
+        rounds, informative, batch = [], [], inputs
+        for k in range(self._ext("dynamic_sampling_max_rounds")):
+            if k > 0:
+                batch = self._refill_inputs(inputs[0].keys())
+            output, rewards_per_func = self.trl_generate_round(batch)
+            rounds.append((output, weighted_total(rewards_per_func, self.reward_weights)))
+            filter_metric = weighted_total(
+                rewards_per_func[:, self._filter_columns], self.reward_weights[self._filter_columns]
+            )
+            informative.append(informative_groups(filter_metric, group_size).cpu())
+            if ds.rounds_complete(informative, num_processes):
+                break
+        plan = ds.plan_batch(informative, num_processes)
+        self._log_dynamic_sampling(informative, plan)
+        if len(rounds) == 1 and not any(ref.filled for refs in plan for ref in refs):
+            return rounds[0]  # the first round was fully informative: TRL's batch as it is
+        return self._assemble(rounds, plan), self._planned_total(rounds, plan)
+
+    def _refill_inputs(self, columns) -> list[dict]:
+        if self._refill is None:
+            if not hasattr(self.train_dataset, "__getitem__") or not hasattr(self.train_dataset, "__len__"):
+                raise ValueError("dynamic_sampling=True needs a map-style train_dataset to draw refill prompts from.")
+            self._refill = ds.refill_batches(
+                len(self.train_dataset),
+                self.num_generations,
+                self.args.generation_batch_size,
+                self.accelerator.num_processes,
+                self.accelerator.process_index,
+                seed=self.args.seed + 1,
+            )
+        rows = (self.train_dataset[index] for index in next(self._refill))
+        return [{key: row[key] for key in columns} for row in rows]
+
+    def _log_dynamic_sampling(self, informative: list[torch.Tensor], plan: list[list[ds.GroupRef]]) -> None:
+        filled = sum(ref.filled for refs in plan for ref in refs)
+        self.record_metric("dynamic_sampling/rounds", len(informative))
+        self.record_metric("dynamic_sampling/informative_fraction", float(torch.cat(informative).float().mean()))
+        self.record_metric("dynamic_sampling/filled_uninformative", filled)
+        if not filled:
+            return
+        message = (
+            f"dynamic_sampling: {filled} uninformative group(s) were kept after dynamic_sampling_max_rounds="
+            f"{self._ext('dynamic_sampling_max_rounds')} rounds"
+        )
+        if self._ext("dynamic_sampling_on_exhausted") == "raise":
+            raise RuntimeError(message + " (dynamic_sampling_on_exhausted='raise').")
+        logger.warning(message + "; their advantage is set to 0.")
+
+    def _assemble(self, rounds: list[tuple[dict, torch.Tensor]], plan: list[list[ds.GroupRef]]) -> dict:
+        refs = plan[self.accelerator.process_index]
+        parts = []
+        for k, (output, _) in enumerate(rounds):
+            rows = ds.group_rows([ref for ref in refs if ref.round == k], self.num_generations)
+            if rows.numel():
+                parts.append(ds.take_rows(output, rows))
+        tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
+        merged = ds.concat_batches(parts, tokenizer.pad_token_id)
+        filled = torch.tensor([ref.filled for ref in refs], device=merged["advantages"].device)
+        filled = filled.repeat_interleave(self.num_generations)
+        merged["advantages"] = torch.where(
+            filled.view(-1, *[1] * (merged["advantages"].dim() - 1)), 0.0, merged["advantages"]
+        )
+        loss_mask = merged["completion_mask"] * merged.get("tool_mask", 1)
+        merged["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()  # global, as TRL computes it
+        return merged
+
+    def _planned_total(self, rounds: list[tuple[dict, torch.Tensor]], plan: list[list[ds.GroupRef]]) -> torch.Tensor:
+        """The gathered total rewards of the assembled batch, rank by rank; NaN for filled groups (advantage 0)."""
+        group_size, num_processes = self.num_generations, self.accelerator.num_processes
+        groups_per_rank = rounds[0][1].numel() // group_size // num_processes
+        pieces = []
+        for rank, refs in enumerate(plan):
+            for ref in refs:
+                start = (rank * groups_per_rank + ref.group) * group_size
+                piece = rounds[ref.round][1][start : start + group_size]
+                pieces.append(torch.full_like(piece, torch.nan) if ref.filled else piece)
+        return torch.cat(pieces)
