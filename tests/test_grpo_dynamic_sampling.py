@@ -1,0 +1,149 @@
+"""Dynamic sampling with refill: the batch bookkeeping (pure) and real refills on the tiny model."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+
+import trl_ext
+from tests.scripts.grpo_family import G, length_shaping, recording, scores_dataset, scripted_reward, tiny_args
+from trl_ext.trainers import _dynamic_sampling as ds
+
+T, F = True, False
+
+
+def test_plan_keeps_informative_groups_round_by_round_on_each_rank():
+    rounds = [torch.tensor([T, F, F, F]), torch.tensor([F, T, T, T])]  # 2 ranks × 2 groups per round
+    assert not ds.rounds_complete(rounds[:1], 2)
+    assert ds.rounds_complete(rounds, 2)
+    plan = ds.plan_batch(rounds, 2)
+    assert [[(r.round, r.group) for r in refs] for refs in plan] == [[(0, 0), (1, 1)], [(1, 0), (1, 1)]]
+    assert not any(ref.filled for refs in plan for ref in refs)
+
+
+def test_plan_fills_with_uninformative_groups_when_rounds_run_out():
+    plan = ds.plan_batch([torch.tensor([T, F, F, F])], 2)
+    assert plan == [
+        [ds.GroupRef(0, 0, False), ds.GroupRef(0, 1, True)],
+        [ds.GroupRef(0, 0, True), ds.GroupRef(0, 1, True)],
+    ]
+    # One rank short is enough to keep every rank generating (the decision is collective).
+    assert not ds.rounds_complete([torch.tensor([T, T, T, F])], 2)
+
+
+def _batch(prompt_lengths, completion_lengths, pad=0, advantage=1.0):
+    width_p, width_c = max(prompt_lengths), max(completion_lengths)
+    rows = len(prompt_lengths)
+    batch = {
+        "prompt_ids": torch.full((rows, width_p), pad),
+        "prompt_mask": torch.zeros(rows, width_p, dtype=torch.long),
+        "completion_ids": torch.full((rows, width_c), pad),
+        "completion_mask": torch.zeros(rows, width_c, dtype=torch.long),
+        "old_per_token_logps": torch.zeros(rows, width_c),
+        "advantages": torch.full((rows,), advantage),
+        "num_items_in_batch": torch.tensor(99),
+    }
+    for i, (lp, lc) in enumerate(zip(prompt_lengths, completion_lengths)):
+        batch["prompt_ids"][i, width_p - lp :] = 7
+        batch["prompt_mask"][i, width_p - lp :] = 1
+        batch["completion_ids"][i, :lc] = 8
+        batch["completion_mask"][i, :lc] = 1
+        batch["old_per_token_logps"][i, :lc] = -1.0
+    return batch
+
+
+def test_concat_repads_prompts_left_and_completions_right_and_trims():
+    first = ds.take_rows(_batch([5, 2], [3, 1]), torch.tensor([1]))  # kept row: prompt 2 of width 5
+    second = _batch([3, 1], [2, 4], advantage=2.0)
+    merged = ds.concat_batches([first, second], pad_token_id=0)
+    assert "num_items_in_batch" not in merged
+    assert merged["prompt_mask"].tolist() == [[0, 1, 1], [1, 1, 1], [0, 0, 1]]  # width 5 → 3: common padding trimmed
+    assert merged["prompt_ids"].tolist() == [[0, 7, 7], [7, 7, 7], [0, 0, 7]]
+    assert merged["completion_mask"].tolist() == [[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 1]]
+    assert merged["old_per_token_logps"][0].tolist() == [-1.0, 0.0, 0.0, 0.0]
+    assert merged["advantages"].tolist() == [1.0, 2.0, 2.0]
+
+
+def test_take_rows_refuses_keys_it_cannot_merge():
+    with pytest.raises(ValueError, match="'pixel_values'.*dynamic_sampling=False"):
+        ds.take_rows({"pixel_values": torch.zeros(2, 3)}, torch.tensor([0]))
+
+
+def test_refill_sampler_is_sharded_like_trl():
+    one = ds.refill_batches(10, G, generation_batch_size=8, num_processes=1, rank=0, seed=3)
+    two = [ds.refill_batches(10, G, generation_batch_size=8, num_processes=2, rank=r, seed=3) for r in range(2)]
+    for _ in range(6):  # crosses an epoch boundary (5 batches of 2 prompts per epoch)
+        batch = next(one)
+        assert next(two[0]) + next(two[1]) == batch
+        assert all(len(set(batch[i : i + G])) == 1 for i in range(0, 8, G))  # whole groups, contiguous
+
+
+def _ds_trainer(tiny_policy_path, tmp_path, informative_every, seen=None, **overrides):
+    args = tiny_args(trl_ext.GRPOConfig, str(tmp_path), dynamic_sampling=True, **overrides)
+    trainer_cls = recording(trl_ext.GRPOTrainer, seen) if seen is not None else trl_ext.GRPOTrainer
+    return trainer_cls(
+        model=tiny_policy_path,
+        reward_funcs=scripted_reward,
+        args=args,
+        train_dataset=scores_dataset(16, informative_every),
+    )
+
+
+def test_refill_keeps_only_informative_groups(tiny_policy_path, tmp_path):
+    seen = []
+    # 1 prompt in 4 is informative: most rounds need refills; dr_grpo leaves uninformative groups at exactly 0.
+    trainer = _ds_trainer(tiny_policy_path, tmp_path, 4, seen, advantage_estimator="dr_grpo", max_steps=3)
+    trainer.train()
+    assert max(len(batch["rounds"]) for batch in seen) > 1
+    for batch in seen:
+        output = batch["output"]
+        assert output["completion_ids"].shape[0] == 8  # the batch is full again
+        assert (batch["advantages"].view(-1, G).abs().sum(dim=1) > 0).all()  # every kept group is informative
+        assert int(output["num_items_in_batch"]) == int(output["completion_mask"].sum())
+        assert (output["prompt_mask"].sum(dim=1) > 0).all() and output["prompt_mask"][:, 0].any()
+    logs = [log for log in trainer.state.log_history if "dynamic_sampling/rounds" in log]
+    assert len(logs) == 3
+    assert all(log["dynamic_sampling/filled_uninformative"] == 0 for log in logs)
+    assert any(log["dynamic_sampling/informative_fraction"] < 1 for log in logs)
+    assert [log["dynamic_sampling/rounds"] for log in logs] == [len(batch["rounds"]) for batch in seen]
+
+
+def test_cap_fills_with_zero_advantage_groups_and_warns(tiny_policy_path, tmp_path, caplog):
+    seen = []
+    trainer = _ds_trainer(tiny_policy_path, tmp_path, 1000, seen, dynamic_sampling_max_rounds=2, max_steps=1)
+    with caplog.at_level(logging.WARNING, logger="trl_ext.trainers.grpo"):
+        trainer.train()
+    (batch,) = seen
+    assert len(batch["rounds"]) == 2
+    (log,) = [log for log in trainer.state.log_history if "dynamic_sampling/rounds" in log]
+    filled = log["dynamic_sampling/filled_uninformative"]
+    assert filled >= 1 and log["dynamic_sampling/rounds"] == 2
+    assert (batch["advantages"].view(-1, G).abs().sum(dim=1) == 0).sum() >= filled
+    assert "uninformative group(s) were kept" in caplog.text
+
+
+def test_cap_can_raise(tiny_policy_path, tmp_path):
+    trainer = _ds_trainer(
+        tiny_policy_path, tmp_path, 1000, dynamic_sampling_max_rounds=1, dynamic_sampling_on_exhausted="raise"
+    )
+    with pytest.raises(RuntimeError, match="dynamic_sampling_on_exhausted='raise'"):
+        trainer.train()
+
+
+def test_filter_metric_defaults_to_task_rewards(tiny_policy_path, tmp_path):
+    args = tiny_args(trl_ext.DAPOConfig, str(tmp_path))
+    trainer = trl_ext.DAPOTrainer(
+        model=tiny_policy_path,
+        reward_funcs=[scripted_reward, length_shaping],
+        args=args,
+        train_dataset=scores_dataset(16),
+    )
+    assert trainer.reward_func_names == ["scripted_reward", "length_shaping", "soft_overlong_punishment"]
+    assert trainer._filter_columns == [0]
+
+
+def test_unknown_filter_reward_is_named(tiny_policy_path, tmp_path):
+    with pytest.raises(ValueError, match="'accuracy'.*scripted_reward"):
+        _ds_trainer(tiny_policy_path, tmp_path, 1, dynamic_sampling_reward_funcs=["accuracy"])
