@@ -1,0 +1,142 @@
+"""DPO with per-pair margins, for preference pairs mined from verifiable rewards (``trl_ext.data``).
+
+A ``margin`` column m makes the DPO logit β·Δ − m instead of β·Δ (``trl_ext.core.preference.dpo_margin_loss``).
+TRL computes β·Δ inside ``_compute_loss``; rather than copy it, the margin reaches it through the reference
+log-probs: adding m/β to the chosen completion's reference log-prob lowers Δ by exactly m/β. So the trainer
+computes the reference log-probs with TRL's public ``compute_ref_log_probs`` (the forward TRL would have run
+anyway), shifts them, and lets TRL read them from the batch as it does with ``precompute_ref_log_probs=True``.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+from trl import DPOConfig as TRLDPOConfig
+from trl import DPOTrainer as TRLDPOTrainer
+
+from trl_ext.core.preference import MARGIN_LOSS_TYPES, margin_as_logratio_offset
+from trl_ext.trainers._trl_hooks import require_trl_hooks
+
+# Everything of TRL's DPOTrainer this module relies on, in one place (DESIGN §4). Methods: name -> leading
+# parameters, checked at import. Attributes: read (and, for the first, set for one call), checked at init.
+DPO_HOOKS: dict[str, tuple[str, ...]] = {
+    "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
+    "compute_ref_log_probs": ("self", "model", "inputs"),
+    "_set_signature_columns_if_needed": ("self",),
+}
+DPO_ATTRIBUTES = ("precompute_ref_logps", "ref_model", "beta", "loss_types", "f_divergence_type", "_metrics")
+# A margin needs a loss of β·Δ alone; "sft" ignores the reference, so the shift does not touch it.
+MARGIN_COMPATIBLE_LOSS_TYPES = (*MARGIN_LOSS_TYPES, "sft")
+MARGIN_COLUMN = "margin"
+
+require_trl_hooks(TRLDPOTrainer, DPO_HOOKS)
+
+
+@dataclass
+class DPOConfig(TRLDPOConfig):
+    r"""Configuration for [`DPOTrainer`]: TRL's DPOConfig, unchanged (DPO, arXiv 2305.18290).
+
+    A dataset with a ``margin`` column trains on −log σ(β·Δ − margin) (``loss_type="sigmoid"``; ODPO, arXiv
+    2402.10571), max(0, 1 − (β·Δ − margin)) (``"hinge"``) or robust DPO's loss at β·Δ − margin (``"robust"``).
+    A margin is undefined for the other loss types and for ``f_divergence_type`` other than ``"reverse_kl"``.
+    """
+
+
+class DPOTrainer(TRLDPOTrainer):
+    """TRL's DPOTrainer plus an optional per-pair ``margin`` column (see the module docstring).
+
+    With a margin, the logged ``rewards/chosen`` and ``rewards/margins`` are the margin-free values (β·logratio),
+    ``margin`` is the mean margin, and ``rewards/accuracies`` counts the pairs with β·Δ > margin.
+    """
+
+    _tag_names = ["trl", "trl-ext", "dpo"]
+    _name = "DPO"
+    _paper = TRLDPOTrainer._paper
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        missing = [name for name in DPO_ATTRIBUTES if not hasattr(self, name)]
+        if missing:
+            raise RuntimeError(f"trl_ext's DPOTrainer relies on TRL DPOTrainer attributes that are gone: {missing}.")
+        self.data_collator = MarginCollator(self.data_collator)
+        if any(MARGIN_COLUMN in _column_names(dataset) for dataset in self._datasets()):
+            self._check_margin_supported()
+
+    def _datasets(self) -> list:
+        evals = self.eval_dataset.values() if isinstance(self.eval_dataset, dict) else [self.eval_dataset]
+        return [dataset for dataset in [self.train_dataset, *evals] if dataset is not None]
+
+    def _check_margin_supported(self) -> None:
+        unsupported = [loss_type for loss_type in self.loss_types if loss_type not in MARGIN_COMPATIBLE_LOSS_TYPES]
+        if unsupported:
+            raise ValueError(
+                f"A `margin` column is undefined for loss_type {unsupported}: a margin shifts the logit β·Δ, so it "
+                f"applies only to {list(MARGIN_LOSS_TYPES)} (and 'sft' alongside). Remove the column or change "
+                "`loss_type`."
+            )
+        if self.f_divergence_type != "reverse_kl":
+            raise ValueError(
+                f"A `margin` column needs `f_divergence_type='reverse_kl'`, got {self.f_divergence_type!r}: other "
+                "divergences transform the log-ratios, so a margin no longer shifts β·Δ."
+            )
+        if self.beta <= 0:
+            raise ValueError(f"A `margin` column needs `beta` > 0, got {self.beta}.")
+
+    def _set_signature_columns_if_needed(self):
+        super()._set_signature_columns_if_needed()
+        if MARGIN_COLUMN not in self._signature_columns:
+            self._signature_columns = [*self._signature_columns, MARGIN_COLUMN]
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        margin = inputs.pop(MARGIN_COLUMN, None)
+        if margin is None:
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        self._check_margin_supported()
+        inputs = dict(inputs)
+        if "ref_chosen_logps" not in inputs:
+            ref_model = self.ref_model if self.ref_model is not None else self.model
+            inputs["ref_chosen_logps"], inputs["ref_rejected_logps"] = self.compute_ref_log_probs(ref_model, inputs)
+        ref_chosen = inputs["ref_chosen_logps"]
+        inputs["ref_chosen_logps"] = ref_chosen + margin_as_logratio_offset(margin.to(ref_chosen), self.beta)
+        with _reference_logps_from_batch(self):
+            result = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        self._log_margin(margin)
+        return result
+
+    def _log_margin(self, margin: torch.Tensor) -> None:
+        """Undo the margin in TRL's reward metrics (they saw the shifted reference) and log the mean margin."""
+        mode = "train" if self.model.training else "eval"
+        mean_margin = self.accelerator.gather(margin.detach()).mean().item()
+        for key in ("rewards/chosen", "rewards/margins"):
+            self._metrics[mode][key][-1] += mean_margin
+        self._metrics[mode]["margin"].append(mean_margin)
+
+
+class MarginCollator:
+    """Wraps a preference collator: adds the examples' ``margin`` as a float tensor to its batch."""
+
+    def __init__(self, collator):
+        self.collator = collator
+
+    def __call__(self, examples: list[dict]) -> dict:
+        batch = self.collator(examples)
+        if MARGIN_COLUMN in examples[0]:
+            batch[MARGIN_COLUMN] = torch.tensor([float(example[MARGIN_COLUMN]) for example in examples])
+        return batch
+
+
+@contextmanager
+def _reference_logps_from_batch(trainer: TRLDPOTrainer):
+    """For one call, make TRL read the reference log-probs from the batch, as with precomputed ones."""
+    saved = trainer.precompute_ref_logps
+    trainer.precompute_ref_logps = True
+    try:
+        yield
+    finally:
+        trainer.precompute_ref_logps = saved
+
+
+def _column_names(dataset) -> list[str]:
+    return list(getattr(dataset, "column_names", None) or [])
