@@ -104,7 +104,8 @@ def main(model_path: str, out_path: str) -> None:
         "dr_grpo": (trl_ext.DrGRPOTrainer, trl_ext.DrGRPOConfig, {}),
         "rloo": (trl_ext.RLOOTrainer, trl_ext.RLOOConfig, {}),
         "magistral": (trl_ext.MagistralTrainer, trl_ext.MagistralConfig, {"dynamic_sampling": False}),
-        "dapo": (trl_ext.DAPOTrainer, trl_ext.DAPOConfig, {}),
+        # Without the length shaping, a non-zero advantage in a group means the group is informative.
+        "dapo": (trl_ext.DAPOTrainer, trl_ext.DAPOConfig, {"soft_overlong_punishment": False}),
     }
     world = int(os.environ.get("WORLD_SIZE", "1"))
     for name, (trainer_cls, config_cls, extra) in cases.items():
@@ -124,10 +125,11 @@ def main(model_path: str, out_path: str) -> None:
         batches = [{"advantages": b["advantages"].tolist(), "pids": b["pids"]} for b in seen]
         records[name] = {"batches": batches, "ds_logs": logs}
         trainer.accelerator.wait_for_everyone()
+    records["num_processes"] = trainer.accelerator.num_processes
     if trainer.accelerator.is_main_process:
         with open(out_path, "w") as f:
             json.dump(records, f)
-    trainer.end() if hasattr(trainer, "end") else None
+    trainer.end()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,52 @@
+"""One process against two (torchrun, gloo on CPU): the same prompts and rewards give the same advantages.
+
+The rewards are scripted per (prompt, member), so they do not depend on what each process generates. The
+reference run is the same script in this process (one process); the two-process run goes through torchrun.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.scripts import grpo_family
+
+SCRIPT = Path(grpo_family.__file__)
+
+
+@pytest.fixture(scope="module")
+def runs(tiny_policy_path, tmp_path_factory):
+    one, two = tmp_path_factory.mktemp("one-process"), tmp_path_factory.mktemp("two-processes")
+    grpo_family.main(tiny_policy_path, str(one / "records.json"))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(SCRIPT.parents[2])}
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", str(SCRIPT)]
+    result = subprocess.run(
+        [*command, tiny_policy_path, str(two / "records.json")], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    return [json.loads((path / "records.json").read_text()) for path in (one, two)]
+
+
+@pytest.mark.parametrize("estimator", ["grpo", "dr_grpo", "rloo", "magistral"])
+def test_two_processes_give_the_advantages_of_one(runs, estimator):
+    one, two = runs
+    assert (one["num_processes"], two["num_processes"]) == (1, 2)
+    assert len(one[estimator]["batches"]) == len(two[estimator]["batches"]) == 2
+    for single, double in zip(one[estimator]["batches"], two[estimator]["batches"]):
+        assert single["pids"] == double["pids"]  # the same global batch, split over two ranks
+        assert single["advantages"] == pytest.approx(double["advantages"], abs=1e-6)
+
+
+def test_dynamic_sampling_across_two_processes_keeps_informative_groups(runs):
+    for records in runs:
+        dapo = records["dapo"]
+        assert [log["dynamic_sampling/filled_uninformative"] for log in dapo["ds_logs"]] == [0, 0]
+        assert max(log["dynamic_sampling/rounds"] for log in dapo["ds_logs"]) > 1  # refills happened
+        for batch in dapo["batches"]:
+            groups = [batch["advantages"][i : i + grpo_family.G] for i in range(0, len(batch["advantages"]), 4)]
+            assert all(any(abs(a) > 0 for a in group) for group in groups)
