@@ -1,0 +1,146 @@
+"""trl_ext.sandbox: run(), statuses, limits, the judge (stdio / call / assert) and parent-side comparison."""
+
+import json
+
+import pytest
+
+from trl_ext import sandbox
+from trl_ext.sandbox import Limits, SandboxUnavailable, compare_stdio, parse_tests, run, run_tests, values_equal
+from trl_ext.sandbox.backends import BwrapBackend, _self_test
+
+FAST = Limits(timeout_s=3.0)
+
+
+def test_run_ok_with_stdin():
+    result = run("import sys\nprint(sys.stdin.read().upper(), end='')", "hello\nworld\n")
+    assert result.status == "ok"
+    assert result.stdout == "HELLO\nWORLD\n"
+    assert result.exit_code == 0
+    assert 0 < result.wall_s < 3
+
+
+def test_run_statuses():
+    assert run("raise ValueError('boom')").status == "runtime_error"
+    assert run("import sys; sys.exit(3)").exit_code not in (0, None)
+    assert run("while True: pass", timeout_s=1).status == "timeout"
+    assert run("x = bytearray(1 << 30)", memory_mb=256).status == "memory"
+    flood = run("print('x' * 10_000_000)")
+    assert flood.status == "output_limit"
+    assert len(flood.stdout) <= Limits().max_output_bytes
+
+
+def test_python_is_isolated_and_unprivileged():
+    code = "import os, sys; print(sys.flags.isolated, os.getuid() != 0, os.getcwd(), sorted(os.environ))"
+    result = run(code)
+    assert result.status == "ok", result.stderr
+    isolated, unprivileged, cwd, env = result.stdout.split(" ", 3)
+    assert (isolated, unprivileged, cwd) == ("1", "True", "/tmp")
+    assert "HF_TOKEN" not in env
+
+
+def test_stdio_judge_compares_whole_output_line_by_line():
+    program = "n = int(input())\nfor i in range(n):\n    print(i, ' ')\n"
+    tests = {"kind": "stdio", "cases": [{"input": "2\n", "output": "0\n1"}, {"input": "1", "output": "0\n\n"}]}
+    report = run_tests(program, tests, limits=FAST)
+    assert (report.passed, report.total, report.all_passed) == (2, 2, True)
+    wrong = {"kind": "stdio", "cases": [{"input": "2", "output": "0"}, {"input": "1", "output": "0"}]}
+    assert run_tests(program, wrong, limits=FAST).passed == 0
+
+
+def test_stdio_judge_stops_at_first_failure_in_binary_mode():
+    tests = {"kind": "stdio", "cases": [{"input": "", "output": "no"}, {"input": "", "output": "yes"}]}
+    binary = run_tests("print('yes')", tests, limits=FAST)
+    assert binary.statuses == ["ok"] and binary.passed == 0
+    fraction = run_tests("print('yes')", tests, limits=FAST, stop_on_failure=False)
+    assert (fraction.passed, len(fraction.statuses)) == (1, 2)
+
+
+def test_call_judge_exact_types():
+    program = "def f(x, y):\n    return {'sum': x + y, 'pair': (x, y), 'ok': True}\n"
+    tests = {
+        "kind": "call",
+        "fn_name": "f",
+        "cases": [{"args": [1, 2], "expected": {"sum": 3, "pair": [1, 2], "ok": True}}],
+    }
+    assert run_tests(program, tests, limits=FAST).all_passed
+    bool_for_int = {
+        "kind": "call",
+        "fn_name": "f",
+        "cases": [{"args": [1, 2], "expected": {"sum": 3, "pair": [1, 2], "ok": 1}}],
+    }
+    assert not run_tests(program, bool_for_int, limits=FAST).all_passed
+
+
+def test_call_judge_leetcode_solution_class_and_fraction():
+    program = "class Solution:\n    def twice(self, x):\n        return x * 2 if x < 3 else 0\n"
+    cases = [{"args": [1], "expected": 2}, {"args": [5], "expected": 10}, {"args": [2], "expected": 4}]
+    report = run_tests(
+        program, {"kind": "call", "fn_name": "twice", "cases": cases}, limits=FAST, stop_on_failure=False
+    )
+    assert (report.passed, report.total) == (2, 3)
+
+
+def test_assert_judge_humaneval_style():
+    program = "def add(a, b):\n    return a + b\n"
+    tests = {
+        "kind": "assert",
+        "code": "def check(candidate):\n    assert candidate(2, 3) == 5\n",
+        "entry_point": "add",
+    }
+    assert run_tests(program, tests, limits=FAST).all_passed
+    assert not run_tests("def add(a, b):\n    return a - b\n", tests, limits=FAST).all_passed
+
+
+def test_compare_stdio_rules():
+    assert compare_stdio("1 2\n3\n\n", "1 2\n3")
+    assert compare_stdio("  a  \n b", "a\nb")
+    assert not compare_stdio("1\n2", "1\n2\n3")
+    assert not compare_stdio("0.3333", "0.333333")
+    assert compare_stdio("0.3333", "0.333333", float_tol=1e-3)
+    assert not compare_stdio("abc 0.3333", "abd 0.333333", float_tol=1e-3)
+
+
+def test_values_equal_is_typed():
+    assert values_equal([1, [2.0]], [1, [2]])
+    assert not values_equal(True, 1)
+    assert not values_equal(1, True)
+    assert not values_equal("1", 1)
+    assert not values_equal([1, 2], [1, 2, 3])
+    assert values_equal(0.1 + 0.2, 0.3, float_tol=1e-9)
+    assert not values_equal({"a": 1}, {"a": 1, "b": 2})
+
+
+def test_parse_tests_errors_name_the_row_and_field():
+    assert parse_tests(json.dumps({"kind": "assert", "code": "pass"}))["kind"] == "assert"
+    with pytest.raises(ValueError, match=r"row 7.*kind"):
+        parse_tests({"kind": "unit"}, where="row 7")
+    with pytest.raises(ValueError, match=r"row 1, case 0: `output`"):
+        parse_tests({"kind": "stdio", "cases": [{"input": "1"}]}, where="row 1")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        parse_tests("{kind: stdio}")
+    with pytest.raises(ValueError, match="fn_name"):
+        parse_tests({"kind": "call", "cases": [{"args": [], "expected": 1}]})
+
+
+def test_missing_bwrap_refuses_clearly():
+    with pytest.raises(SandboxUnavailable, match=r"apt-get install bubblewrap.*backend=\"rlimit\""):
+        _self_test(BwrapBackend(bwrap="/nonexistent/bwrap"))
+
+
+def test_unknown_backend_is_rejected():
+    with pytest.raises(ValueError, match="rlimit"):
+        run("print(1)", backend="docker")
+
+
+def test_rlimit_backend_runs_with_limits_and_scrubbed_env(monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_fake_rlimit_secret")
+    ok = run("import os; print(sorted(os.environ))", backend="rlimit")
+    assert ok.status == "ok" and "hf_fake_rlimit_secret" not in ok.stdout and "HF_TOKEN" not in ok.stdout
+    assert run("while True: pass", timeout_s=1, backend="rlimit").status == "timeout"
+    assert run("x = bytearray(1 << 30)", memory_mb=256, backend="rlimit").status == "memory"
+
+
+def test_public_api():
+    assert set(sandbox.__all__) >= {"run", "run_tests", "RunResult", "Limits", "SandboxUnavailable"}
+    with pytest.raises(ValueError, match="timeout_s"):
+        Limits(timeout_s=0)

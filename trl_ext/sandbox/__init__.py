@@ -1,0 +1,53 @@
+"""Isolated local execution of untrusted (model-written) Python code.
+
+``run(code, stdin)`` runs one program; ``run_tests(program, tests)`` grades it against a stdio, call or assert
+test spec with every comparison done outside the sandbox. The default backend is bubblewrap; the rlimit-only
+backend is weaker and must be chosen explicitly (``backend="rlimit"``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from trl_ext.sandbox._process import RunResult, Status
+from trl_ext.sandbox.backends import BwrapBackend, RlimitBackend, SandboxUnavailable, get_backend
+from trl_ext.sandbox.comparison import compare_stdio, values_equal
+from trl_ext.sandbox.judge import TestReport, parse_tests, run_tests
+from trl_ext.sandbox.limits import Limits
+
+__all__ = [
+    "BwrapBackend",
+    "Limits",
+    "RlimitBackend",
+    "RunResult",
+    "SandboxUnavailable",
+    "Status",
+    "TestReport",
+    "compare_stdio",
+    "get_backend",
+    "parse_tests",
+    "run",
+    "run_tests",
+    "values_equal",
+]
+
+
+def run(
+    code: str,
+    stdin: str = "",
+    *,
+    timeout_s: float | None = None,
+    memory_mb: int | None = None,
+    limits: Limits | None = None,
+    backend: str = "bwrap",
+) -> RunResult:
+    """Run ``code`` as a Python script (``python -I``) in the sandbox, feeding it ``stdin``.
+
+    ``timeout_s`` and ``memory_mb``, when given, override those fields of ``limits`` (default ``Limits()``:
+    5 s, 1024 MiB).
+    Returns a ``RunResult`` whose ``status`` is "ok", "runtime_error", "timeout", "memory", "output_limit" or
+    "infra_error". Raises ``SandboxUnavailable`` if the backend cannot run here.
+    """
+    overrides = {k: v for k, v in (("timeout_s", timeout_s), ("memory_mb", memory_mb)) if v is not None}
+    limits = dataclasses.replace(limits or Limits(), **overrides)
+    return get_backend(backend).launch({"mode": "script", "code": code}, stdin.encode(), limits)

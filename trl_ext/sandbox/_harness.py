@@ -1,0 +1,163 @@
+"""The program that runs INSIDE the sandbox (its source is passed to ``python -I -c``).
+
+Self-contained: it must not import trl_ext (the package is not visible in the sandbox). Protocol, with the
+file descriptors given in argv:
+  argv[1]  payload fd (read once, closed): JSON {"mode", "code", "limits", "uid", ...}
+  argv[2]  ready fd (written once, closed BEFORE the program runs): proves the sandbox itself came up, so a
+           program cannot make its own failure look like an infrastructure fault
+  argv[3]  nonce fd, assert mode only (read only after every assert passed), else -1
+Modes: "script" runs the code as __main__; "call" calls a function on each case's args and writes one
+marker-prefixed JSON record per case to stdout (values strictly typed: no subclasses, so a rigged ``__eq__``
+cannot even be encoded); "assert" runs the code then the tests and prints the nonce only if all passed.
+"""
+
+import builtins
+import json
+import os
+import resource
+import sys
+import traceback
+
+# Captured before the program runs: patching builtins, json or os afterwards does not reach the harness.
+_type, _write, _exit, _str_join = type, os.write, os._exit, str.join
+_json_str = json.encoder.encode_basestring_ascii  # C function, no patchable Python internals
+_int_repr, _float_repr = int.__repr__, float.__repr__
+_INF = float("inf")
+
+
+def _read_fd(fd):
+    with os.fdopen(fd, "rb", closefd=True) as f:
+        return f.read()
+
+
+def _apply_limits(limits, uid):
+    for name, (soft, hard) in limits.items():
+        resource.setrlimit(getattr(resource, name), (soft, hard))
+    if os.geteuid() == 0:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+        if os.getuid() == 0 or os.geteuid() == 0:
+            raise RuntimeError("could not drop root privileges")
+
+
+def _encode(value, depth=0):
+    """JSON text of plain data with exact types (subclasses of int/str/list/... are refused); tuples become
+    lists, dicts are tagged {"__dict__": ...}, non-finite floats {"__float__": ...}."""
+    if depth > 100:
+        raise TypeError("value nested too deeply")
+    kind = _type(value)
+    if kind is str:
+        return _json_str(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if kind is int:
+        return _int_repr(value)
+    if kind is float:
+        if value != value or value in (_INF, -_INF):
+            return '{"__float__": "' + ("nan" if value != value else "inf" if value > 0 else "-inf") + '"}'
+        return _float_repr(value)
+    if kind is list or kind is tuple:
+        return "[" + _str_join(",", [_encode(v, depth + 1) for v in value]) + "]"
+    if kind is dict:
+        items = []
+        for key, item in dict.items(value):
+            if _type(key) is not str:
+                raise TypeError("dict keys must be exactly str")
+            items.append(_json_str(key) + ":" + _encode(item, depth + 1))
+        return '{"__dict__": {' + _str_join(",", items) + "}}"
+    raise TypeError("unsupported result type")
+
+
+def _write_all(fd, data):
+    while data:
+        data = data[_write(fd, data) :]
+
+
+def _flush_stdout():
+    try:
+        sys.stdout.flush()
+    except BaseException:  # noqa: B036 - the program may have broken sys.stdout; its output is its problem
+        return
+
+
+def _new_namespace():
+    return {"__name__": "__main__", "__builtins__": builtins}
+
+
+def _resolve(namespace, fn_name):
+    if callable(namespace.get(fn_name)):
+        return namespace[fn_name]
+    solution = namespace.get("Solution")
+    if isinstance(solution, type) and callable(getattr(solution, fn_name, None)):
+        return getattr(solution(), fn_name)  # LeetCode style
+    raise NameError("the program defines no function named " + repr(fn_name))
+
+
+def _call_mode(payload, out_fd):
+    marker = payload["marker"].encode()
+    stop_on_failure = payload["stop_on_failure"]
+    namespace = _new_namespace()
+    try:
+        exec(compile(payload["code"], "solution.py", "exec"), namespace)
+        fn = _resolve(namespace, payload["fn_name"])
+    except BaseException:  # noqa: B036 - SystemExit at import time is a failure, not an exit
+        traceback.print_exc()
+        _exit(1)
+    for index, args in enumerate(payload["args"]):
+        try:
+            record, ok = '{"i": ' + _int_repr(index) + ', "ok": true, "value": ' + _encode(fn(*args)) + "}", True
+        except BaseException:  # noqa: B036
+            record, ok = '{"i": ' + _int_repr(index) + ', "ok": false}', False
+        _flush_stdout()
+        _write_all(out_fd, b"\n" + marker + str.encode(record) + b"\n")
+        if not ok and stop_on_failure:
+            break
+    _exit(0)
+
+
+def _assert_mode(payload, out_fd, nonce_fd):
+    namespace = _new_namespace()
+    try:
+        exec(compile(payload["code"], "solution.py", "exec"), namespace)
+        exec(compile(payload["tests"], "tests.py", "exec"), namespace)
+        entry_point = payload.get("entry_point")
+        if entry_point:
+            namespace["check"](namespace[entry_point])
+    except BaseException:  # noqa: B036 - sys.exit(0) before the asserts finished is a failure
+        traceback.print_exc()
+        _exit(1)
+    nonce = _read_fd(nonce_fd)
+    _flush_stdout()
+    _write_all(out_fd, b"\n" + nonce + b"\n")
+    _exit(0)  # skips atexit handlers the program may have registered
+
+
+def _main():
+    payload_fd, ready_fd, nonce_fd = (int(a) for a in sys.argv[1:4])
+    payload = json.loads(_read_fd(payload_fd))
+    _apply_limits(payload["limits"], payload["uid"])
+    out_fd = os.dup(1)  # private copy: the program may close or redirect fd 1
+    os.set_inheritable(out_fd, False)
+    os.write(ready_fd, b"ready")
+    os.close(ready_fd)
+    sys.argv = ["solution.py"]
+    mode = payload["mode"]
+    if mode == "script":
+        os.close(out_fd)
+        if nonce_fd >= 0:
+            os.close(nonce_fd)
+        del payload_fd, ready_fd, nonce_fd, out_fd
+        code = payload.pop("code")
+        exec(compile(code, "solution.py", "exec"), _new_namespace())
+    elif mode == "call":
+        _call_mode(payload, out_fd)
+    elif mode == "assert":
+        _assert_mode(payload, out_fd, nonce_fd)
+    else:
+        raise ValueError("unknown mode " + repr(mode))
+
+
+_main()
