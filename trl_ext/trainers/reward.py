@@ -1,0 +1,123 @@
+"""Reward modelling on listwise (K-ranked or K-scored) data as well as TRL's pairwise data.
+
+A listwise dataset (``completions`` plus ``ranking`` or ``scores``, see ``trl_ext.data.listwise``) is expanded
+into every ordered pair, each weighted so that its prompt counts once (InstructGPT, arXiv 2203.02155), with an
+optional margin from the score gap (Llama 2, arXiv 2307.09288). Pairwise data goes through TRL unchanged. The
+trained model is a plain ``AutoModelForSequenceClassification`` with one label, usable as a GRPO/PPO reward.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, field
+
+import torch
+from datasets import IterableDataset
+from trl import RewardConfig as TRLRewardConfig
+from trl import RewardTrainer as TRLRewardTrainer
+
+from trl_ext.core.preference import bradley_terry_loss
+from trl_ext.data.listwise import expand_listwise, is_listwise
+from trl_ext.trainers._trl_hooks import require_trl_hooks
+
+# Everything of TRL's RewardTrainer this module relies on, in one place (DESIGN §4): name -> leading parameters.
+REWARD_HOOKS: dict[str, tuple[str, ...]] = {
+    "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
+    "_prepare_dataset": ("self", "dataset", "processing_class", "args", "dataset_name"),
+    "_set_signature_columns_if_needed": ("self",),
+}
+WEIGHT_COLUMN = "weight"
+
+require_trl_hooks(TRLRewardTrainer, REWARD_HOOKS)
+
+
+@dataclass
+class RewardConfig(TRLRewardConfig):
+    r"""Configuration for [`RewardTrainer`]: TRL's RewardConfig plus the listwise-data options.
+
+    Listwise rows are expanded into all ordered pairs; with ``listwise_pair_weighting`` each pair weighs 1/P for
+    the P pairs of its prompt (1/C(K, 2) without ties), rescaled by the dataset's mean weight so the loss keeps the
+    scale of an unweighted mean (InstructGPT, arXiv 2203.02155, Eq. 1).
+    """
+
+    listwise_pair_weighting: bool = field(
+        default=True,
+        metadata={
+            "help": "Weight each pair expanded from a listwise row by 1/(number of pairs of its prompt), so every "
+            "prompt counts once (InstructGPT). If False, a prompt with K ranked completions counts C(K, 2) times."
+        },
+    )
+    listwise_margin_scale: float | None = field(
+        default=None,
+        metadata={
+            "help": "If set, each pair expanded from a listwise row with `scores` gets the margin "
+            "`listwise_margin_scale * (score_better - score_worse)`, and the loss becomes "
+            "-log σ(r_chosen - r_rejected - margin) (Llama 2). None: no margin. Needs `scores`, not `ranking`."
+        },
+    )
+
+
+class RewardTrainer(TRLRewardTrainer):
+    """TRL's RewardTrainer that also accepts listwise data (see the module docstring); pairwise data is unchanged."""
+
+    _tag_names = ["trl", "trl-ext", "reward-trainer"]
+    _name = "Reward"
+    _paper = {
+        "title": "Training language models to follow instructions with human feedback",
+        "id": "2203.02155",
+        # docstyle-ignore
+        "citation": textwrap.dedent("""\
+            @inproceedings{ouyang2022training,
+                title        = {{Training language models to follow instructions with human feedback}},
+                author       = {Long Ouyang and Jeffrey Wu and Xu Jiang and Diogo Almeida and Carroll L. Wainwright and Pamela Mishkin and Chong Zhang and Sandhini Agarwal and Katarina Slama and Alex Ray and John Schulman and Jacob Hilton and Fraser Kelton and Luke Miller and Maddie Simens and Amanda Askell and Peter Welinder and Paul F. Christiano and Jan Leike and Ryan Lowe},
+                year         = 2022,
+                booktitle    = {Advances in Neural Information Processing Systems 35: Annual Conference on Neural Information Processing Systems 2022, NeurIPS 2022},
+            }"""),
+    }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.data_collator = WeightCollator(self.data_collator)
+
+    def _prepare_dataset(self, dataset, processing_class, args, dataset_name):
+        if is_listwise(getattr(dataset, "column_names", None) or []):
+            if isinstance(dataset, IterableDataset):
+                raise ValueError(f"Listwise {dataset_name} data must be a map-style `Dataset`, not an IterableDataset.")
+            dataset = expand_listwise(
+                dataset,
+                margin_scale=getattr(args, "listwise_margin_scale", None),
+                normalize_weights=True,
+            )
+            if not getattr(args, "listwise_pair_weighting", True):
+                dataset = dataset.remove_columns(WEIGHT_COLUMN)
+        return super()._prepare_dataset(dataset, processing_class, args, dataset_name)
+
+    def _set_signature_columns_if_needed(self):
+        super()._set_signature_columns_if_needed()
+        if WEIGHT_COLUMN not in self._signature_columns:
+            self._signature_columns = [*self._signature_columns, WEIGHT_COLUMN]
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        weight = inputs.pop(WEIGHT_COLUMN, None)
+        if weight is None:
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        # TRL runs the forward and logs its metrics; its unweighted loss is replaced by the weighted one.
+        _, outputs = super().compute_loss(model, inputs, True, num_items_in_batch)
+        chosen, rejected = torch.chunk(outputs.logits.squeeze(-1), chunks=2)
+        loss = bradley_terry_loss(
+            chosen, rejected, inputs.get("margin"), weight.to(chosen), self.args.center_rewards_coefficient
+        )
+        return (loss, outputs) if return_outputs else loss
+
+
+class WeightCollator:
+    """Wraps a preference collator: adds the examples' pair ``weight`` as a float tensor to its batch."""
+
+    def __init__(self, collator):
+        self.collator = collator
+
+    def __call__(self, examples: list[dict]) -> dict:
+        batch = self.collator(examples)
+        if WEIGHT_COLUMN in examples[0]:
+            batch[WEIGHT_COLUMN] = torch.tensor([float(example[WEIGHT_COLUMN]) for example in examples])
+        return batch
