@@ -110,6 +110,52 @@ def test_refill_keeps_only_informative_groups(tiny_policy_path, tmp_path):
     assert [log["dynamic_sampling/rounds"] for log in logs] == [len(batch["rounds"]) for batch in seen]
 
 
+def _completion_logps(model, output) -> torch.Tensor:
+    ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
+    mask = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=mask).logits[:, output["prompt_ids"].shape[1] - 1 : -1]
+    return logits.log_softmax(-1).gather(-1, output["completion_ids"].unsqueeze(-1)).squeeze(-1)
+
+
+def test_refill_merges_old_and_reference_log_probs(tiny_policy_path, tmp_path):
+    seen = []
+
+    class Checked(recording(trl_ext.GRPOTrainer, seen)):
+        def generate_and_score(self, inputs):
+            output = super().generate_and_score(inputs)
+            seen[-1]["fresh_logps"] = _completion_logps(self.model, output)  # the policy that generated them
+            return output
+
+    # num_iterations=2 makes TRL compute old log-probs, beta > 0 reference log-probs: both are merged across rounds.
+    args = tiny_args(trl_ext.GRPOConfig, str(tmp_path), dynamic_sampling=True, num_iterations=2, beta=0.1)
+    trainer = Checked(
+        model=tiny_policy_path, reward_funcs=scripted_reward, args=args, train_dataset=scores_dataset(16, 4)
+    )
+    trainer.train()
+    merged = [batch for batch in seen if len(batch["rounds"]) > 1]
+    assert merged
+    for batch in merged:
+        output, mask = batch["output"], batch["output"]["completion_mask"].bool()
+        for key in ("old_per_token_logps", "ref_per_token_logps"):
+            assert output[key].shape == output["completion_ids"].shape
+        # Rows re-padded into the merged batch still line up with their tokens: the log-probs TRL computed in each
+        # round equal the generating policy's log-probs on the merged batch (the reference is that policy too).
+        torch.testing.assert_close(output["old_per_token_logps"][mask], batch["fresh_logps"][mask], atol=1e-4, rtol=0)
+        torch.testing.assert_close(output["ref_per_token_logps"][mask], batch["fresh_logps"][mask], atol=1e-4, rtol=0)
+
+
+def test_iterable_dataset_is_refused(tiny_policy_path, tmp_path):
+    args = tiny_args(trl_ext.GRPOConfig, str(tmp_path), dynamic_sampling=True)
+    with pytest.raises(ValueError, match="map-style train_dataset"):
+        trl_ext.GRPOTrainer(
+            model=tiny_policy_path,
+            reward_funcs=scripted_reward,
+            args=args,
+            train_dataset=scores_dataset(16).to_iterable_dataset(),
+        )
+
+
 def test_cap_fills_with_zero_advantage_groups_and_warns(tiny_policy_path, tmp_path, caplog):
     seen = []
     trainer = _ds_trainer(tiny_policy_path, tmp_path, 1000, seen, dynamic_sampling_max_rounds=2, max_steps=1)

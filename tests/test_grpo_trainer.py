@@ -60,6 +60,8 @@ def test_advantages_in_a_training_step_equal_trl_ext_core(
         total = (rewards_per_func * trainer.reward_weights).sum(dim=1)  # no NaN rewards here
         torch.testing.assert_close(batch["advantages"], reference(total), rtol=0, atol=1e-6)
         assert batch["advantages"].abs().sum() > 0
+    # TRL's completions table shows these advantages, not its own group-normalised ones.
+    assert list(trainer._logs["advantages"]) == pytest.approx(seen[-1]["advantages"].tolist())
     # The recipes that add the soft overlong punishment log it as its own reward.
     if config_cls is trl_ext.MagistralConfig:
         assert trainer.reward_func_names == ["scripted_reward", "soft_overlong_punishment"]

@@ -99,6 +99,13 @@ class GRPOHookMixin:
             )
         return output, rewards_per_func
 
+    def replace_logged_advantages(self, advantages: torch.Tensor) -> None:
+        """Show trl_ext's advantages in TRL's completions table: TRL logged its own for the same gathered rows."""
+        logged = self._logs["advantages"]
+        for _ in range(min(advantages.numel(), len(logged))):
+            logged.pop()
+        logged.extend(advantages.tolist())
+
     def record_metric(self, name: str, value: float) -> None:
         """Log a scalar with TRL's own metrics of this step (averaged over the logging window, like ``reward``)."""
         mode = "train" if self.model.training else "eval"

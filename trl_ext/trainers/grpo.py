@@ -46,7 +46,8 @@ class GRPOConfig(trl.GRPOConfig):
             "`multi_objective_aggregation`. 'dr_grpo': r − mean_group, no std division (arXiv 2503.20783). 'rloo': "
             "leave-one-out baseline r − mean of the other members (arXiv 2402.14740). 'magistral': group centring, "
             "then standardisation over all sequences of the optimizer step across processes (arXiv 2506.10910); "
-            "needs steps_per_generation == gradient_accumulation_steps.",
+            "needs steps_per_generation == gradient_accumulation_steps. With dynamic sampling, 'grpo' keeps the "
+            "advantages TRL computed in each generation round (identical for scale_rewards 'group' and 'none').",
             "choices": list(ADVANTAGE_ESTIMATORS),
         },
     )
@@ -227,7 +228,16 @@ class GRPOTrainer(GRPOHookMixin, trl.GRPOTrainer):
             reward_processing_classes,
             **kwargs,
         )
-        self._filter_columns = self._resolve_filter_columns() if self._ext("dynamic_sampling") else None
+        self._filter_columns = None
+        if self._ext("dynamic_sampling"):
+            self._filter_columns = self._resolve_filter_columns()
+            if train_dataset is not None and not (
+                hasattr(train_dataset, "__getitem__") and hasattr(train_dataset, "__len__")
+            ):
+                raise ValueError(
+                    "dynamic_sampling=True needs a map-style train_dataset (a datasets.Dataset) to draw refill prompts "
+                    f"from, got {type(train_dataset).__name__}."
+                )
         self._refill = None
 
     @classmethod
@@ -295,6 +305,8 @@ class GRPOTrainer(GRPOHookMixin, trl.GRPOTrainer):
             local = output["completion_ids"].shape[0]
             rank = self.accelerator.process_index
             output["advantages"] = advantages[rank * local : (rank + 1) * local].to(output["advantages"])
+            if not (training and self._ext("dynamic_sampling")):  # with refills the table shows the last round
+                self.replace_logged_advantages(advantages)
         return output
 
     @staticmethod
@@ -333,8 +345,6 @@ class GRPOTrainer(GRPOHookMixin, trl.GRPOTrainer):
 
     def _refill_inputs(self, columns) -> list[dict]:
         if self._refill is None:
-            if not hasattr(self.train_dataset, "__getitem__") or not hasattr(self.train_dataset, "__len__"):
-                raise ValueError("dynamic_sampling=True needs a map-style train_dataset to draw refill prompts from.")
             self._refill = ds.refill_batches(
                 len(self.train_dataset),
                 self.num_generations,
