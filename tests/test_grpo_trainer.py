@@ -88,3 +88,10 @@ def test_dapo_trains(tiny_policy_path, tmp_path):
     assert len(_losses(trainer)) == 2 and all(math.isfinite(loss) for loss in _losses(trainer))
     assert any(not torch.equal(b, p) for b, p in zip(before, trainer.model.parameters()))
     assert all("dynamic_sampling/rounds" in log for log in trainer.state.log_history if "loss" in log)
+
+
+def test_trainers_keep_the_hook_signatures_for_subclasses():
+    from trl_ext.trainers._trl_hooks import check_trl_hooks
+
+    for trainer_cls in (trl_ext.GRPOTrainer, trl_ext.DAPOTrainer, trl_ext.MagistralTrainer):
+        assert check_trl_hooks(trainer_cls) == []

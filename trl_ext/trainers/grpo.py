@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import torch
 import trl
@@ -18,6 +20,9 @@ from trl_ext.core.filtering import informative_groups
 from trl_ext.core.shaping import overlong_penalty
 from trl_ext.trainers import _dynamic_sampling as ds
 from trl_ext.trainers._trl_hooks import GRPOHookMixin, require_trl_hooks
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 require_trl_hooks()
 
@@ -174,7 +179,7 @@ class SoftOverlongPunishment:
         return overlong_penalty(lengths, self.max_length, self.cache_length, self.max_penalty).tolist()
 
 
-def is_shaping_reward(reward_func) -> bool:
+def is_shaping_reward(reward_func: Callable) -> bool:
     """Whether a reward function declares itself a shaping term (``trl_ext_shaping = True``)."""
     while isinstance(reward_func, functools.partial):
         reward_func = reward_func.func
@@ -201,14 +206,14 @@ class GRPOTrainer(GRPOHookMixin, trl.GRPOTrainer):
 
     def __init__(
         self,
-        model,
-        reward_funcs=None,
+        model: str | PreTrainedModel,
+        reward_funcs: Any = None,
         args: trl.GRPOConfig | None = None,
-        train_dataset=None,
-        eval_dataset=None,
-        processing_class=None,
-        reward_processing_classes=None,
-        **kwargs,
+        train_dataset: Any = None,
+        eval_dataset: Any = None,
+        processing_class: Any = None,
+        reward_processing_classes: Any = None,
+        **kwargs: Any,
     ):
         args = self._resolve_args(model, args)
         if reward_funcs is None:
@@ -292,21 +297,23 @@ class GRPOTrainer(GRPOHookMixin, trl.GRPOTrainer):
     # --- generation, filtering and advantages -------------------------------------------------------------------
 
     def generate_and_score(self, inputs: list[dict]) -> dict:
-        training = self.model.training
-        if training and self._ext("dynamic_sampling"):
+        """TRL's generation and scoring, with dynamic sampling (training only) and the configured estimator."""
+        sampling = self.model.training and self._ext("dynamic_sampling")
+        if sampling:
             output, total = self._dynamic_sampling(inputs)
         else:
             output, rewards_per_func = self.trl_generate_round(inputs)
-            total = weighted_total(rewards_per_func, self.reward_weights)
         estimator = self._ext("advantage_estimator")
-        if estimator != "grpo":
-            group_size = self.num_generations if training else self.num_generations_eval
-            advantages = self.compute_advantages(total, group_size, estimator)
-            local = output["completion_ids"].shape[0]
-            rank = self.accelerator.process_index
-            output["advantages"] = advantages[rank * local : (rank + 1) * local].to(output["advantages"])
-            if not (training and self._ext("dynamic_sampling")):  # with refills the table shows the last round
-                self.replace_logged_advantages(advantages)
+        if estimator == "grpo":
+            return output  # TRL's own advantages (for filled groups set to 0 by dynamic sampling)
+        if not sampling:
+            total = weighted_total(rewards_per_func, self.reward_weights)
+        group_size = self.num_generations if self.model.training else self.num_generations_eval
+        advantages = self.compute_advantages(total, group_size, estimator)
+        local, rank = output["completion_ids"].shape[0], self.accelerator.process_index
+        output["advantages"] = advantages[rank * local : (rank + 1) * local].to(output["advantages"])
+        if not sampling:  # with refills, TRL's completions table holds the last round, not this batch
+            self.replace_logged_advantages(advantages)
         return output
 
     @staticmethod
