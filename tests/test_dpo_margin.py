@@ -6,6 +6,7 @@ import pytest
 import torch
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
+from trl import DPOTrainer as TRLDPOTrainer
 
 from tests import reference_preference as ref
 from trl_ext import DPOConfig, DPOTrainer
@@ -116,5 +117,28 @@ def test_training_with_a_margin_column_runs_and_keeps_pairwise_data_working(tiny
 
 
 def test_dpo_trl_hooks_still_exist():
-    assert check_trl_hooks(DPOTrainer.__mro__[1], DPO_HOOKS) == []
+    assert check_trl_hooks(TRLDPOTrainer, DPO_HOOKS) == []
     assert DPOTrainer._name and DPOTrainer._paper["id"] == "2305.18290" and "trl-ext" in DPOTrainer._tag_names
+
+
+def test_plain_trl_config_works_with_resets_off(tiny_policy_path, tmp_path):
+    from trl import DPOConfig as TRLDPOConfig
+
+    args = TRLDPOConfig(
+        output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=4, use_cpu=True, report_to=[]
+    )
+    trainer = DPOTrainer(
+        model=tiny_policy_path,
+        args=args,
+        train_dataset=Dataset.from_dict(PAIRS),
+        processing_class=AutoTokenizer.from_pretrained(tiny_policy_path),
+    )
+    assert isinstance(trainer.args, DPOConfig) and not trainer.args.reference_resets_enabled
+    assert trainer.args.beta == args.beta and trainer.args.output_dir == args.output_dir
+
+
+def test_resets_refuse_precomputed_reference_logps(tmp_path):
+    with pytest.raises(ValueError, match="precompute_ref_log_probs=False"):
+        DPOConfig(output_dir=str(tmp_path), use_cpu=True, ref_reset_steps=2, precompute_ref_log_probs=True)
+    with pytest.raises(ValueError, match="ref_reset_steps"):
+        DPOConfig(output_dir=str(tmp_path), use_cpu=True, ref_reset_steps=0)

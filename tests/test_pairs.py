@@ -122,9 +122,8 @@ def test_dpo_on_mined_pairs_runs_with_a_reference_reset(tiny_policy_path, tmp_pa
         per_device_train_batch_size=2,
         max_steps=2,
         learning_rate=1e-3,
-        sync_ref_model=True,  # TRL's hard reference reset (alpha 1) after every step
-        ref_model_sync_steps=1,
-        ref_model_mixup_alpha=1.0,
+        logging_steps=1,
+        ref_reset_steps=1,  # ProRL: the reference becomes the policy after every step, the optimizer restarts
         use_cpu=True,
         bf16=False,
         gradient_checkpointing=False,
@@ -143,4 +142,8 @@ def test_dpo_on_mined_pairs_runs_with_a_reference_reset(tiny_policy_path, tmp_pa
     ref_params = dict(trainer.ref_model.named_parameters())
     assert any(not torch.equal(initial[name], ref_params[name]) for name in initial)  # the reference moved...
     assert all(torch.equal(policy[name], ref_params[name]) for name in ref_params)  # ...onto the policy
-    assert "margin" in trainer.state.log_history[0]
+    state = [t for s in trainer.optimizer.state.values() for t in s.values() if isinstance(t, torch.Tensor)]
+    assert state and all(not t.any() for t in state)  # re-initialised in place by the last reset
+    assert trainer.reset_bookkeeping.reset_steps == [1, 2]
+    first_log = trainer.state.log_history[0]
+    assert "margin" in first_log and first_log["prorl/resets"] == 1

@@ -9,8 +9,9 @@ anyway), shifts them, and lets TRL read them from the batch as it does with ``pr
 
 from __future__ import annotations
 
+import copy
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 from trl import DPOConfig as TRLDPOConfig
@@ -18,6 +19,7 @@ from trl import DPOTrainer as TRLDPOTrainer
 
 from trl_ext.core.preference import MARGIN_LOSS_TYPES, margin_as_logratio_offset
 from trl_ext.trainers._trl_hooks import require_trl_hooks
+from trl_ext.trainers.reference_resets import ReferenceResetArguments, ReferenceResetMixin
 
 # Everything of TRL's DPOTrainer this module relies on, in one place (DESIGN §4). Methods: name -> leading
 # parameters, checked at import. Attributes: read (and, for the first, set for one call), checked at init.
@@ -25,6 +27,10 @@ DPO_HOOKS: dict[str, tuple[str, ...]] = {
     "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
     "compute_ref_log_probs": ("self", "model", "inputs"),
     "_set_signature_columns_if_needed": ("self",),
+    # wrapped by ReferenceResetMixin
+    "_save_checkpoint": ("self", "model", "trial"),
+    "_load_optimizer_and_scheduler": ("self", "checkpoint"),
+    "log": ("self", "logs", "start_time"),
 }
 DPO_ATTRIBUTES = ("precompute_ref_logps", "ref_model", "beta", "loss_types", "f_divergence_type", "_metrics")
 # A margin needs a loss of β·Δ alone; "sft" ignores the reference, so the shift does not touch it.
@@ -35,17 +41,31 @@ require_trl_hooks(TRLDPOTrainer, DPO_HOOKS)
 
 
 @dataclass
-class DPOConfig(TRLDPOConfig):
-    r"""Configuration for [`DPOTrainer`]: TRL's DPOConfig, unchanged (DPO, arXiv 2305.18290).
+class DPOConfig(ReferenceResetArguments, TRLDPOConfig):
+    r"""Configuration for [`DPOTrainer`]: TRL's DPOConfig plus ProRL reference resets (DPO, arXiv 2305.18290).
+
+    ``ref_reset_steps`` / ``ref_reset_metric`` / ``ref_reset_kl_threshold`` hard-copy the policy into the
+    reference and, with ``reset_optimizer``, re-initialise the optimizer state in place (ProRL, arXiv 2505.24864
+    §2.3.1); with pairs re-mined from the current policy between runs this is iterative (online) DPO.
 
     A dataset with a ``margin`` column trains on −log σ(β·Δ − margin) (``loss_type="sigmoid"``; ODPO, arXiv
     2402.10571), max(0, 1 − (β·Δ − margin)) (``"hinge"``) or robust DPO's loss at β·Δ − margin (``"robust"``).
     A margin is undefined for the other loss types and for ``f_divergence_type`` other than ``"reverse_kl"``.
     """
 
+    def __post_init__(self):
+        super().__post_init__()
+        self.validate_reference_resets()
+        if self.reference_resets_enabled and self.precompute_ref_log_probs:
+            raise ValueError(
+                "Reference resets need `precompute_ref_log_probs=False`: precomputed reference log-probs would go "
+                "stale at the first reset."
+            )
 
-class DPOTrainer(TRLDPOTrainer):
-    """TRL's DPOTrainer plus an optional per-pair ``margin`` column (see the module docstring).
+
+class DPOTrainer(ReferenceResetMixin, TRLDPOTrainer):
+    """TRL's DPOTrainer plus an optional per-pair ``margin`` column (see the module docstring) and ProRL reference
+    resets (see [`DPOConfig`]). A plain ``trl.DPOConfig`` works too, with resets off.
 
     With a margin, the logged ``rewards/chosen`` and ``rewards/margins`` are the margin-free values (β·logratio),
     ``margin`` is the mean margin, and ``rewards/accuracies`` counts the pairs with β·Δ > margin.
@@ -55,14 +75,18 @@ class DPOTrainer(TRLDPOTrainer):
     _name = "DPO"
     _paper = TRLDPOTrainer._paper
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, model, ref_model=None, args: TRLDPOConfig | None = None, *more, **kwargs):
+        if args is None:
+            name = model if isinstance(model, str) else model.config._name_or_path
+            args = DPOConfig(output_dir=f"{name.split('/')[-1]}-DPO")
+        super().__init__(model, ref_model, _with_reset_fields(args), *more, **kwargs)
         missing = [name for name in DPO_ATTRIBUTES if not hasattr(self, name)]
         if missing:
             raise RuntimeError(f"trl_ext's DPOTrainer relies on TRL DPOTrainer attributes that are gone: {missing}.")
         self.data_collator = MarginCollator(self.data_collator)
         if any(MARGIN_COLUMN in _column_names(dataset) for dataset in self._datasets()):
             self._check_margin_supported()
+        self._init_reference_resets()
 
     def _datasets(self) -> list:
         evals = self.eval_dataset.values() if isinstance(self.eval_dataset, dict) else [self.eval_dataset]
@@ -136,6 +160,17 @@ def _reference_logps_from_batch(trainer: TRLDPOTrainer):
         yield
     finally:
         trainer.precompute_ref_logps = saved
+
+
+def _with_reset_fields(args: TRLDPOConfig) -> DPOConfig:
+    """A plain ``trl.DPOConfig`` as a trl_ext one with resets off (a copy; ``__post_init__`` is not re-run)."""
+    if isinstance(args, DPOConfig):
+        return args
+    upgraded = copy.copy(args)
+    upgraded.__class__ = DPOConfig
+    for reset_field in fields(ReferenceResetArguments):
+        setattr(upgraded, reset_field.name, reset_field.default)
+    return upgraded
 
 
 def _column_names(dataset) -> list[str]:
