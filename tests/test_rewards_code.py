@@ -1,0 +1,129 @@
+"""trl_ext.rewards.CodeTests / AsyncCodeTests and the dataset adapters, on the bubblewrap sandbox."""
+
+import asyncio
+import json
+import pickle
+
+import pytest
+from trl.trainer.utils import get_callable_name, is_async_callable
+
+from trl_ext.rewards import AsyncCodeTests, CodeTests, code_tests, code_tests_async, magistral_code_reward
+from trl_ext.rewards.code_adapters import (
+    from_apps,
+    from_humaneval,
+    from_livecodebench,
+    from_mbpp,
+)
+
+STDIO = json.dumps(
+    {"kind": "stdio", "cases": [{"input": "2 3\n", "output": "5"}, {"input": "10 -4\n", "output": "6"}]}
+)
+GOOD = "Here:\n```python\na, b = map(int, input().split())\nprint(a + b)\n```"
+WRONG = "```python\na, b = map(int, input().split())\nprint(a - b)\n```"
+HALF = "```python\na, b = map(int, input().split())\nprint(5)\n```"
+FAST = CodeTests(timeout_s=3.0)
+
+
+def fence(code):
+    return f"```python\n{code}\n```"
+
+
+def test_binary_scores_plain_and_conversational():
+    completions = [GOOD, [{"role": "assistant", "content": GOOD}], WRONG, "no code at all", "```python\n```"]
+    assert FAST(completions, tests=[STDIO] * 5) == [1.0, 1.0, 0.0, 0.0, 0.0]
+
+
+def test_last_code_block_of_the_answer_region_is_the_program():
+    draft_then_final = f"<think>{GOOD}</think> final:\n{WRONG}"
+    final_after_draft = f"{WRONG}\nactually:\n{GOOD}"
+    assert FAST([draft_then_final, final_after_draft, f"<think>{GOOD}"], tests=[STDIO] * 3) == [0.0, 1.0, 0.0]
+
+
+def test_fraction_mode_and_custom_values():
+    fraction = CodeTests(mode="fraction", timeout_s=3.0)
+    assert fraction([HALF, GOOD], tests=[STDIO] * 2) == [0.5, 1.0]
+    signed = CodeTests(correct_value=1.0, wrong_value=-1.0, no_code_value=-2.0, timeout_s=3.0)
+    assert signed([GOOD, WRONG, "none"], tests=[STDIO] * 3) == [1.0, -1.0, -2.0]
+
+
+def test_program_faults_score_wrong():
+    crash, loop = fence("raise SystemExit(1)"), fence("while True: pass")
+    reward = CodeTests(timeout_s=1.0)
+    assert reward([crash, loop], tests=[STDIO] * 2) == [0.0, 0.0]
+
+
+def test_infra_faults_score_none(monkeypatch):
+    from trl_ext.sandbox import _process
+
+    monkeypatch.setattr(_process, "classify", lambda got, rc, ready: "infra_error")
+    monkeypatch.setattr("trl_ext.sandbox.backends.classify", lambda got, rc, ready: "infra_error")
+    assert FAST([GOOD], tests=[STDIO]) == [None]
+
+
+def test_call_and_assert_kinds():
+    call = {
+        "kind": "call",
+        "fn_name": "add",
+        "cases": [{"args": [1, 2], "expected": 3}, {"args": [[1], [2]], "expected": [1, 2]}],
+    }
+    asserts = {"kind": "assert", "code": "assert add(1, 2) == 3\nassert add('a', 'b') == 'ab'"}
+    program = fence("def add(a, b):\n    return a + b")
+    assert FAST([program, program, fence("def add(a, b):\n    return 3")], tests=[call, asserts, asserts]) == [
+        1.0,
+        1.0,
+        0.0,
+    ]
+
+
+def test_tests_column_errors_name_the_row():
+    with pytest.raises(ValueError, match=r"code_tests, row 1: .*kind"):
+        FAST([GOOD, GOOD], tests=[STDIO, {"kind": "unit"}])
+    with pytest.raises(ValueError, match="`tests`"):
+        FAST([GOOD], solution=["x"])
+
+
+def test_async_variant_is_bounded_and_detected_by_trl():
+    assert is_async_callable(code_tests_async) and not is_async_callable(code_tests)
+    reward = AsyncCodeTests(workers=2, timeout_s=3.0)
+    scores = asyncio.run(reward([GOOD, WRONG, GOOD, "none"], tests=[STDIO] * 4, prompts=["p"] * 4))
+    assert scores == [1.0, 0.0, 1.0, 0.0]
+    assert reward.executor()._max_workers == 2
+
+
+def test_picklable_and_named():
+    assert get_callable_name(code_tests) == "code_tests"
+    assert get_callable_name(code_tests_async) == "code_tests"
+    clone = pickle.loads(pickle.dumps(FAST))
+    assert clone([GOOD], tests=[STDIO]) == [1.0]
+
+
+def test_magistral_code_reward():
+    good = f"<think>plan</think>\n{GOOD}"
+    assert magistral_code_reward([good, GOOD, f"<think>plan</think>\n{WRONG}"], tests=[STDIO] * 3) == pytest.approx(
+        [1.0, 0.0, 0.1]
+    )
+
+
+def test_rlimit_backend_is_explicit_opt_in():
+    with pytest.raises(ValueError, match="explicit"):
+        CodeTests(backend="none")
+    assert CodeTests(backend="rlimit", timeout_s=3.0)([GOOD], tests=[STDIO]) == [1.0]
+
+
+def test_adapters():
+    apps = from_apps({"input_output": json.dumps({"inputs": ["1 2\n"], "outputs": ["3\n"]})})
+    assert apps == {"kind": "stdio", "cases": [{"input": "1 2\n", "output": "3\n"}]}
+    apps_call = from_apps({"input_output": {"fn_name": "f", "inputs": [[1, 2]], "outputs": [[3]]}})
+    assert apps_call["cases"] == [{"args": [1, 2], "expected": 3}]
+    lcb = from_livecodebench(
+        {
+            "public_test_cases": json.dumps([{"input": "[1, 2]\n3", "output": "[1, 2, 3]", "testtype": "functional"}]),
+            "metadata": json.dumps({"func_name": "push"}),
+        }
+    )
+    assert lcb == {"kind": "call", "fn_name": "push", "cases": [{"args": [[1, 2], 3], "expected": [1, 2, 3]}]}
+    assert from_humaneval({"test": "def check(c): pass", "entry_point": "f"})["entry_point"] == "f"
+    mbpp = from_mbpp({"test_list": ["assert f(1) == 2"], "test_setup_code": "", "test_imports": ["import math"]})
+    assert mbpp == {"kind": "assert", "code": "import math\nassert f(1) == 2"}
+    program = fence("class Solution:\n    def push(self, xs, x):\n        return xs + [x]")
+    assert FAST([program], tests=[lcb]) == [1.0]

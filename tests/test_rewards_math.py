@@ -1,0 +1,166 @@
+"""trl_ext.rewards.MathAccuracy: gold normalisation, answer region, deadlines, threads, dedup, lifecycle."""
+
+import os
+import pickle
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from trl.trainer.utils import get_callable_name
+
+from trl_ext.rewards import MathAccuracy, math_accuracy
+from trl_ext.rewards.math import normalize_gold, shared_pool
+
+POWER_TOWER = r"\boxed{10^{10^{10^{10^{10^{10}}}}}}"
+
+
+def conv(text):
+    return [{"role": "assistant", "content": text}]
+
+
+def test_bare_latex_gold_is_parsed_whole():
+    # TRL 1.16's accuracy_reward reads bare `73\pi` as 73: it accepts \boxed{73} and rejects \boxed{73\pi}
+    scores = math_accuracy([r"so \boxed{73}", r"so \boxed{73\pi}", r"\boxed{\pi \cdot 73}"], solution=[r"73\pi"] * 3)
+    assert scores == [0.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    "gold, expected",
+    [
+        (r"The answer is \boxed{\frac{1}{2}}.", (r"$\frac{1}{2}$", "latex")),
+        (r"$x^2$", (r"$x^2$", "latex")),
+        ("42", ("42", "expr")),
+        ("-3.5", ("-3.5", "expr")),
+        (7, ("7", "expr")),
+        (r"73\pi", (r"$73\pi$", "latex")),
+        (r"\boxed{}", None),
+        ("  ", None),
+        (None, None),
+    ],
+)
+def test_normalize_gold(gold, expected):
+    assert normalize_gold(gold) == expected
+
+
+def test_plain_text_and_conversational_completions():
+    completions = [r"It is \boxed{0.5}", conv(r"It is \boxed{\frac{1}{2}}"), conv("It is one half"), [], "no box 1/2"]
+    assert math_accuracy(completions, solution=[r"\frac{1}{2}"] * 5) == [1.0, 1.0, 0.0, 0.0, 0.0]
+
+
+def test_answer_column_fallback_and_missing_column_error():
+    assert math_accuracy([r"\boxed{3}"], answer=["3"]) == [1.0]
+    with pytest.raises(ValueError, match=r"`solution` or `answer`"):
+        math_accuracy([r"\boxed{3}"], prompt=["q"])
+    with pytest.raises(ValueError, match="2 rows but there are 1 completions"):
+        math_accuracy([r"\boxed{3}"], solution=["3", "4"])
+
+
+def test_only_the_answer_region_is_scored():
+    completions = [
+        r"<think>maybe \boxed{5}</think> The answer is \boxed{6}.",
+        r"<think>it is \boxed{6}</think> The answer is \boxed{5}.",
+        r"<think>it is \boxed{6} and I keep thinking",  # unfinished reasoning: no answer
+        "The answer is 6.",  # no anchored answer: the bare number does not count
+    ]
+    assert math_accuracy(completions, solution=["6"] * 4) == [1.0, 0.0, 0.0, 0.0]
+    whole = MathAccuracy(think_tags=None)
+    assert whole([r"<think>\boxed{6}</think> I give up"], solution=["6"]) == [1.0]
+
+
+def test_anchored_extraction():
+    anchored = MathAccuracy(extraction="anchored")
+    completions = ["The final answer is $5$.", "I ate 5 apples.", r"\boxed{5}"]
+    assert anchored(completions, solution=["5"] * 3) == [1.0, 0.0, 1.0]
+    assert math_accuracy(completions, solution=["5"] * 3) == [0.0, 0.0, 1.0]
+
+
+def test_unparseable_gold_scores_none():
+    assert math_accuracy([r"\boxed{1}", r"\boxed{1}"], solution=["See the proof above.", r"\boxed{}"]) == [None, None]
+
+
+def test_configurable_values():
+    dapo = MathAccuracy(correct_value=1.0, wrong_value=-1.0)
+    assert dapo([r"\boxed{2}", r"\boxed{3}", "none"], solution=["2"] * 3) == [1.0, -1.0, -1.0]
+
+
+def test_power_tower_returns_within_the_deadline():
+    start = time.monotonic()
+    assert MathAccuracy(timeout_s=2.0)([POWER_TOWER, r"\boxed{1}"], solution=["1", "1"]) == [0.0, 1.0]
+    assert time.monotonic() - start < 15  # includes a possible first start of the worker processes
+
+
+def test_hard_deadline_kills_and_respawns_the_worker():
+    # 0.5 s is below math-verify's own 1 s timeout, so only the hard kill can stop it
+    reward = MathAccuracy(timeout_s=0.5, timeout_value=None, num_workers=1)
+    reward([r"\boxed{1}"], solution=["1"])  # start the worker
+    before = shared_pool(1).pids()
+    start = time.monotonic()
+    assert reward([POWER_TOWER], solution=["1"]) == [None]
+    assert time.monotonic() - start < 2.0
+    assert reward([r"\boxed{1}"], solution=["1"]) == [1.0]  # a fresh worker took over
+    assert shared_pool(1).pids() != before
+    shared_pool(1).close()
+    assert shared_pool(1).pids() == []
+
+
+def test_calls_from_threads():
+    results = {}
+
+    def work(k):
+        results[k] = math_accuracy([rf"\boxed{{{k}}}", rf"\boxed{{{k + 1}}}"], solution=[str(k)] * 2)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert results == {k: [1.0, 0.0] for k in range(6)}
+
+
+def test_identical_pairs_are_verified_once(monkeypatch):
+    sent = []
+    pool = math_accuracy.pool
+    original = pool.map
+
+    def spy(tasks, deadline_s):
+        sent.extend(tasks)
+        return original(tasks, deadline_s)
+
+    monkeypatch.setattr(pool, "map", spy)
+    completions = [r"\boxed{4}"] * 6 + [r"\boxed{5}"] * 2
+    assert math_accuracy(completions, solution=["4"] * 8) == [1.0] * 6 + [0.0] * 2
+    assert len(sent) == 2
+
+
+def test_picklable_and_named_for_trl():
+    clone = pickle.loads(pickle.dumps(math_accuracy))
+    assert clone([r"\boxed{2}"], solution=["2"]) == [1.0]
+    assert get_callable_name(math_accuracy) == "math_accuracy"
+    assert get_callable_name(MathAccuracy(name="acc")) == "acc"
+    assert math_accuracy([r"\boxed{2}"], solution=["2"], prompts=["q"], completion_ids=[[1]], trainer_state=None) == [
+        1.0
+    ]
+
+
+def test_invalid_arguments():
+    with pytest.raises(ValueError, match="extraction"):
+        MathAccuracy(extraction="anywhere")
+    with pytest.raises(ValueError, match="timeout_s"):
+        MathAccuracy(timeout_s=0)
+
+
+def test_workers_exit_with_the_interpreter():
+    code = (
+        "from trl_ext.rewards import math_accuracy\n"
+        "assert math_accuracy([r'\\boxed{1}'], solution=['1']) == [1.0]\n"
+        "print(' '.join(map(str, math_accuracy.pool.pids())))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    pids = [int(p) for p in out.stdout.split()]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 5
+    while any(os.path.exists(f"/proc/{p}") for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(os.path.exists(f"/proc/{p}") for p in pids)

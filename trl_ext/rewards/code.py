@@ -1,0 +1,125 @@
+"""Code correctness: run the completion's program against its tests in the sandbox (``trl_ext.sandbox``)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal
+
+from trl_ext.rewards._text import THINK_CLOSE, THINK_OPEN, answer_region, column, completion_text, last_code_block
+from trl_ext.rewards.base import RewardFunction
+from trl_ext.sandbox import Limits, parse_tests, run_tests
+from trl_ext.sandbox.backends import get_backend
+
+
+class CodeTests(RewardFunction):
+    """Runs the last fenced code block of the answer region against the row's ``tests`` column.
+
+    ``tests`` is a dict or its JSON string (see ``trl_ext.sandbox.parse_tests``; ``trl_ext.rewards.code_adapters``
+    converts APPS/TACO, LiveCodeBench, HumanEval and MBPP rows). Every run happens in the sandbox (bubblewrap
+    unless ``backend="rlimit"`` is chosen explicitly) and every comparison in this process.
+
+    Scores: ``mode="binary"`` gives ``correct_value`` when all tests pass (stopping at the first failure),
+    else ``wrong_value``; ``mode="fraction"`` gives the passed fraction. No code block → ``no_code_value``.
+    Sandbox infrastructure faults → ``infra_value`` (None: TRL ignores the row); program faults (crash,
+    timeout, memory, output flood) → ``wrong_value``. Completions are graded concurrently by ``workers``
+    threads (``trl_ext.rewards.code_tests_async`` is the async variant TRL runs alongside other rewards).
+    """
+
+    name = "code_tests"
+    _transient = ("_executor", "_executor_lock")
+
+    def __init__(
+        self,
+        mode: Literal["binary", "fraction"] = "binary",
+        correct_value: float = 1.0,
+        wrong_value: float = 0.0,
+        no_code_value: float = 0.0,
+        infra_value: float | None = None,
+        timeout_s: float = 5.0,
+        memory_mb: int = 1024,
+        limits: Limits | None = None,
+        backend: str = "bwrap",
+        float_tol: float | None = None,
+        workers: int | None = None,
+        think_tags: tuple[str, str] | None = (THINK_OPEN, THINK_CLOSE),
+        name: str | None = None,
+    ) -> None:
+        super().__init__(name)
+        if mode not in ("binary", "fraction"):
+            raise ValueError(f'`mode` must be "binary" or "fraction", got {mode!r}.')
+        if backend not in ("bwrap", "rlimit"):
+            raise ValueError(f'`backend` must be "bwrap" or "rlimit" (explicit opt-in), got {backend!r}.')
+        self.mode, self.backend, self.float_tol, self.think_tags = mode, backend, float_tol, think_tags
+        self.correct_value, self.wrong_value = correct_value, wrong_value
+        self.no_code_value, self.infra_value = no_code_value, infra_value
+        base = limits or Limits()
+        self.limits = Limits(**{**base.__dict__, "timeout_s": timeout_s, "memory_mb": memory_mb})
+        self.workers = workers or min(8, os.cpu_count() or 1)
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_lock: threading.Lock | None = None
+
+    def program(self, text: str) -> str | None:
+        """The program to run: the last fenced code block of the answer region, or None."""
+        region = answer_region(text, *(self.think_tags or (None, None)))
+        return last_code_block(region) if region is not None else None
+
+    def score(self, completion: Any, tests: dict, index: int = 0) -> float | None:
+        """Score one completion against one parsed test spec."""
+        program = self.program(completion_text(completion, index))
+        if program is None or not program.strip():
+            return self.no_code_value
+        report = run_tests(
+            program,
+            tests,
+            limits=self.limits,
+            backend=self.backend,
+            stop_on_failure=self.mode == "binary",
+            float_tol=self.float_tol,
+        )
+        if report.infra_error:
+            return self.infra_value
+        if self.mode == "fraction":
+            return report.passed / report.total if report.total else self.wrong_value
+        return self.correct_value if report.all_passed else self.wrong_value
+
+    def _prepare(self, completions: list, kwargs: dict) -> list[dict]:
+        rows = column(kwargs, ("tests",), len(completions), self.__name__)
+        specs = [parse_tests(t, where=f"{self.__name__}, row {i}") for i, t in enumerate(rows)]
+        get_backend(self.backend)  # fail loudly (SandboxUnavailable) before grading anything
+        return specs
+
+    def executor(self) -> ThreadPoolExecutor:
+        if self._executor_lock is None:
+            self._executor_lock = threading.Lock()
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix=f"trl-ext-{self.__name__}")
+            return self._executor
+
+    def __call__(self, completions: list, **kwargs: Any) -> list[float | None]:
+        specs = self._prepare(completions, kwargs)
+        futures = [self.executor().submit(self.score, c, s, i) for i, (c, s) in enumerate(zip(completions, specs))]
+        return [f.result() for f in futures]
+
+
+class AsyncCodeTests(CodeTests):
+    """``CodeTests`` as an async reward: TRL awaits it concurrently with its other async rewards. At most
+    ``workers`` sandboxes run at once (per instance)."""
+
+    name = "code_tests"
+
+    async def __call__(self, completions: list, **kwargs: Any) -> list[float | None]:
+        loop = asyncio.get_running_loop()
+        specs = await loop.run_in_executor(None, self._prepare, completions, kwargs)
+        executor = self.executor()
+        jobs = [
+            loop.run_in_executor(executor, self.score, c, s, i) for i, (c, s) in enumerate(zip(completions, specs))
+        ]
+        return list(await asyncio.gather(*jobs))
+
+
+code_tests = CodeTests()
+code_tests_async = AsyncCodeTests()

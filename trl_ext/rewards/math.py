@@ -1,0 +1,182 @@
+"""Math accuracy via math-verify, in a pool of killable worker processes (never hangs, thread-safe)."""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Literal
+
+from trl_ext.rewards._pool import WorkerPool
+from trl_ext.rewards._text import THINK_CLOSE, THINK_OPEN, answer_region, column, completion_text, last_boxed
+from trl_ext.rewards.base import RewardFunction
+
+_PLAIN_NUMBER = re.compile(r"^[-+]?(\d+(,\d{3})*|\d*)(\.\d+)?$")
+_MATH_DELIMITERS = ("$", "\\(", "\\[", "\\begin{")
+_WORKER_SOURCE = (
+    # drop '' from sys.path: a math.py or code.py in the working directory must not shadow the stdlib
+    "import sys\nsys.path[:] = [p for p in sys.path if p not in ('', '.')]\n"
+    + (Path(__file__).parent / "_math_worker.py").read_text()
+)
+_POOLS: dict[int, WorkerPool] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def shared_pool(num_workers: int) -> WorkerPool:
+    """The process-wide math worker pool with ``num_workers`` workers (created on first use)."""
+    with _POOLS_LOCK:
+        if num_workers not in _POOLS:
+            _POOLS[num_workers] = WorkerPool([sys.executable, "-c", _WORKER_SOURCE], size=num_workers)
+        return _POOLS[num_workers]
+
+
+def normalize_gold(gold: Any) -> tuple[str, str] | None:
+    """(text, kind) to parse for a gold answer, or None when empty. ``kind`` is "latex" or "expr".
+
+    The last brace-balanced ``\\boxed{}`` wins; text with math delimiters is kept as is; a plain number is
+    parsed as an expression; any other bare LaTeX is wrapped in ``$...$`` so it parses as a whole (``73\\pi``
+    stays 73π instead of becoming its first number).
+    """
+    if gold is None or isinstance(gold, bool):
+        return None
+    if isinstance(gold, (int, float)):
+        gold = repr(gold)
+    if not isinstance(gold, str) or not gold.strip():
+        return None
+    gold = gold.strip()
+    boxed = last_boxed(gold)
+    if boxed is not None:
+        gold = boxed.strip()
+        if not gold:
+            return None
+    elif any(d in gold for d in _MATH_DELIMITERS):
+        return gold, "latex"
+    if _PLAIN_NUMBER.match(gold) and any(c.isdigit() for c in gold):
+        return gold, "expr"
+    return f"${gold}$", "latex"
+
+
+class MathAccuracy(RewardFunction):
+    """Math answer correctness with math-verify (``trl_ext.rewards.math_accuracy`` is a ready instance).
+
+    Gold comes from the ``solution`` column (or ``answer``), normalised by ``normalize_gold``; an unparseable
+    gold scores None (TRL then ignores the row). The completion is scored on its answer region only (after
+    the last ``</think>``; an unclosed ``<think>`` has no answer) with strict, anchored extraction:
+    ``extraction="boxed"`` takes the last ``\\boxed{}``, ``"anchored"`` also accepts math-verify's "final
+    answer is ..." anchors; never a number found anywhere in the text. Gold is always the first argument of
+    ``verify``.
+
+    Verification runs in ``num_workers`` persistent worker processes shared by all instances with the same
+    count; each (gold, answer) pair has a hard ``timeout_s`` deadline after which its worker is killed and
+    replaced and the pair scores ``timeout_value``. Identical pairs in one call are verified once. Safe to
+    call from several threads at once.
+
+    Args:
+        correct_value / wrong_value: scores (DAPO uses 1 / -1).
+        timeout_value: score when the deadline expires (``wrong_value`` by default, or None to drop the row).
+        think_tags: (open, close) reasoning delimiters, or None to score the whole completion.
+    """
+
+    name = "math_accuracy"
+    _transient = ("_gold_cache", "_gold_lock")
+
+    def __init__(
+        self,
+        correct_value: float = 1.0,
+        wrong_value: float = 0.0,
+        timeout_value: float | None | Literal["wrong"] = "wrong",
+        timeout_s: float = 5.0,
+        extraction: Literal["boxed", "anchored"] = "boxed",
+        think_tags: tuple[str, str] | None = (THINK_OPEN, THINK_CLOSE),
+        num_workers: int = 2,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(name)
+        if extraction not in ("boxed", "anchored"):
+            raise ValueError(f'`extraction` must be "boxed" or "anchored", got {extraction!r}.')
+        if timeout_s <= 0:
+            raise ValueError(f"`timeout_s` must be > 0, got {timeout_s}.")
+        if num_workers < 1:
+            raise ValueError(f"`num_workers` must be >= 1, got {num_workers}.")
+        self.correct_value = correct_value
+        self.wrong_value = wrong_value
+        self.timeout_value = wrong_value if timeout_value == "wrong" else timeout_value
+        self.timeout_s = timeout_s
+        self.extraction = extraction
+        self.think_tags = think_tags
+        self.num_workers = num_workers
+        self._gold_cache: OrderedDict | None = None
+        self._gold_lock: threading.Lock | None = None
+
+    @property
+    def pool(self) -> WorkerPool:
+        return shared_pool(self.num_workers)
+
+    def _gold(self, gold: Any) -> tuple[str, str] | None:
+        if self._gold_lock is None:
+            self._gold_lock = threading.Lock()
+        key = gold if isinstance(gold, (str, int, float)) and not isinstance(gold, bool) else None
+        with self._gold_lock:
+            if self._gold_cache is None:
+                self._gold_cache = OrderedDict()
+            if key is not None and key in self._gold_cache:
+                self._gold_cache.move_to_end(key)
+                return self._gold_cache[key]
+        normalized = normalize_gold(gold)
+        if key is not None:
+            with self._gold_lock:
+                self._gold_cache[key] = normalized
+                if len(self._gold_cache) > 8192:
+                    self._gold_cache.popitem(last=False)
+        return normalized
+
+    def extract(self, text: str) -> str | None:
+        """What is sent to the verifier for one completion, or None when it has no answer."""
+        open_tag, close_tag = self.think_tags or (None, None)
+        region = answer_region(text, open_tag, close_tag)
+        if region is None:
+            return None
+        if self.extraction == "anchored":
+            return region
+        boxed = last_boxed(region)
+        return None if boxed is None or not boxed.strip() else "\\boxed{" + boxed + "}"
+
+    def __call__(self, completions: list, **kwargs: Any) -> list[float | None]:
+        golds = column(kwargs, ("solution", "answer"), len(completions), self.__name__)
+        keys: list[tuple | str | None] = []
+        unique: dict[tuple, int] = {}
+        for i, (completion, gold) in enumerate(zip(completions, golds)):
+            gold_norm = self._gold(gold)
+            answer = self.extract(completion_text(completion, i))
+            if gold_norm is None:
+                keys.append(None)
+            elif answer is None:
+                keys.append("no_answer")
+            else:
+                key = (*gold_norm, answer)
+                unique.setdefault(key, len(unique))
+                keys.append(key)
+        tasks = [
+            {"gold": g, "gold_kind": kind, "answer": a, "mode": self.extraction, "timeout": self._inner_timeout()}
+            for (g, kind, a) in unique
+        ]
+        answers = self.pool.map(tasks, self.timeout_s) if tasks else []
+        return [self._score(key, answers[unique[key]] if isinstance(key, tuple) else None) for key in keys]
+
+    def _inner_timeout(self) -> int:
+        # math-verify's own (signal) timeouts, per parse and per verify, inside the hard deadline
+        return max(1, int(self.timeout_s / 3))
+
+    def _score(self, key: tuple | str | None, answer: dict | None) -> float | None:
+        if key is None:
+            return None
+        if key == "no_answer":
+            return self.wrong_value
+        if answer is None:
+            return self.timeout_value
+        return {"correct": self.correct_value, "wrong": self.wrong_value}.get(answer["r"])
+
+
+math_accuracy = MathAccuracy()
