@@ -147,3 +147,20 @@ def test_dpo_on_mined_pairs_runs_with_a_reference_reset(tiny_policy_path, tmp_pa
     assert trainer.reset_bookkeeping.reset_steps == [1, 2]
     first_log = trainer.state.log_history[0]
     assert "margin" in first_log and first_log["prorl/resets"] == 1
+
+
+def test_dpo_on_mined_conversational_pairs(tiny_policy_path, tmp_path):
+    def longer_is_better(completions, **_):
+        return [float(len(c[0]["content"])) for c in completions]
+
+    prompts = {"prompt": [[{"role": "user", "content": q}] for q in ["What is 12 + 30?", "Compute 7 * 8."]]}
+    pairs, stats = mine(tiny_policy_path, prompts, longer_is_better, max_new_tokens=8)
+    assert stats.num_pairs == 2
+    args = DPOConfig(output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, use_cpu=True, report_to=[])
+    trainer = DPOTrainer(
+        model=tiny_policy_path,
+        args=args,
+        train_dataset=pairs,
+        processing_class=AutoTokenizer.from_pretrained(tiny_policy_path),
+    )
+    assert trainer.train().training_loss > 0

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import random
 
 import pytest
 import torch
 from datasets import Dataset
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
+from trl import RewardTrainer as TRLRewardTrainer
 
 from tests import reference_preference as ref
 from trl_ext import RewardConfig, RewardTrainer
@@ -119,6 +121,22 @@ def test_weighted_listwise_loss_matches_the_reference(tiny_reward_model_path, tm
     assert loss.item() == pytest.approx(want, abs=1e-6)
 
 
+def test_conversational_listwise_data_trains(tiny_reward_model_path, tmp_path):
+    turn = lambda text: [{"role": "assistant", "content": text}]  # noqa: E731
+    row = {
+        "prompt": [{"role": "user", "content": "Say something:"}],
+        "completions": [turn(" fox fox"), turn(" fox the"), turn(" the dog")],
+        "ranking": [0, 1, 2],
+    }
+    trainer = RewardTrainer(
+        model=tiny_reward_model_path,
+        args=reward_config(tmp_path, per_device_train_batch_size=3, max_steps=1),
+        train_dataset=Dataset.from_list([row, row]),
+        processing_class=AutoTokenizer.from_pretrained(tiny_reward_model_path),
+    )
+    assert len(trainer.train_dataset) == 6 and trainer.train().training_loss > 0
+
+
 def test_pairwise_data_goes_through_trl_unchanged(tiny_reward_model_path, tmp_path):
     data = Dataset.from_dict({"prompt": ["q", "r"], "chosen": [" fox fox", " fox"], "rejected": [" dog", " the"]})
     trainer = RewardTrainer(
@@ -132,10 +150,10 @@ def test_pairwise_data_goes_through_trl_unchanged(tiny_reward_model_path, tmp_pa
     assert trainer.train().training_loss > 0
 
 
-def test_saved_rm_is_a_grpo_reward_function(trained_rm, tiny_policy_path, tmp_path):
-    from trl import GRPOConfig, GRPOTrainer
-
-    args = GRPOConfig(
+@pytest.mark.parametrize("library", ["trl", "trl_ext"])
+def test_saved_rm_is_a_grpo_reward_function(trained_rm, tiny_policy_path, tmp_path, library):
+    module = importlib.import_module(library)
+    args = module.GRPOConfig(
         output_dir=str(tmp_path),
         per_device_train_batch_size=4,
         num_generations=4,
@@ -148,7 +166,7 @@ def test_saved_rm_is_a_grpo_reward_function(trained_rm, tiny_policy_path, tmp_pa
         save_strategy="no",
         logging_steps=1,
     )
-    trainer = GRPOTrainer(
+    trainer = module.GRPOTrainer(
         model=tiny_policy_path,
         reward_funcs=trained_rm,
         args=args,
@@ -161,7 +179,7 @@ def test_saved_rm_is_a_grpo_reward_function(trained_rm, tiny_policy_path, tmp_pa
 
 
 def test_reward_trl_hooks_still_exist():
-    assert check_trl_hooks(RewardTrainer.__mro__[1], REWARD_HOOKS) == []
+    assert check_trl_hooks(TRLRewardTrainer, REWARD_HOOKS) == []
     assert RewardTrainer._paper["id"] == "2203.02155" and "trl-ext" in RewardTrainer._tag_names
     for name in ("listwise_pair_weighting", "listwise_margin_scale"):
         assert RewardConfig.__dataclass_fields__[name].metadata["help"]
