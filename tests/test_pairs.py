@@ -102,6 +102,14 @@ def test_clear_errors(tiny_policy_path, prompts, kwargs, message):
         mine(tiny_policy_path, prompts, lambda completions, **_: [0.0] * len(completions), **kwargs)
 
 
+def test_reward_models_must_be_wrapped(tiny_policy_path, tiny_reward_model_path):
+    from transformers import AutoModelForSequenceClassification
+
+    model = AutoModelForSequenceClassification.from_pretrained(tiny_reward_model_path)
+    with pytest.raises(TypeError, match="TRL-protocol reward callable"):
+        mine(tiny_policy_path, {"prompt": ["a"]}, model)
+
+
 def test_select_pairs_edge_cases():
     nan = math.nan
     assert select_pairs([nan, nan], "best_vs_worst") == []

@@ -140,8 +140,11 @@ def _validate(dataset, funcs, weights, num_samples, strategy, gold_columns, batc
     clashes = [name for name in OUTPUT_COLUMNS[1:] if name in dataset.column_names]
     if clashes:
         raise ValueError(f"The prompt dataset already has the output column(s) {clashes}; rename or remove them.")
-    if not funcs or not all(callable(func) for func in funcs):
-        raise TypeError("`reward_funcs` must be a reward callable or a non-empty sequence of them.")
+    if not funcs or not all(callable(func) and not isinstance(func, torch.nn.Module) for func in funcs):
+        raise TypeError(
+            "`reward_funcs` must be a TRL-protocol reward callable `f(completions, **columns) -> list[float | None]` "
+            "or a non-empty sequence of them (a reward model must be wrapped in such a function)."
+        )
     if weights.shape != (len(funcs),):
         raise ValueError(f"`reward_weights` has {weights.numel()} entries for {len(funcs)} reward functions.")
     if num_samples < 2:
