@@ -8,7 +8,7 @@ import pytest
 import trl
 
 import trl_ext
-from tests.scripts.grpo_family import tiny_args
+from tests.scripts.grpo_family import scores_dataset, scripted_reward, tiny_args
 
 RECIPES = {
     "DAPO": (trl_ext.DAPOConfig, trl_ext.DAPOTrainer),
@@ -98,3 +98,19 @@ def test_dynamic_sampling_rejects_groups_straddling_processes(tmp_path, monkeypa
 def test_recipe_trainer_rejects_a_plain_trl_config(tmp_path, tiny_policy_path):
     with pytest.raises(TypeError, match="DAPOConfig"):
         trl_ext.DAPOTrainer(model=tiny_policy_path, args=tiny_args(trl.GRPOConfig, str(tmp_path)))
+
+
+def test_configs_parse_from_the_command_line():
+    (args,) = trl.TrlParser((trl_ext.DAPOConfig,)).parse_args_and_config(
+        ["--output_dir", "out", "--use_cpu", "--bf16", "false", "--dynamic_sampling_reward_funcs", "accuracy", "code"]
+    )
+    assert args.dynamic_sampling_reward_funcs == ["accuracy", "code"]
+    assert args.dynamic_sampling and args.epsilon_high == 0.28
+
+
+def test_extended_trainer_accepts_a_plain_trl_config(tmp_path, tiny_policy_path):
+    args = tiny_args(trl.GRPOConfig, str(tmp_path))
+    trainer = trl_ext.GRPOTrainer(
+        model=tiny_policy_path, reward_funcs=scripted_reward, args=args, train_dataset=scores_dataset(8)
+    )
+    assert trainer._ext("advantage_estimator") == "grpo" and not trainer._ext("dynamic_sampling")
