@@ -101,7 +101,7 @@ def copy_policy_to_reference(model: torch.nn.Module, ref_model: torch.nn.Module 
     if not hasattr(model, "peft_config"):
         raise ValueError("There is no reference model to reset: `beta` is 0 and the policy is not a PEFT model.")
     ensure_reference_adapter(model)
-    with _gathered(list(model.parameters())):
+    with gathered_parameters(list(model.parameters())):
         for policy_param, ref_param in adapter_pairs(model):
             ref_param.copy_(policy_param)
 
@@ -109,7 +109,7 @@ def copy_policy_to_reference(model: torch.nn.Module, ref_model: torch.nn.Module 
 def reference_state(model: torch.nn.Module, ref_model: torch.nn.Module | None) -> dict[str, torch.Tensor]:
     """The reference weights to checkpoint: the whole reference model, or the "ref" adapter of a PEFT policy."""
     if ref_model is not None:
-        with _gathered(list(ref_model.parameters()), modifier_rank=None):
+        with gathered_parameters(list(ref_model.parameters()), modifier_rank=None):
             return {name: p.detach().cpu().clone() for name, p in ref_model.named_parameters()}
     return {name: p.detach().cpu().clone() for name, p in model.named_parameters() if f".{REFERENCE_ADAPTER}." in name}
 
@@ -126,7 +126,7 @@ def load_reference_state(
     missing = sorted(set(state) - set(params))
     if missing:
         raise ValueError(f"The checkpointed reference does not match the model: unknown parameters {missing[:5]}.")
-    with _gathered(list(params.values()), modifier_rank=0):
+    with gathered_parameters(list(params.values()), modifier_rank=0):
         for name, value in state.items():
             params[name].copy_(value.to(params[name].device, params[name].dtype))
 
@@ -153,7 +153,7 @@ def load_reference(directory: str | os.PathLike, model: torch.nn.Module, ref_mod
 
 
 @contextlib.contextmanager
-def _gathered(params: list[torch.nn.Parameter], modifier_rank: int | None = 0):
+def gathered_parameters(params: list[torch.nn.Parameter], modifier_rank: int | None = 0):
     """Gather ZeRO-3 partitions for the duration of the block (a no-op otherwise)."""
     if not _zero3_enabled():
         yield
