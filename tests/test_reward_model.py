@@ -137,6 +137,20 @@ def test_conversational_listwise_data_trains(tiny_reward_model_path, tmp_path):
     assert len(trainer.train_dataset) == 6 and trainer.train().training_loss > 0
 
 
+def test_unweighted_listwise_and_margin_needs_scores(tiny_reward_model_path, tmp_path):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_reward_model_path)
+    data = listwise_data(2, seed=5, k=3)
+    args = reward_config(tmp_path, listwise_pair_weighting=False)
+    trainer = RewardTrainer(model=tiny_reward_model_path, args=args, train_dataset=data, processing_class=tokenizer)
+    assert len(trainer.train_dataset) == 6 and "weight" not in trainer.train_dataset.column_names
+    ranked = data.map(lambda row: {"ranking": sorted(range(3), key=lambda i: -row["scores"][i])}).remove_columns(
+        "scores"
+    )
+    args = reward_config(tmp_path, listwise_margin_scale=1.0)
+    with pytest.raises(ValueError, match="needs a `scores` column"):
+        RewardTrainer(model=tiny_reward_model_path, args=args, train_dataset=ranked, processing_class=tokenizer)
+
+
 def test_pairwise_data_goes_through_trl_unchanged(tiny_reward_model_path, tmp_path):
     data = Dataset.from_dict({"prompt": ["q", "r"], "chosen": [" fox fox", " fox"], "rejected": [" dog", " the"]})
     trainer = RewardTrainer(
