@@ -82,7 +82,9 @@ class RewardTrainer(TRLRewardTrainer):
     def _prepare_dataset(self, dataset, processing_class, args, dataset_name):
         if is_listwise(getattr(dataset, "column_names", None) or []):
             if isinstance(dataset, IterableDataset):
-                raise ValueError(f"Listwise {dataset_name} data must be a map-style `Dataset`, not an IterableDataset.")
+                raise ValueError(
+                    f"Listwise {dataset_name} data must be a map-style `Dataset`, not an IterableDataset."
+                )
             dataset = expand_listwise(
                 dataset,
                 margin_scale=getattr(args, "listwise_margin_scale", None),
