@@ -9,6 +9,7 @@ from trl.trainer.utils import get_callable_name, is_async_callable
 
 from trl_ext.rewards import AsyncCodeTests, CodeTests, code_tests, code_tests_async, magistral_code_reward
 from trl_ext.rewards.code_adapters import (
+    asserts_to_call,
     from_apps,
     from_humaneval,
     from_livecodebench,
@@ -122,8 +123,36 @@ def test_adapters():
         }
     )
     assert lcb == {"kind": "call", "fn_name": "push", "cases": [{"args": [[1, 2], 3], "expected": [1, 2, 3]}]}
-    assert from_humaneval({"test": "def check(c): pass", "entry_point": "f"})["entry_point"] == "f"
-    mbpp = from_mbpp({"test_list": ["assert f(1) == 2"], "test_setup_code": "", "test_imports": ["import math"]})
-    assert mbpp == {"kind": "assert", "code": "import math\nassert f(1) == 2"}
     program = fence("class Solution:\n    def push(self, xs, x):\n        return xs + [x]")
     assert FAST([program], tests=[lcb]) == [1.0]
+
+
+def test_simple_asserts_become_call_specs_judged_outside():
+    mbpp = from_mbpp({"test_list": ["assert f(1, (2, 3)) == [6]", "assert 0 == f(0, [])"], "test_imports": []})
+    assert mbpp == {
+        "kind": "call",
+        "fn_name": "f",
+        "cases": [{"args": [1, [2, 3]], "expected": [6]}, {"args": [0, []], "expected": 0}],
+    }
+    with_setup = from_mbpp({"test_list": ["assert f(1) == 2"], "test_imports": ["import math"]})
+    assert with_setup == {"kind": "assert", "code": "import math\nassert f(1) == 2"}
+    humaneval = {
+        "test": "METADATA = {}\n\ndef check(candidate):\n    assert candidate([1, 2]) == 3\n    assert candidate([]) == 0\n",
+        "entry_point": "total",
+    }
+    assert from_humaneval(humaneval) == {
+        "kind": "call",
+        "fn_name": "total",
+        "cases": [{"args": [[1, 2]], "expected": 3}, {"args": [[]], "expected": 0}],
+    }
+    loop = {
+        "test": "def check(candidate):\n    for x in range(3):\n        assert candidate(x) == x\n",
+        "entry_point": "f",
+    }
+    assert from_humaneval(loop)["kind"] == "assert"
+    assert from_humaneval(humaneval, prefer_call=False)["kind"] == "assert"
+    for code in ["assert f(1) == 2\nassert g(1) == 2", "assert set(f(1)) == {2}", "assert f(1) < 2", "x = 1"]:
+        assert asserts_to_call(code) is None, code
+    rigged = fence("class T:\n    def __eq__(self, o): return True\ndef total(xs): return T()")
+    honest = fence("def total(xs): return sum(xs)")
+    assert FAST([rigged, honest], tests=[from_humaneval(humaneval)] * 2) == [0.0, 1.0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +27,10 @@ class CodeTests(RewardFunction):
     Sandbox infrastructure faults → ``infra_value`` (None: TRL ignores the row); program faults (crash,
     timeout, memory, output flood) → ``wrong_value``. Completions are graded concurrently by ``workers``
     threads (``trl_ext.rewards.code_tests_async`` is the async variant TRL runs alongside other rewards).
+
+    Per-run limits come from ``limits`` (default ``Limits()``: 5 s, 1024 MiB, 1 MiB of stdout, ...), with
+    ``timeout_s`` / ``memory_mb`` overriding those two fields when given. A call-kind spec runs all its cases
+    in one process with ``timeout_s`` per case; stdio runs one process per case.
     """
 
     name = "code_tests"
@@ -38,8 +43,8 @@ class CodeTests(RewardFunction):
         wrong_value: float = 0.0,
         no_code_value: float = 0.0,
         infra_value: float | None = None,
-        timeout_s: float = 5.0,
-        memory_mb: int = 1024,
+        timeout_s: float | None = None,
+        memory_mb: int | None = None,
         limits: Limits | None = None,
         backend: str = "bwrap",
         float_tol: float | None = None,
@@ -55,8 +60,8 @@ class CodeTests(RewardFunction):
         self.mode, self.backend, self.float_tol, self.think_tags = mode, backend, float_tol, think_tags
         self.correct_value, self.wrong_value = correct_value, wrong_value
         self.no_code_value, self.infra_value = no_code_value, infra_value
-        base = limits or Limits()
-        self.limits = Limits(**{**base.__dict__, "timeout_s": timeout_s, "memory_mb": memory_mb})
+        overrides = {k: v for k, v in (("timeout_s", timeout_s), ("memory_mb", memory_mb)) if v is not None}
+        self.limits = dataclasses.replace(limits or Limits(), **overrides)
         self.workers = workers or min(8, os.cpu_count() or 1)
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock: threading.Lock | None = None

@@ -97,7 +97,7 @@ class GatedReward(RewardFunction):
     """Magistral's reward (arXiv 2506.10910 §2.2): 0 if any format check fails (the task reward is not even
     computed for that completion), else ``base + scale * task`` (0.1 + 0.9·correct by default).
 
-    ``formats`` are reward functions returning 1.0 on pass (e.g. ``think_format``, ``boxed_format``);
+    ``formats`` are reward functions scoring a pass > 0 (e.g. ``think_format``, ``boxed_format``);
     ``task`` returns the correctness in [0, 1] (``math_accuracy``, ``code_tests``), sync or async. A task
     score of None stays None. Always synchronous: an async task reward is driven to completion here.
     """
@@ -121,7 +121,7 @@ class GatedReward(RewardFunction):
         n = len(completions)
         passed = [True] * n
         for fmt in self.formats:
-            passed = [p and s == 1.0 for p, s in zip(passed, fmt(completions, **kwargs))]
+            passed = [p and s is not None and s > 0 for p, s in zip(passed, fmt(completions, **kwargs))]
         keep = [i for i in range(n) if passed[i]]
         scores: list[float | None] = [0.0] * n
         if not keep:
