@@ -1,0 +1,106 @@
+"""Throughput of the verifiable rewards: math verifications/s and sandbox overhead/runs per second.
+
+    OMP_NUM_THREADS=1 python scripts/bench_rewards.py [--workers N] [--items 192] [--runs 40]
+
+Prints: math verifications/s with 1 worker and with N workers (and the ratio; the target is >= 1.8x with
+2 workers), the sandbox's per-run overhead against a bare ``python -c pass`` subprocess, and sandbox runs/s
+with as many concurrent runs as CPU cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from trl_ext.rewards.math import MathAccuracy, shared_pool
+from trl_ext.sandbox import Limits, get_backend, run
+
+
+def _math_batch(n: int, offset: int) -> tuple[list[str], list[str]]:
+    """n distinct (gold, completion) pairs, half correct, so deduplication does not shrink the work."""
+    golds, completions = [], []
+    for k in range(offset, offset + n):
+        a, b = k + 2, 2 * k + 3
+        golds.append(rf"\frac{{{a}}}{{{b}}}")
+        answer = rf"\frac{{{2 * a}}}{{{2 * b}}}" if k % 2 else rf"{a} / {b + 1}"
+        completions.append(rf"<think>work</think> The answer is \boxed{{{answer}}}.")
+    return golds, completions
+
+
+def bench_math(workers: int, items: int, rounds: int) -> float:
+    """Best verifications/s over ``rounds`` timings with ``workers`` worker processes (pool warmed up first).
+    Best-of-rounds because a shared machine's load swings a single timing by 2x."""
+    reward = MathAccuracy(num_workers=workers)
+    golds, completions = _math_batch(4 * workers, 10_000_000)
+    reward(completions, solution=golds)  # start and warm every worker
+    best = 0.0
+    for r in range(rounds):
+        golds, completions = _math_batch(items, (workers * rounds + r) * 100_000)
+        start = time.perf_counter()
+        scores = reward(completions, solution=golds)
+        best = max(best, items / (time.perf_counter() - start))
+        assert scores.count(1.0) == items // 2, scores
+    shared_pool(workers).close()
+    return best
+
+
+def _median_wall(fn, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def bench_sandbox(runs: int) -> tuple[float, float, float, float]:
+    """Median seconds of: bare ``python -c pass``, bare ``python -I -S -c pass`` (the sandbox's interpreter
+    flags), a sandbox run of ``pass``; and sandbox runs/s with cpu_count concurrent runs."""
+    get_backend("bwrap")  # self-test once, outside the timing
+    bare = _median_wall(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), runs)
+    bare_is = _median_wall(lambda: subprocess.run([sys.executable, "-I", "-S", "-c", "pass"], check=True), runs)
+    boxed = _median_wall(lambda: run("pass", limits=Limits(timeout_s=10)), runs)
+    assert run("pass").status == "ok"
+    concurrency = os.cpu_count() or 1
+    start = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        statuses = list(pool.map(lambda _: run("print(sum(range(1000)))").status, range(runs)))
+    throughput = runs / (time.perf_counter() - start)
+    assert statuses == ["ok"] * runs, statuses
+    return bare, bare_is, boxed, throughput
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workers", type=int, default=2, help="math worker processes for the parallel figure")
+    parser.add_argument("--items", type=int, default=192, help="distinct (gold, answer) pairs per math timing")
+    parser.add_argument("--rounds", type=int, default=3, help="math timings per worker count (best is kept)")
+    parser.add_argument("--runs", type=int, default=40, help="sandbox runs per timing")
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+    load = os.getloadavg()[0]
+    print(f"machine: {os.cpu_count()} CPU cores, load average {load:.2f}, python {sys.version.split()[0]}")
+    single = bench_math(1, args.items, args.rounds)
+    multi = bench_math(args.workers, args.items, args.rounds)
+    print(f"math verifications/s, 1 worker:  {single:8.1f}")
+    print(f"math verifications/s, {args.workers} workers: {multi:8.1f}   ({multi / single:.2f}x single-worker)")
+
+    bare, bare_is, boxed, throughput = bench_sandbox(args.runs)
+    print(f"bare `python -c pass` subprocess:       {bare * 1000:7.1f} ms (median of {args.runs})")
+    print(f"bare `python -I -S -c pass` subprocess: {bare_is * 1000:7.1f} ms (the sandbox's interpreter flags)")
+    print(f"sandbox run of `pass` (bwrap):          {boxed * 1000:7.1f} ms")
+    print(
+        f"sandbox overhead per run: {1000 * (boxed - bare):+.1f} ms vs `python -c pass`, {1000 * (boxed - bare_is):+.1f} ms vs the same flags"
+    )
+    print(f"sandbox runs/s, {os.cpu_count()} concurrent: {throughput:.1f}")
+    print(f"load average now {os.getloadavg()[0]:.2f} (shared machines skew every figure above)")
+
+
+if __name__ == "__main__":
+    main()
