@@ -93,7 +93,8 @@ def build_preference_pairs(
             1 each); a completion that every function scores None is never paired.
         strategy: ``"best_vs_worst"`` (one pair per prompt) or ``"correct_vs_incorrect"`` (score >=
             ``correct_threshold`` is correct; up to ``max_pairs_per_prompt`` disjoint pairs), see ``select_pairs``.
-        margin_scale: the ``margin`` column is ``margin_scale * (chosen_score - rejected_score)``.
+        margin_scale: the ``margin`` column is ``margin_scale * (chosen_score - rejected_score)``. trl_ext's
+            DPOTrainer trains with it (−log σ(β·Δ − margin)); pass 0 (or drop the column) for plain DPO.
         gold_columns: columns the reward functions need; a row where one is missing or empty raises a ValueError
             naming the row index.
         batch_size: prompts per ``generate`` call (each yields ``num_samples`` sequences).

@@ -75,7 +75,14 @@ class DPOTrainer(ReferenceResetMixin, TRLDPOTrainer):
     _name = "DPO"
     _paper = TRLDPOTrainer._paper
 
-    def __init__(self, model, ref_model=None, args: TRLDPOConfig | None = None, *more, **kwargs):
+    def __init__(
+        self,
+        model: str | torch.nn.Module,
+        ref_model: torch.nn.Module | None = None,
+        args: TRLDPOConfig | None = None,
+        *more,
+        **kwargs,
+    ):
         if args is None:
             name = model if isinstance(model, str) else model.config._name_or_path
             args = DPOConfig(output_dir=f"{name.split('/')[-1]}-DPO")
@@ -114,11 +121,11 @@ class DPOTrainer(ReferenceResetMixin, TRLDPOTrainer):
             self._signature_columns = [*self._signature_columns, MARGIN_COLUMN]
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        margin = inputs.pop(MARGIN_COLUMN, None)
-        if margin is None:
+        if MARGIN_COLUMN not in inputs:
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
         self._check_margin_supported()
         inputs = dict(inputs)
+        margin = inputs.pop(MARGIN_COLUMN)
         if "ref_chosen_logps" not in inputs:
             ref_model = self.ref_model if self.ref_model is not None else self.model
             inputs["ref_chosen_logps"], inputs["ref_rejected_logps"] = self.compute_ref_log_probs(ref_model, inputs)

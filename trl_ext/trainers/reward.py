@@ -38,6 +38,14 @@ class RewardConfig(TRLRewardConfig):
     Listwise rows are expanded into all ordered pairs; with ``listwise_pair_weighting`` each pair weighs 1/P for
     the P pairs of its prompt (1/C(K, 2) without ties), rescaled by the dataset's mean weight so the loss keeps the
     scale of an unweighted mean (InstructGPT, arXiv 2203.02155, Eq. 1).
+
+    Parameters:
+        listwise_pair_weighting (`bool`, *optional*, defaults to `True`):
+            Weight each pair expanded from a listwise row by 1/(number of pairs of its prompt), so that every prompt
+            counts once. If `False`, a prompt with K ranked completions counts C(K, 2) times.
+        listwise_margin_scale (`float`, *optional*):
+            If set, each pair expanded from a listwise row with `scores` gets the margin
+            `listwise_margin_scale * (score_better - score_worse)` (Llama 2, arXiv 2307.09288). Needs `scores`.
     """
 
     listwise_pair_weighting: bool = field(
@@ -100,9 +108,10 @@ class RewardTrainer(TRLRewardTrainer):
             self._signature_columns = [*self._signature_columns, WEIGHT_COLUMN]
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        weight = inputs.pop(WEIGHT_COLUMN, None)
-        if weight is None:
+        if WEIGHT_COLUMN not in inputs:
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        inputs = dict(inputs)
+        weight = inputs.pop(WEIGHT_COLUMN)
         # TRL runs the forward and logs its metrics; its unweighted loss is replaced by the weighted one.
         _, outputs = super().compute_loss(model, inputs, True, num_items_in_batch)
         chosen, rejected = torch.chunk(outputs.logits.squeeze(-1), chunks=2)
