@@ -164,10 +164,10 @@ def test_pairwise_data_goes_through_trl_unchanged(tiny_reward_model_path, tmp_pa
     assert trainer.train().training_loss > 0
 
 
-@pytest.mark.parametrize("library", ["trl", "trl_ext"])
-def test_saved_rm_is_a_grpo_reward_function(trained_rm, tiny_policy_path, tmp_path, library):
+@pytest.mark.parametrize("library,recipe", [("trl", "GRPO"), ("trl_ext", "GRPO"), ("trl_ext", "DAPO")])
+def test_saved_rm_is_a_grpo_family_reward_function(trained_rm, tiny_policy_path, tmp_path, library, recipe):
     module = importlib.import_module(library)
-    args = module.GRPOConfig(
+    args = getattr(module, f"{recipe}Config")(
         output_dir=str(tmp_path),
         per_device_train_batch_size=4,
         num_generations=4,
@@ -180,11 +180,11 @@ def test_saved_rm_is_a_grpo_reward_function(trained_rm, tiny_policy_path, tmp_pa
         save_strategy="no",
         logging_steps=1,
     )
-    trainer = module.GRPOTrainer(
+    trainer = getattr(module, f"{recipe}Trainer")(
         model=tiny_policy_path,
         reward_funcs=trained_rm,
         args=args,
-        train_dataset=Dataset.from_dict({"prompt": ["Say something:"] * 4}),
+        train_dataset=Dataset.from_dict({"prompt": [f"Say something {i}:" for i in range(8)]}),
     )
     trainer.train()
     logged = [log for log in trainer.state.log_history if "reward" in log]
