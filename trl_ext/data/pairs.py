@@ -114,6 +114,8 @@ def build_preference_pairs(
         model = AutoModelForCausalLM.from_pretrained(model)
     if processing_class is None:
         raise ValueError("Pass `processing_class` (the tokenizer) when `model` is a model instance, not a path.")
+    if processing_class.pad_token is None:  # as TRL does: batched generation needs a pad token
+        processing_class.pad_token = processing_class.eos_token
     if seed is not None:
         torch.manual_seed(seed)
     generation = dict(max_new_tokens=max_new_tokens, temperature=temperature, **(generation_kwargs or {}))
