@@ -193,3 +193,26 @@ def test_filter_metric_defaults_to_task_rewards(tiny_policy_path, tmp_path):
 def test_unknown_filter_reward_is_named(tiny_policy_path, tmp_path):
     with pytest.raises(ValueError, match="'accuracy'.*scripted_reward"):
         _ds_trainer(tiny_policy_path, tmp_path, 1, dynamic_sampling_reward_funcs=["accuracy"])
+
+
+def test_trl_overlong_punishment_is_shaping_and_not_added_twice(tiny_policy_path, tmp_path):
+    from trl.rewards import get_soft_overlong_punishment
+
+    trl_punishment = get_soft_overlong_punishment(8, 2)
+    named = tiny_args(trl_ext.GRPOConfig, str(tmp_path), dynamic_sampling_reward_funcs="scripted_reward")
+    assert named.dynamic_sampling_reward_funcs == ["scripted_reward"]
+    args = tiny_args(trl_ext.GRPOConfig, str(tmp_path), dynamic_sampling=True)
+    trainer = trl_ext.GRPOTrainer(
+        model=tiny_policy_path,
+        reward_funcs=[trl_punishment, scripted_reward],
+        args=args,
+        train_dataset=scores_dataset(8),
+    )
+    assert trainer._filter_columns == [1]
+    with pytest.raises(ValueError, match="count twice"):
+        trl_ext.DAPOTrainer(
+            model=tiny_policy_path,
+            reward_funcs=[scripted_reward, trl_punishment],
+            args=tiny_args(trl_ext.DAPOConfig, str(tmp_path)),
+            train_dataset=scores_dataset(8),
+        )

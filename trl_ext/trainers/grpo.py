@@ -77,8 +77,8 @@ class GRPOConfig(trl.GRPOConfig):
         metadata={
             "help": "Names of the reward functions (as TRL names them: the function's __name__, or the reward "
             "model's name) whose weighted sum is the filter metric of dynamic sampling. None (default): every "
-            "reward function that is not a shaping term (shaping terms, such as the soft overlong punishment, carry "
-            "`trl_ext_shaping = True`). The shaped total is never the default filter (it would keep groups whose "
+            "reward function that is not a shaping term (shaping terms carry `trl_ext_shaping = True`, like the soft "
+            "overlong punishment; TRL's get_soft_overlong_punishment counts as one too). The shaped total is never the default filter (it would keep groups whose "
             "only difference is length)."
         },
     )
@@ -118,6 +118,8 @@ class GRPOConfig(trl.GRPOConfig):
         super().__post_init__()
         _choice("advantage_estimator", self.advantage_estimator, ADVANTAGE_ESTIMATORS)
         _choice("dynamic_sampling_on_exhausted", self.dynamic_sampling_on_exhausted, ON_EXHAUSTED)
+        if isinstance(self.dynamic_sampling_reward_funcs, str):
+            self.dynamic_sampling_reward_funcs = [self.dynamic_sampling_reward_funcs]
         if self.advantage_estimator != "grpo" and self.multi_objective_aggregation != "sum_then_normalize":
             raise ValueError(
                 f"advantage_estimator={self.advantage_estimator!r} works on the weighted sum of the rewards; it "
@@ -180,10 +182,16 @@ class SoftOverlongPunishment:
 
 
 def is_shaping_reward(reward_func: Callable) -> bool:
-    """Whether a reward function declares itself a shaping term (``trl_ext_shaping = True``)."""
+    """Whether a reward function is a shaping term: it declares ``trl_ext_shaping = True``, or it is TRL's own
+    soft overlong punishment (``trl.rewards.get_soft_overlong_punishment``)."""
     while isinstance(reward_func, functools.partial):
         reward_func = reward_func.func
-    return bool(getattr(reward_func, "trl_ext_shaping", False))
+    return bool(getattr(reward_func, "trl_ext_shaping", False)) or _is_trl_overlong(reward_func)
+
+
+def _is_trl_overlong(reward_func: Callable) -> bool:
+    # TRL keeps this name (a closure's, then a callable class's __name__) so that its metric keys do not change.
+    return getattr(reward_func, "__name__", None) == "soft_overlong_punishment_reward"
 
 
 def weighted_total(rewards_per_func: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
@@ -264,6 +272,11 @@ class GRPOTrainer(GRPOHookMixin, trl.GRPOTrainer):
 
     @staticmethod
     def _add_overlong_reward(args, reward_funcs: list, reward_processing_classes):
+        if any(_is_trl_overlong(func) for func in reward_funcs):
+            raise ValueError(
+                "reward_funcs already holds TRL's get_soft_overlong_punishment and soft_overlong_punishment=True adds "
+                "trl_ext's: the penalty would count twice. Remove TRL's or set soft_overlong_punishment=False."
+            )
         cache = args.overlong_cache_length or max(args.max_completion_length // 5, 1)
         punishment = SoftOverlongPunishment(args.max_completion_length, cache, args.overlong_penalty_factor)
         # The added function needs a weight and a processing class next to the user's ones; the check on the length
