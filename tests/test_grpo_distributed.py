@@ -24,7 +24,8 @@ def runs(tiny_policy_path, tmp_path_factory):
     one, two = tmp_path_factory.mktemp("one-process"), tmp_path_factory.mktemp("two-processes")
     grpo_family.main(tiny_policy_path, str(one / "records.json"))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(SCRIPT.parents[2])}
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", str(SCRIPT)]
+    # --standalone: a free port, so concurrent test runs on one machine do not collide on 29500.
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(SCRIPT)]
     result = subprocess.run(
         [*command, tiny_policy_path, str(two / "records.json")], env=env, capture_output=True, text=True, timeout=300
     )

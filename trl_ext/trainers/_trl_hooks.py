@@ -69,7 +69,9 @@ class GRPOHookMixin:
     Contract relied on (TRL 1.16, stable since 0.29.1): ``_generate_and_score_completions(inputs)`` generates, scores
     and returns this process's rows, calling ``_calculate_rewards`` exactly once; ``_calculate_rewards`` returns the
     GATHERED (P·B, F) reward tensor (identical on every rank, rows in rank order, groups contiguous). Both calls
-    contain collectives, so every rank must make them the same number of times.
+    contain collectives, so every rank must make them the same number of times. Two private attributes are read:
+    ``_metrics[mode]`` (name -> list of floats, averaged by ``log``) and ``_logs["advantages"]`` (a deque of the
+    gathered advantages of the last batch, shown in the completions table); tests exercise both.
     """
 
     _trl_ext_rewards_per_func = None
