@@ -216,3 +216,19 @@ def test_trl_overlong_punishment_is_shaping_and_not_added_twice(tiny_policy_path
             args=tiny_args(trl_ext.DAPOConfig, str(tmp_path)),
             train_dataset=scores_dataset(8),
         )
+
+
+def test_magistral_standardises_the_refilled_batch(tiny_policy_path, tmp_path):
+    seen = []
+    args = tiny_args(trl_ext.MagistralConfig, str(tmp_path), max_steps=3, soft_overlong_punishment=False)
+    trainer = recording(trl_ext.MagistralTrainer, seen)(
+        model=tiny_policy_path, reward_funcs=scripted_reward, args=args, train_dataset=scores_dataset(16, 4)
+    )
+    trainer.train()
+    assert max(len(batch["rounds"]) for batch in seen) > 1
+    for batch in seen:
+        advantages = batch["advantages"]
+        # Zero-advantage groups were dropped and refilled; the kept batch is standardised as one minibatch.
+        assert (advantages.view(-1, G).abs().sum(dim=1) > 0).all()
+        assert abs(float(advantages.mean())) < 1e-5
+        assert float(advantages.std()) == pytest.approx(1.0, abs=1e-3)
