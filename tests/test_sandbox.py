@@ -16,7 +16,7 @@ def test_run_ok_with_stdin():
     assert result.status == "ok"
     assert result.stdout == "HELLO\nWORLD\n"
     assert result.exit_code == 0
-    assert 0 < result.wall_s < 3
+    assert result.wall_s > 0
 
 
 def test_run_statuses():
@@ -144,3 +144,25 @@ def test_public_api():
     assert set(sandbox.__all__) >= {"run", "run_tests", "RunResult", "Limits", "SandboxUnavailable"}
     with pytest.raises(ValueError, match="timeout_s"):
         Limits(timeout_s=0)
+
+
+def test_call_cases_each_get_the_timeout():
+    cases = [{"args": [i], "expected": i} for i in range(40)]
+    spec = {"kind": "call", "fn_name": "f", "cases": cases}
+    hang = run_tests("def f(x):\n    while x == 0:\n        pass\n    return x", spec, limits=Limits(timeout_s=1.0))
+    assert hang.statuses == ["timeout"] and hang.passed == 0
+    assert hang.total == 40
+    slow_program = "import time\ndef f(x):\n    time.sleep(0.6)\n    return x"
+    slow = run_tests(slow_program, dict(spec, cases=cases[:4]), limits=Limits(timeout_s=2.0))
+    assert slow.all_passed  # 2.4 s in all, but no case over 2 s
+
+
+def test_launch_failure_is_an_infra_error():
+    from trl_ext.sandbox.backends import RlimitBackend
+
+    class Broken(RlimitBackend):
+        def argv(self, harness_args, limits):
+            return ["/nonexistent/python", *harness_args[1:]]
+
+    result = Broken().launch({"mode": "script", "code": "print(1)"}, b"", FAST)
+    assert result.status == "infra_error" and "could not launch" in result.stderr

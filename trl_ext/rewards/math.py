@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 import threading
@@ -26,6 +27,10 @@ _POOLS_LOCK = threading.Lock()
 
 def shared_pool(num_workers: int) -> WorkerPool:
     """The process-wide math worker pool with ``num_workers`` workers (created on first use)."""
+    if importlib.util.find_spec("math_verify") is None:
+        raise ImportError(
+            "MathAccuracy needs math-verify with its LaTeX parser: pip install 'math-verify[antlr4_13_2]'."
+        )
     with _POOLS_LOCK:
         if num_workers not in _POOLS:
             _POOLS[num_workers] = WorkerPool([sys.executable, "-c", _WORKER_SOURCE], size=num_workers)

@@ -34,6 +34,15 @@ class RunResult:
     wall_s: float
 
 
+@dataclasses.dataclass(frozen=True)
+class Progress:
+    """A per-step deadline on top of the run's: the run is also killed (status "timeout") when ``step_s``
+    seconds pass without a new ``marker`` on stdout. The call-mode harness writes one marker per case."""
+
+    marker: bytes
+    step_s: float
+
+
 @dataclasses.dataclass
 class _Collected:
     stdout: bytearray = dataclasses.field(default_factory=bytearray)
@@ -62,8 +71,11 @@ def _kill_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _drain(proc: subprocess.Popen, limits: Limits, deadline: float) -> _Collected:
+def _drain(proc: subprocess.Popen, limits: Limits, deadline: float, progress: Progress | None) -> _Collected:
     got = _Collected()
+    hard_deadline, steps_seen = deadline, 0
+    if progress is not None:
+        deadline = min(hard_deadline, time.monotonic() + progress.step_s)
     caps = {proc.stdout.fileno(): limits.max_output_bytes, proc.stderr.fileno(): limits.max_stderr_bytes}
     bufs = {proc.stdout.fileno(): got.stdout, proc.stderr.fileno(): got.stderr}
     exited_at = None
@@ -89,6 +101,11 @@ def _drain(proc: subprocess.Popen, limits: Limits, deadline: float) -> _Collecte
                     del bufs[key.fd][caps[key.fd] :]
                     got.overflow = True
                     return got
+                if progress is not None and key.fd == proc.stdout.fileno():
+                    steps = got.stdout.count(progress.marker)
+                    if steps > steps_seen:
+                        steps_seen = steps
+                        deadline = min(hard_deadline, time.monotonic() + progress.step_s)
     return got
 
 
@@ -100,8 +117,10 @@ def execute(
     limits: Limits,
     pass_fds: tuple[int, ...],
     cwd: str | None = None,
+    progress: Progress | None = None,
 ) -> tuple[_Collected, int | None, float]:
-    """Run ``argv`` in a new session; SIGKILL its process group at the deadline or when an output cap is hit.
+    """Run ``argv`` in a new session; SIGKILL its process group at the deadline (or a missed ``progress``
+    step) or when an output cap is hit.
 
     Returns the collected output, the exit code (negative: killed by that signal) and the wall time.
     """
@@ -122,7 +141,7 @@ def execute(
         os.close(stdin_fd)
     try:
         deadline = start + limits.timeout_s
-        got = _drain(proc, limits, deadline)
+        got = _drain(proc, limits, deadline, progress)
         if not (got.timed_out or got.overflow):
             try:
                 proc.wait(timeout=max(deadline - time.monotonic(), 0.0))

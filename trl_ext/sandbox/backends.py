@@ -12,11 +12,12 @@ import tempfile
 import threading
 from pathlib import Path
 
-from trl_ext.sandbox._process import RunResult, classify, execute, memfd_with
+from trl_ext.sandbox._process import Progress, RunResult, classify, execute, memfd_with
 from trl_ext.sandbox.limits import SAFE_ENV, UIDS, Limits
 
 _HARNESS_SOURCE = (Path(__file__).parent / "_harness.py").read_text()
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_LOADER_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d")
 
 
 class SandboxUnavailable(RuntimeError):
@@ -48,8 +49,16 @@ class Backend:
     def argv(self, harness_args: list[str], limits: Limits) -> list[str]:
         raise NotImplementedError
 
-    def launch(self, payload: dict, stdin: bytes, limits: Limits, nonce: bytes | None = None) -> RunResult:
-        """Run the harness with ``payload`` (see ``_harness.py``) under ``limits``."""
+    def launch(
+        self,
+        payload: dict,
+        stdin: bytes,
+        limits: Limits,
+        nonce: bytes | None = None,
+        progress: Progress | None = None,
+    ) -> RunResult:
+        """Run the harness with ``payload`` (see ``_harness.py``) under ``limits``. A launch failure (the
+        sandbox binary cannot be executed) is reported as status "infra_error", never raised."""
         uid = UIDS.acquire()
         payload = {**payload, "uid": uid, "limits": limits.rlimits()}
         fds: list[int] = []
@@ -67,14 +76,18 @@ class Backend:
             harness_args = [sys.executable, flags, "-c", _HARNESS_SOURCE, str(payload_fd), str(ready_w), str(nonce_fd)]
             scratch = self.make_scratch(uid)
             pass_fds = tuple(fd for fd in (payload_fd, ready_w, nonce_fd) if fd >= 0)
-            got, returncode, wall = execute(
-                self.argv(harness_args, limits),
-                env=self.env(scratch),
-                stdin=stdin,
-                limits=limits,
-                pass_fds=pass_fds,
-                cwd=scratch,
-            )
+            try:
+                got, returncode, wall = execute(
+                    self.argv(harness_args, limits),
+                    env=self.env(scratch),
+                    stdin=stdin,
+                    limits=limits,
+                    pass_fds=pass_fds,
+                    cwd=scratch,
+                    progress=progress,
+                )
+            except OSError as exc:
+                return RunResult("infra_error", "", f"could not launch the sandbox: {exc}", None, 0.0)
             os.close(ready_w)
             fds.remove(ready_w)
             os.set_blocking(ready_r, False)
@@ -135,6 +148,8 @@ class BwrapBackend(Backend):
                     args += ["--perms", "0755", "--dir", parent]
                     made.add(parent)
             args += ["--ro-bind", root, root]
+        for path in _LOADER_FILES:  # the dynamic loader's cache; nothing else from /etc
+            args += ["--ro-bind-try", path, path]
         args += ["--proc", "/proc", "--dev", "/dev"]
         args += ["--perms", "1777", "--size", str(limits.scratch_mb << 20), "--tmpfs", "/tmp", "--chdir", "/tmp"]
         args += ["--clearenv"] + [a for k, v in SAFE_ENV.items() for a in ("--setenv", k, v)]

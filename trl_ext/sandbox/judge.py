@@ -7,7 +7,7 @@ import json
 import secrets
 from typing import Any
 
-from trl_ext.sandbox._process import RunResult
+from trl_ext.sandbox._process import Progress, RunResult
 from trl_ext.sandbox.backends import get_backend
 from trl_ext.sandbox.comparison import call_records, compare_stdio, decode_value, values_equal
 from trl_ext.sandbox.limits import Limits
@@ -132,8 +132,10 @@ def _run_call(runner, program, spec, limits, stop_on_failure, float_tol) -> Test
         "marker": marker,
         "stop_on_failure": stop_on_failure,
     }
+    # one process for all cases: each case gets timeout_s (the harness reports every case as it finishes)
     run_limits = dataclasses.replace(limits, timeout_s=limits.timeout_s * len(cases))
-    result: RunResult = runner.launch(payload, b"", run_limits)
+    progress = Progress(marker.encode(), limits.timeout_s)
+    result: RunResult = runner.launch(payload, b"", run_limits, progress=progress)
     report = TestReport(passed=0, total=len(cases), statuses=[result.status])
     if result.status == "infra_error":
         report.infra_error = True
