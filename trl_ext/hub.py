@@ -57,9 +57,7 @@ def changed_hyperparameters(args: Any) -> list[tuple[str, Any]]:
             continue
         value = getattr(args, field.name, None)
         if field.name in trl_defaults:
-            default = trl_defaults[field.name]
-            # A None default is filled in by __post_init__ (e.g. generation_batch_size): derived, not chosen.
-            if default is not None and value is not None and value != default and not callable(value):
+            if value is not None and value != trl_defaults[field.name] and not callable(value):
                 rows.append((field.name, value))
         elif value not in (None, False):
             rows.append((field.name, value))
