@@ -78,6 +78,7 @@ def test_every_field_has_a_help_string(config_cls):
         (dict(dynamic_sampling=True, dynamic_sampling_max_rounds=0), "dynamic_sampling_max_rounds"),
         (dict(advantage_estimator="magistral", steps_per_generation=2), "gradient_accumulation_steps"),
         (dict(advantage_estimator="rloo", multi_objective_aggregation="normalize_then_sum"), "sum_then_normalize"),
+        (dict(advantage_estimator="rloo", num_generations_eval=1), "num_generations_eval=1"),
         (dict(soft_overlong_punishment=True, overlong_cache_length=9), "overlong_cache_length"),
     ],
 )

@@ -126,6 +126,11 @@ class GRPOConfig(trl.GRPOConfig):
                 "cannot be combined with multi_objective_aggregation="
                 f"{self.multi_objective_aggregation!r}. Use multi_objective_aggregation='sum_then_normalize'."
             )
+        if self.advantage_estimator == "rloo" and self.num_generations_eval == 1:
+            raise ValueError(
+                "advantage_estimator='rloo' needs at least 2 completions per prompt for its leave-one-out baseline, "
+                "also in evaluation: num_generations_eval=1 is too few."
+            )
         if self.advantage_estimator == "magistral" and self.steps_per_generation != self.gradient_accumulation_steps:
             raise ValueError(
                 "advantage_estimator='magistral' standardises advantages over the sequences of one optimizer step, "
