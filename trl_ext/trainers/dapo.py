@@ -1,10 +1,12 @@
 """DAPO (Yu et al. 2025, arXiv 2503.14476) as a GRPOConfig with the paper's defaults.
 
+```python
 from trl_ext import DAPOConfig, DAPOTrainer
 
 args = DAPOConfig(output_dir="qwen-dapo", max_completion_length=4096, num_generations=16)
 trainer = DAPOTrainer(model="Qwen/Qwen2.5-0.5B", reward_funcs=accuracy, args=args, train_dataset=dataset)
 trainer.train()  # logs dynamic_sampling/rounds, dynamic_sampling/informative_fraction, ...
+```
 """
 
 from __future__ import annotations
