@@ -115,3 +115,15 @@ def test_extended_trainer_accepts_a_plain_trl_config(tmp_path, tiny_policy_path)
         model=tiny_policy_path, reward_funcs=scripted_reward, args=args, train_dataset=scores_dataset(8)
     )
     assert trainer._ext("advantage_estimator") == "grpo" and not trainer._ext("dynamic_sampling")
+
+
+def test_trl_model_card_names_the_recipe_and_cites_its_paper(tmp_path, tiny_policy_path):
+    trainer = trl_ext.DAPOTrainer(
+        model=tiny_policy_path,
+        reward_funcs=scripted_reward,
+        args=tiny_args(trl_ext.DAPOConfig, str(tmp_path)),
+        train_dataset=scores_dataset(8),
+    )
+    trainer.create_model_card(model_name="tiny-dapo")
+    card = (tmp_path / "README.md").read_text()
+    assert "trained with DAPO" in card and "arXiv:2503.14476" in card and "- trl-ext" in card
