@@ -1,0 +1,647 @@
+"""PPOConfig / PPOTrainer: PPO with a critic and GAE (Schulman et al. 2017; InstructGPT, Ouyang et al. 2022),
+rebuilt on TRL's GRPO stack (TRL removed its own PPOTrainer in 1.13).
+
+Rollout (once per generation batch): TRL generates and scores; this trainer turns the sequence score into per-token
+rewards with the KL penalty in the reward, asks the critic for V_old, runs GAE, whitens the advantages with global
+statistics and hands TRL's clipped-surrogate loss (B, T) advantages. The critic is trained on the same micro-batches
+with the clipped value loss and its own optimizer. Every formula comes from ``trl_ext.core``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+from accelerate.utils import is_peft_model
+from torch import nn
+from transformers import (
+    AutoModelForSequenceClassification,
+    AutoTokenizer,
+    PreTrainedModel,
+    ProcessorMixin,
+    get_scheduler,
+)
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from trl.trainer.utils import disable_dropout_in_model
+
+from trl_ext.core.advantages import gae, whiten
+from trl_ext.core.kl import KL_KINDS, kl_estimate
+from trl_ext.core.losses import clipped_value_loss
+from trl_ext.core.ppo import adaptive_kl_coef, explained_variance, token_rewards, value_clip_fraction
+from trl_ext.trainers._trl_hooks import require_trl_hooks
+from trl_ext.trainers.grpo import GRPOConfig, GRPOTrainer, weighted_total
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+# The TRL/transformers methods this module wraps or calls, with the parameters it relies on (DESIGN §4). The two
+# private calls are ``_get_per_token_logps_and_entropies`` (logπ_old when TRL skipped it) and ``_get_output_dir``.
+PPO_TRL_HOOKS: dict[str, tuple[str, ...]] = {
+    "_generate_and_score_completions": ("self", "inputs"),
+    "_get_per_token_logps_and_entropies": (
+        "self",
+        "model",
+        "input_ids",
+        "attention_mask",
+        "logits_to_keep",
+        "batch_size",
+    ),
+    "_get_output_dir": ("self", "trial"),
+    "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
+    "training_step": ("self", "model", "inputs", "num_items_in_batch"),
+    "create_scheduler": ("self", "num_training_steps", "optimizer"),
+    "save_model": ("self", "output_dir", "_internal_call"),
+    "_save_checkpoint": ("self", "model", "trial"),
+    "_load_optimizer_and_scheduler": ("self", "checkpoint"),
+}
+require_trl_hooks(None, PPO_TRL_HOOKS)
+
+CRITIC_DIR = "critic"
+CRITIC_OPTIMIZER_NAME = "critic_optimizer.pt"
+CRITIC_SCHEDULER_NAME = "critic_scheduler.pt"
+PPO_STATE_NAME = "ppo_state.json"
+
+
+@dataclass
+class PPOConfig(GRPOConfig):
+    r"""Configuration for :class:`PPOTrainer`: TRL's GRPO arguments plus the PPO knobs, with the papers' defaults.
+
+    Defaults (DESIGN §3, PPO): one completion per prompt (``num_generations=1``; GAE needs no groups), KL in the
+    reward with k1 and ``kl_coef=0.05`` (InstructGPT), ``gamma=1``, ``lam=0.95``, clipped surrogate with ε = 0.2,
+    token-mean loss (``loss_type="dapo"``), clipped value loss with ``cliprange_value=0.2``, whitened advantages,
+    dropout off. TRL's ``beta`` stays TRL's KL-in-loss (k3) coefficient and defaults to 0: set ``kl_coef=0`` and
+    ``beta>0`` for KL in the loss instead of the reward. Dual clip (Ye et al. 2020) is TRL's ``delta``.
+    """
+
+    num_generations: int | None = field(
+        default=1,
+        metadata={
+            "help": "Completions sampled per prompt. PPO's GAE advantages need no groups, so the default is 1 (TRL's "
+            "GRPOConfig demands >= 2; PPOConfig lifts that rule). With 1, per_device_train_batch_size × "
+            "steps_per_generation must be >= 2. Larger values simply sample several completions per prompt."
+        },
+    )
+    beta: float = field(
+        default=0.0,
+        metadata={
+            "help": "TRL's KL-in-LOSS coefficient (k3 added to the per-token loss). PPO puts the KL in the reward "
+            "(`kl_coef`) instead, so the default is 0. Set kl_coef=0 and beta>0 for the KL-in-loss variant."
+        },
+    )
+    loss_type: str = field(
+        default="dapo",
+        metadata={"help": "Policy-loss aggregation; 'dapo' is the token mean over the batch (DESIGN §3, PPO)."},
+    )
+    disable_dropout: bool = field(
+        default=True,
+        metadata={
+            "help": "Disable dropout in the policy, reference and critic, so that log-probs and values at rollout "
+            "and in the loss agree (Huang et al. 2022, 'The 37 implementation details of PPO')."
+        },
+    )
+    kl_coef: float = field(
+        default=0.05,
+        metadata={
+            "help": "β of the KL penalty in the REWARD: every completion token gets −β·KL(logπ_old, logπ_ref) "
+            "(InstructGPT, Ouyang et al. 2022 Eq. 2). 0 turns it off (and, unless kl_target is set, no reference "
+            "model is loaded). With `kl_target` set, this is the initial value of the adaptive coefficient."
+        },
+    )
+    kl_estimator: str = field(
+        default="k1",
+        metadata={
+            "help": "Per-token KL estimator of the reward penalty: 'k1' = logπ_old − logπ_ref (InstructGPT), 'k2', "
+            "or 'k3' (Schulman 2020, 'Approximating KL Divergence').",
+            "choices": list(KL_KINDS),
+        },
+    )
+    kl_target: float | None = field(
+        default=None,
+        metadata={
+            "help": "Target KL per sequence of the adaptive KL controller (Ziegler et al. 2019 §2.2): after each "
+            "rollout β ← β·(1 + clip(KL/kl_target − 1, −0.2, 0.2)·n/kl_horizon), n the sequences of the batch. "
+            "None (default): fixed kl_coef."
+        },
+    )
+    kl_horizon: int = field(
+        default=10000,
+        metadata={"help": "Horizon K of the adaptive KL controller, in sequences (Ziegler et al. 2019 use 10000)."},
+    )
+    gamma: float = field(
+        default=1.0, metadata={"help": "Discount factor γ of GAE, in [0, 1] (1 for language-model PPO)."}
+    )
+    lam: float = field(
+        default=0.95,
+        metadata={"help": "GAE λ (Schulman et al. 2016, arXiv 1506.02438), in [0, 1]: 1 = Monte Carlo, 0 = TD(0)."},
+    )
+    whiten_advantages: bool = field(
+        default=True,
+        metadata={
+            "help": "Whiten the GAE advantages over the valid tokens of the whole generation batch, with statistics "
+            "reduced across processes (mean 0, variance 1)."
+        },
+    )
+    vf_coef: float = field(
+        default=0.1,
+        metadata={
+            "help": "Weight of the clipped value loss; it only scales the critic's gradient, since the critic has "
+            "its own parameters and optimizer."
+        },
+    )
+    cliprange_value: float = field(
+        default=0.2,
+        metadata={
+            "help": "Value clipping c: the loss is ½·max((V − R)², (clip(V, V_old − c, V_old + c) − R)²) "
+            "(baselines ppo2; Huang et al. 2022 detail #9). Must be > 0."
+        },
+    )
+    critic_learning_rate: float | None = field(
+        default=None,
+        metadata={
+            "help": "Learning rate of the critic's AdamW optimizer (same betas, eps, weight decay, schedule and "
+            "warm-up as the policy's). None: `learning_rate`."
+        },
+    )
+    value_model_name_or_path: str | None = field(
+        default=None,
+        metadata={
+            "help": "Critic to load when PPOTrainer gets no `value_model` argument: a causal-LM or reward-model "
+            "checkpoint sharing the policy's tokenizer (loaded as a sequence classifier with one label; a causal "
+            "LM gets a fresh scalar head). None: the critic starts from the policy's weights with a fresh head."
+        },
+    )
+
+    def __post_init__(self):
+        self._check_ppo_fields()
+        requested = self.num_generations
+        if requested == 1:
+            self._lift_group_rule()
+        super().__post_init__()
+        self.num_generations = requested
+
+    def _check_ppo_fields(self) -> None:
+        for name in ("gamma", "lam"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"PPOConfig.{name} must lie in [0, 1], got {value}.")
+        for name in ("kl_coef", "vf_coef"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"PPOConfig.{name} must be >= 0, got {getattr(self, name)}.")
+        positive = {"cliprange_value": self.cliprange_value, "kl_horizon": self.kl_horizon}
+        positive.update(
+            {
+                k: v
+                for k, v in (("kl_target", self.kl_target), ("critic_learning_rate", self.critic_learning_rate))
+                if v is not None
+            }
+        )
+        for name, value in positive.items():
+            if value <= 0:
+                raise ValueError(f"PPOConfig.{name} must be > 0, got {value}.")
+        if self.kl_estimator not in KL_KINDS:
+            raise ValueError(f"Unknown PPOConfig.kl_estimator={self.kl_estimator!r}; expected one of {KL_KINDS}.")
+        if self.advantage_estimator != "grpo" or self.dynamic_sampling:
+            raise ValueError(
+                "PPOConfig computes GAE advantages from a critic; advantage_estimator and dynamic_sampling (GRPO-family "
+                f"options) do not apply. Leave them at their defaults, got advantage_estimator="
+                f"{self.advantage_estimator!r}, dynamic_sampling={self.dynamic_sampling}."
+            )
+        if self.multi_objective_aggregation != "sum_then_normalize":
+            raise ValueError(
+                "PPO scores each completion with the weighted sum of the rewards; multi_objective_aggregation must be "
+                f"'sum_then_normalize', got {self.multi_objective_aggregation!r}."
+            )
+
+    def _lift_group_rule(self) -> None:
+        """TRL refuses num_generations < 2 in GRPOConfig.__post_init__ (group baselines need two members). PPO does
+        not, so TRL's checks run with a stand-in group size that divides the generation batch, then 1 is restored."""
+        steps = self.steps_per_generation or self.gradient_accumulation_steps
+        stand_in = self.generation_batch_size or self.per_device_train_batch_size * steps
+        if stand_in < 2:
+            raise ValueError(
+                "PPOConfig with num_generations=1 needs at least two completions per process and generation batch: "
+                f"per_device_train_batch_size × steps_per_generation is {stand_in}. Raise one of them."
+            )
+        self.num_generations_eval = self.num_generations_eval or 1
+        self.num_generations = stand_in
+
+
+class TokenValueModel(nn.Module):
+    """V(s_t) at every position: the scalar head of a ``*ForSequenceClassification`` critic applied to the hidden
+    state of every token (the classifier's own forward pools the last token only). Wrapping it in one module keeps
+    the forward inside DDP, so the critic's gradients are all-reduced."""
+
+    def __init__(self, critic: PreTrainedModel):
+        super().__init__()
+        if not isinstance(getattr(critic, "score", None), nn.Module) or not hasattr(critic, critic.base_model_prefix):
+            raise ValueError(
+                f"value_model must be a *ForSequenceClassification model with a `score` head and a "
+                f"`{critic.base_model_prefix}` backbone (AutoModelForSequenceClassification, num_labels=1); got "
+                f"{type(critic).__name__}."
+            )
+        if critic.config.num_labels != 1:
+            raise ValueError(f"value_model must have one output (num_labels=1), got {critic.config.num_labels}.")
+        self.critic = critic
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        backbone = getattr(self.critic, self.critic.base_model_prefix)
+        hidden = backbone(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return self.critic.score(hidden).squeeze(-1).float()
+
+
+def load_value_model(
+    value_model: str | PreTrainedModel | None,
+    policy: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    **from_pretrained_kwargs: Any,
+) -> PreTrainedModel:
+    """The critic of :class:`PPOTrainer`, a sequence classifier with one output whose head is read at every token.
+
+    - ``None``: the policy's weights with a fresh scalar head (the policy's backbone copied in memory; for a PEFT
+      policy, its base checkpoint);
+    - a path or Hub id: a reward-model checkpoint (head kept) or a causal-LM checkpoint (fresh head), loaded with
+      ``AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)``;
+    - a ``PreTrainedModel``: used as it is.
+
+    Raises a ValueError when the critic cannot read the policy's token ids (vocabulary or tokenizer mismatch).
+    """
+    if value_model is None:
+        critic = _critic_from_policy(policy, **from_pretrained_kwargs)
+    elif isinstance(value_model, str):
+        critic = AutoModelForSequenceClassification.from_pretrained(
+            value_model, num_labels=1, **from_pretrained_kwargs
+        )
+        _check_tokenizer_matches(value_model, tokenizer)
+    elif isinstance(value_model, PreTrainedModel):
+        critic = value_model
+    else:
+        raise TypeError(f"value_model must be None, a path or a PreTrainedModel, got {type(value_model).__name__}.")
+    _check_vocabulary(critic, tokenizer)
+    critic.config.pad_token_id = tokenizer.pad_token_id
+    return critic
+
+
+def _critic_from_policy(policy: PreTrainedModel, **from_pretrained_kwargs: Any) -> PreTrainedModel:
+    if is_peft_model(policy):
+        path = policy.get_base_model().config._name_or_path
+        return AutoModelForSequenceClassification.from_pretrained(path, num_labels=1, **from_pretrained_kwargs)
+    config = copy.deepcopy(policy.config)
+    config.num_labels = 1
+    critic = AutoModelForSequenceClassification.from_config(config, dtype=policy.dtype)
+    missing, _ = critic.load_state_dict(policy.state_dict(), strict=False)
+    backbone_missing = [key for key in missing if not key.startswith("score.")]
+    if backbone_missing:
+        raise ValueError(
+            f"Could not initialise the critic from the policy ({type(policy).__name__}): the sequence classifier "
+            f"expects weights the policy does not have, e.g. {backbone_missing[:3]}. Pass value_model explicitly."
+        )
+    return critic.to(next(policy.parameters()).device)
+
+
+def _check_tokenizer_matches(path: str, tokenizer: PreTrainedTokenizerBase) -> None:
+    try:
+        own = AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError):
+        return  # no tokenizer saved with the value model: only the vocabulary size can be checked
+    if own.get_vocab() != tokenizer.get_vocab():
+        raise ValueError(
+            f"value_model {path!r} has a different tokenizer than the policy ({len(own)} vs {len(tokenizer)} tokens, "
+            "different ids). The critic reads the policy's token ids, so it must share the policy's tokenizer."
+        )
+
+
+def _check_vocabulary(critic: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> None:
+    rows = critic.get_input_embeddings().num_embeddings
+    if rows < len(tokenizer):
+        raise ValueError(
+            f"value_model has {rows} token embeddings but the policy's tokenizer has {len(tokenizer)} tokens. The "
+            "critic reads the policy's token ids, so it must share the policy's tokenizer and vocabulary."
+        )
+
+
+class PPOTrainer(GRPOTrainer):
+    """PPO with a learned critic (Schulman et al. 2017) and GAE, KL penalty in the reward (InstructGPT), on TRL's GRPO
+    machinery: TRL's datasets (plain or conversational prompts), reward functions and reward-model ids, vLLM, PEFT
+    for the policy, accelerate and the Hub.
+
+    Paper knobs (:class:`PPOConfig`): ``kl_coef`` (β, k1 per token in the reward, optional adaptive controller
+    ``kl_target``/``kl_horizon``), ``gamma``/``lam`` (GAE), ``epsilon``/``epsilon_high`` (ratio clip), ``delta``
+    (dual clip), ``vf_coef``/``cliprange_value`` (clipped value loss), ``critic_learning_rate``,
+    ``num_iterations`` (PPO epochs over a rollout), ``steps_per_generation`` (minibatches per rollout).
+
+    Rollout: r_t = −β·KL_t on every completion token plus the score on the last one; V_old from the critic; GAE over
+    valid tokens; returns = A + V_old; A whitened over the global batch (sums reduced across processes). TRL's loss
+    receives (B, T) advantages; the clipped value loss (÷ gradient accumulation steps) is added to it and the critic
+    takes its own optimizer step when the policy does. The critic is saved in ``<output_dir>/critic``
+    (``AutoModelForSequenceClassification.from_pretrained``) and, with its optimizer, scheduler and the KL coefficient,
+    in every checkpoint, so resuming is exact. Completions whose every reward is None get no advantage and no value
+    target.
+
+    Differences from TRL's removed ``PPOTrainer`` (≤ 1.12): this one takes prompts in TRL's dataset formats instead
+    of pre-tokenized queries, any TRL reward function (callable, reward model, Hub id) instead of a single reward
+    model, uses TRL's generation (vLLM included) and ``Trainer`` loop (checkpoints, resume, callbacks) instead of its
+    own loop, keeps the critic in a separate model with its own optimizer instead of a policy-and-value wrapper, and
+    whitens advantages with global statistics. It has no ``missing_eos_penalty`` (use a reward function) and
+    supports single process and DDP; DeepSpeed, FSDP and fp16 raise an error.
+    """
+
+    config_class = PPOConfig
+    _tag_names = ["trl", "trl-ext", "ppo"]
+    _name = "PPO"
+    _paper = {
+        "title": "Proximal Policy Optimization Algorithms",
+        "id": "1707.06347",
+        # docstyle-ignore
+        "citation": textwrap.dedent("""\
+            @article{schulman2017proximal,
+                title        = {{Proximal Policy Optimization Algorithms}},
+                author       = {John Schulman and Filip Wolski and Prafulla Dhariwal and Alec Radford and Oleg Klimov},
+                year         = 2017,
+                eprint       = {arXiv:1707.06347},
+            }"""),
+    }
+
+    def __init__(
+        self,
+        model: str | PreTrainedModel,
+        reward_funcs: Any = None,
+        args: PPOConfig | None = None,
+        train_dataset: Any = None,
+        eval_dataset: Any = None,
+        processing_class: Any = None,
+        reward_processing_classes: Any = None,
+        value_model: str | PreTrainedModel | None = None,
+        **kwargs: Any,
+    ):
+        args = self._resolve_args(model, args)
+        _check_supported_setup(args)
+        if value_model is not None and args.value_model_name_or_path is not None:
+            raise ValueError(
+                "Pass the critic either as PPOTrainer(value_model=...) or as PPOConfig.value_model_name_or_path, "
+                "not both."
+            )
+        self._needs_reference = args.kl_coef > 0 or args.kl_target is not None
+        with _reference_model_kept(args, self._needs_reference):
+            super().__init__(
+                model, reward_funcs, args, train_dataset, eval_dataset, processing_class, reward_processing_classes,
+                **kwargs,
+            )  # fmt: skip
+        self.beta = args.beta  # TRL's KL-in-loss coefficient; the reference model is kept either way
+        if self.is_deepspeed_enabled or self.is_fsdp_enabled:
+            raise NotImplementedError(_UNSUPPORTED_MESSAGE)
+        self.kl_coef = float(args.kl_coef)
+        self.critic = self.accelerator.prepare_model(TokenValueModel(self._build_critic(value_model)))
+        self.critic_optimizer: torch.optim.Optimizer | None = None
+        self.critic_lr_scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
+
+    def _build_critic(self, value_model: str | PreTrainedModel | None) -> PreTrainedModel:
+        if isinstance(self.processing_class, ProcessorMixin):
+            raise NotImplementedError("PPOTrainer supports text-only policies; the critic reads token ids only.")
+        source = value_model if value_model is not None else self.args.value_model_name_or_path
+        kwargs = {"dtype": self.model.dtype} if isinstance(source, str) or is_peft_model(self.model) else {}
+        critic = load_value_model(source, self.model, self.processing_class, **kwargs)
+        if self.args.disable_dropout:
+            disable_dropout_in_model(critic)
+        if self.args.gradient_checkpointing:
+            critic.gradient_checkpointing_enable(gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs)
+        return critic
+
+    @property
+    def value_model(self) -> PreTrainedModel:
+        """The critic, unwrapped (a ``*ForSequenceClassification`` model)."""
+        return self.accelerator.unwrap_model(self.critic).critic
+
+    # --- rollout ----------------------------------------------------------------------------------------------------
+
+    def generate_and_score(self, inputs: list[dict]) -> dict:
+        """TRL's generation and scoring, then the PPO rollout: per-token rewards, V_old, GAE, whitened advantages."""
+        with self._reference_logps_requested():
+            output, rewards_per_func = self.trl_generate_round(inputs)
+        local, rank = output["completion_ids"].shape[0], self.accelerator.process_index
+        scores = weighted_total(rewards_per_func, self.reward_weights)[rank * local : (rank + 1) * local]
+        self.add_ppo_rollout(output, scores.to(output["completion_mask"].device))
+        return output
+
+    def add_ppo_rollout(self, output: dict, scores: torch.Tensor) -> None:
+        """Write ``advantages`` (B, T), ``values`` (V_old), ``returns`` and ``value_mask`` into TRL's batch."""
+        mask = output["completion_mask"] * output.get("tool_mask", 1)
+        mask = mask * (~torch.isnan(scores)).unsqueeze(1)  # unscorable completions: no advantage, no value target
+        input_ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
+        attention_mask = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
+        if output.get("old_per_token_logps") is None:
+            output["old_per_token_logps"] = self._policy_logps(input_ids, attention_mask, mask.shape[1])
+        with torch.no_grad():
+            values = self._token_values(input_ids, attention_mask, mask.shape[1])
+        kl = self._rollout_kl(output, mask)
+        rewards = token_rewards(torch.nan_to_num(scores, nan=0.0), kl, mask, self.kl_coef)
+        advantages, returns = gae(rewards, values, mask, self.args.gamma, self.args.lam)
+        if self.args.whiten_advantages:
+            advantages = self._whiten(advantages, mask)
+        output.update(advantages=advantages, values=values, returns=returns, value_mask=mask)
+        self._log_rollout(kl, values, returns, advantages, mask)
+
+    def _rollout_kl(self, output: dict, mask: torch.Tensor) -> torch.Tensor:
+        if not self._needs_reference:
+            return torch.zeros_like(mask, dtype=torch.float32)
+        if output.get("ref_per_token_logps") is None:
+            raise RuntimeError(
+                "TRL's _generate_and_score_completions returned no ref_per_token_logps although the trainer's beta "
+                "was non-zero; this TRL version computes reference log-probs differently than trl_ext expects."
+            )
+        kl = kl_estimate(output["old_per_token_logps"], output["ref_per_token_logps"], self.args.kl_estimator)
+        return kl * mask
+
+    def _policy_logps(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, length: int) -> torch.Tensor:
+        """logπ_old of the completion tokens, as TRL computes it (it skips this when the ratio is 1 by construction,
+        but the KL penalty in the reward needs it)."""
+        batch_size = (
+            self.args.per_device_train_batch_size if self.model.training else self.args.per_device_eval_batch_size
+        )
+        with torch.no_grad():
+            logps, _, _ = self._get_per_token_logps_and_entropies(
+                self.model, input_ids, attention_mask, length, batch_size
+            )
+        return logps
+
+    def _token_values(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, length: int) -> torch.Tensor:
+        """V(s_t) for each completion token t: the critic's value of the prefix ending just before t."""
+        return self.critic(input_ids=input_ids, attention_mask=attention_mask)[:, -length - 1 : -1]
+
+    def _all_reduce_sum(self, tensor: torch.Tensor) -> torch.Tensor:
+        return self.accelerator.reduce(tensor, reduction="sum")
+
+    def _whiten(self, advantages: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if self._all_reduce_sum(mask.sum().float()) < 2:
+            return torch.zeros_like(advantages)  # nothing to learn from: every completion masked or unscorable
+        return whiten(advantages, mask, all_reduce_sum=self._all_reduce_sum)
+
+    def _log_rollout(self, kl, values, returns, advantages, mask) -> None:
+        rows = (mask.sum(dim=1) > 0).float()
+        sums = self._all_reduce_sum(
+            torch.stack([(kl * mask).sum(), rows.sum(), (returns * mask).sum(), (values * mask).sum(), mask.sum()])
+        )
+        mean_kl = (sums[0] / sums[1].clamp(min=1)).item()  # KL per sequence (summed over its tokens)
+        self.record_metric("ppo/kl", mean_kl)
+        self.record_metric("ppo/kl_coef", self.kl_coef)
+        self.record_metric("ppo/returns_mean", (sums[2] / sums[4].clamp(min=1)).item())
+        self.record_metric("ppo/values_mean", (sums[3] / sums[4].clamp(min=1)).item())
+        self.record_metric(
+            "ppo/explained_variance", explained_variance(values, returns, mask, self._all_reduce_sum).item()
+        )
+        sequence_advantage = (advantages * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)
+        self.replace_logged_advantages(self.accelerator.gather(sequence_advantage))
+        if self.model.training and self.args.kl_target is not None:
+            self.kl_coef = adaptive_kl_coef(
+                self.kl_coef, mean_kl, self.args.kl_target, self.args.kl_horizon, int(sums[1].item())
+            )
+
+    @contextlib.contextmanager
+    def _reference_logps_requested(self) -> Iterator[None]:
+        """TRL computes reference log-probs during generation only when ``self.beta != 0`` and adds β·k3 to the loss
+        with the same attribute. PPO's KL lives in the reward: β is non-zero while TRL generates, restored for the
+        loss."""
+        beta = self.beta
+        if self._needs_reference and beta == 0.0:
+            self.beta = 1.0
+        try:
+            yield
+        finally:
+            self.beta = beta
+
+    # --- loss and critic update -------------------------------------------------------------------------------------
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        """TRL's policy loss plus vf_coef × the clipped value loss, scaled for gradient accumulation like TRL's."""
+        loss = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        value_loss = self.value_loss(inputs)
+        normalizer = self.current_gradient_accumulation_steps if self.model.training else 1.0
+        return loss + self.args.vf_coef * value_loss / normalizer
+
+    def value_loss(self, inputs: dict) -> torch.Tensor:
+        """The clipped value loss of the critic on one micro-batch (``trl_ext.core.losses.clipped_value_loss``)."""
+        length = inputs["completion_ids"].shape[1]
+        input_ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
+        attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+        values = self._token_values(input_ids, attention_mask, length)
+        old, returns, mask = inputs["values"], inputs["returns"], inputs["value_mask"]
+        loss = clipped_value_loss(values, old, returns, mask, self.args.cliprange_value)
+        clipfrac = value_clip_fraction(values.detach(), old, returns, mask, self.args.cliprange_value)
+        metrics = self.accelerator.gather(torch.stack([loss.detach(), clipfrac])).view(-1, 2).mean(dim=0)
+        self.record_metric("ppo/value_loss", metrics[0].item())
+        self.record_metric("ppo/value_clipfrac", metrics[1].item())
+        return loss
+
+    def training_step(self, model, inputs, num_items_in_batch):
+        loss = super().training_step(model, inputs, num_items_in_batch)
+        if self.accelerator.sync_gradients:  # the policy's optimizer steps after this micro-batch: so does the critic
+            self._critic_optimizer_step()
+        return loss
+
+    def _critic_optimizer_step(self) -> None:
+        if self.args.max_grad_norm and self.args.max_grad_norm > 0:
+            grad_norm = torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.args.max_grad_norm)
+            self.record_metric("ppo/critic_grad_norm", grad_norm.item())
+        self.critic_optimizer.step()
+        self.critic_lr_scheduler.step()
+        self.critic_optimizer.zero_grad(set_to_none=True)
+
+    def create_scheduler(self, num_training_steps: int, optimizer: torch.optim.Optimizer | None = None):
+        """The policy's scheduler (Trainer), and the critic's optimizer and scheduler (same schedule and warm-up)."""
+        creating = self.lr_scheduler is None
+        scheduler = super().create_scheduler(num_training_steps, optimizer)
+        if self.critic_optimizer is None:
+            self.critic_optimizer = self.accelerator.prepare_optimizer(self._new_critic_optimizer())
+        if creating or self.critic_lr_scheduler is None:
+            self.critic_lr_scheduler = get_scheduler(
+                self.args.lr_scheduler_type,
+                optimizer=self.critic_optimizer,
+                num_warmup_steps=self.args.get_warmup_steps(num_training_steps),
+                num_training_steps=num_training_steps,
+                scheduler_specific_kwargs=self.args.lr_scheduler_kwargs,
+            )
+        return scheduler
+
+    def _new_critic_optimizer(self) -> torch.optim.Optimizer:
+        args = self.args
+        return torch.optim.AdamW(
+            [p for p in self.critic.parameters() if p.requires_grad],
+            lr=args.critic_learning_rate or args.learning_rate,
+            betas=(args.adam_beta1, args.adam_beta2),
+            eps=args.adam_epsilon,
+            weight_decay=args.weight_decay,
+        )
+
+    # --- saving and resuming ----------------------------------------------------------------------------------------
+
+    def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
+        """Save the policy (Trainer) and the critic in ``<output_dir>/critic`` (before any push, so it is included)."""
+        self.save_value_model(os.path.join(output_dir or self.args.output_dir, CRITIC_DIR))
+        super().save_model(output_dir, _internal_call)
+
+    def save_value_model(self, directory: str) -> None:
+        """Save the critic and the tokenizer, loadable with ``AutoModelForSequenceClassification.from_pretrained``."""
+        if self.args.should_save:
+            self.value_model.save_pretrained(directory)
+            self.processing_class.save_pretrained(directory)
+
+    def _save_checkpoint(self, model, trial):
+        super()._save_checkpoint(model, trial)  # its save_model call wrote <checkpoint>/critic
+        if not self.args.should_save:
+            return
+        folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+        with open(os.path.join(folder, PPO_STATE_NAME), "w") as handle:
+            json.dump({"kl_coef": self.kl_coef}, handle)
+        if not self.args.save_only_model and self.critic_optimizer is not None:
+            torch.save(self.critic_optimizer.state_dict(), os.path.join(folder, CRITIC_OPTIMIZER_NAME))
+            torch.save(self.critic_lr_scheduler.state_dict(), os.path.join(folder, CRITIC_SCHEDULER_NAME))
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is None:
+            return
+        critic_dir = os.path.join(checkpoint, CRITIC_DIR)
+        if not os.path.isdir(critic_dir):
+            raise FileNotFoundError(f"{checkpoint} has no {CRITIC_DIR}/ folder: it was not written by PPOTrainer.")
+        saved = AutoModelForSequenceClassification.from_pretrained(critic_dir, dtype=self.value_model.dtype)
+        self.value_model.load_state_dict(saved.state_dict())
+        state_path = os.path.join(checkpoint, PPO_STATE_NAME)
+        if os.path.isfile(state_path):
+            with open(state_path) as handle:
+                self.kl_coef = json.load(handle)["kl_coef"]
+        optimizer_path = os.path.join(checkpoint, CRITIC_OPTIMIZER_NAME)
+        if os.path.isfile(optimizer_path):
+            self.critic_optimizer.load_state_dict(torch.load(optimizer_path, map_location="cpu", weights_only=True))
+            scheduler_state = torch.load(os.path.join(checkpoint, CRITIC_SCHEDULER_NAME), weights_only=True)
+            self.critic_lr_scheduler.load_state_dict(scheduler_state)
+
+
+_UNSUPPORTED_MESSAGE = (
+    "PPOTrainer trains its critic with a second optimizer, which it supports in a single process and under DDP "
+    "(accelerate launch --multi_gpu, or torchrun; CPU or GPU) in fp32 or bf16. DeepSpeed (ZeRO-1/2/3), FSDP and fp16 "
+    "loss scaling are not supported yet: launch without a DeepSpeed/FSDP config and without fp16."
+)
+
+
+def _check_supported_setup(args: PPOConfig) -> None:
+    if args.deepspeed_plugin is not None or args.deepspeed or args.fsdp or args.fp16:
+        raise NotImplementedError(_UNSUPPORTED_MESSAGE)
+
+
+@contextlib.contextmanager
+def _reference_model_kept(args: PPOConfig, needed: bool) -> Iterator[None]:
+    """TRL loads a reference model (or keeps a PEFT 'ref' adapter) only when ``args.beta != 0``; the KL penalty in the
+    reward needs one even when the KL-in-loss β is 0, so β is non-zero while TRL builds the trainer."""
+    beta = args.beta
+    if needed and beta == 0.0:
+        args.beta = 1.0
+    try:
+        yield
+    finally:
+        args.beta = beta
