@@ -1,0 +1,59 @@
+"""Two-process PPO (launched by tests/test_ppo_distributed.py with accelerate --multi_gpu on CPU, DDP over gloo).
+
+Trains 2 steps with a checkpoint, records each rank's whitening sums of every rollout, and writes a JSON report
+per rank: the sums, a fingerprint of the policy and critic parameters, and whether the critic moved.
+"""
+
+import json
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from tests.scripts.ppo_common import even_token_reward, prompts, tiny_ppo_config  # noqa: E402
+from trl_ext.trainers.ppo import PPOTrainer  # noqa: E402
+
+
+class RecordingPPOTrainer(PPOTrainer):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.whitening_sums = []
+
+    def generate_and_score(self, inputs):
+        output = super().generate_and_score(inputs)
+        advantages, mask = output["advantages"], output["value_mask"]
+        sums = [mask.sum(), (advantages * mask).sum(), (advantages**2 * mask).sum()]
+        self.whitening_sums.append([float(x) for x in sums])
+        return output
+
+
+def fingerprint(model):
+    return [float(p.detach().double().sum()) for p in model.parameters()]
+
+
+def main(policy_path, output_dir):
+    args = tiny_ppo_config(output_dir, per_device_train_batch_size=2, save_strategy="steps", save_steps=2)
+    trainer = RecordingPPOTrainer(
+        model=policy_path, reward_funcs=even_token_reward, args=args, train_dataset=prompts()
+    )
+    critic_before = fingerprint(trainer.value_model)
+    trainer.train()
+    trainer.save_model()
+    rank = trainer.accelerator.process_index
+    report = {
+        "num_processes": trainer.accelerator.num_processes,
+        "critic_is_ddp": isinstance(trainer.critic, torch.nn.parallel.DistributedDataParallel),
+        "whitening_sums": trainer.whitening_sums,
+        "policy": fingerprint(trainer.model),
+        "critic": fingerprint(trainer.value_model),
+        "critic_moved": fingerprint(trainer.value_model) != critic_before,
+        "value_loss": [log["ppo/value_loss"] for log in trainer.state.log_history if "ppo/value_loss" in log],
+    }
+    with open(os.path.join(output_dir, f"report-{rank}.json"), "w") as handle:
+        json.dump(report, handle)
+    trainer.accelerator.end_training()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])
