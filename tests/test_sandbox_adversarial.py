@@ -201,8 +201,32 @@ ASSERT_TESTS = {"kind": "assert", "code": "assert f(2) == 5, 'wrong'"}
         "            seen.update(str(v) for v in obj.values() if isinstance(v, (str, bytes)))\n"
         "    for s in seen:\n        for h in re.findall('[0-9a-f]{32}', s):\n            os.write(1, h.encode() + b'\\n')\n"
         "    os._exit(0)",
+        # the nonce's file descriptor, read from every descriptor the process holds
+        "import os\ndef f(x):\n    for fd in range(3, 64):\n        try:\n            os.write(1, os.read(fd, 64) + b'\\n')\n"
+        "        except OSError:\n            pass\n    os._exit(0)",
+        # the bottom of this thread's stack, every local of every frame, and the other threads' frames
+        "import sys, os\ndef f(x):\n    fr = sys._getframe()\n    while fr:\n"
+        "        for v in list(fr.f_locals.values()) + list(fr.f_globals.values()):\n"
+        "            os.write(1, repr(v).encode() + b'\\n')\n        fr = fr.f_back\n"
+        "    for fr in sys._current_frames().values():\n        os.write(1, repr(fr.f_locals).encode())\n    os._exit(0)",
+        # the harness module's globals, and its memory through /proc/self/mem
+        "import sys, os\ndef f(x):\n    main = sys.modules['__main__']\n    os.write(1, repr(vars(main)).encode() + b'\\n')\n"
+        "    data = open('/proc/self/mem', 'rb')\n    os._exit(0)",
+        "import _thread\n_thread.interrupt_main()\ndef f(x): return x",
     ],
-    ids=["sys_exit", "os_exit", "atexit", "exit_in_fn", "fake_assertion", "patched_print", "frame_gc_walk"],
+    ids=[
+        "sys_exit",
+        "os_exit",
+        "atexit",
+        "exit_in_fn",
+        "fake_assertion",
+        "patched_print",
+        "frame_gc_walk",
+        "fd_scan",
+        "frame_walk_all_threads",
+        "globals_and_mem",
+        "interrupt_main",
+    ],
 )
 def test_assert_tests_cannot_be_passed_by_exiting_early(secrets_on_host, program):
     report = run_tests(program, ASSERT_TESTS, limits=LIMITS)
@@ -240,3 +264,13 @@ def test_stdio_expected_output_is_not_reachable(secrets_on_host):
     )
     tests = {"kind": "stdio", "cases": [{"input": "", "output": "EXPECTED-42"}]}
     assert not run_tests(program, tests, limits=Limits(timeout_s=4.0)).all_passed
+
+
+def test_assert_tests_allow_ordinary_introspection(secrets_on_host):
+    program = (
+        "import collections, inspect, logging, traceback, typing\n"
+        "Point = collections.namedtuple('Point', 'x y')\nT = typing.TypeVar('T')\nlogging.getLogger().info('ok')\n"
+        "def f(x):\n    try:\n        raise ValueError\n    except ValueError:\n        traceback.format_exc()\n"
+        "    return Point(x, 3).y + len(inspect.signature(f).parameters) + 1\n"
+    )
+    assert run_tests(program, ASSERT_TESTS, limits=LIMITS).all_passed

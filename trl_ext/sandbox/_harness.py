@@ -5,13 +5,18 @@ file descriptors given in argv:
   argv[1]  payload fd (read once, closed): JSON {"mode", "code", "limits", "uid", ...}
   argv[2]  ready fd (written once, closed BEFORE the program runs): proves the sandbox itself came up, so a
            program cannot make its own failure look like an infrastructure fault
-  argv[3]  nonce fd, assert mode only (read only after every assert passed), else -1
+  argv[3]  nonce fd, assert mode only (read and closed before the program runs), else -1
 Modes: "script" runs the code as __main__; "call" calls a function on each case's args and writes one
 marker-prefixed JSON record per case to stdout (values strictly typed: no subclasses, so a rigged ``__eq__``
-cannot even be encoded); "assert" runs the code then the tests and prints the nonce only if all passed.
+cannot even be encoded); "assert" runs the code then the tests in a separate thread and prints the nonce only
+if all passed (see ``_assert_mode`` for why the program cannot reach the nonce).
 """
 
+import _thread
 import builtins
+import collections
+import contextlib
+import functools
 import json
 import os
 import resource
@@ -118,21 +123,71 @@ def _call_mode(payload, out_fd):
     _exit(0)
 
 
+_SEALED_EVENTS = frozenset(
+    {
+        "sys._current_frames",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "ctypes.dlopen",
+        "ctypes.dlsym",
+        "ctypes.cdata",
+        "ctypes.addressof",
+        "ctypes.string_at",
+        "ctypes.wstring_at",
+    }
+)
+
+
+def _seal():
+    """Close the routes from the program's thread to the harness's main thread: other threads' frames and
+    the object graph (gc), raw memory (ctypes, /proc/self/mem). Audit hooks cannot be removed once added."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0: /proc/self/mem closes to this uid
+    for name in ("ctypes", "_ctypes"):
+        sys.modules.pop(name, None)  # a fresh import goes through the hook below
+
+    def hook(event, args, _sealed=_SEALED_EVENTS):
+        if event in _sealed or (event == "import" and args[0] in ("ctypes", "_ctypes")):
+            raise RuntimeError(event + " is not allowed in the sandbox")
+
+    sys.addaudithook(hook)
+
+
 def _assert_mode(payload, out_fd, nonce_fd):
-    namespace = _new_namespace()
-    try:
-        exec(compile(payload["code"], "solution.py", "exec"), namespace)
-        exec(compile(payload["tests"], "tests.py", "exec"), namespace)
-        entry_point = payload.get("entry_point")
-        if entry_point:
-            namespace["check"](namespace[entry_point])
-    except BaseException:  # noqa: B036 - sys.exit(0) before the asserts finished is a failure
-        traceback.print_exc()
-        _exit(1)
+    """The program and its tests run in a second thread started from C (its Python stack holds nothing but
+    the program's own frames); that thread ends with a step releasing a lock only this frame can see. The
+    nonce lives in this (main-thread) frame and is printed only once that lock is released."""
     nonce = _read_fd(nonce_fd)
+    entry_point = payload.get("entry_point")
+    if entry_point and not str.isidentifier(entry_point):
+        raise ValueError("entry_point must be an identifier")
+    namespace = _new_namespace()
+    passed = _thread.allocate_lock()
+    passed.acquire()
+    steps = [compile(payload["code"], "solution.py", "exec"), compile(payload["tests"], "tests.py", "exec")]
+    if entry_point:
+        steps.append(compile("check(" + entry_point + ")", "tests.py", "exec"))
+    namespaces = [namespace] * len(steps) + [{"release": passed.release}]
+    steps.append(compile("release()", "harness", "exec"))
+    _seal()
+    _thread.start_new_thread(functools.partial(collections.deque, map(exec, steps, namespaces), 0), ())
+    del steps, namespaces, namespace
+    try:
+        done = passed.acquire(timeout=0.01)
+        while not done and _thread._count() > 0:
+            done = passed.acquire(timeout=0.01)
+        done = done or passed.acquire(timeout=0.01)  # it may release just before its thread ends
+    except BaseException:  # noqa: B036 - e.g. _thread.interrupt_main() from the program
+        done = False
+    if not done:
+        _write_all(2, b"\nthe tests did not finish\n")
+        _exit(1)
     _flush_stdout()
     _write_all(out_fd, b"\n" + nonce + b"\n")
-    _exit(0)  # skips atexit handlers the program may have registered
+    _exit(0)  # also ends the program's threads and skips the atexit handlers it registered
 
 
 def _main():

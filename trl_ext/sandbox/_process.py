@@ -16,6 +16,7 @@ from trl_ext.sandbox.limits import Limits
 Status = Literal["ok", "runtime_error", "timeout", "memory", "output_limit", "infra_error"]
 
 _EXIT_GRACE_S = 0.2  # how long to keep draining pipes after the main process exited
+_STARTUP_S = 30.0  # how long the sandbox may take to come up before its run counts as an infrastructure fault
 
 
 @dataclasses.dataclass
@@ -49,6 +50,8 @@ class _Collected:
     stderr: bytearray = dataclasses.field(default_factory=bytearray)
     timed_out: bool = False
     overflow: bool = False
+    ready: bool = False
+    deadline: float = 0.0
 
 
 def memfd_with(data: bytes, name: str) -> int:
@@ -71,18 +74,28 @@ def _kill_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _drain(proc: subprocess.Popen, limits: Limits, deadline: float, progress: Progress | None) -> _Collected:
+def _read_ready(fd: int) -> bool | None:
+    """True/False once the harness's readiness byte string arrived (or the pipe closed), None if not yet."""
+    try:
+        data = os.read(fd, 16)
+    except BlockingIOError:
+        return None
+    return data == b"ready"
+
+
+def _drain(proc: subprocess.Popen, limits: Limits, ready_fd: int, progress: Progress | None) -> _Collected:
+    """Collect capped output until the pipes close. The wall deadline (and the per-step one) start when the
+    harness reports ready, so sandbox start-up on a busy machine does not eat the program's time."""
     got = _Collected()
-    hard_deadline, steps_seen = deadline, 0
-    if progress is not None:
-        deadline = min(hard_deadline, time.monotonic() + progress.step_s)
+    deadline = hard_deadline = time.monotonic() + _STARTUP_S
+    steps_seen = 0
     caps = {proc.stdout.fileno(): limits.max_output_bytes, proc.stderr.fileno(): limits.max_stderr_bytes}
     bufs = {proc.stdout.fileno(): got.stdout, proc.stderr.fileno(): got.stderr}
     exited_at = None
     with selectors.DefaultSelector() as sel:
-        for fd in caps:
+        for fd in (*caps, ready_fd):
             sel.register(fd, selectors.EVENT_READ)
-        while sel.get_map():
+        while any(fd in sel.get_map() for fd in caps):
             now = time.monotonic()
             if now >= deadline:
                 got.timed_out = True
@@ -92,6 +105,13 @@ def _drain(proc: subprocess.Popen, limits: Limits, deadline: float, progress: Pr
             if exited_at is not None and now - exited_at > _EXIT_GRACE_S:
                 break  # a leftover child still holds the pipes
             for key, _ in sel.select(min(deadline - now, 0.05)):
+                if key.fd == ready_fd:
+                    sel.unregister(ready_fd)
+                    got.ready = bool(_read_ready(ready_fd))
+                    hard_deadline = time.monotonic() + limits.timeout_s
+                    step = progress.step_s if progress is not None else limits.timeout_s
+                    deadline = min(hard_deadline, time.monotonic() + step)
+                    continue
                 chunk = os.read(key.fd, 1 << 16)
                 if not chunk:
                     sel.unregister(key.fd)
@@ -100,12 +120,16 @@ def _drain(proc: subprocess.Popen, limits: Limits, deadline: float, progress: Pr
                 if len(bufs[key.fd]) > caps[key.fd]:
                     del bufs[key.fd][caps[key.fd] :]
                     got.overflow = True
-                    return got
+                    break
                 if progress is not None and key.fd == proc.stdout.fileno():
                     steps = got.stdout.count(progress.marker)
                     if steps > steps_seen:
                         steps_seen = steps
                         deadline = min(hard_deadline, time.monotonic() + progress.step_s)
+            if got.overflow:
+                break
+    got.ready = got.ready or bool(_read_ready(ready_fd))
+    got.deadline = deadline
     return got
 
 
@@ -116,11 +140,13 @@ def execute(
     stdin: bytes,
     limits: Limits,
     pass_fds: tuple[int, ...],
+    ready_fd: int,
     cwd: str | None = None,
     progress: Progress | None = None,
 ) -> tuple[_Collected, int | None, float]:
     """Run ``argv`` in a new session; SIGKILL its process group at the deadline (or a missed ``progress``
-    step) or when an output cap is hit.
+    step) or when an output cap is hit. ``pass_fds`` are handed to the child and closed here; ``ready_fd``
+    (non-blocking) receives the harness's readiness proof.
 
     Returns the collected output, the exit code (negative: killed by that signal) and the wall time.
     """
@@ -138,13 +164,13 @@ def execute(
             start_new_session=True,
         )
     finally:
-        os.close(stdin_fd)
+        for fd in (stdin_fd, *pass_fds):
+            os.close(fd)
     try:
-        deadline = start + limits.timeout_s
-        got = _drain(proc, limits, deadline, progress)
+        got = _drain(proc, limits, ready_fd, progress)
         if not (got.timed_out or got.overflow):
             try:
-                proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
+                proc.wait(timeout=max(got.deadline - time.monotonic(), 0.0))
             except subprocess.TimeoutExpired:
                 got.timed_out = True
         _kill_group(proc)
@@ -156,9 +182,9 @@ def execute(
     return got, returncode, time.monotonic() - start
 
 
-def classify(got: _Collected, returncode: int | None, ready: bool) -> Status:
+def classify(got: _Collected, returncode: int | None) -> Status:
     """Map what was observed to a status. Only the parent's own observations decide "infra_error"."""
-    if not ready:
+    if not got.ready:
         return "infra_error"
     if got.timed_out:
         return "timeout"

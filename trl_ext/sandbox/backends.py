@@ -61,48 +61,39 @@ class Backend:
         sandbox binary cannot be executed) is reported as status "infra_error", never raised."""
         uid = UIDS.acquire()
         payload = {**payload, "uid": uid, "limits": limits.rlimits()}
-        fds: list[int] = []
-        scratch = None
+        scratch = self.make_scratch(uid)
+        ready_r, ready_w = os.pipe()
+        os.set_blocking(ready_r, False)
+        fds: list[int] = [ready_w]  # handed to the child, closed by execute(); closed here if it is never called
         try:
-            payload_fd = memfd_with(json.dumps(payload).encode(), "sandbox-payload")
-            fds.append(payload_fd)
-            ready_r, ready_w = os.pipe()
-            fds += [ready_r, ready_w]
-            os.set_inheritable(ready_w, True)
+            fds.append(memfd_with(json.dumps(payload).encode(), "sandbox-payload"))
             nonce_fd = memfd_with(nonce, "sandbox-nonce") if nonce is not None else -1
-            if nonce is not None:
-                fds.append(nonce_fd)
+            fds += [nonce_fd] if nonce_fd >= 0 else []
             flags = "-I" if limits.site_packages else "-IS"
-            harness_args = [sys.executable, flags, "-c", _HARNESS_SOURCE, str(payload_fd), str(ready_w), str(nonce_fd)]
-            scratch = self.make_scratch(uid)
-            pass_fds = tuple(fd for fd in (payload_fd, ready_w, nonce_fd) if fd >= 0)
-            try:
-                got, returncode, wall = execute(
-                    self.argv(harness_args, limits),
-                    env=self.env(scratch),
-                    stdin=stdin,
-                    limits=limits,
-                    pass_fds=pass_fds,
-                    cwd=scratch,
-                    progress=progress,
-                )
-            except OSError as exc:
-                return RunResult("infra_error", "", f"could not launch the sandbox: {exc}", None, 0.0)
-            os.close(ready_w)
-            fds.remove(ready_w)
-            os.set_blocking(ready_r, False)
-            try:
-                ready = os.read(ready_r, 16) == b"ready"
-            except BlockingIOError:
-                ready = False
+            harness_args = [sys.executable, flags, "-c", _HARNESS_SOURCE, str(fds[1]), str(ready_w), str(nonce_fd)]
+            argv = self.argv(harness_args, limits)
+            handed, fds = tuple(fds), []
+            got, returncode, wall = execute(
+                argv,
+                env=self.env(scratch),
+                stdin=stdin,
+                limits=limits,
+                pass_fds=handed,
+                ready_fd=ready_r,
+                cwd=scratch,
+                progress=progress,
+            )
+        except OSError as exc:
+            return RunResult("infra_error", "", f"could not launch the sandbox: {exc}", None, 0.0)
         finally:
-            for fd in fds:
+            for fd in [ready_r, *fds]:
                 os.close(fd)
             self.cleanup(uid, scratch)
             UIDS.release(uid)
-        status = classify(got, returncode, ready)
         decode = functools.partial(bytes.decode, encoding="utf-8", errors="replace")
-        return RunResult(status, decode(bytes(got.stdout)), decode(bytes(got.stderr)), returncode, wall)
+        return RunResult(
+            classify(got, returncode), decode(bytes(got.stdout)), decode(bytes(got.stderr)), returncode, wall
+        )
 
     def env(self, scratch: str | None) -> dict[str, str]:
         return dict(SAFE_ENV)
