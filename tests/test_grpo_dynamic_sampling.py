@@ -33,6 +33,20 @@ def test_plan_fills_with_uninformative_groups_when_rounds_run_out():
     assert not ds.rounds_complete([torch.tensor([T, T, T, F])], 2)
 
 
+def test_planned_total_follows_the_plan_rank_by_rank():
+    from types import SimpleNamespace
+
+    from trl_ext.trainers.grpo import GRPOTrainer
+
+    trainer = SimpleNamespace(num_generations=2, accelerator=SimpleNamespace(num_processes=2))
+    # Two rounds of 2 ranks × 2 groups × 2 rows; the gathered totals of round k are 100·k + row.
+    rounds = [(None, torch.arange(8.0) + 100 * k) for k in range(2)]
+    plan = [[ds.GroupRef(0, 1, False), ds.GroupRef(1, 0, True)], [ds.GroupRef(1, 0, False), ds.GroupRef(1, 1, False)]]
+    total = GRPOTrainer._planned_total(trainer, rounds, plan)
+    nan = float("nan")
+    torch.testing.assert_close(total, torch.tensor([2.0, 3.0, nan, nan, 104.0, 105.0, 106.0, 107.0]), equal_nan=True)
+
+
 def _batch(prompt_lengths, completion_lengths, pad=0, advantage=1.0):
     width_p, width_c = max(prompt_lengths), max(completion_lengths)
     rows = len(prompt_lengths)

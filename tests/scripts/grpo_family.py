@@ -106,6 +106,7 @@ def main(model_path: str, out_path: str) -> None:
         "magistral": (trl_ext.MagistralTrainer, trl_ext.MagistralConfig, {"dynamic_sampling": False}),
         # Without the length shaping, a non-zero advantage in a group means the group is informative.
         "dapo": (trl_ext.DAPOTrainer, trl_ext.DAPOConfig, {"soft_overlong_punishment": False}),
+        "magistral_ds": (trl_ext.MagistralTrainer, trl_ext.MagistralConfig, {"soft_overlong_punishment": False}),
     }
     world = int(os.environ.get("WORLD_SIZE", "1"))
     for name, (trainer_cls, config_cls, extra) in cases.items():
@@ -118,7 +119,7 @@ def main(model_path: str, out_path: str) -> None:
             per_device_train_batch_size=8 // world,
             **extra,
         )
-        data = scores_dataset(16, informative_every=2 if name == "dapo" else 1)
+        data = scores_dataset(16, informative_every=1 if name in ("grpo", "dr_grpo", "rloo", "magistral") else 2)
         trainer = Recording(model=model_path, reward_funcs=scripted_reward, args=args, train_dataset=data)
         trainer.train()
         logs = [log for log in trainer.state.log_history if "dynamic_sampling/rounds" in log]
