@@ -62,7 +62,10 @@ class GRPOConfig(trl.GRPOConfig):
             "help": "DAPO dynamic sampling (arXiv 2503.14476 §3.2): drop prompt groups whose filter reward has zero "
             "std (all correct or all wrong) and REFILL by generating further prompt groups until each process's "
             "batch holds only informative groups. Refill prompts come from a second, identically sharded sampler "
-            "over train_dataset (seeded with `seed` + 1), which must be map-style."
+            "over train_dataset (seeded with `seed` + 1), which must be map-style. Each process fills its own share "
+            "of the batch; since generation gathers across processes, all of them run the same number of rounds "
+            "(decided from the gathered rewards) and a process already full discards its extra groups. TRL computes "
+            "old/reference log-probs before the rewards, so dropped groups still cost those forward passes."
         },
     )
     dynamic_sampling_max_rounds: int = field(
