@@ -156,3 +156,12 @@ def test_simple_asserts_become_call_specs_judged_outside():
     rigged = fence("class T:\n    def __eq__(self, o): return True\ndef total(xs): return T()")
     honest = fence("def total(xs): return sum(xs)")
     assert FAST([rigged, honest], tests=[from_humaneval(humaneval)] * 2) == [0.0, 1.0]
+
+
+def test_outcome_shares_are_logged():
+    logged = {}
+    loop = fence("while True: pass")
+    scores = CodeTests(timeout_s=1.0)([GOOD, WRONG, "none", loop], tests=[STDIO] * 4, log_metric=logged.__setitem__)
+    assert scores == [1.0, 0.0, 0.0, 0.0]
+    shares = {k.split("/", 1)[1]: v for k, v in logged.items() if v}
+    assert shares == {"passed": 0.25, "wrong": 0.25, "no_code": 0.25, "timeout": 0.25}

@@ -161,3 +161,20 @@ def test_workers_exit_with_the_interpreter():
     while any(os.path.exists(f"/proc/{p}") for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(os.path.exists(f"/proc/{p}") for p in pids)
+
+
+def test_outcome_shares_are_logged():
+    logged = {}
+    scores = math_accuracy(
+        [r"\boxed{1}", r"\boxed{2}", "no box", r"\boxed{1}"],
+        solution=["1", "1", "1", "See the proof."],
+        log_metric=logged.__setitem__,
+    )
+    assert scores == [1.0, 0.0, 0.0, None]
+    assert logged == {
+        "math_accuracy/correct": 0.25,
+        "math_accuracy/wrong": 0.25,
+        "math_accuracy/no_answer": 0.25,
+        "math_accuracy/timeout": 0.0,
+        "math_accuracy/gold_error": 0.25,
+    }

@@ -42,3 +42,4 @@ def test_rewards_in_a_grpo_training_step(tiny_policy_path, tmp_path):
     # a random tiny model writes neither a boxed answer, a think block nor code
     assert logged["rewards/math_accuracy/mean"] == 0.0 and logged["rewards/code_tests/mean"] == 0.0
     assert -1.0 <= logged["rewards/overlong_penalty/mean"] <= 0.0
+    assert "math_accuracy/gold_error" in logged and logged["code_tests/no_code"] == 1.0  # through log_metric

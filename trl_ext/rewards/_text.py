@@ -82,4 +82,12 @@ def column(kwargs: dict, names: tuple[str, ...], n: int, reward: str) -> list:
     )
 
 
+def log_outcomes(reward: str, outcomes: list[str], names: tuple[str, ...], log_metric: Any) -> None:
+    """Log the share of each outcome as ``<reward>/<outcome>`` through TRL's ``log_metric`` callback, if given."""
+    if not callable(log_metric) or not outcomes:
+        return
+    for name in names:
+        log_metric(f"{reward}/{name}", outcomes.count(name) / len(outcomes))
+
+
 _TRL_KWARGS = {"prompts", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}

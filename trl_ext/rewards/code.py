@@ -9,10 +9,20 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
-from trl_ext.rewards._text import THINK_CLOSE, THINK_OPEN, answer_region, column, completion_text, last_code_block
+from trl_ext.rewards._text import (
+    THINK_CLOSE,
+    THINK_OPEN,
+    answer_region,
+    column,
+    completion_text,
+    last_code_block,
+    log_outcomes,
+)
 from trl_ext.rewards.base import RewardFunction
 from trl_ext.sandbox import Limits, parse_tests, run_tests
 from trl_ext.sandbox.backends import get_backend
+
+_OUTCOMES = ("passed", "wrong", "no_code", "runtime_error", "timeout", "memory", "output_limit", "infra_error")
 
 
 class CodeTests(RewardFunction):
@@ -27,6 +37,8 @@ class CodeTests(RewardFunction):
     Sandbox infrastructure faults → ``infra_value`` (None: TRL ignores the row); program faults (crash,
     timeout, memory, output flood) → ``wrong_value``. Completions are graded concurrently by ``workers``
     threads (``trl_ext.rewards.code_tests_async`` is the async variant TRL runs alongside other rewards).
+    Under a trainer, the share of each outcome (passed, wrong, no_code, timeout, ..., infra_error) is logged
+    as ``<name>/<outcome>`` through TRL's ``log_metric``.
 
     Per-run limits come from ``limits`` (default ``Limits()``: 5 s, 1024 MiB, 1 MiB of stdout, ...), with
     ``timeout_s`` / ``memory_mb`` overriding those two fields when given. A call-kind spec runs all its cases
@@ -71,11 +83,13 @@ class CodeTests(RewardFunction):
         region = answer_region(text, *(self.think_tags or (None, None)))
         return last_code_block(region) if region is not None else None
 
-    def score(self, completion: Any, tests: dict, index: int = 0) -> float | None:
-        """Score one completion against one parsed test spec."""
+    def grade(self, completion: Any, tests: dict, index: int = 0) -> tuple[float | None, str]:
+        """(score, outcome) for one completion against one parsed test spec. ``outcome`` is "passed",
+        "no_code", "infra_error", "wrong" (ran but the output differed) or the status of the failing run
+        ("runtime_error", "timeout", "memory", "output_limit")."""
         program = self.program(completion_text(completion, index))
         if program is None or not program.strip():
-            return self.no_code_value
+            return self.no_code_value, "no_code"
         report = run_tests(
             program,
             tests,
@@ -85,10 +99,19 @@ class CodeTests(RewardFunction):
             float_tol=self.float_tol,
         )
         if report.infra_error:
-            return self.infra_value
+            return self.infra_value, "infra_error"
+        outcome = "passed" if report.all_passed else next((s for s in report.statuses if s != "ok"), "wrong")
         if self.mode == "fraction":
-            return report.passed / report.total if report.total else self.wrong_value
-        return self.correct_value if report.all_passed else self.wrong_value
+            return (report.passed / report.total if report.total else self.wrong_value), outcome
+        return (self.correct_value if report.all_passed else self.wrong_value), outcome
+
+    def score(self, completion: Any, tests: dict, index: int = 0) -> float | None:
+        """Score one completion against one parsed test spec."""
+        return self.grade(completion, tests, index)[0]
+
+    def _finish(self, graded: list[tuple[float | None, str]], kwargs: dict) -> list[float | None]:
+        log_outcomes(self.__name__, [outcome for _, outcome in graded], _OUTCOMES, kwargs.get("log_metric"))
+        return [score for score, _ in graded]
 
     def _prepare(self, completions: list, kwargs: dict) -> list[dict]:
         rows = column(kwargs, ("tests",), len(completions), self.__name__)
@@ -106,8 +129,8 @@ class CodeTests(RewardFunction):
 
     def __call__(self, completions: list, **kwargs: Any) -> list[float | None]:
         specs = self._prepare(completions, kwargs)
-        futures = [self.executor().submit(self.score, c, s, i) for i, (c, s) in enumerate(zip(completions, specs))]
-        return [f.result() for f in futures]
+        futures = [self.executor().submit(self.grade, c, s, i) for i, (c, s) in enumerate(zip(completions, specs))]
+        return self._finish([f.result() for f in futures], kwargs)
 
 
 class AsyncCodeTests(CodeTests):
@@ -121,9 +144,9 @@ class AsyncCodeTests(CodeTests):
         specs = await loop.run_in_executor(None, self._prepare, completions, kwargs)
         executor = self.executor()
         jobs = [
-            loop.run_in_executor(executor, self.score, c, s, i) for i, (c, s) in enumerate(zip(completions, specs))
+            loop.run_in_executor(executor, self.grade, c, s, i) for i, (c, s) in enumerate(zip(completions, specs))
         ]
-        return list(await asyncio.gather(*jobs))
+        return self._finish(list(await asyncio.gather(*jobs)), kwargs)
 
 
 code_tests = CodeTests()

@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from trl_ext.rewards._pool import WorkerPool
-from trl_ext.rewards._text import THINK_CLOSE, THINK_OPEN, answer_region, column, completion_text, last_boxed
+from trl_ext.rewards._text import (
+    THINK_CLOSE,
+    THINK_OPEN,
+    answer_region,
+    column,
+    completion_text,
+    last_boxed,
+    log_outcomes,
+)
 from trl_ext.rewards.base import RewardFunction
 
 _PLAIN_NUMBER = re.compile(r"^[-+]?(\d+(,\d{3})*|\d*)(\.\d+)?$")
@@ -21,6 +29,7 @@ _WORKER_SOURCE = (
     "import sys\nsys.path[:] = [p for p in sys.path if p not in ('', '.')]\n"
     + (Path(__file__).parent / "_math_worker.py").read_text()
 )
+_OUTCOMES = ("correct", "wrong", "no_answer", "timeout", "gold_error")
 _POOLS: dict[int, WorkerPool] = {}
 _POOLS_LOCK = threading.Lock()
 
@@ -76,7 +85,8 @@ class MathAccuracy(RewardFunction):
     Verification runs in ``num_workers`` persistent worker processes shared by all instances with the same
     count; each (gold, answer) pair has a hard ``timeout_s`` deadline after which its worker is killed and
     replaced and the pair scores ``timeout_value``. Identical pairs in one call are verified once. Safe to
-    call from several threads at once.
+    call from several threads at once. Under a trainer, the share of each outcome (correct, wrong, no_answer,
+    timeout, gold_error) is logged as ``<name>/<outcome>`` through TRL's ``log_metric``.
 
     Args:
         correct_value / wrong_value: scores (DAPO uses 1 / -1).
@@ -168,20 +178,25 @@ class MathAccuracy(RewardFunction):
             for (g, kind, a) in unique
         ]
         answers = self.pool.map(tasks, self.timeout_s) if tasks else []
-        return [self._score(key, answers[unique[key]] if isinstance(key, tuple) else None) for key in keys]
+        outcomes = [self._outcome(key, answers[unique[key]] if isinstance(key, tuple) else None) for key in keys]
+        log_outcomes(self.__name__, outcomes, _OUTCOMES, kwargs.get("log_metric"))
+        values = {"correct": self.correct_value, "wrong": self.wrong_value, "no_answer": self.wrong_value}
+        values.update(timeout=self.timeout_value, gold_error=None)
+        return [values[outcome] for outcome in outcomes]
 
     def _inner_timeout(self) -> int:
         # math-verify's own (signal) timeouts, per parse and per verify, inside the hard deadline
         return max(1, int(self.timeout_s / 3))
 
-    def _score(self, key: tuple | str | None, answer: dict | None) -> float | None:
+    @staticmethod
+    def _outcome(key: tuple | str | None, answer: dict | None) -> str:
         if key is None:
-            return None
+            return "gold_error"
         if key == "no_answer":
-            return self.wrong_value
+            return "no_answer"
         if answer is None:
-            return self.timeout_value
-        return {"correct": self.correct_value, "wrong": self.wrong_value}.get(answer["r"])
+            return "timeout"
+        return answer["r"] if answer["r"] in ("correct", "wrong") else "gold_error"
 
 
 math_accuracy = MathAccuracy()
