@@ -1,55 +1,201 @@
-"""`trl-ext` console script."""
+"""`trl-ext` console script: train a recipe, run the offline demo, evaluate a model, push an output directory.
+
+    trl-ext dapo --config recipe.yaml --model_name_or_path Qwen/Qwen2.5-1.5B --dataset_name data.jsonl \\
+        --reward_funcs math_accuracy
+    trl-ext demo [--recipe dapo]
+    trl-ext eval --model_name_or_path out/ --dataset_name test.jsonl --reward_funcs math_accuracy --num_samples 8
+    trl-ext push out/ user/my-model
+
+Training commands are parsed by TRL's TrlParser (a YAML `--config` plus flags), like `trl grpo`, and run under
+`accelerate launch` the same way (`accelerate launch scripts/train.py --recipe dapo --config ...`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+# recipe -> (Config, Trainer) names in trl_ext, and whether it takes reward functions
+RECIPES: dict[str, tuple[str, str, bool]] = {
+    "grpo": ("GRPOConfig", "GRPOTrainer", True),
+    "dapo": ("DAPOConfig", "DAPOTrainer", True),
+    "dr_grpo": ("DrGRPOConfig", "DrGRPOTrainer", True),
+    "rloo": ("RLOOConfig", "RLOOTrainer", True),
+    "prorl": ("ProRLConfig", "ProRLTrainer", True),
+    "magistral": ("MagistralConfig", "MagistralTrainer", True),
+    "ppo": ("PPOConfig", "PPOTrainer", True),
+    "dpo": ("DPOConfig", "DPOTrainer", False),
+    "reward": ("RewardConfig", "RewardTrainer", False),
+}
+DATA_FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv"}
 
 
-def smoke(output_dir: str, steps: int) -> None:
-    """Train the tiny offline policy for a few GRPO steps: proves the install works end to end, offline."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
+@dataclass
+class ScriptArguments:
+    """Data and reward arguments of `trl-ext <recipe>` (the recipe's Config and TRL's ModelConfig come alongside)."""
 
-    from trl_ext.tiny import save_tiny_models
-
-    paths = save_tiny_models(os.path.join(output_dir, "base"))
-    dataset = Dataset.from_dict({"prompt": [f"What is {i} + {i}?" for i in range(8)]})
-
-    def shorter_is_better(completions, **kwargs):
-        return [-len(c) / 16 for c in completions]
-
-    args = GRPOConfig(
-        output_dir=output_dir,
-        max_steps=steps,
-        per_device_train_batch_size=4,
-        num_generations=4,
-        max_completion_length=8,
-        use_cpu=True,
-        bf16=False,
-        gradient_checkpointing=False,
-        report_to="none",
-        logging_steps=1,
-        save_strategy="no",
+    dataset_name: str = field(
+        metadata={"help": "Hub dataset id, a local dataset directory, or a data file (.json, .jsonl, .parquet, .csv)."}
     )
-    trainer = GRPOTrainer(model=str(paths["policy"]), reward_funcs=shorter_is_better, args=args, train_dataset=dataset)
-    trainer.train()
-    rewards = [log["reward"] for log in trainer.state.log_history if "reward" in log]
-    print(f"smoke run OK: {len(rewards)} steps, reward {rewards[0]:.3f} -> {rewards[-1]:.3f}")
+    dataset_config: str | None = field(default=None, metadata={"help": "Dataset configuration name (Hub datasets)."})
+    dataset_train_split: str = field(default="train", metadata={"help": "Split to train on."})
+    dataset_test_split: str | None = field(default=None, metadata={"help": "Split to evaluate on (None: no eval)."})
+    reward_funcs: list[str] = field(
+        default_factory=lambda: ["math_accuracy"],
+        metadata={
+            "help": "RL recipes: reward functions, by trl_ext.rewards name (math_accuracy, code_tests, think_format, "
+            "boxed_format, ...), as `module:function`, or as a reward-model path/Hub id."
+        },
+    )
+
+
+def load_any_dataset(name: str, config: str | None = None, split: str = "train"):
+    """A datasets.Dataset from a Hub id, a `save_to_disk` directory, a data directory, or a single data file."""
+    import datasets
+
+    extension = os.path.splitext(name)[1].lower()
+    if os.path.isfile(name):
+        if extension not in DATA_FILE_BUILDERS:
+            raise ValueError(f"`dataset_name`={name!r}: unsupported file type; use {', '.join(DATA_FILE_BUILDERS)}.")
+        return datasets.load_dataset(DATA_FILE_BUILDERS[extension], data_files={split: name}, split=split)
+    if os.path.isdir(name) and os.path.exists(os.path.join(name, "dataset_info.json")):
+        return datasets.load_from_disk(name)
+    return datasets.load_dataset(name, config, split=split)
+
+
+def resolve_reward(name: str) -> Any:
+    """A reward function from its trl_ext.rewards name or `module:function`; anything else is a model id/path."""
+    rewards = importlib.import_module("trl_ext.rewards")
+    if ":" in name:
+        module, attribute = name.split(":", 1)
+        return getattr(importlib.import_module(module), attribute)
+    if hasattr(rewards, name):
+        return getattr(rewards, name)
+    if os.path.isdir(name) or "/" in name:
+        return name  # TRL loads reward models from a path or Hub id
+    raise ValueError(
+        f"Unknown reward function {name!r}: use one of {', '.join(rewards.__all__)}, `module:function`, or a "
+        "reward-model path."
+    )
+
+
+def recipe_classes(recipe: str) -> tuple[type, type]:
+    if recipe not in RECIPES:
+        raise SystemExit(f"trl-ext: unknown recipe {recipe!r}; choose one of {', '.join(RECIPES)}.")
+    trl_ext = importlib.import_module("trl_ext")
+    config_name, trainer_name, _ = RECIPES[recipe]
+    return getattr(trl_ext, config_name), getattr(trl_ext, trainer_name)
+
+
+def train(recipe: str, argv: list[str]) -> Any:
+    """Parse `--config`/flags with TrlParser, build the recipe's trainer, train, save (and push if asked)."""
+    from trl import ModelConfig, TrlParser, get_peft_config
+
+    config_cls, trainer_cls = recipe_classes(recipe)
+    parser = TrlParser((ScriptArguments, config_cls, ModelConfig), prog=f"trl-ext {recipe}")
+    script_args, training_args, model_args = parser.parse_args_and_config(argv)
+    if model_args.model_name_or_path is None:
+        raise SystemExit("trl-ext: --model_name_or_path is required (a local path or a Hub id).")
+    kwargs: dict[str, Any] = {
+        "model": model_args.model_name_or_path,
+        "args": training_args,
+        "train_dataset": load_any_dataset(
+            script_args.dataset_name, script_args.dataset_config, script_args.dataset_train_split
+        ),
+        "peft_config": get_peft_config(model_args),
+    }
+    if script_args.dataset_test_split:
+        kwargs["eval_dataset"] = load_any_dataset(
+            script_args.dataset_name, script_args.dataset_config, script_args.dataset_test_split
+        )
+    if RECIPES[recipe][2]:
+        kwargs["reward_funcs"] = [resolve_reward(name) for name in script_args.reward_funcs]
+    trainer = trainer_cls(**kwargs)
+    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    trainer.save_model(training_args.output_dir)
+    trainer.create_model_card(dataset_name=script_args.dataset_name)  # trl_ext's card: save_model writes none
+    if training_args.push_to_hub:
+        trainer.push_to_hub(dataset_name=script_args.dataset_name)
+    return trainer
+
+
+def _demo(args: argparse.Namespace) -> None:
+    from trl_ext.demo import run_demo
+
+    run_demo(recipe=args.recipe, output_dir=args.output_dir, warmup_steps=args.warmup_steps, steps=args.steps)
+
+
+def _eval(args: argparse.Namespace) -> None:
+    import json
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trl_ext.evaluation import evaluate_policy, save_report
+
+    model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path)
+    tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
+    dataset = load_any_dataset(args.dataset_name, args.dataset_config, args.split)
+    report = evaluate_policy(
+        model, tokenizer, dataset, [resolve_reward(name) for name in args.reward_funcs], num_samples=args.num_samples,
+        ks=tuple(sorted({1, args.num_samples})), max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+    )  # fmt: skip
+    print(json.dumps(report.as_metrics(), indent=2))
+    if os.path.isdir(args.model_name_or_path):
+        print(f"results written to {save_report(report, args.model_name_or_path, args.dataset_name)}")
+
+
+def _push(args: argparse.Namespace) -> None:
+    from trl_ext.hub import HubPushError, push_folder
+
+    try:
+        print(push_folder(args.output_dir, args.repo_id, private=args.private))
+    except HubPushError as error:
+        raise SystemExit(f"trl-ext push: {error}") from None
+
+
+def _command_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trl-ext", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="{" + ",".join([*RECIPES, "demo", "eval", "push"]) + "}"
+    )
+    for recipe in RECIPES:
+        sub.add_parser(
+            recipe, help=f"train with the {recipe} recipe (TrlParser flags; --config recipe.yaml)", add_help=False
+        )
+    demo = sub.add_parser("demo", help="offline demo: a tiny policy learns boxed arithmetic (a few minutes on CPU)")
+    demo.add_argument("--recipe", default="dapo", help="grpo, dapo, dr_grpo, rloo or magistral")
+    demo.add_argument("--output_dir", default="trl_ext_demo")
+    demo.add_argument("--warmup_steps", type=int, default=140)
+    demo.add_argument("--steps", type=int, default=300)
+    evaluate = sub.add_parser("eval", help="sample k completions per prompt, report mean reward and pass@k")
+    evaluate.add_argument("--model_name_or_path", required=True)
+    evaluate.add_argument("--dataset_name", required=True)
+    evaluate.add_argument("--dataset_config", default=None)
+    evaluate.add_argument("--split", default="train")
+    evaluate.add_argument("--reward_funcs", nargs="+", default=["math_accuracy"])
+    evaluate.add_argument("--num_samples", type=int, default=4)
+    evaluate.add_argument("--max_new_tokens", type=int, default=1024)
+    evaluate.add_argument("--temperature", type=float, default=1.0)
+    push = sub.add_parser("push", help="upload an output directory (model, tokenizer, critic, card, plot) to the Hub")
+    push.add_argument("output_dir")
+    push.add_argument("repo_id")
+    push.add_argument("--private", action="store_true")
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="trl-ext", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    smoke_parser = sub.add_parser("smoke", help="a few offline GRPO steps on a tiny random model")
-    smoke_parser.add_argument("--output_dir", default="trl_ext_smoke")
-    smoke_parser.add_argument("--steps", type=int, default=3)
-    args = parser.parse_args(argv)
-    if args.command == "smoke":
-        smoke(args.output_dir, args.steps)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in RECIPES:
+        train(argv[0], argv[1:])
+        return 0
+    args = _command_parser().parse_args(argv)
+    {"demo": _demo, "eval": _eval, "push": _push}[args.command](args)
     return 0
 
 
