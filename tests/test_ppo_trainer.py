@@ -85,6 +85,10 @@ def test_config_defaults_are_the_papers():
     assert len(own) >= 14
     assert all(f.metadata.get("help") for f in own), [f.name for f in own if not f.metadata.get("help")]
     assert PPOConfig(output_dir="unused", use_cpu=True, num_generations=2).num_generations == 2
+    (parsed,) = trl.TrlParser((PPOConfig,)).parse_args_into_dataclasses(
+        ["--output_dir", "unused", "--use_cpu", "--kl_target", "6", "--lam", "0.9"]
+    )
+    assert (parsed.kl_target, parsed.lam, parsed.num_generations) == (6.0, 0.9, 1)
 
 
 @pytest.mark.parametrize(

@@ -482,7 +482,14 @@ class PPOTrainer(GRPOTrainer):
             return torch.zeros_like(advantages)  # nothing to learn from: every completion masked or unscorable
         return whiten(advantages, mask, all_reduce_sum=self._all_reduce_sum)
 
-    def _log_rollout(self, kl, values, returns, advantages, mask) -> None:
+    def _log_rollout(
+        self,
+        kl: torch.Tensor,
+        values: torch.Tensor,
+        returns: torch.Tensor,
+        advantages: torch.Tensor,
+        mask: torch.Tensor,
+    ) -> None:
         rows = (mask.sum(dim=1) > 0).float()
         sums = self._all_reduce_sum(
             torch.stack([(kl * mask).sum(), rows.sum(), (returns * mask).sum(), (values * mask).sum(), mask.sum()])
@@ -517,7 +524,13 @@ class PPOTrainer(GRPOTrainer):
 
     # --- loss and critic update -------------------------------------------------------------------------------------
 
-    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+    def compute_loss(
+        self,
+        model: nn.Module,
+        inputs: dict[str, Any],
+        return_outputs: bool = False,
+        num_items_in_batch: torch.Tensor | int | None = None,
+    ) -> torch.Tensor:
         """TRL's policy loss plus vf_coef × the clipped value loss, scaled for gradient accumulation like TRL's."""
         loss = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
         value_loss = self.value_loss(inputs)
@@ -538,7 +551,9 @@ class PPOTrainer(GRPOTrainer):
         self.record_metric("ppo/value_clipfrac", metrics[1].item())
         return loss
 
-    def training_step(self, model, inputs, num_items_in_batch):
+    def training_step(
+        self, model: nn.Module, inputs: dict[str, Any], num_items_in_batch: torch.Tensor | int | None = None
+    ) -> torch.Tensor:
         loss = super().training_step(model, inputs, num_items_in_batch)
         if self.accelerator.sync_gradients:  # the policy's optimizer steps after this micro-batch: so does the critic
             self._critic_optimizer_step()
@@ -552,7 +567,9 @@ class PPOTrainer(GRPOTrainer):
         self.critic_lr_scheduler.step()
         self.critic_optimizer.zero_grad(set_to_none=True)
 
-    def create_scheduler(self, num_training_steps: int, optimizer: torch.optim.Optimizer | None = None):
+    def create_scheduler(
+        self, num_training_steps: int, optimizer: torch.optim.Optimizer | None = None
+    ) -> torch.optim.lr_scheduler.LRScheduler:
         """The policy's scheduler (Trainer), and the critic's optimizer and scheduler (same schedule and warm-up)."""
         creating = self.lr_scheduler is None
         scheduler = super().create_scheduler(num_training_steps, optimizer)
@@ -591,7 +608,7 @@ class PPOTrainer(GRPOTrainer):
             self.value_model.save_pretrained(directory)
             self.processing_class.save_pretrained(directory)
 
-    def _save_checkpoint(self, model, trial):
+    def _save_checkpoint(self, model: nn.Module, trial: Any) -> None:
         super()._save_checkpoint(model, trial)  # its save_model call wrote <checkpoint>/critic
         if not self.args.should_save:
             return
@@ -602,7 +619,7 @@ class PPOTrainer(GRPOTrainer):
             torch.save(self.critic_optimizer.state_dict(), os.path.join(folder, CRITIC_OPTIMIZER_NAME))
             torch.save(self.critic_lr_scheduler.state_dict(), os.path.join(folder, CRITIC_SCHEDULER_NAME))
 
-    def _load_optimizer_and_scheduler(self, checkpoint):
+    def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
         super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is None:
             return
