@@ -48,11 +48,36 @@ def test_stdio_judge_compares_whole_output_line_by_line():
 
 
 def test_stdio_judge_stops_at_first_failure_in_binary_mode():
-    tests = {"kind": "stdio", "cases": [{"input": "", "output": "no"}, {"input": "", "output": "yes"}]}
-    binary = run_tests("print('yes')", tests, limits=FAST)
-    assert binary.statuses == ["ok"] and binary.passed == 0
-    fraction = run_tests("print('yes')", tests, limits=FAST, stop_on_failure=False)
-    assert (fraction.passed, len(fraction.statuses)) == (1, 2)
+    cases = [{"input": "", "output": "no"}] + [{"input": "", "output": "yes"}] * 30
+    spec = {"kind": "stdio", "cases": cases}
+    binary = run_tests("import time\ntime.sleep(0.05)\nprint('yes')", spec, limits=FAST)
+    assert binary.passed == 0 and not binary.all_passed
+    assert len(binary.statuses) < 30  # graded as the cases finish: the run stopped early
+    fraction = run_tests("print('yes')", spec, limits=FAST, stop_on_failure=False)
+    assert (fraction.passed, len(fraction.statuses)) == (30, 31)
+
+
+def test_stdio_cases_run_in_fresh_processes():
+    # case 0 leaves a daemon and a module-level side effect behind; case 1 must see neither
+    program = (
+        "import os, sys, time\n"
+        "if input() == 'first':\n"
+        "    if os.fork() == 0:\n"
+        "        os.setsid()\n"
+        "        while True:\n"
+        "            open('/tmp/beat', 'w').write(str(time.time()))\n"
+        "            time.sleep(0.01)\n"
+        "    sys.modules['builtins'].LEFTOVER = 1\n"
+        "    print('started')\n"
+        "else:\n"
+        "    time.sleep(0.1)\n"
+        "    before = open('/tmp/beat').read()\n"
+        "    time.sleep(0.1)\n"
+        "    alive = open('/tmp/beat').read() != before\n"
+        "    print('daemon alive' if alive else 'clean', hasattr(sys.modules['builtins'], 'LEFTOVER'))\n"
+    )
+    cases = [{"input": "first", "output": "started"}, {"input": "second", "output": "clean False"}]
+    assert run_tests(program, {"kind": "stdio", "cases": cases}, limits=FAST).all_passed
 
 
 def test_call_judge_exact_types():

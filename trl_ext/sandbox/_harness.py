@@ -13,6 +13,8 @@ if all passed (see ``_assert_mode`` for why the program cannot reach the nonce).
 """
 
 import _thread
+import atexit
+import base64
 import builtins
 import collections
 import contextlib
@@ -20,7 +22,10 @@ import functools
 import json
 import os
 import resource
+import select
+import signal
 import sys
+import time
 import traceback
 
 # Captured before the program runs: patching builtins, json or os afterwards does not reach the harness.
@@ -123,6 +128,111 @@ def _call_mode(payload, out_fd):
     _exit(0)
 
 
+_MEMORY_EXIT = 86  # exit code of a stdio case that ran out of memory
+
+
+def _exit_code(exc):
+    code = exc.code
+    if code is None or _type(code) is int:
+        return code or 0
+    with contextlib.suppress(BaseException):
+        sys.stderr.write(str(code) + "\n")
+    return 1
+
+
+def _case_child(code, stdin_fd, out_w, cpu_s):
+    """In the forked child: wire stdin/stdout, run the program as __main__, exit like python would."""
+    status = 1
+    try:
+        os.setpgid(0, 0)
+        os.dup2(stdin_fd, 0)
+        os.dup2(out_w, 1)
+        os.closerange(3, 1 << 16)  # the harness's own descriptors (its stdout copy included)
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+        exec(compile(code, "solution.py", "exec"), _new_namespace())
+        status = 0
+        if "threading" in sys.modules:
+            sys.modules["threading"]._shutdown()  # wait for non-daemon threads, as python does at exit
+    except SystemExit as exc:
+        status = _exit_code(exc)
+    except MemoryError:
+        status = _MEMORY_EXIT
+    except BaseException:  # noqa: B036
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
+    with contextlib.suppress(BaseException):
+        atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(BaseException):
+            stream.flush()
+    _exit(status)
+
+
+def _collect_case(pid, out_r, timeout, cap):
+    """(status, output) of one forked case: reads its stdout until it exits, hits ``timeout`` or ``cap``."""
+    output, deadline = bytearray(), time.monotonic() + timeout
+    exited = drain_until = None
+    eof = False
+    while True:
+        if exited is None:
+            done, wait_status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                exited, drain_until = wait_status, time.monotonic() + 0.05
+        now = time.monotonic()
+        if exited is not None and (eof or now >= drain_until):  # a leftover grandchild may hold the pipe
+            return _case_status(exited), bytes(output)
+        if now >= deadline:
+            return "timeout", bytes(output[:cap])
+        if eof:
+            time.sleep(0.002)
+            continue
+        if select.select([out_r], [], [], min(0.01, deadline - now))[0]:
+            chunk = os.read(out_r, 1 << 16)
+            eof = not chunk
+            output += chunk
+            if len(output) > cap:
+                return "output_limit", bytes(output[:cap])
+
+
+def _case_status(wait_status):
+    if os.WIFSIGNALED(wait_status):
+        return "timeout" if os.WTERMSIG(wait_status) in (signal.SIGXCPU, signal.SIGKILL) else "runtime_error"
+    code = os.WEXITSTATUS(wait_status)
+    return "ok" if code == 0 else "memory" if code == _MEMORY_EXIT else "runtime_error"
+
+
+def _stdio_mode(payload, out_fd):
+    """Run the program once per input, each in a fresh fork of this (program-free) harness; write one
+    marker-prefixed record per case with the status and the base64 output. Outputs are compared outside."""
+    marker, timeout, cap = payload["marker"].encode(), payload["case_timeout"], payload["max_output"]
+    cpu_s = int(timeout) + 1
+    for index, data in enumerate(payload["inputs"]):
+        stdin_fd = os.memfd_create("stdin", 0)
+        _write_all(stdin_fd, str.encode(data))
+        os.lseek(stdin_fd, 0, os.SEEK_SET)
+        out_r, out_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            _case_child(payload["code"], stdin_fd, out_w, cpu_s)
+        os.close(stdin_fd)
+        os.close(out_w)
+        status, output = _collect_case(pid, out_r, timeout, cap)
+        os.close(out_r)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        if payload["kill_all"]:  # in a private pid namespace: every process of the program, daemons too
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(-1, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        record = {"i": index, "status": status, "out": base64.b64encode(output).decode()}
+        _write_all(out_fd, b"\n" + marker + json.dumps(record).encode() + b"\n")
+        if status != "ok" and payload["stop_on_failure"]:
+            break
+    _exit(0)
+
+
 _SEALED_EVENTS = frozenset(
     {
         "sys._current_frames",
@@ -209,6 +319,8 @@ def _main():
         exec(compile(code, "solution.py", "exec"), _new_namespace())
     elif mode == "call":
         _call_mode(payload, out_fd)
+    elif mode == "stdio":
+        _stdio_mode(payload, out_fd)
     elif mode == "assert":
         _assert_mode(payload, out_fd, nonce_fd)
     else:

@@ -9,6 +9,7 @@ import selectors
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from typing import Literal
 
 from trl_ext.sandbox.limits import Limits
@@ -38,10 +39,12 @@ class RunResult:
 @dataclasses.dataclass(frozen=True)
 class Progress:
     """A per-step deadline on top of the run's: the run is also killed (status "timeout") when ``step_s``
-    seconds pass without a new ``marker`` on stdout. The call-mode harness writes one marker per case."""
+    seconds pass without a new ``marker`` on stdout (the harness writes one marker per test case). When
+    ``stop(stdout)`` returns True the run is killed early and its output kept (a failed case in binary mode)."""
 
     marker: bytes
     step_s: float
+    stop: Callable[[bytes], bool] | None = None
 
 
 @dataclasses.dataclass
@@ -51,6 +54,7 @@ class _Collected:
     timed_out: bool = False
     overflow: bool = False
     ready: bool = False
+    stopped: bool = False
     deadline: float = 0.0
 
 
@@ -126,7 +130,8 @@ def _drain(proc: subprocess.Popen, limits: Limits, ready_fd: int, progress: Prog
                     if steps > steps_seen:
                         steps_seen = steps
                         deadline = min(hard_deadline, time.monotonic() + progress.step_s)
-            if got.overflow:
+                    got.stopped = progress.stop is not None and progress.stop(bytes(got.stdout))
+            if got.overflow or got.stopped:
                 break
     got.ready = got.ready or bool(_read_ready(ready_fd))
     got.deadline = deadline
@@ -168,7 +173,7 @@ def execute(
             os.close(fd)
     try:
         got = _drain(proc, limits, ready_fd, progress)
-        if not (got.timed_out or got.overflow):
+        if not (got.timed_out or got.overflow or got.stopped):
             try:
                 proc.wait(timeout=max(got.deadline - time.monotonic(), 0.0))
             except subprocess.TimeoutExpired:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 from trl_ext.sandbox._process import Progress, RunResult
@@ -91,10 +93,13 @@ def run_tests(
 ) -> TestReport:
     """Run ``program`` against ``tests`` in the sandbox; every comparison happens here, in the parent.
 
-    stdio: one run per case, whole-output comparison (``compare_stdio``). call: one run, the harness calls the
-    function on each case and returns strictly typed JSON (``values_equal``). assert: one run that must print
-    a per-run secret nonce after the asserts, so exiting early (``sys.exit(0)``, ``os._exit(0)``, atexit)
-    cannot pass. ``stop_on_failure`` stops at the first failing case (binary rewards).
+    stdio: one sandbox for all cases; the harness runs the program on each input in a fresh fork of itself
+    (nothing of one case survives into the next) and returns the raw output, compared here with
+    ``compare_stdio``. call: one process, the harness calls the function on each case and returns strictly
+    typed JSON (``values_equal``). Both give every case ``limits.timeout_s`` and are graded as the cases
+    finish, so ``stop_on_failure`` (binary rewards) ends the run at the first failing case. assert: one run
+    that must print a per-run secret nonce after the asserts, so exiting early (``sys.exit(0)``,
+    ``os._exit(0)``, atexit) cannot pass.
     """
     spec = parse_tests(tests)
     limits = limits or Limits()
@@ -106,23 +111,88 @@ def run_tests(
     return _run_assert(runner, program, spec, limits)
 
 
+class _StreamingGrader:
+    """Grades the per-case records of a stdio or call run as they arrive (``Progress.stop``), so that a
+    binary reward stops the run at the first failing case instead of running the rest."""
+
+    def __init__(self, marker: str, check: Callable[[int, dict], bool], stop_on_failure: bool) -> None:
+        self.marker, self.check, self.stop_on_failure = marker, check, stop_on_failure
+        self.results: dict[int, bool] = {}
+        self.records: dict[int, dict] = {}
+
+    def feed(self, stdout: bytes) -> bool:
+        """Grade every complete new record; True when the run can stop (a case failed in binary mode)."""
+        complete = stdout[: stdout.rfind(b"\n") + 1].decode("utf-8", errors="replace")
+        for index, record in call_records(complete, self.marker).items():
+            if index not in self.results:
+                self.records[index] = record
+                self.results[index] = self.check(index, record)
+        return self.stop_on_failure and not all(self.results.values())
+
+    def report(self, result: RunResult, total: int, statuses: list[str]) -> TestReport:
+        self.feed(result.stdout.encode())
+        report = TestReport(passed=sum(self.results.values()), total=total, statuses=statuses)
+        report.infra_error = result.status == "infra_error"
+        if report.infra_error:
+            report.passed = 0
+        return report
+
+
+def _launch_streaming(runner, payload, limits, n_cases, grader, step_slack_s=0.0, max_output=None) -> RunResult:
+    """One run for all cases: each case gets ``limits.timeout_s`` (plus slack for the harness's own work)."""
+    run_limits = dataclasses.replace(
+        limits,
+        timeout_s=(limits.timeout_s + step_slack_s) * n_cases,
+        max_output_bytes=max_output or limits.max_output_bytes,
+    )
+    progress = Progress(payload["marker"].encode(), limits.timeout_s + step_slack_s, grader.feed)
+    return runner.launch(payload, b"", run_limits, progress=progress)
+
+
 def _run_stdio(runner, program, spec, limits, stop_on_failure, float_tol) -> TestReport:
-    report = TestReport(passed=0, total=len(spec["cases"]))
-    for case in spec["cases"]:
-        result = runner.launch({"mode": "script", "code": program}, case["input"].encode(), limits)
-        report.statuses.append(result.status)
-        if result.status == "infra_error":
-            report.infra_error = True
-            return report
-        if result.status == "ok" and compare_stdio(result.stdout, case["output"], float_tol):
-            report.passed += 1
-        elif stop_on_failure:
-            break
-    return report
+    cases = spec["cases"]
+
+    def check(index: int, record: dict) -> bool:
+        if index >= len(cases) or record.get("status") != "ok":
+            return False
+        try:
+            output = base64.b64decode(record.get("out", ""), validate=True).decode("utf-8", errors="replace")
+        except ValueError:
+            return False
+        return compare_stdio(output, cases[index]["output"], float_tol)
+
+    marker = f"@@trl-ext-{secrets.token_hex(8)}@@"
+    payload = {
+        "mode": "stdio",
+        "code": program,
+        "inputs": [case["input"] for case in cases],
+        "marker": marker,
+        "case_timeout": limits.timeout_s,
+        "max_output": limits.max_output_bytes,
+        "stop_on_failure": stop_on_failure,
+        "kill_all": runner.name == "bwrap",  # a private pid namespace: safe to kill every process in it
+    }
+    grader = _StreamingGrader(marker, check, stop_on_failure)
+    max_output = len(cases) * (limits.max_output_bytes * 4 // 3 + 256) + 4096  # base64 records
+    result = _launch_streaming(runner, payload, limits, len(cases), grader, step_slack_s=1.0, max_output=max_output)
+    grader.feed(result.stdout.encode())
+    statuses = [grader.records[i].get("status", "runtime_error") for i in sorted(grader.records)]
+    if result.status in ("infra_error", "output_limit") or not statuses:
+        statuses.append(result.status)
+    return grader.report(result, len(cases), statuses)
 
 
 def _run_call(runner, program, spec, limits, stop_on_failure, float_tol) -> TestReport:
     cases = spec["cases"]
+
+    def check(index: int, record: dict) -> bool:
+        if index >= len(cases) or record.get("ok") is not True or "value" not in record:
+            return False
+        try:
+            return values_equal(decode_value(record["value"]), cases[index]["expected"], float_tol)
+        except ValueError:
+            return False
+
     marker = f"@@trl-ext-{secrets.token_hex(8)}@@"
     payload = {
         "mode": "call",
@@ -132,29 +202,9 @@ def _run_call(runner, program, spec, limits, stop_on_failure, float_tol) -> Test
         "marker": marker,
         "stop_on_failure": stop_on_failure,
     }
-    # one process for all cases: each case gets timeout_s (the harness reports every case as it finishes)
-    run_limits = dataclasses.replace(limits, timeout_s=limits.timeout_s * len(cases))
-    progress = Progress(marker.encode(), limits.timeout_s)
-    result: RunResult = runner.launch(payload, b"", run_limits, progress=progress)
-    report = TestReport(passed=0, total=len(cases), statuses=[result.status])
-    if result.status == "infra_error":
-        report.infra_error = True
-        return report
-    if result.status not in ("ok", "timeout"):
-        return report  # a crash or limit breach after some cases still fails the program as a whole
-    records = call_records(result.stdout, marker)
-    for i, case in enumerate(cases):
-        record = records.get(i)
-        ok = record is not None and record.get("ok") is True and "value" in record
-        try:
-            ok = ok and values_equal(decode_value(record["value"]), case["expected"], float_tol)
-        except ValueError:
-            ok = False
-        if ok:
-            report.passed += 1
-        elif stop_on_failure:
-            break
-    return report
+    grader = _StreamingGrader(marker, check, stop_on_failure)
+    result = _launch_streaming(runner, payload, limits, len(cases), grader)
+    return grader.report(result, len(cases), [result.status])
 
 
 def _run_assert(runner, program, spec, limits) -> TestReport:
