@@ -76,4 +76,4 @@ def test_cli_under_accelerate_with_two_processes(tmp_path, tiny_policy_path, pro
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=540)
     assert result.returncode == 0, result.stderr[-5000:]
-    assert (tmp_path / "model.safetensors").exists() and (tmp_path / "README.md").exists()
+    assert (tmp_path / "model.safetensors").exists() and "trl_ext" in (tmp_path / "README.md").read_text()

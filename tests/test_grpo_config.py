@@ -117,7 +117,7 @@ def test_extended_trainer_accepts_a_plain_trl_config(tmp_path, tiny_policy_path)
     assert trainer._ext("advantage_estimator") == "grpo" and not trainer._ext("dynamic_sampling")
 
 
-def test_trl_model_card_names_the_recipe_and_cites_its_paper(tmp_path, tiny_policy_path):
+def test_model_card_names_the_recipe_and_cites_its_paper(tmp_path, tiny_policy_path):
     trainer = trl_ext.DAPOTrainer(
         model=tiny_policy_path,
         reward_funcs=scripted_reward,
@@ -126,4 +126,5 @@ def test_trl_model_card_names_the_recipe_and_cites_its_paper(tmp_path, tiny_poli
     )
     trainer.create_model_card(model_name="tiny-dapo")
     card = (tmp_path / "README.md").read_text()
-    assert "trained with DAPO" in card and "arXiv:2503.14476" in card and "- trl-ext" in card
+    assert "trained with **DAPO**" in card and "arXiv:2503.14476" in card and "- trl-ext" in card
+    assert "fine-tuned version of None" not in card and "a local model at `" in card  # trl_ext's card, not TRL's

@@ -22,6 +22,10 @@ _LAZY: dict[str, str] = {
     "RLOOTrainer": "trl_ext.trainers.rloo",
     "MagistralConfig": "trl_ext.trainers.magistral",
     "MagistralTrainer": "trl_ext.trainers.magistral",
+    "ProRLConfig": "trl_ext.trainers.prorl",
+    "ProRLTrainer": "trl_ext.trainers.prorl",
+    "PPOConfig": "trl_ext.trainers.ppo",
+    "PPOTrainer": "trl_ext.trainers.ppo",
     "DPOConfig": "trl_ext.trainers.dpo",
     "DPOTrainer": "trl_ext.trainers.dpo",
     "RewardConfig": "trl_ext.trainers.reward",
@@ -41,4 +45,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
-

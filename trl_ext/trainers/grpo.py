@@ -18,8 +18,10 @@ import trl
 from trl_ext.core.advantages import group_normalized, leave_one_out, minibatch_normalized
 from trl_ext.core.filtering import informative_groups
 from trl_ext.core.shaping import overlong_penalty
+from trl_ext.hub import ModelCardMixin
 from trl_ext.trainers import _dynamic_sampling as ds
 from trl_ext.trainers._trl_hooks import GRPOHookMixin, require_trl_hooks
+from trl_ext.trainers.reference_resets import ReferenceResetArguments, ReferenceResetMixin
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -33,7 +35,7 @@ ON_EXHAUSTED = ("fill", "raise")
 
 
 @dataclass
-class GRPOConfig(trl.GRPOConfig):
+class GRPOConfig(trl.GRPOConfig, ReferenceResetArguments):
     r"""``trl.GRPOConfig`` plus the trl_ext extensions; every extension is off by default (stock TRL behaviour).
 
     Parameters (in addition to TRL's):
@@ -144,6 +146,12 @@ class GRPOConfig(trl.GRPOConfig):
             self._check_dynamic_sampling()
         if self.soft_overlong_punishment:
             self._check_overlong()
+        self.validate_reference_resets()
+        if self.reference_resets_enabled and self.beta == 0.0:
+            raise ValueError(
+                "Reference resets (ref_reset_steps / ref_reset_metric / ref_reset_kl_threshold) need a reference "
+                "model, and beta=0 means there is none (no KL term). Set beta > 0 (ProRL: 1e-4) or turn resets off."
+            )
 
     def _check_dynamic_sampling(self) -> None:
         if self.num_generations is None or self.num_generations < 2:
@@ -208,7 +216,7 @@ def weighted_total(rewards_per_func: torch.Tensor, weights: torch.Tensor) -> tor
     return torch.where(torch.isnan(rewards_per_func).all(dim=1), torch.nan, total)
 
 
-class GRPOTrainer(GRPOHookMixin, trl.GRPOTrainer):
+class GRPOTrainer(ModelCardMixin, ReferenceResetMixin, GRPOHookMixin, trl.GRPOTrainer):
     """``trl.GRPOTrainer`` with trl_ext's extensions (see :class:`GRPOConfig`); the same arguments and, with the
     extensions off, the same behaviour step for step.
 
@@ -260,6 +268,7 @@ class GRPOTrainer(GRPOHookMixin, trl.GRPOTrainer):
                     f"from, got {type(train_dataset).__name__}."
                 )
         self._refill = None
+        self._init_reference_resets()
 
     @classmethod
     def _resolve_args(cls, model, args):

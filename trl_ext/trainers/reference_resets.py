@@ -71,12 +71,20 @@ class ReferenceResetArguments:
 
 
 class ReferenceResetMixin:
-    """Adds ``reset_reference()``, its triggers, its metrics and its checkpointing to a TRL trainer."""
+    """Adds ``reset_reference()``, its triggers, its metrics and its checkpointing to a TRL trainer.
+
+    A plain TRL config (without ``ReferenceResetArguments``) means resets off, except the explicit
+    ``reset_reference()`` call.
+    """
+
+    @property
+    def _resets_enabled(self) -> bool:
+        return getattr(self.args, "reference_resets_enabled", False)
 
     def _init_reference_resets(self) -> None:
         """Call at the end of ``__init__``, once ``self.ref_model`` exists."""
         self.reset_bookkeeping = ResetBookkeeping()
-        if self.args.reference_resets_enabled:
+        if self._resets_enabled:
             self.add_callback(ReferenceResetCallback(self))
 
     def _reference_models(self):
@@ -87,19 +95,19 @@ class ReferenceResetMixin:
     def reset_reference(self, reason: str = "manual") -> None:
         """Copy the policy into the reference exactly and, with `reset_optimizer`, zero the optimizer state."""
         copy_policy_to_reference(*self._reference_models())
-        if self.args.reset_optimizer and self.optimizer is not None:
+        if getattr(self.args, "reset_optimizer", True) and self.optimizer is not None:
             reset_optimizer_state(self.optimizer)
         self.reset_bookkeeping.record(self.state.global_step, reason)
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-        if self.args.reference_resets_enabled and "loss" in logs:  # training-step logs only
+        if self._resets_enabled and "loss" in logs:  # training-step logs only
             logs["prorl/resets"] = self.reset_bookkeeping.resets
             logs["prorl/steps_since_reset"] = self.state.global_step - self.reset_bookkeeping.last_reset_step
         super().log(logs, start_time)
 
     def _save_checkpoint(self, model, trial):
         super()._save_checkpoint(model, trial)
-        if not self.args.reference_resets_enabled:
+        if not self._resets_enabled:
             return
         directory = os.path.join(self.args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
         if self.reset_bookkeeping.resets:  # before the first reset the reference is the base model TRL rebuilds
@@ -110,7 +118,7 @@ class ReferenceResetMixin:
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)
-        if checkpoint is None or not self.args.reference_resets_enabled:
+        if checkpoint is None or not self._resets_enabled:
             return
         saved = ResetBookkeeping.load(checkpoint)
         if saved is not None:
