@@ -13,7 +13,7 @@ from transformers import AutoModelForCausalLM, AutoModelForSequenceClassificatio
 from tests.scripts.ppo_common import even_token_reward, prompts, tiny_ppo_config
 from trl_ext.core.advantages import gae, whiten
 from trl_ext.core.kl import kl_estimate
-from trl_ext.core.losses import clipped_value_loss
+from trl_ext.core.losses import aggregate, clipped_surrogate, clipped_value_loss
 from trl_ext.core.ppo import token_rewards
 from trl_ext.tiny import build_tiny_reward_model, build_tiny_tokenizer
 from trl_ext.trainers._trl_hooks import check_trl_hooks
@@ -228,3 +228,33 @@ def test_value_model_with_another_vocabulary_is_refused(tmp_path, tiny_policy_pa
     other_tokenizer.save_pretrained(path)
     with pytest.raises(ValueError, match="different tokenizer"):
         load_value_model(str(path), policy, tokenizer)
+
+
+@pytest.mark.parametrize("delta", [None, 3.0])
+def test_dual_clip_is_trl_delta(trained, delta):
+    """TRL's loss with `delta` = c equals trl_ext.core's clipped surrogate with dual clip c, on ratios in [0.2, 5]."""
+    trainer, _, _ = trained
+    rollout = trainer.rollouts[1]
+    inputs = {key: rollout[key][:2] for key in ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask")}
+    ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
+    attention = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+    mask = inputs["completion_mask"]
+    with torch.no_grad():
+        logp, _, _ = trainer._get_per_token_logps_and_entropies(trainer.model, ids, attention, mask.shape[1])
+    log_ratio = torch.linspace(-1.6, 1.6, logp.numel()).view(logp.shape)  # ρ from 0.2 to 5, both signs of A
+    old_logp = logp - log_ratio
+    signs = torch.tensor([1.0, -1.0]).repeat(logp.numel() // 2 + 1)[: logp.numel()].view(logp.shape)
+    advantages = signs * torch.randn(logp.shape, generator=torch.Generator().manual_seed(0)).abs()
+    inputs.update(old_per_token_logps=old_logp, advantages=advantages, num_items_in_batch=mask.sum())
+    trainer.args.delta = delta
+    try:
+        with torch.no_grad():
+            loss = trl.GRPOTrainer.compute_loss(trainer, trainer.model, inputs)
+    finally:
+        trainer.args.delta = None
+    expected = aggregate(clipped_surrogate(logp, old_logp, advantages, 0.2, 0.2, dual_clip=delta), mask, "token_mean")
+    assert loss.item() == pytest.approx(expected.item(), abs=1e-6)
+    plain = aggregate(clipped_surrogate(logp, old_logp, advantages, 0.2, 0.2), mask, "token_mean")
+    assert (plain.item() != pytest.approx(expected.item(), abs=1e-4)) == (delta is not None)  # the dual clip bites
+    with pytest.raises(ValueError, match="dual clip"):
+        PPOConfig(output_dir="unused", use_cpu=True, delta=1.1)

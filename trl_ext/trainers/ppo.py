@@ -106,6 +106,14 @@ class PPOConfig(GRPOConfig):
             "and in the loss agree (Huang et al. 2022, 'The 37 implementation details of PPO')."
         },
     )
+    delta: float | None = field(
+        default=None,
+        metadata={
+            "help": "Dual clip c (Ye et al. 2020, arXiv 1912.09729 Eq. 5): where A < 0 the per-token loss is capped "
+            "at −A·c. TRL's two-sided clipping `delta` is exactly this when c > 1 + epsilon_high, which PPOConfig "
+            "enforces. None (default): no dual clip."
+        },
+    )
     kl_coef: float = field(
         default=0.05,
         metadata={
@@ -187,24 +195,13 @@ class PPOConfig(GRPOConfig):
         self.num_generations = requested
 
     def _check_ppo_fields(self) -> None:
-        for name in ("gamma", "lam"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"PPOConfig.{name} must lie in [0, 1], got {value}.")
-        for name in ("kl_coef", "vf_coef"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"PPOConfig.{name} must be >= 0, got {getattr(self, name)}.")
-        positive = {"cliprange_value": self.cliprange_value, "kl_horizon": self.kl_horizon}
-        positive.update(
-            {
-                k: v
-                for k, v in (("kl_target", self.kl_target), ("critic_learning_rate", self.critic_learning_rate))
-                if v is not None
-            }
-        )
-        for name, value in positive.items():
-            if value <= 0:
-                raise ValueError(f"PPOConfig.{name} must be > 0, got {value}.")
+        self._check_ranges()
+        epsilon_high = self.epsilon if self.epsilon_high is None else self.epsilon_high
+        if self.delta is not None and self.delta <= 1.0 + epsilon_high:
+            raise ValueError(
+                f"PPOConfig.delta is the dual clip c and must be > 1 + epsilon_high = {1.0 + epsilon_high}, got "
+                f"{self.delta} (smaller values would also clip positive advantages)."
+            )
         if self.kl_estimator not in KL_KINDS:
             raise ValueError(f"Unknown PPOConfig.kl_estimator={self.kl_estimator!r}; expected one of {KL_KINDS}.")
         if self.advantage_estimator != "grpo" or self.dynamic_sampling:
@@ -218,6 +215,18 @@ class PPOConfig(GRPOConfig):
                 "PPO scores each completion with the weighted sum of the rewards; multi_objective_aggregation must be "
                 f"'sum_then_normalize', got {self.multi_objective_aggregation!r}."
             )
+
+    def _check_ranges(self) -> None:
+        for name in ("gamma", "lam"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"PPOConfig.{name} must lie in [0, 1], got {getattr(self, name)}.")
+        for name in ("kl_coef", "vf_coef"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"PPOConfig.{name} must be >= 0, got {getattr(self, name)}.")
+        for name in ("cliprange_value", "kl_horizon", "kl_target", "critic_learning_rate"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"PPOConfig.{name} must be > 0, got {value}.")
 
     def _lift_group_rule(self) -> None:
         """TRL refuses num_generations < 2 in GRPOConfig.__post_init__ (group baselines need two members). PPO does
