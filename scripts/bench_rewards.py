@@ -3,8 +3,8 @@
     OMP_NUM_THREADS=1 python scripts/bench_rewards.py [--workers N] [--items 192] [--runs 40]
 
 Prints: math verifications/s with 1 worker and with N workers (and the ratio; the target is >= 1.8x with
-2 workers), the sandbox's per-run overhead against a bare ``python -c pass`` subprocess, and sandbox runs/s
-with as many concurrent runs as CPU cores.
+2 workers), the sandbox's per-run overhead against a bare ``python -c pass`` subprocess, sandbox runs/s
+with as many concurrent runs as CPU cores, and stdio test cases/s inside one sandbox (one fork per case).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from trl_ext.rewards.math import MathAccuracy, shared_pool
-from trl_ext.sandbox import Limits, get_backend, run
+from trl_ext.sandbox import Limits, get_backend, run, run_tests
 
 
 def _math_batch(n: int, offset: int) -> tuple[list[str], list[str]]:
@@ -75,6 +75,18 @@ def bench_sandbox(runs: int) -> tuple[float, float, float, float]:
     return bare, bare_is, boxed, throughput
 
 
+def bench_stdio_cases(cases: int, rounds: int) -> float:
+    """Test cases/s when grading one correct program against a ``cases``-case stdio problem."""
+    program = "a, b = map(int, input().split())\nprint(a + b)"
+    spec = {"kind": "stdio", "cases": [{"input": f"{i} {i}", "output": str(2 * i)} for i in range(cases)]}
+    best = 0.0
+    for _ in range(rounds):
+        start = time.perf_counter()
+        assert run_tests(program, spec).all_passed
+        best = max(best, cases / (time.perf_counter() - start))
+    return best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", type=int, default=2, help="math worker processes for the parallel figure")
@@ -99,6 +111,8 @@ def main() -> None:
         f"sandbox overhead per run: {1000 * (boxed - bare):+.1f} ms vs `python -c pass`, {1000 * (boxed - bare_is):+.1f} ms vs the same flags"
     )
     print(f"sandbox runs/s, {os.cpu_count()} concurrent: {throughput:.1f}")
+    per_case = bench_stdio_cases(20, args.rounds)
+    print(f"stdio test cases/s, one 20-case problem in one sandbox: {per_case:.1f}")
     print(f"load average now {os.getloadavg()[0]:.2f} (shared machines skew every figure above)")
 
 
