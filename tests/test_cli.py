@@ -77,3 +77,25 @@ def test_cli_under_accelerate_with_two_processes(tmp_path, tiny_policy_path, pro
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=540)
     assert result.returncode == 0, result.stderr[-5000:]
     assert (tmp_path / "model.safetensors").exists() and "trl_ext" in (tmp_path / "README.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def pair_file(tmp_path_factory):
+    from datasets import Dataset
+
+    path = tmp_path_factory.mktemp("pairs") / "pairs.jsonl"
+    rows = {"prompt": ["1+1", "2+2"] * 4, "chosen": [" 2", " 4"] * 4, "rejected": [" 3", " 5"] * 4}
+    Dataset.from_dict(rows).to_json(str(path))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("recipe", "model_fixture"), [("dpo", "tiny_policy_path"), ("reward", "tiny_reward_model_path")]
+)
+def test_cli_trains_preference_recipes(recipe, model_fixture, request, tmp_path, pair_file):
+    model = request.getfixturevalue(model_fixture)
+    argv = [recipe, "--model_name_or_path", model, "--dataset_name", pair_file, "--output_dir", str(tmp_path),
+            "--max_steps", "2", "--per_device_train_batch_size", "2", "--use_cpu", "True", "--bf16", "False",
+            "--report_to", "none", "--save_strategy", "no", "--disable_tqdm", "True"]  # fmt: skip
+    assert main(argv) == 0
+    assert (tmp_path / "model.safetensors").exists() and "trl_ext" in (tmp_path / "README.md").read_text()

@@ -18,6 +18,7 @@ from trl import DPOConfig as TRLDPOConfig
 from trl import DPOTrainer as TRLDPOTrainer
 
 from trl_ext.core.preference import MARGIN_LOSS_TYPES, margin_as_logratio_offset
+from trl_ext.hub import ModelCardMixin
 from trl_ext.trainers._trl_hooks import require_trl_hooks
 from trl_ext.trainers.reference_resets import ReferenceResetArguments, ReferenceResetMixin
 
@@ -63,7 +64,7 @@ class DPOConfig(ReferenceResetArguments, TRLDPOConfig):
             )
 
 
-class DPOTrainer(ReferenceResetMixin, TRLDPOTrainer):
+class DPOTrainer(ModelCardMixin, ReferenceResetMixin, TRLDPOTrainer):
     """TRL's DPOTrainer plus an optional per-pair ``margin`` column (see the module docstring) and ProRL reference
     resets (see [`DPOConfig`]). A plain ``trl.DPOConfig`` works too, with resets off.
 

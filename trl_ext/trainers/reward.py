@@ -18,6 +18,7 @@ from trl import RewardTrainer as TRLRewardTrainer
 
 from trl_ext.core.preference import bradley_terry_loss
 from trl_ext.data.listwise import expand_listwise, is_listwise
+from trl_ext.hub import ModelCardMixin
 from trl_ext.trainers._trl_hooks import require_trl_hooks
 
 # Everything of TRL's RewardTrainer this module relies on, in one place (DESIGN §4): name -> leading parameters.
@@ -65,7 +66,7 @@ class RewardConfig(TRLRewardConfig):
     )
 
 
-class RewardTrainer(TRLRewardTrainer):
+class RewardTrainer(ModelCardMixin, TRLRewardTrainer):
     """TRL's RewardTrainer that also accepts listwise data (see the module docstring); pairwise data is unchanged."""
 
     _tag_names = ["trl", "trl-ext", "reward-trainer"]
