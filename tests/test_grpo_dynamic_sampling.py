@@ -246,3 +246,11 @@ def test_magistral_standardises_the_refilled_batch(tiny_policy_path, tmp_path):
         assert (advantages.view(-1, G).abs().sum(dim=1) > 0).all()
         assert abs(float(advantages.mean())) < 1e-5
         assert float(advantages.std()) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_length_penalty_reward_is_shaping_and_never_filters():
+    from trl_ext.rewards import OverlongPenalty, math_accuracy
+    from trl_ext.trainers.grpo import is_shaping_reward
+
+    assert is_shaping_reward(OverlongPenalty(max_length=16, cache_length=4))
+    assert not is_shaping_reward(math_accuracy)

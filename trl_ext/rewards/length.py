@@ -25,6 +25,7 @@ class OverlongPenalty(RewardFunction):
     """
 
     name = "overlong_penalty"
+    trl_ext_shaping = True  # a shaping term: never part of the dynamic-sampling filter (grpo.is_shaping_reward)
 
     def __init__(self, max_length: int, cache_length: int, max_penalty: float = 1.0, name: str | None = None) -> None:
         super().__init__(name)
