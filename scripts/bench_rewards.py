@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from trl_ext.rewards.math import MathAccuracy, shared_pool
 from trl_ext.sandbox import Limits, get_backend, run, run_tests
@@ -32,21 +33,43 @@ def _math_batch(n: int, offset: int) -> tuple[list[str], list[str]]:
     return golds, completions
 
 
-def bench_math(workers: int, items: int, rounds: int) -> float:
-    """Best verifications/s over ``rounds`` timings with ``workers`` worker processes (pool warmed up first).
-    Best-of-rounds because a shared machine's load swings a single timing by 2x."""
-    reward = MathAccuracy(num_workers=workers)
-    golds, completions = _math_batch(4 * workers, 10_000_000)
-    reward(completions, solution=golds)  # start and warm every worker
-    best = 0.0
-    for r in range(rounds):
-        golds, completions = _math_batch(items, (workers * rounds + r) * 100_000)
-        start = time.perf_counter()
-        scores = reward(completions, solution=golds)
-        best = max(best, items / (time.perf_counter() - start))
-        assert scores.count(1.0) == items // 2, scores
+def _cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds consumed so far by the processes ``pids`` (Linux /proc)."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _time_math(reward: MathAccuracy, items: int, offset: int) -> tuple[float, float]:
+    """(verifications/s, average number of busy workers) for ``items`` new pairs."""
+    golds, completions = _math_batch(items, offset)
+    pids = shared_pool(reward.num_workers).pids()
+    cpu_before, start = _cpu_seconds(pids), time.perf_counter()
+    scores = reward(completions, solution=golds)
+    elapsed = time.perf_counter() - start
+    assert scores.count(1.0) == items // 2, scores
+    return items / elapsed, (_cpu_seconds(pids) - cpu_before) / elapsed
+
+
+def bench_math(workers: int, items: int, rounds: int) -> tuple[float, float, float]:
+    """Best verifications/s with 1 worker and with ``workers`` workers over ``rounds`` alternating timings
+    (best-of and alternating because a shared machine's load swings a single timing by 2x), and how many
+    workers were busy on average in the best multi-worker timing (the cores the machine actually gave)."""
+    single, multi = MathAccuracy(num_workers=1), MathAccuracy(num_workers=workers)
+    for reward in (single, multi):  # start and warm every worker
+        golds, completions = _math_batch(4 * reward.num_workers, 10_000_000 + 1000 * reward.num_workers)
+        reward(completions, solution=golds)
+    best_single = best_multi = busy = 0.0
+    for r in range(rounds):  # the same (new) items for both in each round: equal work
+        best_single = max(best_single, _time_math(single, items, r * 100_000)[0])
+        rate, cores = _time_math(multi, items, r * 100_000)
+        if rate > best_multi:
+            best_multi, busy = rate, cores
+    shared_pool(1).close()
     shared_pool(workers).close()
-    return best
+    return best_single, best_multi, busy
 
 
 def _median_wall(fn, runs: int) -> float:
@@ -91,17 +114,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", type=int, default=2, help="math worker processes for the parallel figure")
     parser.add_argument("--items", type=int, default=192, help="distinct (gold, answer) pairs per math timing")
-    parser.add_argument("--rounds", type=int, default=3, help="math timings per worker count (best is kept)")
+    parser.add_argument("--rounds", type=int, default=5, help="timings per figure (the best is kept)")
     parser.add_argument("--runs", type=int, default=40, help="sandbox runs per timing")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
     load = os.getloadavg()[0]
     print(f"machine: {os.cpu_count()} CPU cores, load average {load:.2f}, python {sys.version.split()[0]}")
-    single = bench_math(1, args.items, args.rounds)
-    multi = bench_math(args.workers, args.items, args.rounds)
+    single, multi, busy = bench_math(args.workers, args.items, args.rounds)
     print(f"math verifications/s, 1 worker:  {single:8.1f}")
     print(f"math verifications/s, {args.workers} workers: {multi:8.1f}   ({multi / single:.2f}x single-worker)")
+    print(f"  workers busy on average during that timing: {busy:.2f} (the CPU cores the machine gave them)")
 
     bare, bare_is, boxed, throughput = bench_sandbox(args.runs)
     print(f"bare `python -c pass` subprocess:       {bare * 1000:7.1f} ms (median of {args.runs})")
