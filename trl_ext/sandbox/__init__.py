@@ -3,6 +3,23 @@
 ``run(code, stdin)`` runs one program; ``run_tests(program, tests)`` grades it against a stdio, call or assert
 test spec with every comparison done outside the sandbox. The default backend is bubblewrap; the rlimit-only
 backend is weaker and must be chosen explicitly (``backend="rlimit"``).
+
+Security model (bubblewrap backend):
+- The launcher gets an allow-listed environment (``limits.SAFE_ENV``): nothing of the trainer's environment,
+  tokens included, exists in the sandbox, not even in /proc/1/environ.
+- New pid, network (loopback only), IPC, UTS and mount namespaces. The filesystem is an empty read-only root
+  with /usr (and /bin, /lib... links), the loader cache and the Python installation bound read-only, plus a
+  capped tmpfs at /tmp as the working directory: no $HOME, Hub cache, dataset or checkpoint is visible.
+- As root, the harness drops to an unprivileged uid (distinct per concurrent run) before the program starts,
+  so RLIMIT_NPROC applies; rlimits cap CPU, address space, file size, processes and descriptors; Python runs
+  with ``-I -S`` (no environment, no user or site packages unless ``Limits.site_packages``).
+- The parent enforces the wall deadline (from the moment the sandbox is up), output caps, and SIGKILLs the
+  launcher's process group; the pid namespace dies with it, so no descendant outlives a run.
+- Expected outputs never enter the sandbox: stdio and call results are compared in the parent, call results
+  as strictly typed JSON. Assert tests (HumanEval/MBPP style) must print a per-run nonce that the harness
+  holds out of the program's reach (another thread's frame; gc, ctypes and /proc/self/mem are sealed) and
+  prints only after the asserts passed. They still run in the program's own interpreter, so prefer the
+  call form (``trl_ext.rewards.code_adapters.asserts_to_call`` converts the simple ones).
 """
 
 from __future__ import annotations
