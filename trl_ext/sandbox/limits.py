@@ -90,7 +90,7 @@ class UidPool:
         with self._lock:
             if not self._free:
                 return self._base + _UID_SLOTS - 1
-            slot = self._free.pop()
+            slot = self._free.pop(0)  # FIFO: a released uid's killed processes have time to exit before reuse
             self._in_use.add(slot)
         return self._base + slot
 
