@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from trl_ext.sandbox import Limits, run, run_tests
+from trl_ext.sandbox.limits import _UID_SLOTS, UIDS
 
 SECRET = "hf_FAKE_SECRET_b1c9e4d0a7"
 LIMITS = Limits(timeout_s=2.0, memory_mb=512)
-UID_RANGE = range(61000, 61000 + 256 * 64)  # trl_ext.sandbox.limits: the sandbox uids when running as root
+# the sandbox uids this process hands out when running as root (other pytest workers use other ranges)
+UID_RANGE = range(UIDS._base, UIDS._base + _UID_SLOTS)
 
 
 def _sandbox_pids() -> list[int]:
