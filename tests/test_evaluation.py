@@ -1,0 +1,39 @@
+"""Evaluation: sampling, scoring, pass@k from the unbiased estimator, and results that reach the model card."""
+
+import json
+
+import pytest
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from trl_ext.cli import main
+from trl_ext.data.demo import arithmetic_prompts
+from trl_ext.evaluation import evaluate_policy
+
+
+def first_sample_passes(completions, **kwargs):
+    """1 for the first of every 4 samples of a prompt, 0 otherwise: pass@1 = 0.25 and pass@4 = 1 exactly."""
+    return [1.0 if index % 4 == 0 else 0.0 for index in range(len(completions))]
+
+
+def test_pass_at_k_and_mean_reward_follow_the_scores(tiny_policy_path):
+    model = AutoModelForCausalLM.from_pretrained(tiny_policy_path)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_policy_path)
+    dataset = arithmetic_prompts().select(range(5))
+    report = evaluate_policy(model, tokenizer, dataset, [first_sample_passes], num_samples=4, ks=(1, 2, 4),
+                             max_new_tokens=4)  # fmt: skip
+    assert report.num_prompts == 5 and report.mean_reward == pytest.approx(0.25)
+    assert report.pass_at == pytest.approx({1: 0.25, 2: 0.5, 4: 1.0})  # 1 − C(3,2)/C(4,2) = 0.5
+
+
+def test_eval_command_writes_results_that_the_card_shows(tmp_path, tiny_policy_path):
+    import shutil
+
+    model_dir = tmp_path / "model"
+    shutil.copytree(tiny_policy_path, model_dir)
+    data = tmp_path / "test.jsonl"
+    arithmetic_prompts().select(range(3)).to_json(str(data))
+    assert main(["eval", "--model_name_or_path", str(model_dir), "--dataset_name", str(data), "--num_samples", "2",
+                 "--max_new_tokens", "4", "--reward_funcs", "math_accuracy"]) == 0  # fmt: skip
+    rows = json.loads((model_dir / "eval_results.json").read_text())
+    assert {row["metric_type"] for row in rows} == {"mean_reward", "pass@1", "pass@2"}
+    assert all(0.0 <= row["metric_value"] <= 1.0 for row in rows)
