@@ -191,3 +191,12 @@ def test_launch_failure_is_an_infra_error():
 
     result = Broken().launch({"mode": "script", "code": "print(1)"}, b"", FAST)
     assert result.status == "infra_error" and "could not launch" in result.stderr
+
+
+def test_debug_output_on_stderr_does_not_fail_many_cases():
+    program = "import sys\nn = int(input())\nsys.stderr.write('debug ' * 2000)\nprint(n * 2)\n"
+    stdio = {"kind": "stdio", "cases": [{"input": str(i), "output": str(2 * i)} for i in range(30)]}
+    assert run_tests(program, stdio, limits=FAST).all_passed
+    call_program = "import sys\ndef f(x):\n    sys.stderr.write('debug ' * 2000)\n    return 2 * x\n"
+    call = {"kind": "call", "fn_name": "f", "cases": [{"args": [i], "expected": 2 * i} for i in range(30)]}
+    assert run_tests(call_program, call, limits=FAST).all_passed

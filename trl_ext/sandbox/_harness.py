@@ -106,10 +106,19 @@ def _resolve(namespace, fn_name):
     raise NameError("the program defines no function named " + repr(fn_name))
 
 
+def _silence_stderr():
+    """Point fd 2 at /dev/null: debug prints on stderr, common in contest code, must not fill the run's
+    stderr cap across many cases (only stdout is judged)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+
+
 def _call_mode(payload, out_fd):
     marker = payload["marker"].encode()
     stop_on_failure = payload["stop_on_failure"]
     namespace = _new_namespace()
+    _silence_stderr()
     try:
         exec(compile(payload["code"], "solution.py", "exec"), namespace)
         fn = _resolve(namespace, payload["fn_name"])
@@ -147,6 +156,7 @@ def _case_child(code, stdin_fd, out_w, cpu_s):
         os.setpgid(0, 0)
         os.dup2(stdin_fd, 0)
         os.dup2(out_w, 1)
+        _silence_stderr()
         os.closerange(3, 1 << 16)  # the harness's own descriptors (its stdout copy included)
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
         exec(compile(code, "solution.py", "exec"), _new_namespace())
