@@ -41,8 +41,8 @@ class CodeTests(RewardFunction):
     as ``<name>/<outcome>`` through TRL's ``log_metric``.
 
     Per-run limits come from ``limits`` (default ``Limits()``: 5 s, 1024 MiB, 1 MiB of stdout, ...), with
-    ``timeout_s`` / ``memory_mb`` overriding those two fields when given. A call-kind spec runs all its cases
-    in one process with ``timeout_s`` per case; stdio runs one process per case.
+    ``timeout_s`` / ``memory_mb`` overriding those two fields when given. Every stdio or call case gets
+    ``timeout_s``; all cases of one program share one sandbox (see ``trl_ext.sandbox.run_tests``).
     """
 
     name = "code_tests"
