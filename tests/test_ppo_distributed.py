@@ -1,4 +1,5 @@
-"""PPOTrainer with two processes on CPU (DDP over gloo): global whitening, a DDP critic kept in sync, checkpoints."""
+"""PPOTrainer with two processes on CPU over gloo (DDP, DeepSpeed ZeRO-2): global whitening, a critic kept in sync,
+checkpoints and exact resume."""
 
 import json
 import os
@@ -9,24 +10,35 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "tests", "scripts", "ppo_distributed.py")
+LAUNCH = {
+    "ddp": ["--multi_gpu"],
+    "zero2": ["--config_file", os.path.join(ROOT, "examples", "accelerate", "deepspeed_zero2.yaml")],
+}
+PORTS = {"ddp": 29631, "zero2": 29632}
 
 
 @pytest.mark.slow
-def test_two_process_ppo(tmp_path, tiny_policy_path):
+@pytest.mark.parametrize("backend", sorted(LAUNCH))
+def test_two_process_ppo(backend, tmp_path, tiny_policy_path):
     command = [
-        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-        "--num_machines", "1", "--mixed_precision", "no", "--main_process_port", "29631",
-        SCRIPT, tiny_policy_path, str(tmp_path),
+        sys.executable, "-m", "accelerate.commands.launch", *LAUNCH[backend], "--num_processes", "2",
+        "--num_machines", "1", "--mixed_precision", "no", "--main_process_port", str(PORTS[backend]),
+        SCRIPT, tiny_policy_path, str(tmp_path), backend,
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=540)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
     reports = [json.loads((tmp_path / f"report-{rank}.json").read_text()) for rank in range(2)]
     assert all(r["num_processes"] == 2 and r["critic_is_ddp"] and r["critic_moved"] for r in reports)
+    assert all(r["deepspeed"] == (backend == "zero2") for r in reports)
     # DDP keeps both replicas of the policy and of the critic identical.
     assert reports[0]["policy"] == reports[1]["policy"]
     assert reports[0]["critic"] == reports[1]["critic"]
     assert reports[0]["value_loss"] == reports[1]["value_loss"]  # logged as the mean over processes
+    for report in reports:  # resuming from checkpoint-2 reproduces step 3
+        assert report["resumed_steps"] == [1, 2, 3]  # steps 1-2 come from the checkpoint's trainer state
+        for key in ("policy", "critic"):
+            assert report[f"resumed_{key}"] == pytest.approx(report[key], abs=1e-5), key
     # Whitening used the statistics of both processes: each rank alone is not centred, their union is.
     for rollout in zip(*(r["whitening_sums"] for r in reports)):
         count = sum(sums[0] for sums in rollout)

@@ -109,10 +109,12 @@ def test_config_errors_name_the_field(overrides, match):
 
 
 def test_unsupported_setups_raise_a_clear_error():
-    base = dict(deepspeed_plugin=None, deepspeed=None, fsdp=None, fp16=False)
+    base = dict(deepspeed_plugin=None, fsdp=None, fp16=False)
     _check_supported_setup(types.SimpleNamespace(**base))
-    for key, value in (("deepspeed", "ds.json"), ("fsdp", "full_shard"), ("fp16", True)):
-        with pytest.raises(NotImplementedError, match="single process and under DDP"):
+    _check_supported_setup(types.SimpleNamespace(**{**base, "deepspeed_plugin": types.SimpleNamespace(zero_stage=2)}))
+    zero3 = types.SimpleNamespace(zero_stage=3)
+    for key, value in (("deepspeed_plugin", zero3), ("fsdp", "full_shard"), ("fp16", True)):
+        with pytest.raises(NotImplementedError, match="Supported: a single process, DDP"):
             _check_supported_setup(types.SimpleNamespace(**{**base, key: value}))
 
 

@@ -1,7 +1,8 @@
-"""Two-process PPO (launched by tests/test_ppo_distributed.py with accelerate --multi_gpu on CPU, DDP over gloo).
+"""Two-process PPO (launched by tests/test_ppo_distributed.py with accelerate on CPU over gloo: DDP or DeepSpeed ZeRO-2).
 
-Trains 2 steps with a checkpoint, records each rank's whitening sums of every rollout, and writes a JSON report
-per rank: the sums, a fingerprint of the policy and critic parameters, and whether the critic moved.
+Trains 3 steps with a checkpoint at step 2, records each rank's whitening sums of every rollout, resumes a second run
+from the checkpoint, and writes a JSON report per rank: the sums, fingerprints of the policy and critic parameters of
+both runs, and whether the critic moved.
 """
 
 import json
@@ -32,28 +33,44 @@ def fingerprint(model):
     return [float(p.detach().double().sum()) for p in model.parameters()]
 
 
-def main(policy_path, output_dir):
-    args = tiny_ppo_config(output_dir, per_device_train_batch_size=2, save_strategy="steps", save_steps=2)
+def train(policy_path, output_dir, placement, resume=None):
+    args = tiny_ppo_config(
+        output_dir, per_device_train_batch_size=2, max_steps=3, save_strategy="steps", save_steps=2, **placement
+    )
     trainer = RecordingPPOTrainer(
         model=policy_path, reward_funcs=even_token_reward, args=args, train_dataset=prompts()
     )
     critic_before = fingerprint(trainer.value_model)
-    trainer.train()
+    trainer.train(resume_from_checkpoint=resume)
+    trainer.critic_moved = fingerprint(trainer.value_model) != critic_before
+    return trainer
+
+
+def main(policy_path, output_dir, backend):
+    # On CPU, DDP runs with use_cpu=True; DeepSpeed needs use_cpu=False plus an explicit gloo backend.
+    placement = {"use_cpu": True} if backend == "ddp" else {"use_cpu": False, "ddp_backend": "gloo"}
+    trainer = train(policy_path, output_dir, placement)
     trainer.save_model()
-    rank = trainer.accelerator.process_index
+    resumed = train(
+        policy_path, os.path.join(output_dir, "resumed"), placement, os.path.join(output_dir, "checkpoint-2")
+    )
     report = {
         "num_processes": trainer.accelerator.num_processes,
+        "deepspeed": trainer.is_deepspeed_enabled,
         "critic_is_ddp": isinstance(trainer.critic, torch.nn.parallel.DistributedDataParallel),
         "whitening_sums": trainer.whitening_sums,
         "policy": fingerprint(trainer.model),
         "critic": fingerprint(trainer.value_model),
-        "critic_moved": fingerprint(trainer.value_model) != critic_before,
+        "critic_moved": trainer.critic_moved,
         "value_loss": [log["ppo/value_loss"] for log in trainer.state.log_history if "ppo/value_loss" in log],
+        "resumed_policy": fingerprint(resumed.model),
+        "resumed_critic": fingerprint(resumed.value_model),
+        "resumed_steps": [log["step"] for log in resumed.state.log_history if "loss" in log],
     }
-    with open(os.path.join(output_dir, f"report-{rank}.json"), "w") as handle:
+    with open(os.path.join(output_dir, f"report-{trainer.accelerator.process_index}.json"), "w") as handle:
         json.dump(report, handle)
     trainer.accelerator.end_training()
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    main(*sys.argv[1:4])

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from accelerate.utils import is_peft_model
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 from transformers import (
     AutoModelForSequenceClassification,
     AutoTokenizer,
@@ -357,8 +358,9 @@ class PPOTrainer(GRPOTrainer):
     of pre-tokenized queries, any TRL reward function (callable, reward model, Hub id) instead of a single reward
     model, uses TRL's generation (vLLM included) and ``Trainer`` loop (checkpoints, resume, callbacks) instead of its
     own loop, keeps the critic in a separate model with its own optimizer instead of a policy-and-value wrapper, and
-    whitens advantages with global statistics. It has no ``missing_eos_penalty`` (use a reward function) and
-    supports single process and DDP; DeepSpeed, FSDP and fp16 raise an error.
+    whitens advantages with global statistics. It has no ``missing_eos_penalty`` (use a reward function). Supported:
+    single process, DDP and DeepSpeed ZeRO-1/2 (the critic is a DDP replica with a torch optimizer); ZeRO-3, FSDP and
+    fp16 raise a clear error.
     """
 
     config_class = PPOConfig
@@ -403,10 +405,12 @@ class PPOTrainer(GRPOTrainer):
                 **kwargs,
             )  # fmt: skip
         self.beta = args.beta  # TRL's KL-in-loss coefficient; the reference model is kept either way
-        if self.is_deepspeed_enabled or self.is_fsdp_enabled:
+        if self.is_fsdp_enabled or (
+            self.is_deepspeed_enabled and self.accelerator.state.deepspeed_plugin.zero_stage > 2
+        ):
             raise NotImplementedError(_UNSUPPORTED_MESSAGE)
         self.kl_coef = float(args.kl_coef)
-        self.critic = self.accelerator.prepare_model(TokenValueModel(self._build_critic(value_model)))
+        self.critic = self._prepare_critic(TokenValueModel(self._build_critic(value_model)))
         self.critic_optimizer: torch.optim.Optimizer | None = None
         self.critic_lr_scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
 
@@ -421,6 +425,17 @@ class PPOTrainer(GRPOTrainer):
         if self.args.gradient_checkpointing:
             critic.gradient_checkpointing_enable(gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs)
         return critic
+
+    def _prepare_critic(self, critic: TokenValueModel) -> nn.Module:
+        """DDP through accelerate; under DeepSpeed (which engines the policy only) a plain DDP wrapper, so the critic's
+        gradients are all-reduced either way."""
+        if not self.is_deepspeed_enabled:
+            return self.accelerator.prepare_model(critic)
+        critic = critic.to(self.accelerator.device)
+        if self.accelerator.num_processes == 1:
+            return critic
+        device_ids = [self.accelerator.local_process_index] if self.accelerator.device.type == "cuda" else None
+        return DistributedDataParallel(critic, device_ids=device_ids)
 
     @property
     def value_model(self) -> PreTrainedModel:
@@ -583,7 +598,11 @@ class PPOTrainer(GRPOTrainer):
         creating = self.lr_scheduler is None
         scheduler = super().create_scheduler(num_training_steps, optimizer)
         if self.critic_optimizer is None:
-            self.critic_optimizer = self.accelerator.prepare_optimizer(self._new_critic_optimizer())
+            optimizer = self._new_critic_optimizer()
+            # accelerate would hand a second optimizer to DeepSpeed's engine; the critic's stays a torch optimizer there
+            self.critic_optimizer = (
+                optimizer if self.is_deepspeed_enabled else self.accelerator.prepare_optimizer(optimizer)
+            )
         if creating or self.critic_lr_scheduler is None:
             self.critic_lr_scheduler = get_scheduler(
                 self.args.lr_scheduler_type,
@@ -649,14 +668,16 @@ class PPOTrainer(GRPOTrainer):
 
 
 _UNSUPPORTED_MESSAGE = (
-    "PPOTrainer trains its critic with a second optimizer, which it supports in a single process and under DDP "
-    "(accelerate launch --multi_gpu, or torchrun; CPU or GPU) in fp32 or bf16. DeepSpeed (ZeRO-1/2/3), FSDP and fp16 "
-    "loss scaling are not supported yet: launch without a DeepSpeed/FSDP config and without fp16."
+    "PPOTrainer trains its critic (a DDP replica on every process) with a second optimizer. Supported: a single "
+    "process, DDP (accelerate launch --multi_gpu, or torchrun; CPU or GPU) and DeepSpeed ZeRO-1/2 for the policy, in "
+    "fp32 or bf16. Not supported yet: DeepSpeed ZeRO-3, FSDP and fp16 loss scaling. Use a ZeRO-2 or DDP launch "
+    "config and bf16."
 )
 
 
 def _check_supported_setup(args: PPOConfig) -> None:
-    if args.deepspeed_plugin is not None or args.deepspeed or args.fsdp or args.fp16:
+    zero3 = args.deepspeed_plugin is not None and args.deepspeed_plugin.zero_stage == 3
+    if zero3 or args.fsdp or args.fp16:
         raise NotImplementedError(_UNSUPPORTED_MESSAGE)
 
 
