@@ -21,9 +21,18 @@ def conv(text):
 
 
 def test_bare_latex_gold_is_parsed_whole():
-    # TRL 1.16's accuracy_reward reads bare `73\pi` as 73: it accepts \boxed{73} and rejects \boxed{73\pi}
     scores = math_accuracy([r"so \boxed{73}", r"so \boxed{73\pi}", r"\boxed{\pi \cdot 73}"], solution=[r"73\pi"] * 3)
     assert scores == [0.0, 1.0, 1.0]
+
+
+def test_the_trl_bugs_this_fixes():
+    from trl.rewards import accuracy_reward
+
+    # TRL 1.16 reads the bare gold `73\pi` as 73, and cannot take plain-text completions
+    assert accuracy_reward([conv(r"\boxed{73}"), conv(r"\boxed{73\pi}")], solution=[r"73\pi"] * 2) == [1.0, 0.0]
+    with pytest.raises(TypeError):
+        accuracy_reward([r"\boxed{73\pi}"], solution=[r"73\pi"])
+    assert math_accuracy([conv(r"\boxed{73}"), r"\boxed{73\pi}"], solution=[r"73\pi"] * 2) == [0.0, 1.0]
 
 
 @pytest.mark.parametrize(
