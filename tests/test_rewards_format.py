@@ -127,3 +127,12 @@ def test_rewards_are_picklable_and_named():
 def test_bad_completion_type_names_the_row():
     with pytest.raises(ValueError, match="completion 1"):
         think_format(["ok", 42])
+
+
+def test_format_and_length_terms_are_shaping_and_task_rewards_are_not():
+    from trl_ext.rewards import code_tests, magistral_code_reward, math_accuracy
+
+    for shaping in (think_format, boxed_format, code_block_format, overlong_penalty(8, 2)):
+        assert getattr(shaping, "trl_ext_shaping", False) is True, shaping
+    for task in (math_accuracy, code_tests, magistral_math_reward, magistral_code_reward):
+        assert not getattr(task, "trl_ext_shaping", False), task

@@ -17,6 +17,8 @@ from trl_ext.rewards.math import math_accuracy
 class _FormatReward(RewardFunction):
     """1.0 when ``check(text)`` holds, else 0.0 (values configurable)."""
 
+    trl_ext_shaping = True  # a shaping term: never part of the dynamic-sampling filter (grpo.is_shaping_reward)
+
     def __init__(self, pass_value: float = 1.0, fail_value: float = 0.0, name: str | None = None) -> None:
         super().__init__(name)
         self.pass_value = pass_value
