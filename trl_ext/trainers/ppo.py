@@ -588,7 +588,8 @@ class PPOTrainer(GRPOTrainer):
             grad_norm = torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.args.max_grad_norm)
             self.record_metric("ppo/critic_grad_norm", grad_norm.item())
         self.critic_optimizer.step()
-        self.critic_lr_scheduler.step()
+        if not isinstance(self.critic_lr_scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):  # needs metrics
+            self.critic_lr_scheduler.step()
         self.critic_optimizer.zero_grad(set_to_none=True)
 
     def create_scheduler(
