@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import trl
 from datasets import Dataset
 
-from trl_ext.trainers.reference_resets import ReferenceResetArguments, ReferenceResetMixin
+# The real trainer: reference resets are part of every trl_ext GRPO-family trainer.
+from trl_ext.trainers.grpo import GRPOConfig as ResetGRPOConfig
+from trl_ext.trainers.grpo import GRPOTrainer as ResetGRPOTrainer
 
-
-@dataclass
-class ResetGRPOConfig(trl.GRPOConfig, ReferenceResetArguments):
-    def __post_init__(self):
-        super().__post_init__()
-        self.validate_reference_resets()
-
-
-class ResetGRPOTrainer(ReferenceResetMixin, trl.GRPOTrainer):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._init_reference_resets()
+__all__ = ["ResetGRPOConfig", "ResetGRPOTrainer", "length_reward", "prompts", "tiny_config"]
 
 
 def prompts(n=16):

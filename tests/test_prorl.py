@@ -54,3 +54,23 @@ def test_manual_reset_from_user_code(tmp_path, tiny_policy_path):
     policy, reference = trainer._reference_models()
     assert all(torch.equal(a, b) for a, b in zip(policy.parameters(), reference.parameters(), strict=True))
     assert trainer.reset_bookkeeping.reset_reasons == ["manual"]
+
+
+def test_prorl_resume_after_a_reset_matches_the_uninterrupted_run(tmp_path, tiny_policy_path):
+    def run(output_dir, resume=None, **overrides):
+        args = trl_ext.ProRLConfig(output_dir=str(output_dir), max_steps=4, ref_reset_steps=2, beta=0.5,
+                                   **{**TINY, **overrides})  # fmt: skip
+        trainer = trl_ext.ProRLTrainer(model=tiny_policy_path, reward_funcs=length_reward, args=args,
+                                       train_dataset=prompts())  # fmt: skip
+        trainer.train(resume_from_checkpoint=resume)
+        return trainer
+
+    full = run(tmp_path / "full", save_strategy="steps", save_steps=3)
+    resumed = run(tmp_path / "resumed", resume=str(tmp_path / "full" / "checkpoint-3"))
+    assert resumed.reset_bookkeeping.reset_steps == full.reset_bookkeeping.reset_steps == [2, 4]
+    for a, b in zip(full._reference_models(), resumed._reference_models(), strict=True):
+        for p, q in zip(a.parameters(), b.parameters(), strict=True):
+            torch.testing.assert_close(p, q, atol=1e-6, rtol=0)
+    states = [[t for s in t.optimizer.state.values() for t in s.values()] for t in (full, resumed)]
+    for p, q in zip(*states, strict=True):
+        torch.testing.assert_close(p, q, atol=1e-6, rtol=0)
