@@ -11,10 +11,11 @@ from trl_ext.cli import load_any_dataset, main, resolve_reward
 from trl_ext.data.demo import arithmetic_prompts
 
 TINY_RUN = [
-    "--max_steps", "2", "--per_device_train_batch_size", "4", "--max_completion_length", "6", "--use_cpu", "True",
+    "--max_steps", "2", "--per_device_train_batch_size", "4", "--max_completion_length", "6",
     "--bf16", "False", "--gradient_checkpointing", "False", "--report_to", "none", "--save_strategy", "no",
     "--logging_steps", "1", "--disable_tqdm", "True",
 ]  # fmt: skip
+ON_CPU = ["--use_cpu", "True"]
 
 
 @pytest.fixture(scope="module")
@@ -24,13 +25,14 @@ def prompt_file(tmp_path_factory):
     return str(path)
 
 
-@pytest.mark.parametrize("recipe", ["grpo", "dapo", "dr_grpo", "rloo", "magistral"])
-def test_cli_trains_each_grpo_family_recipe_from_a_local_file(recipe, tmp_path, tiny_policy_path, prompt_file):
+@pytest.mark.parametrize("recipe", ["grpo", "dapo", "dr_grpo", "rloo", "magistral", "prorl", "ppo"])
+def test_cli_trains_each_rl_recipe_from_a_local_file(recipe, tmp_path, tiny_policy_path, prompt_file):
     output_dir = tmp_path / recipe
     argv = [recipe, "--model_name_or_path", tiny_policy_path, "--dataset_name", prompt_file, "--output_dir",
-            str(output_dir), "--num_generations", "4", "--reward_funcs", "math_accuracy", "boxed_format", *TINY_RUN]  # fmt: skip
+            str(output_dir), "--num_generations", "4", "--reward_funcs", "math_accuracy", "boxed_format", *TINY_RUN, *ON_CPU]  # fmt: skip
     assert main(argv) == 0
     assert (output_dir / "model.safetensors").exists() and (output_dir / "README.md").exists()
+    assert (output_dir / "critic" / "config.json").exists() == (recipe == "ppo")
 
 
 def test_cli_reads_a_yaml_config(tmp_path, tiny_policy_path, prompt_file):
@@ -39,7 +41,7 @@ def test_cli_reads_a_yaml_config(tmp_path, tiny_policy_path, prompt_file):
                       f"epsilon_high: 0.3\noutput_dir: {tmp_path / 'out'}\n")  # fmt: skip
     from trl_ext.cli import train
 
-    trainer = train("dapo", ["--config", str(config), *TINY_RUN])
+    trainer = train("dapo", ["--config", str(config), *TINY_RUN, *ON_CPU])
     assert trainer.args.epsilon_high == 0.3 and trainer.args.dynamic_sampling is True
 
 
@@ -66,13 +68,24 @@ def test_cli_rejects_an_unknown_recipe():
         main(["dappo"])
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LAUNCHES = {
+    "ddp": (["--multi_gpu"], ["--use_cpu", "True"], 29621),
+    # DeepSpeed on CPU: accelerate needs an explicit gloo backend, and use_cpu must stay off (DESIGN §5).
+    "zero2": (["--config_file", os.path.join(ROOT, "examples", "accelerate", "deepspeed_zero2.yaml")],
+              ["--use_cpu", "False", "--ddp_backend", "gloo"], 29622),
+}  # fmt: skip
+
+
 @pytest.mark.slow
-def test_cli_under_accelerate_with_two_processes(tmp_path, tiny_policy_path, prompt_file):
-    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", "train.py")
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-               "--num_machines", "1", "--mixed_precision", "no", "--main_process_port", "29621", script,
-               "--recipe", "dapo", "--model_name_or_path", tiny_policy_path, "--dataset_name", prompt_file,
-               "--output_dir", str(tmp_path), "--num_generations", "4", *TINY_RUN]  # fmt: skip
+@pytest.mark.parametrize("launch", sorted(LAUNCHES))
+def test_cli_under_accelerate_with_two_processes(launch, tmp_path, tiny_policy_path, prompt_file):
+    launcher_args, placement, port = LAUNCHES[launch]
+    command = [sys.executable, "-m", "accelerate.commands.launch", *launcher_args, "--num_processes", "2",
+               "--num_machines", "1", "--mixed_precision", "no", "--main_process_port", str(port),
+               os.path.join(ROOT, "scripts", "train.py"), "--recipe", "dapo", "--model_name_or_path",
+               tiny_policy_path, "--dataset_name", prompt_file, "--output_dir", str(tmp_path), "--num_generations",
+               "4", *TINY_RUN, *placement]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=540)
     assert result.returncode == 0, result.stderr[-5000:]
