@@ -21,3 +21,13 @@ def test_guard_reports_a_changed_signature():
     assert "training_step no longer exists" in problems[1]
     with pytest.raises(RuntimeError, match="does not support the installed TRL"):
         require_trl_hooks(Drifted, hooks)
+
+
+def test_every_trainer_hook_table_matches_the_installed_trl():
+    from trl import DPOTrainer, RewardTrainer
+
+    from trl_ext.trainers._trl_hooks import DPO_HOOKS, PPO_TRL_HOOKS, REWARD_HOOKS
+
+    assert check_trl_hooks(None, PPO_TRL_HOOKS) == []
+    assert check_trl_hooks(DPOTrainer, DPO_HOOKS) == []
+    assert check_trl_hooks(RewardTrainer, REWARD_HOOKS) == []

@@ -23,6 +23,47 @@ GRPO_HOOKS: dict[str, tuple[str, ...]] = {
     "_load_optimizer_and_scheduler": ("self", "checkpoint"),
 }
 
+# The TRL/transformers methods trainers/ppo.py wraps or calls, with the parameters it relies on (DESIGN §4). The two
+# private calls are ``_get_per_token_logps_and_entropies`` (logπ_old when TRL skipped it) and ``_get_output_dir``.
+PPO_TRL_HOOKS: dict[str, tuple[str, ...]] = {
+    "_generate_and_score_completions": ("self", "inputs"),
+    "_get_per_token_logps_and_entropies": (
+        "self",
+        "model",
+        "input_ids",
+        "attention_mask",
+        "logits_to_keep",
+        "batch_size",
+    ),
+    "_get_output_dir": ("self", "trial"),
+    "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
+    "training_step": ("self", "model", "inputs", "num_items_in_batch"),
+    "create_scheduler": ("self", "num_training_steps", "optimizer"),
+    "save_model": ("self", "output_dir", "_internal_call"),
+    "_save_checkpoint": ("self", "model", "trial"),
+    "_load_optimizer_and_scheduler": ("self", "checkpoint"),
+}
+
+# Everything of TRL's DPOTrainer trainers/dpo.py relies on, in one place (DESIGN §4). Methods: name -> leading
+# parameters, checked at import. Attributes: read (and, for the first, set for one call), checked at init.
+DPO_HOOKS: dict[str, tuple[str, ...]] = {
+    "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
+    "compute_ref_log_probs": ("self", "model", "inputs"),
+    "_set_signature_columns_if_needed": ("self",),
+    # wrapped by ReferenceResetMixin
+    "_save_checkpoint": ("self", "model", "trial"),
+    "_load_optimizer_and_scheduler": ("self", "checkpoint"),
+    "log": ("self", "logs", "start_time"),
+}
+DPO_ATTRIBUTES = ("precompute_ref_logps", "ref_model", "beta", "loss_types", "f_divergence_type", "_metrics")
+
+# Everything of TRL's RewardTrainer trainers/reward.py relies on, in one place (DESIGN §4): name -> leading parameters.
+REWARD_HOOKS: dict[str, tuple[str, ...]] = {
+    "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
+    "_prepare_dataset": ("self", "dataset", "processing_class", "args", "dataset_name"),
+    "_set_signature_columns_if_needed": ("self",),
+}
+
 # Keys that the output of ``_generate_and_score_completions`` always carries and that trl_ext reads or rewrites.
 GENERATION_OUTPUT_KEYS = (
     "prompt_ids",

@@ -19,21 +19,9 @@ from trl import DPOTrainer as TRLDPOTrainer
 
 from trl_ext.core.preference import MARGIN_LOSS_TYPES, margin_as_logratio_offset
 from trl_ext.hub import ModelCardMixin
-from trl_ext.trainers._trl_hooks import require_trl_hooks
+from trl_ext.trainers._trl_hooks import DPO_ATTRIBUTES, DPO_HOOKS, require_trl_hooks
 from trl_ext.trainers.reference_resets import ReferenceResetArguments, ReferenceResetMixin
 
-# Everything of TRL's DPOTrainer this module relies on, in one place (DESIGN §4). Methods: name -> leading
-# parameters, checked at import. Attributes: read (and, for the first, set for one call), checked at init.
-DPO_HOOKS: dict[str, tuple[str, ...]] = {
-    "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
-    "compute_ref_log_probs": ("self", "model", "inputs"),
-    "_set_signature_columns_if_needed": ("self",),
-    # wrapped by ReferenceResetMixin
-    "_save_checkpoint": ("self", "model", "trial"),
-    "_load_optimizer_and_scheduler": ("self", "checkpoint"),
-    "log": ("self", "logs", "start_time"),
-}
-DPO_ATTRIBUTES = ("precompute_ref_logps", "ref_model", "beta", "loss_types", "f_divergence_type", "_metrics")
 # A margin needs a loss of β·Δ alone; "sft" ignores the reference, so the shift does not touch it.
 MARGIN_COMPATIBLE_LOSS_TYPES = (*MARGIN_LOSS_TYPES, "sft")
 MARGIN_COLUMN = "margin"

@@ -36,32 +36,12 @@ from trl_ext.core.advantages import gae, whiten
 from trl_ext.core.kl import KL_KINDS, kl_estimate
 from trl_ext.core.losses import clipped_value_loss
 from trl_ext.core.ppo import adaptive_kl_coef, explained_variance, token_rewards, value_clip_fraction
-from trl_ext.trainers._trl_hooks import require_trl_hooks
+from trl_ext.trainers._trl_hooks import PPO_TRL_HOOKS, require_trl_hooks
 from trl_ext.trainers.grpo import GRPOConfig, GRPOTrainer, weighted_total
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-# The TRL/transformers methods this module wraps or calls, with the parameters it relies on (DESIGN §4). The two
-# private calls are ``_get_per_token_logps_and_entropies`` (logπ_old when TRL skipped it) and ``_get_output_dir``.
-PPO_TRL_HOOKS: dict[str, tuple[str, ...]] = {
-    "_generate_and_score_completions": ("self", "inputs"),
-    "_get_per_token_logps_and_entropies": (
-        "self",
-        "model",
-        "input_ids",
-        "attention_mask",
-        "logits_to_keep",
-        "batch_size",
-    ),
-    "_get_output_dir": ("self", "trial"),
-    "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
-    "training_step": ("self", "model", "inputs", "num_items_in_batch"),
-    "create_scheduler": ("self", "num_training_steps", "optimizer"),
-    "save_model": ("self", "output_dir", "_internal_call"),
-    "_save_checkpoint": ("self", "model", "trial"),
-    "_load_optimizer_and_scheduler": ("self", "checkpoint"),
-}
 require_trl_hooks(None, PPO_TRL_HOOKS)
 
 CRITIC_DIR = "critic"

@@ -19,14 +19,8 @@ from trl import RewardTrainer as TRLRewardTrainer
 from trl_ext.core.preference import bradley_terry_loss
 from trl_ext.data.listwise import expand_listwise, is_listwise
 from trl_ext.hub import ModelCardMixin
-from trl_ext.trainers._trl_hooks import require_trl_hooks
+from trl_ext.trainers._trl_hooks import REWARD_HOOKS, require_trl_hooks
 
-# Everything of TRL's RewardTrainer this module relies on, in one place (DESIGN §4): name -> leading parameters.
-REWARD_HOOKS: dict[str, tuple[str, ...]] = {
-    "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
-    "_prepare_dataset": ("self", "dataset", "processing_class", "args", "dataset_name"),
-    "_set_signature_columns_if_needed": ("self",),
-}
 WEIGHT_COLUMN = "weight"
 
 require_trl_hooks(TRLRewardTrainer, REWARD_HOOKS)
