@@ -74,7 +74,7 @@ def test_overlong_punishment_keeps_the_users_reward_weights(tiny_policy_path, tm
     )
     assert trainer.reward_weights.tolist() == [2.0, 1.0]
     punishment = trainer.reward_funcs[-1]
-    assert punishment(completion_ids=[[1] * 4, [1] * 6, [1] * 8]) == pytest.approx([0.0, -0.5, -1.0])
+    assert punishment(["a", "b", "c"], completion_ids=[[1] * 4, [1] * 6, [1] * 8]) == pytest.approx([0.0, -0.5, -1.0])
 
 
 def test_dapo_trains(tiny_policy_path, tmp_path):

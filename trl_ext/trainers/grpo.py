@@ -17,8 +17,8 @@ import trl
 
 from trl_ext.core.advantages import group_normalized, leave_one_out, minibatch_normalized
 from trl_ext.core.filtering import informative_groups
-from trl_ext.core.shaping import overlong_penalty
 from trl_ext.hub import ModelCardMixin
+from trl_ext.rewards.length import OverlongPenalty
 from trl_ext.trainers import _dynamic_sampling as ds
 from trl_ext.trainers._trl_hooks import GRPOHookMixin, require_trl_hooks
 from trl_ext.trainers.reference_resets import ReferenceResetArguments, ReferenceResetMixin
@@ -183,20 +183,6 @@ def _choice(name: str, value: str, choices: tuple[str, ...]) -> None:
         raise ValueError(f"Unknown {name}={value!r}; expected one of {', '.join(map(repr, choices))}.")
 
 
-class SoftOverlongPunishment:
-    """DAPO's soft overlong punishment (arXiv 2503.14476 Eq. 13) as a TRL reward function; a shaping term."""
-
-    trl_ext_shaping = True
-
-    def __init__(self, max_length: int, cache_length: int, max_penalty: float = 1.0):
-        self.__name__ = "soft_overlong_punishment"  # the name TRL logs it under (rewards/<name>/mean)
-        self.max_length, self.cache_length, self.max_penalty = max_length, cache_length, max_penalty
-
-    def __call__(self, completion_ids: list[list[int]], **kwargs) -> list[float]:
-        lengths = torch.tensor([len(ids) for ids in completion_ids])
-        return overlong_penalty(lengths, self.max_length, self.cache_length, self.max_penalty).tolist()
-
-
 def is_shaping_reward(reward_func: Callable) -> bool:
     """Whether a reward function is a shaping term: it declares ``trl_ext_shaping = True``, or it is TRL's own
     soft overlong punishment (``trl.rewards.get_soft_overlong_punishment``)."""
@@ -295,7 +281,9 @@ class GRPOTrainer(ModelCardMixin, ReferenceResetMixin, GRPOHookMixin, trl.GRPOTr
                 "trl_ext's: the penalty would count twice. Remove TRL's or set soft_overlong_punishment=False."
             )
         cache = args.overlong_cache_length or max(args.max_completion_length // 5, 1)
-        punishment = SoftOverlongPunishment(args.max_completion_length, cache, args.overlong_penalty_factor)
+        punishment = OverlongPenalty(
+            args.max_completion_length, cache, args.overlong_penalty_factor, name="soft_overlong_punishment"
+        )
         # The added function needs a weight and a processing class next to the user's ones; the check on the length
         # keeps a config reused for a second trainer from getting a second 1.0.
         if args.reward_weights is not None and len(args.reward_weights) == len(reward_funcs):
