@@ -2,11 +2,10 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
+from tests._launch import ROOT, launch_two_processes
 from trl_ext.cli import load_any_dataset, main, resolve_reward
 from trl_ext.data.demo import arithmetic_prompts
 
@@ -68,27 +67,17 @@ def test_cli_rejects_an_unknown_recipe():
         main(["dappo"])
 
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LAUNCHES = {
-    "ddp": (["--multi_gpu"], ["--use_cpu", "True"], 29621),
-    # DeepSpeed on CPU: accelerate needs an explicit gloo backend, and use_cpu must stay off (DESIGN §5).
-    "zero2": (["--config_file", os.path.join(ROOT, "examples", "accelerate", "deepspeed_zero2.yaml")],
-              ["--use_cpu", "False", "--ddp_backend", "gloo"], 29622),
-}  # fmt: skip
+# DeepSpeed on CPU: accelerate needs an explicit gloo backend, and use_cpu must stay off (DESIGN §5).
+PLACEMENT = {"ddp": ["--use_cpu", "True"], "zero2": ["--use_cpu", "False", "--ddp_backend", "gloo"]}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("launch", sorted(LAUNCHES))
-def test_cli_under_accelerate_with_two_processes(launch, tmp_path, tiny_policy_path, prompt_file):
-    launcher_args, placement, port = LAUNCHES[launch]
-    command = [sys.executable, "-m", "accelerate.commands.launch", *launcher_args, "--num_processes", "2",
-               "--num_machines", "1", "--mixed_precision", "no", "--main_process_port", str(port),
-               os.path.join(ROOT, "scripts", "train.py"), "--recipe", "dapo", "--model_name_or_path",
-               tiny_policy_path, "--dataset_name", prompt_file, "--output_dir", str(tmp_path), "--num_generations",
-               "4", *TINY_RUN, *placement]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=540)
-    assert result.returncode == 0, result.stderr[-5000:]
+@pytest.mark.parametrize("backend", sorted(PLACEMENT))
+def test_cli_under_accelerate_with_two_processes(backend, tmp_path, tiny_policy_path, prompt_file):
+    args = ["--recipe", "dapo", "--model_name_or_path", tiny_policy_path, "--dataset_name", prompt_file,
+            "--output_dir", str(tmp_path), "--num_generations", "4", *TINY_RUN, *PLACEMENT[backend]]  # fmt: skip
+    port = {"ddp": 29621, "zero2": 29622}[backend]
+    launch_two_processes(backend, os.path.join(ROOT, "scripts", "train.py"), args, port)
     assert (tmp_path / "model.safetensors").exists() and "trl_ext" in (tmp_path / "README.md").read_text()
 
 

@@ -2,32 +2,19 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests._launch import ROOT, launch_two_processes
+
 SCRIPT = os.path.join(ROOT, "tests", "scripts", "reset_distributed.py")
-LAUNCH = {
-    "ddp": ["--multi_gpu"],
-    "zero2": ["--config_file", os.path.join(ROOT, "examples", "accelerate", "deepspeed_zero2.yaml")],
-    "zero3": ["--config_file", os.path.join(ROOT, "examples", "accelerate", "deepspeed_zero3.yaml")],
-}
 PORTS = {"ddp": 29611, "zero2": 29612, "zero3": 29613}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", sorted(LAUNCH))
+@pytest.mark.parametrize("backend", sorted(PORTS))
 def test_two_process_reset(backend, tmp_path, tiny_policy_path):
-    command = [
-        sys.executable, "-m", "accelerate.commands.launch", *LAUNCH[backend], "--num_processes", "2",
-        "--num_machines", "1", "--mixed_precision", "no", "--main_process_port", str(PORTS[backend]),
-        SCRIPT, tiny_policy_path, str(tmp_path), backend,
-    ]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=540)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
+    launch_two_processes(backend, SCRIPT, [tiny_policy_path, str(tmp_path), backend], PORTS[backend])
     reports = [json.loads((tmp_path / f"report-{rank}.json").read_text()) for rank in range(2)]
     for report in reports:
         assert report["resets"] == 1

@@ -18,6 +18,7 @@ from trl import DPOConfig as TRLDPOConfig
 from trl import DPOTrainer as TRLDPOTrainer
 
 from trl_ext.core.preference import MARGIN_LOSS_TYPES, margin_as_logratio_offset
+from trl_ext.data.collators import FloatColumnCollator
 from trl_ext.hub import ModelCardMixin
 from trl_ext.trainers._trl_hooks import DPO_ATTRIBUTES, DPO_HOOKS, require_trl_hooks
 from trl_ext.trainers.reference_resets import ReferenceResetArguments, ReferenceResetMixin
@@ -79,7 +80,7 @@ class DPOTrainer(ModelCardMixin, ReferenceResetMixin, TRLDPOTrainer):
         missing = [name for name in DPO_ATTRIBUTES if not hasattr(self, name)]
         if missing:
             raise RuntimeError(f"trl_ext's DPOTrainer relies on TRL DPOTrainer attributes that are gone: {missing}.")
-        self.data_collator = MarginCollator(self.data_collator)
+        self.data_collator = FloatColumnCollator(self.data_collator, MARGIN_COLUMN)
         if any(MARGIN_COLUMN in _column_names(dataset) for dataset in self._datasets()):
             self._check_margin_supported()
         self._init_reference_resets()
@@ -132,19 +133,6 @@ class DPOTrainer(ModelCardMixin, ReferenceResetMixin, TRLDPOTrainer):
         for key in ("rewards/chosen", "rewards/margins"):
             self._metrics[mode][key][-1] += mean_margin
         self._metrics[mode]["margin"].append(mean_margin)
-
-
-class MarginCollator:
-    """Wraps a preference collator: adds the examples' ``margin`` as a float tensor to its batch."""
-
-    def __init__(self, collator):
-        self.collator = collator
-
-    def __call__(self, examples: list[dict]) -> dict:
-        batch = self.collator(examples)
-        if MARGIN_COLUMN in examples[0]:
-            batch[MARGIN_COLUMN] = torch.tensor([float(example[MARGIN_COLUMN]) for example in examples])
-        return batch
 
 
 @contextmanager

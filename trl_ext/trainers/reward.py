@@ -17,6 +17,7 @@ from trl import RewardConfig as TRLRewardConfig
 from trl import RewardTrainer as TRLRewardTrainer
 
 from trl_ext.core.preference import bradley_terry_loss
+from trl_ext.data.collators import FloatColumnCollator
 from trl_ext.data.listwise import expand_listwise, is_listwise
 from trl_ext.hub import ModelCardMixin
 from trl_ext.trainers._trl_hooks import REWARD_HOOKS, require_trl_hooks
@@ -80,7 +81,7 @@ class RewardTrainer(ModelCardMixin, TRLRewardTrainer):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.data_collator = WeightCollator(self.data_collator)
+        self.data_collator = FloatColumnCollator(self.data_collator, WEIGHT_COLUMN)
 
     def _prepare_dataset(self, dataset, processing_class, args, dataset_name):
         if is_listwise(getattr(dataset, "column_names", None) or []):
@@ -114,16 +115,3 @@ class RewardTrainer(ModelCardMixin, TRLRewardTrainer):
             chosen, rejected, inputs.get("margin"), weight.to(chosen), self.args.center_rewards_coefficient
         )
         return (loss, outputs) if return_outputs else loss
-
-
-class WeightCollator:
-    """Wraps a preference collator: adds the examples' pair ``weight`` as a float tensor to its batch."""
-
-    def __init__(self, collator):
-        self.collator = collator
-
-    def __call__(self, examples: list[dict]) -> dict:
-        batch = self.collator(examples)
-        if WEIGHT_COLUMN in examples[0]:
-            batch[WEIGHT_COLUMN] = torch.tensor([float(example[WEIGHT_COLUMN]) for example in examples])
-        return batch
