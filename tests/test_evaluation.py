@@ -37,3 +37,17 @@ def test_eval_command_writes_results_that_the_card_shows(tmp_path, tiny_policy_p
     rows = json.loads((model_dir / "eval_results.json").read_text())
     assert {row["metric_type"] for row in rows} == {"mean_reward", "pass@1", "pass@2"}
     assert all(0.0 <= row["metric_value"] <= 1.0 for row in rows)
+
+
+def test_pass_at_k_ships_as_an_offline_evaluate_metric():
+    import evaluate
+
+    from trl_ext.metrics import PASS_AT_K
+
+    metric = evaluate.load(PASS_AT_K)
+    predictions = [[True, False, False, False], [True, True, False, False], [False] * 4]
+    result = metric.compute(predictions=predictions, references=[0, 0, 0], k=[1, 2, 4])
+    # per problem pass@2: 1 − C(3,2)/C(4,2) = 0.5, 1 − C(2,2)/C(4,2) = 5/6, 0
+    assert result == pytest.approx({"pass@1": 0.25, "pass@2": (0.5 + 5 / 6) / 3, "pass@4": 2 / 3})
+    combined = evaluate.combine([metric])  # composes with users' other evaluate metrics
+    assert combined.compute(predictions=predictions, references=[0, 0, 0])["pass@1"] == pytest.approx(0.25)
