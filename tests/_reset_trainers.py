@@ -21,9 +21,21 @@ def length_reward(completions, **kwargs):
 
 def tiny_config(output_dir, **overrides):
     settings = dict(
-        output_dir=str(output_dir), per_device_train_batch_size=4, num_generations=4, max_completion_length=6,
-        learning_rate=5e-3, beta=0.5, max_steps=4, logging_steps=1, save_strategy="no", report_to="none",
-        use_cpu=True, bf16=False, gradient_checkpointing=False, seed=7, lr_scheduler_type="linear",
+        output_dir=str(output_dir),
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=6,
+        learning_rate=5e-3,
+        beta=0.5,
+        max_steps=4,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        seed=7,
+        lr_scheduler_type="linear",
         disable_tqdm=True,
     )
     settings.update(overrides)

@@ -104,7 +104,12 @@ def constant_reward(completions, **kwargs):
 @pytest.mark.parametrize(("reward", "expected_resets"), [(constant_reward, 2), (step_reward, 0)])
 def test_plateau_trigger(tmp_path, tiny_policy_path, reward, expected_resets):
     args = tiny_config(
-        tmp_path, ref_reset_metric="reward", ref_reset_patience=1, eval_strategy="steps", eval_steps=1, max_steps=3,
+        tmp_path,
+        ref_reset_metric="reward",
+        ref_reset_patience=1,
+        eval_strategy="steps",
+        eval_steps=1,
+        max_steps=3,
         per_device_eval_batch_size=4,
     )
     trainer = ResetGRPOTrainer(
@@ -117,7 +122,11 @@ def test_plateau_trigger(tmp_path, tiny_policy_path, reward, expected_resets):
 
 def test_unknown_metric_is_named_at_the_first_evaluation(tmp_path, tiny_policy_path):
     args = tiny_config(
-        tmp_path, ref_reset_metric="accuracy", eval_strategy="steps", eval_steps=1, max_steps=1,
+        tmp_path,
+        ref_reset_metric="accuracy",
+        eval_strategy="steps",
+        eval_steps=1,
+        max_steps=1,
         per_device_eval_batch_size=4,
     )
     trainer = ResetGRPOTrainer(
@@ -133,7 +142,9 @@ def test_peft_reset_copies_the_policy_adapter_into_the_ref_adapter(tmp_path, tin
     from trl_ext.resets import adapter_pairs
 
     trainer = ResetGRPOTrainer(
-        model=tiny_policy_path, reward_funcs=length_reward, train_dataset=prompts(),
+        model=tiny_policy_path,
+        reward_funcs=length_reward,
+        train_dataset=prompts(),
         args=tiny_config(tmp_path, ref_reset_steps=2, max_steps=2, learning_rate=5e-2),
         peft_config=LoraConfig(r=4, target_modules=["q_proj", "v_proj"]),
     )
@@ -146,7 +157,8 @@ def test_peft_reset_copies_the_policy_adapter_into_the_ref_adapter(tmp_path, tin
 
 
 @pytest.mark.parametrize(
-    ("overrides", "field"), [({"ref_reset_steps": 0}, "ref_reset_steps"), ({"ref_reset_patience": 0}, "ref_reset_patience")]
+    ("overrides", "field"),
+    [({"ref_reset_steps": 0}, "ref_reset_steps"), ({"ref_reset_patience": 0}, "ref_reset_patience")],
 )
 def test_config_errors_name_the_field(tmp_path, overrides, field):
     with pytest.raises(ValueError, match=f"`{field}`"):
