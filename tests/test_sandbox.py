@@ -200,3 +200,17 @@ def test_debug_output_on_stderr_does_not_fail_many_cases():
     call_program = "import sys\ndef f(x):\n    sys.stderr.write('debug ' * 2000)\n    return 2 * x\n"
     call = {"kind": "call", "fn_name": "f", "cases": [{"args": [i], "expected": 2 * i} for i in range(30)]}
     assert run_tests(call_program, call, limits=FAST).all_passed
+
+
+def test_runs_from_a_virtual_environment_whose_python_lives_in_a_hidden_directory(tmp_path, monkeypatch):
+    """A venv's python is a link, often under /tmp or $HOME, which the sandbox hides: it must use the real one."""
+    import os
+    import sys
+
+    link = tmp_path / "venv" / "bin" / "python"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(os.path.realpath(sys.executable))
+    monkeypatch.setattr(sys, "executable", str(link))
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "venv"))
+    result = run("print(6 * 7)", timeout_s=10)
+    assert result.status == "ok" and result.stdout.strip() == "42", result

@@ -24,10 +24,16 @@ class SandboxUnavailable(RuntimeError):
     """The requested sandbox backend cannot run on this machine."""
 
 
+def sandbox_interpreter() -> str:
+    """The real interpreter behind ``sys.executable``. A virtual environment's ``python`` is a link that may live in
+    a directory the sandbox hides (/tmp, $HOME); the sandbox runs ``python -I -S`` and needs no venv packages."""
+    return os.path.realpath(sys.executable)
+
+
 def _python_roots() -> list[str]:
-    """Directories the sandboxed interpreter needs: the (venv) prefix and its base installation."""
+    """Directories the sandboxed interpreter needs: its base installation (never the venv, never $HOME as such)."""
     roots = []
-    for prefix in (sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))):
+    for prefix in (sys.base_prefix, os.path.dirname(os.path.dirname(sandbox_interpreter()))):
         prefix = os.path.realpath(prefix)
         if prefix in ("/", "/usr") or prefix.startswith("/usr/") or prefix in roots:
             continue
@@ -70,7 +76,15 @@ class Backend:
             nonce_fd = memfd_with(nonce, "sandbox-nonce") if nonce is not None else -1
             fds += [nonce_fd] if nonce_fd >= 0 else []
             flags = "-I" if limits.site_packages else "-IS"
-            harness_args = [sys.executable, flags, "-c", _HARNESS_SOURCE, str(fds[1]), str(ready_w), str(nonce_fd)]
+            harness_args = [
+                sandbox_interpreter(),
+                flags,
+                "-c",
+                _HARNESS_SOURCE,
+                str(fds[1]),
+                str(ready_w),
+                str(nonce_fd),
+            ]
             argv = self.argv(harness_args, limits)
             handed, fds = tuple(fds), []
             got, returncode, wall = execute(
