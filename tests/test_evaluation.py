@@ -30,6 +30,7 @@ def test_eval_command_writes_results_that_the_card_shows(tmp_path, tiny_policy_p
 
     model_dir = tmp_path / "model"
     shutil.copytree(tiny_policy_path, model_dir)
+    (model_dir / "README.md").write_text("---\nlibrary_name: transformers\n---\n\n# a card\n")
     data = tmp_path / "test.jsonl"
     arithmetic_prompts().select(range(3)).to_json(str(data))
     assert main(["eval", "--model_name_or_path", str(model_dir), "--dataset_name", str(data), "--num_samples", "2",
@@ -37,6 +38,11 @@ def test_eval_command_writes_results_that_the_card_shows(tmp_path, tiny_policy_p
     rows = json.loads((model_dir / "eval_results.json").read_text())
     assert {row["metric_type"] for row in rows} == {"mean_reward", "pass@1", "pass@2"}
     assert all(0.0 <= row["metric_value"] <= 1.0 for row in rows)
+    from huggingface_hub import ModelCard
+
+    card = ModelCard.load(model_dir / "README.md")
+    assert {result.metric_type for result in card.data.eval_results} == {"mean_reward", "pass@1", "pass@2"}
+    assert "model-index" in card.content and "# a card" in card.content
 
 
 def test_pass_at_k_ships_as_an_offline_evaluate_metric():

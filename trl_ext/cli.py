@@ -135,6 +135,7 @@ def _eval(args: argparse.Namespace) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from trl_ext.evaluation import evaluate_policy, save_report
+    from trl_ext.hub import add_eval_results_to_card
 
     model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
@@ -146,6 +147,8 @@ def _eval(args: argparse.Namespace) -> None:
     print(json.dumps(report.as_metrics(), indent=2))
     if os.path.isdir(args.model_name_or_path):
         print(f"results written to {save_report(report, args.model_name_or_path, args.dataset_name)}")
+        if add_eval_results_to_card(args.model_name_or_path):
+            print("model card updated with the results (model-index)")
 
 
 def _push(args: argparse.Namespace) -> None:

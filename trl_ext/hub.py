@@ -124,6 +124,19 @@ def load_eval_results(output_dir: str | os.PathLike) -> list[EvalResult]:
     return [EvalResult(**row) for row in json.loads(path.read_text())]
 
 
+def add_eval_results_to_card(output_dir: str | os.PathLike) -> Path | None:
+    """Put ``eval_results.json`` into the metadata (model-index) of an existing card; None when there is no card."""
+    path = Path(output_dir) / "README.md"
+    results = load_eval_results(output_dir)
+    if not path.exists() or not results:
+        return None
+    card = ModelCard.load(path)
+    card.data.eval_results = results
+    card.data.model_name = card.data.model_name or Path(output_dir).resolve().name
+    card.save(path)
+    return path
+
+
 def _base_model(model_id: str | None) -> tuple[str | None, str]:
     """(Hub id for the card metadata or None, text for the card). A local path is named as such, never None."""
     if not model_id:
