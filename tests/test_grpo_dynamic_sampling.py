@@ -254,3 +254,18 @@ def test_length_penalty_reward_is_shaping_and_never_filters():
 
     assert is_shaping_reward(OverlongPenalty(max_length=16, cache_length=4))
     assert not is_shaping_reward(math_accuracy)
+
+
+def test_resume_with_refills_reproduces_the_uninterrupted_run(tiny_policy_path, tmp_path):
+    """The refill sampler's position is checkpointed: a resumed run draws the same refill prompts."""
+    full = _ds_trainer(tiny_policy_path, tmp_path / "full", 4, advantage_estimator="dr_grpo", max_steps=4,
+                       save_strategy="steps", save_steps=2)  # fmt: skip
+    full.train()
+    resumed = _ds_trainer(tiny_policy_path, tmp_path / "resumed", 4, advantage_estimator="dr_grpo", max_steps=4)
+    resumed.train(resume_from_checkpoint=str(tmp_path / "full" / "checkpoint-2"))
+    rounds = [[log["dynamic_sampling/rounds"] for log in t.state.log_history if "dynamic_sampling/rounds" in log]
+              for t in (full, resumed)]  # fmt: skip
+    # the resumed history holds the checkpoint's two logged steps, then its own; refills happen after step 2 too
+    assert max(rounds[0][2:]) > 1 and rounds[1] == rounds[0]
+    for a, b in zip(full.model.parameters(), resumed.model.parameters(), strict=True):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=0)

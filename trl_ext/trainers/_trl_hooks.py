@@ -9,6 +9,7 @@ so that a TRL upgrade that changes one fails loudly instead of drifting silently
 from __future__ import annotations
 
 import inspect
+import os
 
 import torch
 
@@ -73,6 +74,13 @@ GENERATION_OUTPUT_KEYS = (
     "advantages",
     "num_items_in_batch",
 )
+
+
+def checkpoint_dir(trainer) -> str:
+    """The folder ``Trainer._save_checkpoint`` writes for the current step (no hyper-parameter search trials)."""
+    from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+    return os.path.join(trainer.args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{trainer.state.global_step}")
 
 
 def check_trl_hooks(trainer_cls: type | None = None, hooks: dict[str, tuple[str, ...]] | None = None) -> list[str]:

@@ -7,9 +7,11 @@ The recipes (DAPO, Dr GRPO, RLOO, Magistral) are configs with paper defaults on 
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -20,7 +22,7 @@ from trl_ext.core.filtering import informative_groups
 from trl_ext.hub import ModelCardMixin
 from trl_ext.rewards.length import OverlongPenalty
 from trl_ext.trainers import _dynamic_sampling as ds
-from trl_ext.trainers._trl_hooks import GRPOHookMixin, require_trl_hooks
+from trl_ext.trainers._trl_hooks import GRPOHookMixin, checkpoint_dir, require_trl_hooks
 from trl_ext.trainers.reference_resets import ReferenceResetArguments, ReferenceResetMixin
 
 if TYPE_CHECKING:
@@ -32,6 +34,7 @@ logger = logging.getLogger(__name__)
 
 ADVANTAGE_ESTIMATORS = ("grpo", "dr_grpo", "rloo", "magistral")
 ON_EXHAUSTED = ("fill", "raise")
+REFILL_STATE_FILE = "trl_ext_refill_sampler.json"
 
 
 @dataclass
@@ -254,6 +257,7 @@ class GRPOTrainer(ModelCardMixin, ReferenceResetMixin, GRPOHookMixin, trl.GRPOTr
                     f"from, got {type(train_dataset).__name__}."
                 )
         self._refill = None
+        self._refill_batches_drawn = 0  # checkpointed, so that a resumed run draws the same refill prompts
         self._init_reference_resets()
 
     @classmethod
@@ -378,8 +382,24 @@ class GRPOTrainer(ModelCardMixin, ReferenceResetMixin, GRPOHookMixin, trl.GRPOTr
                 self.accelerator.process_index,
                 seed=self.args.seed + 1,
             )
+            for _ in range(self._refill_batches_drawn):  # resumed: skip what the checkpointed run already drew
+                next(self._refill)
+        self._refill_batches_drawn += 1
         rows = (self.train_dataset[index] for index in next(self._refill))
         return [{key: row[key] for key in columns} for row in rows]
+
+    def _save_checkpoint(self, model, trial):
+        super()._save_checkpoint(model, trial)
+        if self._ext("dynamic_sampling") and self.args.should_save:
+            state = {"refill_batches_drawn": self._refill_batches_drawn}
+            Path(checkpoint_dir(self), REFILL_STATE_FILE).write_text(json.dumps(state))
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        super()._load_optimizer_and_scheduler(checkpoint)
+        path = Path(checkpoint or "", REFILL_STATE_FILE)
+        if checkpoint is not None and path.exists():
+            self._refill_batches_drawn = json.loads(path.read_text())["refill_batches_drawn"]
+            self._refill = None
 
     def _log_dynamic_sampling(self, informative: list[torch.Tensor], plan: list[list[ds.GroupRef]]) -> None:
         filled = sum(ref.filled for refs in plan for ref in refs)

@@ -7,13 +7,11 @@ the TRL base class. The mixin wraps only the stable hooks of DESIGN §4 (``_save
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from trl_ext.callbacks import ReferenceResetCallback, ResetBookkeeping
 from trl_ext.resets import copy_policy_to_reference, load_reference, reset_optimizer_state, save_reference
+from trl_ext.trainers._trl_hooks import checkpoint_dir
 
 
 @dataclass
@@ -109,7 +107,7 @@ class ReferenceResetMixin:
         super()._save_checkpoint(model, trial)
         if not self._resets_enabled:
             return
-        directory = os.path.join(self.args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+        directory = checkpoint_dir(self)
         if self.reset_bookkeeping.resets:  # before the first reset the reference is the base model TRL rebuilds
             policy, ref_model = self._reference_models()
             save_reference(directory, policy, ref_model, write=self.args.should_save)
