@@ -24,3 +24,11 @@ def test_recipe_yaml_parses_into_its_config(path, monkeypatch):
     assert type(args) is config_cls and model_args.model_name_or_path and script_args.dataset_name
     header = [line for line in path.read_text().splitlines() if line.startswith("#")]
     assert header and any("Scaled" in line for line in header)  # cites the paper values kept and what was scaled
+
+
+@pytest.mark.parametrize("path", sorted((RECIPE_DIR.parent / "accelerate").glob("*.yaml")), ids=lambda p: p.stem)
+def test_accelerate_config_loads(path):
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    config = load_config_from_file(str(path))
+    assert config.distributed_type.value in {"MULTI_GPU", "DEEPSPEED", "FSDP"}
