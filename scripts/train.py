@@ -13,4 +13,7 @@ if __name__ == "__main__":
     parser.add_argument("--recipe", required=True, choices=sorted(RECIPES))
     known, rest = parser.parse_known_args(sys.argv[1:])
     trainer = train(known.recipe, rest)
+    # every rank reaches this point before any tears the process group down: a rank that exits first takes the
+    # gloo store with it and a slower rank aborts (SIGABRT) inside destroy_process_group
+    trainer.accelerator.wait_for_everyone()
     trainer.accelerator.end_training()

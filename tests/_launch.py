@@ -22,5 +22,12 @@ def launch_two_processes(backend: str, script: str, args: list[str], port: int, 
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
+    if result.returncode != 0:
+        output = result.stdout + result.stderr
+        clues = [
+            line
+            for line in output.splitlines()
+            if any(w in line for w in ("Error", "error:", "terminate", "what()", "Abort"))
+        ]
+        raise AssertionError("\n".join(clues[-40:]) + "\n---\n" + result.stderr[-6000:])
     return result

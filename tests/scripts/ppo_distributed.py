@@ -69,6 +69,9 @@ def main(policy_path, output_dir, backend):
     }
     with open(os.path.join(output_dir, f"report-{trainer.accelerator.process_index}.json"), "w") as handle:
         json.dump(report, handle)
+    # every rank reaches this point before any tears the process group down: a rank that exits first takes the
+    # gloo store with it and a slower rank aborts (SIGABRT) inside destroy_process_group
+    trainer.accelerator.wait_for_everyone()
     trainer.accelerator.end_training()
 
 
