@@ -135,3 +135,18 @@ def test_peft_copy_creates_a_frozen_ref_adapter_equal_to_the_policy_adapter(tmp_
 def test_copy_without_any_reference_is_a_clear_error():
     with pytest.raises(ValueError, match="no reference model"):
         copy_policy_to_reference(small_net(), None)
+
+
+def test_copy_works_in_a_process_where_accelerate_was_never_initialised():
+    import subprocess
+    import sys
+
+    code = (
+        "import torch\n"
+        "from trl_ext.resets import copy_policy_to_reference\n"
+        "a, b = torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)\n"
+        "copy_policy_to_reference(a, b)\n"
+        "assert torch.equal(a.weight, b.weight) and torch.equal(a.bias, b.bias)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]

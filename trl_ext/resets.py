@@ -14,7 +14,6 @@ from collections.abc import Iterator
 import torch
 from accelerate.state import AcceleratorState
 from safetensors.torch import load_file, save_file
-from trl.trainer.callbacks import SyncRefModelCallback
 
 REFERENCE_FILE = "trl_ext_reference.safetensors"
 POLICY_ADAPTER = "default"
@@ -62,7 +61,12 @@ def reset_optimizer_state(optimizer: object) -> int:
 
 
 def _zero3_enabled() -> bool:
-    plugin = AcceleratorState().deepspeed_plugin if AcceleratorState._shared_state else None
+    if not AcceleratorState._shared_state:  # accelerate never initialised in this process: no DeepSpeed
+        return False
+    try:
+        plugin = AcceleratorState().deepspeed_plugin
+    except ValueError:  # a PartialState without a full AcceleratorState: no DeepSpeed either
+        return False
     return plugin is not None and plugin.zero_stage == 3
 
 
@@ -91,12 +95,16 @@ def ensure_reference_adapter(model: torch.nn.Module) -> None:
 def copy_policy_to_reference(model: torch.nn.Module, ref_model: torch.nn.Module | None) -> None:
     """Make the reference an exact copy of the policy.
 
-    Full fine-tuning: TRL's own hard sync (``SyncRefModelCallback.sync_target_model`` with α = 1, which also
-    gathers ZeRO-3 partitions). PEFT (``ref_model`` None, a PeftModel policy): copy the "default" adapter into
-    the frozen "ref" adapter, creating it if needed.
+    Full fine-tuning: every reference parameter is overwritten with the policy's (ZeRO-3 partitions gathered
+    first; rank 0's copy is broadcast). TRL's ``SyncRefModelCallback.sync_target_model`` with α = 1 does the same
+    by ``mul_(0).add_()``, but needs an initialised accelerate state and is not exact for non-finite values.
+    PEFT (``ref_model`` None, a PeftModel policy): copy the "default" adapter into the frozen "ref" adapter,
+    creating it if needed.
     """
     if ref_model is not None:
-        SyncRefModelCallback.sync_target_model(model, ref_model, alpha=1.0)
+        with gathered_parameters(list(model.parameters()) + list(ref_model.parameters())):
+            for ref_param, policy_param in zip(ref_model.parameters(), model.parameters(), strict=True):
+                ref_param.copy_(policy_param)
         return
     if not hasattr(model, "peft_config"):
         raise ValueError("There is no reference model to reset: `beta` is 0 and the policy is not a PEFT model.")
