@@ -31,3 +31,19 @@ def launch_two_processes(backend: str, script: str, args: list[str], port: int, 
         ]
         raise AssertionError("\n".join(clues[-40:]) + "\n---\n" + result.stderr[-6000:])
     return result
+
+
+def write_report_and_exit(trainer, output_dir: str, report: dict) -> None:
+    """In a launched script: write this rank's JSON report, wait for every rank, and leave without C++ teardown.
+
+    On loaded CPU runs a rank sometimes aborted at exit after all work was done (SIGABRT in gloo/DeepSpeed
+    teardown, "terminate called without an active exception"); nothing is left to tear down that matters.
+    """
+    import json
+
+    with open(os.path.join(output_dir, f"report-{trainer.accelerator.process_index}.json"), "w") as handle:
+        json.dump(report, handle)
+    trainer.accelerator.wait_for_everyone()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

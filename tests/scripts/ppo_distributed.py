@@ -5,13 +5,13 @@ from the checkpoint, and writes a JSON report per rank: the sums, fingerprints o
 both runs, and whether the critic moved.
 """
 
-import json
 import os
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from tests._launch import write_report_and_exit  # noqa: E402
 from tests.scripts.ppo_common import even_token_reward, prompts, tiny_ppo_config  # noqa: E402
 from trl_ext.trainers.ppo import PPOTrainer  # noqa: E402
 
@@ -67,14 +67,7 @@ def main(policy_path, output_dir, backend):
         "resumed_critic": fingerprint(resumed.value_model),
         "resumed_steps": [log["step"] for log in resumed.state.log_history if "loss" in log],
     }
-    with open(os.path.join(output_dir, f"report-{trainer.accelerator.process_index}.json"), "w") as handle:
-        json.dump(report, handle)
-    # The report is written: leave without C++ teardown. On loaded CPU runs a rank sometimes aborted at exit, after
-    # all work was done (SIGABRT in gloo/DeepSpeed teardown, "terminate called without an active exception").
-    trainer.accelerator.wait_for_everyone()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    write_report_and_exit(trainer, output_dir, report)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,6 @@ Trains a tiny GRPO run with ``ref_reset_steps=2`` and, right after the reset, ch
 reference equals the policy and that every optimizer state tensor is zero. Writes a JSON report per rank.
 """
 
-import json
 import os
 import sys
 
@@ -12,6 +11,7 @@ import torch
 from transformers import TrainerCallback
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from tests._launch import write_report_and_exit  # noqa: E402
 from tests._reset_trainers import ResetGRPOTrainer, length_reward, prompts, tiny_config  # noqa: E402
 from trl_ext.resets import gathered_parameters, optimizer_chain  # noqa: E402
 
@@ -49,15 +49,7 @@ def main(policy_path, output_dir, backend):
     trainer.add_callback(check)
     trainer.train()
     check.report["kl"] = [log["kl"] for log in trainer.state.log_history if "kl" in log]
-    rank = trainer.accelerator.process_index
-    with open(os.path.join(output_dir, f"report-{rank}.json"), "w") as handle:
-        json.dump(check.report, handle)
-    # The report is written: leave without C++ teardown. On loaded CPU runs a rank sometimes aborted at exit, after
-    # all work was done (SIGABRT in gloo/DeepSpeed teardown, "terminate called without an active exception").
-    trainer.accelerator.wait_for_everyone()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    write_report_and_exit(trainer, output_dir, check.report)
 
 
 if __name__ == "__main__":
