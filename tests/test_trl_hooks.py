@@ -31,3 +31,11 @@ def test_every_trainer_hook_table_matches_the_installed_trl():
     assert check_trl_hooks(None, PPO_TRL_HOOKS) == []
     assert check_trl_hooks(DPOTrainer, DPO_HOOKS) == []
     assert check_trl_hooks(RewardTrainer, REWARD_HOOKS) == []
+
+
+def test_trainer_checkpoint_push_hook_matches_the_installed_transformers():
+    from transformers import Trainer
+
+    from trl_ext.trainers._trl_hooks import TRAINER_PUSH_HOOKS
+
+    assert check_trl_hooks(Trainer, TRAINER_PUSH_HOOKS) == []

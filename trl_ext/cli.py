@@ -155,7 +155,8 @@ def _push(args: argparse.Namespace) -> None:
     from trl_ext.hub import HubPushError, push_folder
 
     try:
-        print(push_folder(args.output_dir, args.repo_id, private=args.private))
+        checkpoints = args.include_checkpoints
+        print(push_folder(args.output_dir, args.repo_id, private=args.private, include_checkpoints=checkpoints))
     except HubPushError as error:
         raise SystemExit(f"trl-ext push: {error}") from None
 
@@ -189,6 +190,10 @@ def _command_parser() -> argparse.ArgumentParser:
     push.add_argument("output_dir")
     push.add_argument("repo_id")
     push.add_argument("--private", action="store_true")
+    push.add_argument(
+        "--include-checkpoints", dest="include_checkpoints", action="store_true",
+        help="also upload every checkpoint-<step> folder (one commit each, with its optimizer states)",
+    )  # fmt: skip
     return parser
 
 

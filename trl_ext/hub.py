@@ -17,6 +17,8 @@ from typing import Any
 
 from huggingface_hub import EvalResult, HfApi, ModelCard, ModelCardData
 
+from trl_ext.trainers._trl_hooks import CompleteCheckpointPushMixin
+
 CARD_TEMPLATE = files("trl_ext") / "model_cards" / "trl_ext_card.md"
 PLOT_FILE = "training_curves.png"
 EVAL_RESULTS_FILE = "eval_results.json"
@@ -236,16 +238,31 @@ def _try_plot(log_history: list[dict[str, Any]], path: Path) -> bool:
         return False
 
 
+# Never uploaded from the top level of an output directory: checkpoints (only with include_checkpoints, each in its
+# own commit), DeepSpeed shards and optimizer/RNG states (they belong inside checkpoints), and "_*" as Trainer does.
+TOP_LEVEL_IGNORE = ["checkpoint-*", "global_step*", "latest", "zero_to_fp32.py", "optimizer.pt", "scheduler.pt",
+                    "scaler.pt", "rng_state*.pth", "critic_optimizer.pt", "critic_scheduler.pt", "_*"]  # fmt: skip
+
+
+def checkpoint_folders(output_dir: str | os.PathLike) -> list[Path]:
+    """The ``checkpoint-<step>`` folders of an output directory, oldest first."""
+    found = [p for p in Path(output_dir).glob("checkpoint-*") if p.is_dir() and p.name.split("-")[-1].isdigit()]
+    return sorted(found, key=lambda p: int(p.name.split("-")[-1]))
+
+
 def push_folder(
     output_dir: str | os.PathLike,
     repo_id: str,
     token: str | None = None,
     private: bool | None = None,
     commit_message: str = "Upload with trl_ext",
+    include_checkpoints: bool = False,
 ) -> str:
     """Upload a training output directory (model, tokenizer, critic/, card, plot, logs) to the Hub.
 
-    Raises HubPushError with the reason (no token, no network, permissions) and leaves every local file as it was.
+    Checkpoints go up only with ``include_checkpoints``, one commit each, as ``<repo>/checkpoint-<step>/`` with
+    everything a resume needs. Raises HubPushError with the reason (no token, no network, permissions) and leaves
+    every local file as it was.
     """
     output_dir = Path(output_dir)
     if not output_dir.is_dir():
@@ -253,7 +270,15 @@ def push_folder(
     api = HfApi(token=token)
     try:
         api.create_repo(repo_id, private=private, exist_ok=True)
-        commit = api.upload_folder(folder_path=str(output_dir), repo_id=repo_id, commit_message=commit_message)
+        commit = api.upload_folder(
+            folder_path=str(output_dir), repo_id=repo_id, commit_message=commit_message,
+            ignore_patterns=TOP_LEVEL_IGNORE,
+        )  # fmt: skip
+        for checkpoint in checkpoint_folders(output_dir) if include_checkpoints else []:
+            api.upload_folder(
+                folder_path=str(checkpoint), path_in_repo=checkpoint.name, repo_id=repo_id,
+                commit_message=f"{commit_message}: {checkpoint.name}",
+            )  # fmt: skip
     except Exception as error:  # the hub client raises many types (HTTP, offline mode, auth, OS errors)
         raise HubPushError(
             f"Could not push `{output_dir}` to the Hub repo `{repo_id}`: {type(error).__name__}: {error}. "
@@ -263,8 +288,9 @@ def push_folder(
     return str(getattr(commit, "commit_url", commit))
 
 
-class ModelCardMixin:
-    """Replaces TRL's model card with trl_ext's wherever Trainer writes one (checkpoints, push_to_hub)."""
+class ModelCardMixin(CompleteCheckpointPushMixin):
+    """Replaces TRL's model card with trl_ext's wherever Trainer writes one (checkpoints, push_to_hub), and uploads
+    a checkpoint only once every trl_ext file of it is written (see ``CompleteCheckpointPushMixin``)."""
 
     def create_model_card(
         self, model_name: str | None = None, dataset_name: str | None = None, tags: str | list[str] | None = None

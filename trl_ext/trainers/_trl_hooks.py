@@ -12,6 +12,7 @@ import inspect
 import os
 
 import torch
+from transformers import TrainerCallback
 
 # hook name -> the parameter names trl_ext relies on, in order (``self`` first).
 GRPO_HOOKS: dict[str, tuple[str, ...]] = {
@@ -64,6 +65,10 @@ REWARD_HOOKS: dict[str, tuple[str, ...]] = {
     "_prepare_dataset": ("self", "dataset", "processing_class", "args", "dataset_name"),
     "_set_signature_columns_if_needed": ("self",),
 }
+
+# transformers.Trainer's checkpoint upload, which ``CompleteCheckpointPushMixin`` holds back until the checkpoint is
+# complete: it is called from inside ``Trainer._save_checkpoint``, before trl_ext's own checkpoint files exist.
+TRAINER_PUSH_HOOKS: dict[str, tuple[str, ...]] = {"_push_from_checkpoint": ("self", "checkpoint_folder")}
 
 # Keys that the output of ``_generate_and_score_completions`` always carries and that trl_ext reads or rewrites.
 GENERATION_OUTPUT_KEYS = (
@@ -161,3 +166,38 @@ class GRPOHookMixin:
         """Log a scalar with TRL's own metrics of this step (averaged over the logging window, like ``reward``)."""
         mode = "train" if self.model.training else "eval"
         self._metrics[mode][name].append(float(value))
+
+
+class CompleteCheckpointPushMixin:
+    """Uploads a checkpoint (``push_to_hub=True``, any ``hub_strategy`` but "end") only once it is complete.
+
+    ``Trainer._save_checkpoint`` starts the upload itself, before the subclasses that wrap it (reference resets,
+    dynamic sampling, the PPO critic) have written their files into the checkpoint; a resume from the Hub would then
+    silently miss them. The upload is recorded instead and started from the ``on_save`` event, which Trainer fires
+    right after the whole ``_save_checkpoint`` chain returned, once every process has finished writing.
+    """
+
+    _trl_ext_pending_push: str | None = None
+
+    def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
+        self._trl_ext_pending_push = checkpoint_folder
+        if not any(isinstance(cb, _PushCompleteCheckpoint) for cb in self.callback_handler.callbacks):
+            self.add_callback(_PushCompleteCheckpoint(self))
+
+    def push_complete_checkpoint(self) -> None:
+        """Start the held-back upload (every process calls it: it waits for all of them to finish writing)."""
+        folder, self._trl_ext_pending_push = self._trl_ext_pending_push, None
+        if folder is None:
+            return
+        self.accelerator.wait_for_everyone()
+        super()._push_from_checkpoint(folder)
+
+
+class _PushCompleteCheckpoint(TrainerCallback):
+    """The ``on_save`` callback of ``CompleteCheckpointPushMixin``."""
+
+    def __init__(self, trainer: CompleteCheckpointPushMixin):
+        self.trainer = trainer
+
+    def on_save(self, args, state, control, **kwargs):
+        self.trainer.push_complete_checkpoint()
