@@ -136,6 +136,17 @@ def test_unknown_metric_is_named_at_the_first_evaluation(tmp_path, tiny_policy_p
         trainer.train()
 
 
+def test_plateau_trigger_without_evaluation_is_a_config_error(tmp_path):
+    with pytest.raises(ValueError, match="`ref_reset_metric`='reward'.*`eval_strategy` is 'no'"):
+        tiny_config(tmp_path, ref_reset_metric="reward")
+
+
+def test_plateau_trigger_without_eval_dataset_fails_before_training(tmp_path, tiny_policy_path):
+    args = tiny_config(tmp_path, ref_reset_metric="reward", eval_strategy="steps", eval_steps=1)
+    with pytest.raises(ValueError, match="didn't pass an `eval_dataset`"):  # transformers' own check
+        ResetGRPOTrainer(model=tiny_policy_path, reward_funcs=length_reward, args=args, train_dataset=prompts())
+
+
 def test_peft_reset_copies_the_policy_adapter_into_the_ref_adapter(tmp_path, tiny_policy_path):
     from peft import LoraConfig
 

@@ -66,6 +66,13 @@ class ReferenceResetArguments:
             raise ValueError(f"`ref_reset_patience` must be >= 1, got {self.ref_reset_patience}.")
         if self.ref_reset_kl_threshold is not None and self.ref_reset_kl_threshold <= 0:
             raise ValueError(f"`ref_reset_kl_threshold` must be > 0 or None, got {self.ref_reset_kl_threshold}.")
+        if self.ref_reset_metric is not None and getattr(self, "eval_strategy", "no") == "no":
+            raise ValueError(
+                f"`ref_reset_metric`={self.ref_reset_metric!r} resets the reference on a plateau of an evaluation "
+                "metric, but `eval_strategy` is 'no': nothing is ever evaluated, so it could never fire. Set "
+                "`eval_strategy` ('steps' with `eval_steps`, or 'epoch') and pass an eval dataset, or use "
+                "`ref_reset_steps` / `ref_reset_kl_threshold` instead."
+            )
 
 
 class ReferenceResetMixin:
