@@ -75,7 +75,7 @@ def test_config_defaults_are_the_papers():
     args = PPOConfig(output_dir="unused", use_cpu=True)
     assert (args.num_generations, args.beta, args.loss_type, args.epsilon) == (1, 0.0, "dapo", 0.2)
     assert (args.kl_coef, args.kl_estimator, args.gamma, args.lam, args.cliprange_value) == (
-        0.05,
+        0.02,
         "k1",
         1.0,
         0.95,
@@ -124,7 +124,7 @@ def test_trl_hooks_the_trainer_relies_on_are_unchanged():
     assert PPOTrainer._name == "PPO" and PPOTrainer._paper["id"] == "1707.06347" and "ppo" in PPOTrainer._tag_names
 
 
-def recompute_rollout(rollout, kl_coef=0.05):
+def recompute_rollout(rollout, kl_coef=0.02):
     mask = rollout["value_mask"]
     ids = [row[m.bool()].tolist() for row, m in zip(rollout["completion_ids"], rollout["completion_mask"])]
     scores = torch.tensor(even_token_reward(ids))
@@ -161,7 +161,7 @@ def test_value_loss_in_real_steps_equals_core_and_is_scaled_for_accumulation(tra
     logged = trainer.state.log_history[0]
     for key in ("value_loss", "value_clipfrac", "explained_variance", "kl", "kl_coef", "returns_mean"):
         assert f"ppo/{key}" in logged
-    assert logged["ppo/kl_coef"] == 0.05
+    assert logged["ppo/kl_coef"] == 0.02
 
 
 def test_critic_and_policy_parameters_change_and_reload(trained):
@@ -196,7 +196,7 @@ def test_resume_reproduces_the_uninterrupted_run(tmp_path, tiny_policy_path):
     assert (tmp_path / "full" / "checkpoint-2" / "critic" / "model.safetensors").exists()
     assert (tmp_path / "full" / "checkpoint-2" / "critic_optimizer.pt").exists()
     resumed = run("resumed", resume=str(tmp_path / "full" / "checkpoint-2"))
-    assert resumed.kl_coef == pytest.approx(full.kl_coef, abs=1e-12) and full.kl_coef != 0.05
+    assert resumed.kl_coef == pytest.approx(full.kl_coef, abs=1e-12) and full.kl_coef != 0.02
     for a, b in ((full.model, resumed.model), (full.value_model, resumed.value_model)):
         for (name, x), y in zip(a.state_dict().items(), b.state_dict().values()):
             torch.testing.assert_close(x, y, atol=1e-6, rtol=0, msg=name)

@@ -14,7 +14,13 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass, field
 
+from transformers.trainer_utils import SchedulerType
+
+from trl_ext.rewards.math import MathAccuracy
 from trl_ext.trainers.grpo import GRPOConfig, GRPOTrainer
+
+#: DAPO's rule-based reward (§2.4, Eq. 6): +1 for a correct answer, −1 otherwise.
+dapo_math_accuracy = MathAccuracy(correct_value=1.0, wrong_value=-1.0)
 
 
 @dataclass
@@ -25,6 +31,14 @@ class DAPOConfig(GRPOConfig):
     ``dynamic_sampling_max_rounds=10`` rounds), token-level loss (``loss_type="dapo"``, §3.3), overlong filtering
     (``mask_truncated_completions=True``, §3.4) and soft overlong punishment (Eq. 13, L_cache =
     ``overlong_cache_length``, by default max_completion_length // 5 as the paper's 4096 / 20480), no KL (``beta=0``).
+
+    The paper's reward is ±1 (§2.4): pass ``reward_funcs=dapo_math_accuracy`` (this module; ``math_accuracy`` scores
+    1 / 0, which doubles the weight of the −1 overlong penalty relative to correctness). Paper schedule: a constant
+    learning rate (``lr_scheduler_type="constant"``; add the paper's 20 warm-up steps with
+    ``"constant_with_warmup"``), 16 policy updates per rollout (``steps_per_generation`` = 16 ×
+    ``gradient_accumulation_steps``, see ``examples/recipes/dapo.yaml``), no importance-sampling correction of vLLM
+    samples (``vllm_importance_sampling_correction=False``). ``docs/paper_audit.md`` compares every term with the
+    paper.
 
     Nearest TRL option: ``trl.GRPOConfig(loss_type="dapo", epsilon_high=0.28, mask_truncated_completions=True)``
     with ``trl.rewards.get_soft_overlong_punishment``; TRL has no dynamic sampling (it only reports
@@ -51,6 +65,13 @@ class DAPOConfig(GRPOConfig):
     soft_overlong_punishment: bool = field(
         default=True,
         metadata={"help": "Soft overlong punishment (DAPO §3.4, Eq. 13) added as a shaping reward: on."},
+    )
+    lr_scheduler_type: SchedulerType | str = field(
+        default="constant", metadata={"help": "DAPO keeps the learning rate constant (after 20 warm-up steps)."}
+    )
+    vllm_importance_sampling_correction: bool = field(
+        default=False,
+        metadata={"help": "TRL's vLLM importance-sampling correction; DAPO has none: off (True turns TRL's on)."},
     )
 
 

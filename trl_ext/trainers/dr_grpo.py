@@ -5,6 +5,8 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass, field
 
+from transformers.trainer_utils import SchedulerType
+
 from trl_ext.trainers.grpo import GRPOConfig, GRPOTrainer
 
 
@@ -15,6 +17,11 @@ class DrGRPOConfig(GRPOConfig):
     Sets: advantages r − mean_group without division by the group std (``advantage_estimator="dr_grpo"``,
     computed with ``trl_ext.core.group_normalized(scale="none")``), the loss summed over tokens and divided by the
     constant max_completion_length (``loss_type="dr_grpo"``), symmetric clipping 0.2, no KL (``beta=0``).
+
+    Paper schedule: constant learning rate 1e-6, about 8 policy updates per rollout (Oat: 1024 samples per rollout,
+    128 per update; set ``steps_per_generation`` = 8 × ``gradient_accumulation_steps``), no vLLM importance-sampling
+    correction. The paper's prompt template and MATH level 3-5 data are data choices this config cannot make;
+    ``docs/paper_audit.md`` compares every term with the paper.
 
     Nearest TRL option: ``trl.GRPOConfig(loss_type="dr_grpo", scale_rewards="none")`` gives the same advantages;
     this config also sets ``scale_rewards="none"`` so TRL's logged ``frac_reward_zero_std`` matches, and composes
@@ -33,6 +40,13 @@ class DrGRPOConfig(GRPOConfig):
         metadata={"help": "Σ_t loss / max_completion_length per sequence, a constant normaliser (Dr. GRPO §3.1)."},
     )
     beta: float = field(default=0.0, metadata={"help": "KL coefficient; Dr. GRPO uses none: 0."})
+    lr_scheduler_type: SchedulerType | str = field(
+        default="constant", metadata={"help": "Dr. GRPO keeps the learning rate constant."}
+    )
+    vllm_importance_sampling_correction: bool = field(
+        default=False,
+        metadata={"help": "TRL's vLLM importance-sampling correction; Dr. GRPO has none: off (True turns TRL's on)."},
+    )
 
 
 class DrGRPOTrainer(GRPOTrainer):

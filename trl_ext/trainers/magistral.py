@@ -5,6 +5,8 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass, field
 
+from transformers.trainer_utils import SchedulerType
+
 from trl_ext.trainers.grpo import GRPOConfig, GRPOTrainer
 
 
@@ -45,6 +47,13 @@ class MagistralConfig(GRPOConfig):
     )
     overlong_penalty_factor: float = field(
         default=0.1, metadata={"help": "Largest length penalty; Magistral §2.2: 0.1."}
+    )
+    lr_scheduler_type: SchedulerType | str = field(
+        default="constant", metadata={"help": "Magistral keeps the learning rate constant."}
+    )
+    vllm_importance_sampling_correction: bool = field(
+        default=False,
+        metadata={"help": "TRL's vLLM importance-sampling correction; Magistral has none: off (True turns TRL's on)."},
     )
 
 

@@ -29,7 +29,7 @@ from transformers import (
     ProcessorMixin,
     get_scheduler,
 )
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, SchedulerType
 from trl.trainer.utils import disable_dropout_in_model
 
 from trl_ext.core.advantages import gae, whiten
@@ -54,8 +54,8 @@ PPO_STATE_NAME = "ppo_state.json"
 class PPOConfig(GRPOConfig):
     r"""Configuration for :class:`PPOTrainer`: TRL's GRPO arguments plus the PPO knobs, with the papers' defaults.
 
-    Defaults (DESIGN §3, PPO): one completion per prompt (``num_generations=1``; GAE needs no groups), KL in the
-    reward with k1 and ``kl_coef=0.05`` (InstructGPT), ``gamma=1``, ``lam=0.95``, clipped surrogate with ε = 0.2,
+    Defaults: one completion per prompt (``num_generations=1``; GAE needs no groups), KL in the reward with k1 and
+    ``kl_coef=0.02`` (InstructGPT App. C.4), a constant learning rate, ``gamma=1``, ``lam=0.95``, clipped surrogate with ε = 0.2,
     token-mean loss (``loss_type="dapo"``), clipped value loss with ``cliprange_value=0.2``, whitened advantages,
     dropout off. TRL's ``beta`` stays TRL's KL-in-loss (k3) coefficient and defaults to 0: set ``kl_coef=0`` and
     ``beta>0`` for KL in the loss instead of the reward. Dual clip (Ye et al. 2020) is TRL's ``delta``.
@@ -78,7 +78,7 @@ class PPOConfig(GRPOConfig):
     )
     loss_type: str = field(
         default="dapo",
-        metadata={"help": "Policy-loss aggregation; 'dapo' is the token mean over the batch (DESIGN §3, PPO)."},
+        metadata={"help": "Policy-loss aggregation; 'dapo' is the token mean over the batch."},
     )
     disable_dropout: bool = field(
         default=True,
@@ -96,10 +96,10 @@ class PPOConfig(GRPOConfig):
         },
     )
     kl_coef: float = field(
-        default=0.05,
+        default=0.02,
         metadata={
             "help": "β of the KL penalty in the REWARD: every completion token gets −β·KL(logπ_old, logπ_ref) "
-            "(InstructGPT, Ouyang et al. 2022 Eq. 2). 0 turns it off (and, unless kl_target is set, no reference "
+            "(InstructGPT, Ouyang et al. 2022 Eq. 2; β = 0.02 in its App. C.4). 0 turns it off (and, unless kl_target is set, no reference "
             "model is loaded). With `kl_target` set, this is the initial value of the adaptive coefficient."
         },
     )
@@ -157,6 +157,9 @@ class PPOConfig(GRPOConfig):
             "help": "Learning rate of the critic's AdamW optimizer (same betas, eps, weight decay, schedule and "
             "warm-up as the policy's). None: `learning_rate`."
         },
+    )
+    lr_scheduler_type: SchedulerType | str = field(
+        default="constant", metadata={"help": "InstructGPT's PPO keeps the learning rate constant."}
     )
     value_model_name_or_path: str | None = field(
         default=None,

@@ -6,6 +6,8 @@ import logging
 import textwrap
 from dataclasses import dataclass, field
 
+from transformers.trainer_utils import SchedulerType
+
 from trl_ext.trainers.grpo import GRPOConfig, GRPOTrainer
 
 logger = logging.getLogger(__name__)
@@ -26,6 +28,9 @@ class ProRLConfig(GRPOConfig):
     interval only, never touches the optimizer, is refused with PEFT and is undone by a resume (TRL rebuilds the
     reference from the base weights); trl_ext's resets are checkpointed. Paper settings worth copying at scale:
     num_generations=16, batch 256 prompts with mini-batch 64, learning_rate=2e-6.
+    The KL term is k3 = exp(ref − logp) − (ref − logp) − 1 without TRL's importance-ratio factor
+    (``use_bias_correction_kl=False``), as in ProRL's verl setup; verl also clamps k3 to [−10, 10], which TRL's loss
+    does not (a k3 above 10 means the policy is far from the reference; ``docs/paper_audit.md``).
     Resets apply to the reference log-probs of generation batches made after the reset: with
     steps_per_generation > 1 the batches already generated keep the old reference.
     """
@@ -37,6 +42,20 @@ class ProRLConfig(GRPOConfig):
         default=True, metadata={"help": "Dynamic sampling with refill (ProRL §2.3, following DAPO): on."}
     )
     temperature: float = field(default=1.2, metadata={"help": "Sampling temperature (ProRL §3.1: 1.2)."})
+    use_bias_correction_kl: bool = field(
+        default=False,
+        metadata={
+            "help": "TRL multiplies the KL term by the importance ratio when True (its default). ProRL's KL (verl's "
+            "low_var_kl k3 in the loss) has no such factor: False."
+        },
+    )
+    lr_scheduler_type: SchedulerType | str = field(
+        default="constant", metadata={"help": "ProRL keeps the learning rate constant (2e-6)."}
+    )
+    vllm_importance_sampling_correction: bool = field(
+        default=False,
+        metadata={"help": "TRL's vLLM importance-sampling correction; ProRL has none: off (True turns TRL's on)."},
+    )
 
 
 class ProRLTrainer(GRPOTrainer):

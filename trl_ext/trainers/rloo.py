@@ -5,6 +5,8 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass, field
 
+from transformers.trainer_utils import SchedulerType
+
 from trl_ext.trainers.grpo import GRPOConfig, GRPOTrainer
 
 
@@ -14,6 +16,9 @@ class RLOOConfig(GRPOConfig):
 
     Sets: A_i = r_i − mean_{j≠i} r_j (``advantage_estimator="rloo"``, ``trl_ext.core.leave_one_out``; §3 of the
     paper, Kool et al. 2019), token-level PPO-clip loss with ε = 0.2 (``loss_type="dapo"``), no KL (``beta=0``).
+
+    The paper's reward carries a β·KL penalty (r − β·log π/π_ref per sequence); this config has no such option (see
+    ``docs/paper_audit.md``): for that objective use ``trl.RLOOTrainer`` with ``beta > 0``.
 
     How it differs from ``trl.RLOOTrainer``: TRL's RLOO uses a sequence-level importance ratio and puts the KL
     penalty into the reward; this one keeps GRPO's per-token clipped surrogate and only swaps the baseline, so it
@@ -27,6 +32,13 @@ class RLOOConfig(GRPOConfig):
         default="dapo", metadata={"help": "Token-level mean of the clipped surrogate over the global batch."}
     )
     beta: float = field(default=0.0, metadata={"help": "KL coefficient: 0 (no KL term, no reference model)."})
+    lr_scheduler_type: SchedulerType | str = field(
+        default="constant", metadata={"help": "RLOO keeps the learning rate constant."}
+    )
+    vllm_importance_sampling_correction: bool = field(
+        default=False,
+        metadata={"help": "TRL's vLLM importance-sampling correction; RLOO has none: off (True turns TRL's on)."},
+    )
 
 
 class RLOOTrainer(GRPOTrainer):
