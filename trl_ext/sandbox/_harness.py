@@ -5,20 +5,19 @@ file descriptors given in argv:
   argv[1]  payload fd (read once, closed): JSON {"mode", "code", "limits", "uid", ...}
   argv[2]  ready fd (written once, closed BEFORE the program runs): proves the sandbox itself came up, so a
            program cannot make its own failure look like an infrastructure fault
-  argv[3]  nonce fd, assert mode only (read and closed before the program runs), else -1
-Modes: "script" runs the code as __main__; "call" calls a function on each case's args and writes one
-marker-prefixed JSON record per case to stdout (values strictly typed: no subclasses, so a rigged ``__eq__``
-cannot even be encoded); "assert" runs the code then the tests in a separate thread and prints the nonce only
-if all passed (see ``_assert_mode`` for why the program cannot reach the nonce).
+  argv[3]  unused, kept for compatibility (-1; a descriptor given here is closed before the program runs)
+Modes: "script" runs the code as __main__; "stdio" runs it once per input in a fresh fork and writes the
+raw output of each case; "calls" runs it once, calls its functions on each payload call's arguments and writes
+one record per call with the result as plain data (exact builtin types only: a subclass, or any object with
+methods of the program's own, cannot even be encoded). Records are marker-prefixed lines on stdout, the only
+channel back. Nothing in the sandbox is secret: expected values never enter it, and every comparison happens
+in the judge, so a program that forges records can only claim values it could have returned.
 """
 
-import _thread
 import atexit
 import base64
 import builtins
-import collections
 import contextlib
-import functools
 import json
 import os
 import resource
@@ -51,34 +50,73 @@ def _apply_limits(limits, uid):
             raise RuntimeError("could not drop root privileges")
 
 
+_BIG_INT_BITS = 12000  # beyond ~3600 digits ints travel as hex: int('...') has a 4300-digit limit
+_b64 = base64.b64encode
+
+
 def _encode(value, depth=0):
-    """JSON text of plain data with exact types (subclasses of int/str/list/... are refused); tuples become
-    lists, dicts are tagged {"__dict__": ...}, non-finite floats {"__float__": ...}."""
+    """Tagged JSON text of plain data, by exact type (a subclass of a builtin is refused): lists are JSON
+    arrays, other containers and special numbers single-key tag objects ("t" tuple, "s" set, "fs" frozenset,
+    "d" dict as [key, value] pairs, "b" bytes, "c" complex, "f" non-finite float, "i" big int in hex)."""
     if depth > 100:
         raise TypeError("value nested too deeply")
     kind = _type(value)
     if kind is str:
         return _json_str(value)
-    if kind is bool:
-        return "true" if value else "false"
     if value is None:
         return "null"
+    if kind is bool:
+        return "true" if value else "false"
     if kind is int:
+        if int.bit_length(value) > _BIG_INT_BITS:
+            return '{"i": "' + int.__format__(value, "x") + '"}'
         return _int_repr(value)
     if kind is float:
         if value != value or value in (_INF, -_INF):
-            return '{"__float__": "' + ("nan" if value != value else "inf" if value > 0 else "-inf") + '"}'
+            return '{"f": "' + ("nan" if value != value else "inf" if value > 0 else "-inf") + '"}'
         return _float_repr(value)
-    if kind is list or kind is tuple:
+    if kind is list:
         return "[" + _str_join(",", [_encode(v, depth + 1) for v in value]) + "]"
+    tag = _CONTAINER_TAGS.get(kind)
+    if tag is not None:
+        return '{"' + tag + '": [' + _str_join(",", [_encode(v, depth + 1) for v in value]) + "]}"
     if kind is dict:
-        items = []
-        for key, item in dict.items(value):
-            if _type(key) is not str:
-                raise TypeError("dict keys must be exactly str")
-            items.append(_json_str(key) + ":" + _encode(item, depth + 1))
-        return '{"__dict__": {' + _str_join(",", items) + "}}"
-    raise TypeError("unsupported result type")
+        items = [_encode(k, depth + 1) + "," + _encode(v, depth + 1) for k, v in dict.items(value)]
+        return '{"d": [' + _str_join(",", ["[" + item + "]" for item in items]) + "]}"
+    if kind is bytes:
+        return '{"b": "' + bytes.decode(_b64(value)) + '"}'
+    if kind is complex:
+        return '{"c": [' + _encode(value.real, depth + 1) + "," + _encode(value.imag, depth + 1) + "]}"
+    raise TypeError("not plain data")
+
+
+_CONTAINER_TAGS = {tuple: "t", set: "s", frozenset: "fs"}
+
+
+def _decode(value):
+    """Inverse of ``_encode`` on parsed JSON (the judge's arguments; runs before the program)."""
+    if _type(value) is list:
+        return [_decode(v) for v in value]
+    if _type(value) is not dict:
+        return value
+    ((tag, inner),) = value.items()
+    if tag == "t":
+        return tuple(_decode(v) for v in inner)
+    if tag == "s":
+        return {_decode(v) for v in inner}
+    if tag == "fs":
+        return frozenset(_decode(v) for v in inner)
+    if tag == "d":
+        return {_decode(k): _decode(v) for k, v in inner}
+    if tag == "b":
+        return base64.b64decode(inner)
+    if tag == "c":
+        return complex(_decode(inner[0]), _decode(inner[1]))
+    if tag == "f":
+        return float(inner)
+    if tag == "i":
+        return int(inner, 16)
+    raise ValueError("unknown tag " + repr(tag))
 
 
 def _write_all(fd, data):
@@ -114,25 +152,67 @@ def _silence_stderr():
     os.close(devnull)
 
 
-def _call_mode(payload, out_fd):
-    marker = payload["marker"].encode()
-    stop_on_failure = payload["stop_on_failure"]
-    namespace = _new_namespace()
-    _silence_stderr()
+def _exception_name(exc):
+    """Name of the first builtin exception class ``exc`` derives from (the judge re-raises that class)."""
     try:
-        exec(compile(payload["code"], "solution.py", "exec"), namespace)
-        fn = _resolve(namespace, payload["fn_name"])
+        for klass in _type(exc).__mro__:
+            if _BUILTIN_EXCEPTIONS.get(klass.__name__) is klass:
+                return klass.__name__
+    except BaseException:  # noqa: B036 - a hostile metaclass: any name it could fake, it could also raise
+        return "Exception"
+    return "Exception"
+
+
+_BUILTIN_EXCEPTIONS = {
+    name: value
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
+}
+
+
+def _call_record(fn, index, args, kwargs, want_args):
+    """(record text, whether the call returned plain data) of one call."""
+    head = '{"i": ' + _int_repr(index) + ', "ok": '
+    try:
+        value = fn(*args, **kwargs)
+    except BaseException as exc:  # noqa: B036 - SystemExit in a call is that call's failure
+        return head + 'false, "raised": "' + _exception_name(exc) + '"}', False
+    try:
+        record = head + 'true, "value": ' + _encode(value)
+        if want_args:  # in-place changes to the arguments, which the judge applies to its own copies
+            record += ', "args": ' + _encode(args) + ', "kwargs": ' + _encode(kwargs)
+        return record + "}", True
+    except BaseException:  # noqa: B036
+        return head + 'false, "unencodable": true}', False
+
+
+def _calls_mode(payload, out_fd):
+    """Run the program once, then call its functions on each call's arguments; one record per call."""
+    marker = str.encode(payload["marker"])
+    stop_on_failure = payload["stop_on_failure"]
+    calls = [(name, _decode(args), _decode(kwargs), want) for name, args, kwargs, want in payload["calls"]]
+    code, namespace = payload["code"], _new_namespace()
+    devnull = os.open(os.devnull, os.O_WRONLY)  # the program's prints are not judged: out of the way
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    try:
+        exec(compile(code, "solution.py", "exec"), namespace)
     except BaseException:  # noqa: B036 - SystemExit at import time is a failure, not an exit
-        traceback.print_exc()
         _exit(1)
-    for index, args in enumerate(payload["args"]):
-        try:
-            record, ok = '{"i": ' + _int_repr(index) + ', "ok": true, "value": ' + _encode(fn(*args)) + "}", True
-        except BaseException:  # noqa: B036
-            record, ok = '{"i": ' + _int_repr(index) + ', "ok": false}', False
-        _flush_stdout()
+    functions = {}
+    for index, (name, args, kwargs, want_args) in enumerate(calls):
+        if name not in functions:
+            try:
+                functions[name] = _resolve(namespace, name)
+            except BaseException:  # noqa: B036
+                functions[name] = None
+        if functions[name] is None:
+            record, ok = '{"i": ' + _int_repr(index) + ', "ok": false, "raised": "NameError"}', False
+        else:
+            record, ok = _call_record(functions[name], index, args, kwargs, want_args)
         _write_all(out_fd, b"\n" + marker + str.encode(record) + b"\n")
-        if not ok and stop_on_failure:
+        if stop_on_failure and not ok:
             break
     _exit(0)
 
@@ -243,73 +323,6 @@ def _stdio_mode(payload, out_fd):
     _exit(0)
 
 
-_SEALED_EVENTS = frozenset(
-    {
-        "sys._current_frames",
-        "gc.get_objects",
-        "gc.get_referrers",
-        "gc.get_referents",
-        "ctypes.dlopen",
-        "ctypes.dlsym",
-        "ctypes.cdata",
-        "ctypes.addressof",
-        "ctypes.string_at",
-        "ctypes.wstring_at",
-    }
-)
-
-
-def _seal():
-    """Close the routes from the program's thread to the harness's main thread: other threads' frames and
-    the object graph (gc), raw memory (ctypes, /proc/self/mem). Audit hooks cannot be removed once added."""
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0: /proc/self/mem closes to this uid
-    for name in ("ctypes", "_ctypes"):
-        sys.modules.pop(name, None)  # a fresh import goes through the hook below
-
-    def hook(event, args, _sealed=_SEALED_EVENTS):
-        if event in _sealed or (event == "import" and args[0] in ("ctypes", "_ctypes")):
-            raise RuntimeError(event + " is not allowed in the sandbox")
-
-    sys.addaudithook(hook)
-
-
-def _assert_mode(payload, out_fd, nonce_fd):
-    """The program and its tests run in a second thread started from C (its Python stack holds nothing but
-    the program's own frames); that thread ends with a step releasing a lock only this frame can see. The
-    nonce lives in this (main-thread) frame and is printed only once that lock is released."""
-    nonce = _read_fd(nonce_fd)
-    entry_point = payload.get("entry_point")
-    if entry_point and not str.isidentifier(entry_point):
-        raise ValueError("entry_point must be an identifier")
-    namespace = _new_namespace()
-    passed = _thread.allocate_lock()
-    passed.acquire()
-    steps = [compile(payload["code"], "solution.py", "exec"), compile(payload["tests"], "tests.py", "exec")]
-    if entry_point:
-        steps.append(compile("check(" + entry_point + ")", "tests.py", "exec"))
-    namespaces = [namespace] * len(steps) + [{"release": passed.release}]
-    steps.append(compile("release()", "harness", "exec"))
-    _seal()
-    _thread.start_new_thread(functools.partial(collections.deque, map(exec, steps, namespaces), 0), ())
-    del steps, namespaces, namespace
-    try:
-        done = passed.acquire(timeout=0.01)
-        while not done and _thread._count() > 0:
-            done = passed.acquire(timeout=0.01)
-        done = done or passed.acquire(timeout=0.01)  # it may release just before its thread ends
-    except BaseException:  # noqa: B036 - e.g. _thread.interrupt_main() from the program
-        done = False
-    if not done:
-        _write_all(2, b"\nthe tests did not finish\n")
-        _exit(1)
-    _flush_stdout()
-    _write_all(out_fd, b"\n" + nonce + b"\n")
-    _exit(0)  # also ends the program's threads and skips the atexit handlers it registered
-
-
 def _main():
     payload_fd, ready_fd, nonce_fd = (int(a) for a in sys.argv[1:4])
     payload = json.loads(_read_fd(payload_fd))
@@ -319,20 +332,18 @@ def _main():
     os.write(ready_fd, b"ready")
     os.close(ready_fd)
     sys.argv = ["solution.py"]
+    if nonce_fd >= 0:
+        os.close(nonce_fd)
     mode = payload["mode"]
     if mode == "script":
         os.close(out_fd)
-        if nonce_fd >= 0:
-            os.close(nonce_fd)
         del payload_fd, ready_fd, nonce_fd, out_fd
         code = payload.pop("code")
         exec(compile(code, "solution.py", "exec"), _new_namespace())
-    elif mode == "call":
-        _call_mode(payload, out_fd)
+    elif mode == "calls":
+        _calls_mode(payload, out_fd)
     elif mode == "stdio":
         _stdio_mode(payload, out_fd)
-    elif mode == "assert":
-        _assert_mode(payload, out_fd, nonce_fd)
     else:
         raise ValueError("unknown mode " + repr(mode))
 

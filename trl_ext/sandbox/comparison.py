@@ -40,24 +40,11 @@ def compare_stdio(actual: str, expected: str, float_tol: float | None = None) ->
     return len(got) == len(want) and all(_line_equal(g, w, float_tol) for g, w in zip(got, want))
 
 
-def decode_value(encoded: Any) -> Any:
-    """Invert the in-sandbox encoder: ``{"__dict__": {...}}`` is a dict, ``{"__float__": "nan"|"inf"|"-inf"}``
-    a special float; everything else is plain JSON."""
-    if isinstance(encoded, list):
-        return [decode_value(v) for v in encoded]
-    if isinstance(encoded, dict):
-        if set(encoded) == {"__dict__"}:
-            return {k: decode_value(v) for k, v in encoded["__dict__"].items()}
-        if set(encoded) == {"__float__"}:
-            return float(encoded["__float__"])
-        raise ValueError(f"malformed encoded value {encoded!r}")
-    return encoded
-
-
 def values_equal(actual: Any, expected: Any, float_tol: float | None = None) -> bool:
-    """Typed equality of plain JSON values: bools only equal bools, numbers compare by value (within
-    ``float_tol`` when one side is a float), strings exactly, lists element-wise (tuples arrive as lists),
-    dicts key-wise. Both sides are parent-side plain data, so no user-defined ``__eq__`` is involved."""
+    """Typed equality of an actual plain value with an expected JSON value: bools only equal bools, numbers
+    compare by value (within ``float_tol`` when one side is a float), strings exactly, lists and tuples
+    element-wise (JSON has no tuples, so either kind matches either), dicts key-wise, anything else by type and
+    value. Both sides are judge-side plain data, so no user-defined ``__eq__`` is involved."""
     if isinstance(expected, bool) or isinstance(actual, bool):
         return type(actual) is type(expected) and actual == expected
     if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
@@ -69,7 +56,7 @@ def values_equal(actual: Any, expected: Any, float_tol: float | None = None) -> 
         return actual == expected
     if isinstance(expected, (list, tuple)):
         return (
-            isinstance(actual, list)
+            isinstance(actual, (list, tuple))
             and len(actual) == len(expected)
             and all(values_equal(a, e, float_tol) for a, e in zip(actual, expected))
         )
@@ -83,7 +70,8 @@ def values_equal(actual: Any, expected: Any, float_tol: float | None = None) -> 
 
 
 def call_records(stdout: str, marker: str) -> dict[int, dict]:
-    """The per-case records the call-mode harness wrote to stdout, by case index (first record wins)."""
+    """The per-case records the harness wrote to stdout, by case index (first record wins: a program that forges
+    records can only claim results it could have returned, since expected values never enter the sandbox)."""
     records: dict[int, dict] = {}
     for line in stdout.splitlines():
         if not line.startswith(marker):

@@ -2,25 +2,33 @@
 
 from __future__ import annotations
 
+import ast
 import base64
 import dataclasses
+import functools
 import json
+import os
 import secrets
+import threading
 from collections.abc import Callable
 from typing import Any
 
+from trl_ext.sandbox import replay
 from trl_ext.sandbox._process import Progress, RunResult
 from trl_ext.sandbox.backends import get_backend
-from trl_ext.sandbox.comparison import call_records, compare_stdio, decode_value, values_equal
+from trl_ext.sandbox.comparison import call_records, compare_stdio, values_equal
 from trl_ext.sandbox.limits import Limits
 
 TEST_KINDS = ("stdio", "call", "assert")
+_MAX_ROUNDS = 4  # sandbox runs per assert test: calls whose arguments depend on earlier results take more
 
 
 @dataclasses.dataclass
 class TestReport:
     """Result of grading one program: ``passed`` of ``total`` cases; ``infra_error`` when the sandbox itself
-    failed (the program was not judged); ``statuses`` holds the status of every run made."""
+    failed (the program was not judged); ``statuses`` holds the status of every run made (and
+    "unsupported_test" or "timeout" when an assert test could not be evaluated); ``detail`` says why an assert
+    test failed."""
 
     __test__ = False  # not a pytest class
 
@@ -28,6 +36,7 @@ class TestReport:
     total: int
     infra_error: bool = False
     statuses: list[str] = dataclasses.field(default_factory=list)
+    detail: str = ""
 
     @property
     def all_passed(self) -> bool:
@@ -48,6 +57,7 @@ def parse_tests(tests: dict | str, where: str = "tests") -> dict:
     Accepted: ``{"kind": "stdio", "cases": [{"input": str, "output": str}, ...]}``,
     ``{"kind": "call", "fn_name": str, "cases": [{"args": [...], "expected": <json value>}, ...]}``,
     ``{"kind": "assert", "code": str, "entry_point": str (optional, HumanEval's check(candidate))}``.
+    Any kind may carry ``"prefix"``: the code a function-completion continues (see ``assemble_program``).
     ``where`` names the row in error messages.
     """
     if isinstance(tests, str):
@@ -60,14 +70,17 @@ def parse_tests(tests: dict | str, where: str = "tests") -> dict:
     kind = tests.get("kind")
     if kind not in TEST_KINDS:
         raise ValueError(f"{where}: `tests['kind']` must be one of {TEST_KINDS}, got {kind!r}.")
+    if tests.get("prefix") is not None:
+        _need(tests, "prefix", str, where)
+        _check_parses(tests["prefix"], "prefix", where)
     if kind == "assert":
-        _need(tests, "code", str, where)
+        _parse_assert(tests, where)
         return tests
     cases = _need(tests, "cases", list, where)
     if not cases:
         raise ValueError(f"{where}: `tests['cases']` is empty; give at least one case.")
-    if kind == "call":
-        _need(tests, "fn_name", str, where)
+    if kind == "call" and not _need(tests, "fn_name", str, where).isidentifier():
+        raise ValueError(f"{where}: `fn_name` must be a Python identifier, got {tests['fn_name']!r}.")
     for i, case in enumerate(cases):
         case_where = f"{where}, case {i}"
         if not isinstance(case, dict):
@@ -79,7 +92,44 @@ def parse_tests(tests: dict | str, where: str = "tests") -> dict:
             _need(case, "args", list, case_where)
             if "expected" not in case:
                 raise ValueError(f"{case_where}: `expected` is missing.")
+            try:
+                replay.encode(list(case["args"]))
+            except TypeError as exc:
+                raise ValueError(f"{case_where}: `args` must be plain data ({exc}).") from None
     return tests
+
+
+def _check_parses(code: str, field: str, where: str) -> None:
+    try:
+        ast.parse(code)
+    except SyntaxError as exc:
+        raise ValueError(f"{where}: `{field}` is not valid Python (line {exc.lineno}: {exc.msg}).") from None
+
+
+def _parse_assert(tests: dict, where: str) -> None:
+    code = _need(tests, "code", str, where)
+    _check_parses(code, "code", where)
+    entry_point = tests.get("entry_point")
+    if entry_point is not None:
+        if not isinstance(entry_point, str) or not entry_point.isidentifier():
+            raise ValueError(f"{where}: `entry_point` must be a Python identifier, got {entry_point!r}.")
+        if not any(isinstance(s, ast.FunctionDef) and s.name == "check" for s in ast.parse(code).body):
+            raise ValueError(f"{where}: with `entry_point`, `code` must define check(candidate) (HumanEval style).")
+    _assert_plan(code, tests.get("prefix"), entry_point)
+
+
+@functools.lru_cache(maxsize=4096)
+def _assert_plan(code: str, prefix: str | None, entry_point: str | None) -> tuple[list[str], list[str]]:
+    return replay.program_names(code, prefix, entry_point)
+
+
+def target_names(spec: dict) -> list[str]:
+    """The functions a program must define for ``spec`` (a parsed test spec); none for stdio."""
+    if spec["kind"] == "call":
+        return [spec["fn_name"]]
+    if spec["kind"] == "assert":
+        return _assert_plan(spec["code"], spec.get("prefix"), spec.get("entry_point"))[0]
+    return []
 
 
 def run_tests(
@@ -93,13 +143,16 @@ def run_tests(
 ) -> TestReport:
     """Run ``program`` against ``tests`` in the sandbox; every comparison happens here, in the parent.
 
-    stdio: one sandbox for all cases; the harness runs the program on each input in a fresh fork of itself
-    (nothing of one case survives into the next) and returns the raw output, compared here with
-    ``compare_stdio``. call: one process, the harness calls the function on each case and returns strictly
-    typed JSON (``values_equal``). Both give every case ``limits.timeout_s`` and are graded as the cases
-    finish, so ``stop_on_failure`` (binary rewards) ends the run at the first failing case. assert: one run
-    that must print a per-run secret nonce after the asserts, so exiting early (``sys.exit(0)``,
-    ``os._exit(0)``, atexit) cannot pass.
+    ``program`` is the complete program (see ``assemble_program`` for a spec's ``prefix``). stdio: one sandbox
+    for all cases; the harness runs the program on each input in a fresh fork of itself (nothing of one case
+    survives into the next) and returns the raw output, compared here with ``compare_stdio``. call: one
+    process, the harness calls the function on each case and returns its results as plain data, compared with
+    ``values_equal``. Both give every case ``limits.timeout_s`` and are graded as the cases finish, so
+    ``stop_on_failure`` (binary rewards) ends the run at the first failing case. assert: record and replay
+    (``trl_ext.sandbox.replay``): the test runs in a trusted evaluation worker against stand-ins of the
+    program's functions, the sandbox runs only the calls they asked for (within ``limits.timeout_s`` in all)
+    and returns the results as plain data; tests that need more than a few rounds, or pass arguments that are
+    not plain data, fail with status "unsupported_test".
     """
     spec = parse_tests(tests)
     limits = limits or Limits()
@@ -182,38 +235,90 @@ def _run_stdio(runner, program, spec, limits, stop_on_failure, float_tol) -> Tes
     return grader.report(result, len(cases), statuses)
 
 
+def _calls_payload(program: str, calls: list[list], stop_on_failure: bool) -> dict:
+    marker = f"@@trl-ext-{secrets.token_hex(8)}@@"
+    return {"mode": "calls", "code": program, "calls": calls, "marker": marker, "stop_on_failure": stop_on_failure}
+
+
 def _run_call(runner, program, spec, limits, stop_on_failure, float_tol) -> TestReport:
     cases = spec["cases"]
 
     def check(index: int, record: dict) -> bool:
-        if index >= len(cases) or record.get("ok") is not True or "value" not in record:
+        if index >= len(cases) or record.get("ok") is not True:
             return False
         try:
-            return values_equal(decode_value(record["value"]), cases[index]["expected"], float_tol)
+            return values_equal(replay.decode(record.get("value")), cases[index]["expected"], float_tol)
         except ValueError:
             return False
 
-    marker = f"@@trl-ext-{secrets.token_hex(8)}@@"
-    payload = {
-        "mode": "call",
-        "code": program,
-        "fn_name": spec["fn_name"],
-        "args": [case["args"] for case in cases],
-        "marker": marker,
-        "stop_on_failure": stop_on_failure,
-    }
-    grader = _StreamingGrader(marker, check, stop_on_failure)
+    calls = [[spec["fn_name"], replay.encode(list(case["args"])), {"d": []}, False] for case in cases]
+    payload = _calls_payload(program, calls, stop_on_failure)
+    grader = _StreamingGrader(payload["marker"], check, stop_on_failure)
     result = _launch_streaming(runner, payload, limits, len(cases), grader)
     return grader.report(result, len(cases), [result.status])
 
 
+class _EvaluationPool:
+    """Trusted worker processes that evaluate assert tests (``replay.evaluate``), killed at a deadline."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pool = None
+
+    def evaluate(self, task: dict, deadline_s: float) -> dict | None:
+        with self._lock:
+            if self._pool is None:
+                from trl_ext.rewards._pool import WorkerPool  # here: trl_ext.rewards imports this package
+
+                self._pool = WorkerPool(replay.worker_argv(), size=min(4, os.cpu_count() or 1), startup_timeout_s=60)
+        return self._pool.map([task], deadline_s)[0]
+
+
+EVALUATORS = _EvaluationPool()
+
+
+@functools.lru_cache(maxsize=1024)
+def _first_pass(task_json: str, deadline_s: float) -> dict | None:
+    """The program-independent first evaluation (no results yet): the same for every program of a test."""
+    return EVALUATORS.evaluate(json.loads(task_json), deadline_s)
+
+
 def _run_assert(runner, program, spec, limits) -> TestReport:
-    nonce = secrets.token_hex(16)
-    payload = {"mode": "assert", "code": program, "tests": spec["code"], "entry_point": spec.get("entry_point")}
-    result = runner.launch(payload, b"", limits, nonce=nonce.encode())
-    report = TestReport(passed=0, total=1, statuses=[result.status])
-    if result.status == "infra_error":
-        report.infra_error = True
-    elif result.status == "ok" and nonce in result.stdout.splitlines():
+    names, modules = _assert_plan(spec["code"], spec.get("prefix"), spec.get("entry_point"))
+    task = {"test": spec["code"], "prefix": spec.get("prefix"), "entry_point": spec.get("entry_point")}
+    task.update(names=names, modules=modules, results={})
+    deadline_s = limits.timeout_s + 5.0  # a trusted test on plain data; the margin covers a busy machine
+    report = TestReport(passed=0, total=1)
+    if not names:  # nothing of the program would be judged: never a pass
+        report.statuses.append("unsupported_test")
+        report.detail = "the test uses no function of the program (name it with `entry_point`)"
+        return report
+    answer = _first_pass(json.dumps(task), deadline_s)
+    for _ in range(_MAX_ROUNDS):
+        if answer is None or answer["verdict"] != "incomplete":
+            break
+        known = task["results"]
+        calls = [call for call in answer["calls"] if replay.call_key(*call[:3]) not in known]
+        if not calls:
+            answer = {"verdict": "unsupported", "detail": "the test's calls depend on results in a cycle"}
+            break
+        payload = _calls_payload(program, calls, False)
+        result = runner.launch(payload, b"", limits)
+        report.statuses.append(result.status)
+        if result.status == "infra_error":
+            report.infra_error = True
+            return report
+        records = call_records(result.stdout, payload["marker"])
+        for index, call in enumerate(calls):
+            known[replay.call_key(*call[:3])] = records.get(index, {"ok": False, "missing": True})
+        answer = EVALUATORS.evaluate(task, deadline_s)
+    else:
+        answer = {"verdict": "unsupported", "detail": f"the test needs more than {_MAX_ROUNDS} sandbox runs"}
+    if answer is None:
+        report.statuses.append("timeout")
+    elif answer["verdict"] == "passed":
         report.passed = 1
+    elif answer["verdict"] == "unsupported":
+        report.statuses.append("unsupported_test")
+    report.detail = "" if answer is None else answer.get("detail", "")
     return report

@@ -1,0 +1,391 @@
+"""Judge-side evaluation of assert-style tests (HumanEval's ``check(candidate)``, MBPP's asserts) by record
+and replay: the test code runs here, in a trusted process that never executes the program, against stand-ins
+of the program's functions; the sandbox only runs the calls the stand-ins asked for and sends the results
+back as plain data (``decode`` accepts exact builtin types only).
+
+One evaluation of a test with the results known so far either finishes (passed / failed) or lists the calls
+whose results it still needs ("incomplete"): a stand-in meeting an unknown call records it and returns a
+``_Pending`` placeholder that absorbs every operation, and a failing ``assert`` is skipped while placeholders
+are about, so one pass usually finds every call of the test (loops and computed arguments included). The judge
+runs those calls in the sandbox and evaluates again; the verdict comes only from a pass that met no
+placeholder. Calls whose arguments depend on earlier results take one more round per level.
+
+Stdlib only and no trl_ext import: ``judge.py`` imports it as a module, and the evaluation worker runs its
+file (``python -s replay.py``), killed at a deadline so that no test can hang the trainer.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import builtins
+import json
+import math
+import os
+import random
+import sys
+import threading
+import time
+from typing import Any
+
+_BIG_INT_BITS = 12000  # beyond ~3600 digits ints travel as hex: int('...') has a 4300-digit limit
+_MAX_DEPTH = 100
+_MAX_CALLS = 20000
+ASSERT_HOOK = "__trl_ext_assert_failed__"
+
+
+# -- plain data, as tagged JSON (the harness's encoder writes the same format) --------------------------------
+
+
+def encode(value: Any, depth: int = 0) -> Any:
+    """JSON-able tagged form of plain data, by exact type; raises TypeError for anything else. Sets are sorted
+    by their elements' JSON, so equal values always encode identically (they key the recorded results)."""
+    if depth > _MAX_DEPTH:
+        raise TypeError("value nested too deeply")
+    kind = type(value)
+    if value is None or kind is bool or kind is str:
+        return value
+    if kind is int:
+        return value if value.bit_length() <= _BIG_INT_BITS else {"i": format(value, "x")}
+    if kind is float:
+        return value if math.isfinite(value) else {"f": repr(value)}
+    if kind is list:
+        return [encode(v, depth + 1) for v in value]
+    if kind is tuple:
+        return {"t": [encode(v, depth + 1) for v in value]}
+    if kind is set or kind is frozenset:
+        items = sorted((encode(v, depth + 1) for v in value), key=lambda e: json.dumps(e))
+        return {"s" if kind is set else "fs": items}
+    if kind is dict:
+        return {"d": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
+    if kind is bytes:
+        return {"b": base64.b64encode(value).decode()}
+    if kind is complex:
+        return {"c": [encode(value.real, depth + 1), encode(value.imag, depth + 1)]}
+    raise TypeError(f"{kind.__name__} is not plain data")
+
+
+def decode(obj: Any, depth: int = 0) -> Any:
+    """Plain data from its tagged JSON form (as ``json.loads`` returns it); ValueError on anything malformed."""
+    if depth > _MAX_DEPTH:
+        raise ValueError("value nested too deeply")
+    kind = type(obj)
+    if obj is None or kind in (bool, int, float, str):
+        return obj
+    if kind is list:
+        return [decode(v, depth + 1) for v in obj]
+    if kind is not dict or len(obj) != 1:
+        raise ValueError("malformed plain data")
+    ((tag, inner),) = obj.items()
+    try:
+        return _decode_tagged(tag, inner, depth)
+    except (TypeError, ValueError, KeyError, IndexError) as exc:
+        raise ValueError(f"malformed plain data ({tag!r}: {exc})") from None
+
+
+def _decode_tagged(tag: str, inner: Any, depth: int) -> Any:
+    if tag in ("t", "s", "fs", "d") and type(inner) is not list:
+        raise ValueError("a container tag needs a list")
+    if tag == "t":
+        return tuple(decode(v, depth + 1) for v in inner)
+    if tag == "s":
+        return {decode(v, depth + 1) for v in inner}
+    if tag == "fs":
+        return frozenset(decode(v, depth + 1) for v in inner)
+    if tag == "d":
+        if not all(type(item) is list and len(item) == 2 for item in inner):
+            raise ValueError("dict items must be [key, value] pairs")
+        return {decode(k, depth + 1): decode(v, depth + 1) for k, v in inner}
+    if tag == "b" and type(inner) is str:
+        return base64.b64decode(inner, validate=True)
+    if tag == "c" and type(inner) is list and len(inner) == 2:
+        real, imag = decode(inner[0], depth + 1), decode(inner[1], depth + 1)
+        if type(real) is not float or type(imag) is not float:
+            raise ValueError("complex parts must be floats")
+        return complex(real, imag)
+    if tag == "f" and inner in ("nan", "inf", "-inf"):
+        return float(inner)
+    if tag == "i" and type(inner) is str:
+        return int(inner, 16)
+    raise ValueError("unknown tag")
+
+
+def call_key(name: str, args: Any, kwargs: Any) -> str:
+    """The key of one call: its function name and encoded arguments."""
+    return json.dumps([name, args, kwargs], separators=(",", ":"))
+
+
+def _has_mutable(value: Any) -> bool:
+    kind = type(value)
+    if kind in (list, dict, set):
+        return True
+    if kind in (tuple, frozenset):
+        return any(_has_mutable(v) for v in value)
+    return False
+
+
+# -- which names of a test are the program's -------------------------------------------------------------------
+
+
+def _bound_names(tree: ast.AST) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+    return names
+
+
+def program_names(test: str, prefix: str | None, entry_point: str | None) -> tuple[list[str], list[str]]:
+    """(the program's functions the test uses, standard modules it uses without importing them): names the test
+    reads but neither defines nor imports, that are no builtins and not defined by ``prefix``; plus
+    ``entry_point``. Raises SyntaxError when ``test`` or ``prefix`` does not parse."""
+    tree = ast.parse(test)
+    defined = _bound_names(tree) | set(dir(builtins))
+    if prefix:
+        defined |= _bound_names(ast.parse(prefix))
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    free = read - defined - {ASSERT_HOOK}
+    modules = sorted(n for n in free if n in sys.stdlib_module_names)
+    names = sorted((free - set(modules)) | ({entry_point} if entry_point else set()))
+    return names, modules
+
+
+class _AssertToCall(ast.NodeTransformer):
+    """``assert test, msg`` -> ``if not test: __trl_ext_assert_failed__(msg)`` (the hook decides)."""
+
+    def visit_Assert(self, node: ast.Assert) -> ast.stmt:
+        self.generic_visit(node)
+        message = node.msg or ast.Constant(None)
+        hook = ast.Call(ast.Name(ASSERT_HOOK, ast.Load()), [message], [])
+        return ast.copy_location(ast.If(ast.UnaryOp(ast.Not(), node.test), [ast.Expr(hook)], []), node)
+
+
+def rewrite_asserts(test: str) -> ast.Module:
+    """The test's AST with every assert statement routed through the assert hook."""
+    return ast.fix_missing_locations(_AssertToCall().visit(ast.parse(test)))
+
+
+# -- one evaluation --------------------------------------------------------------------------------------------
+
+
+class _Stop(BaseException):
+    """Unwinds the test (past its own ``except Exception``) once the verdict is already known."""
+
+
+class ProgramError(Exception):
+    """Raised by a stand-in whose call raised an exception that is not a builtin ``Exception`` class."""
+
+
+class _Pending:
+    """The placeholder result of a call not run yet: truthy, absorbs every operation, never a verdict."""
+
+    def __bool__(self) -> bool:
+        return True
+
+    def _same(self, *args: Any, **kwargs: Any) -> _Pending:
+        return self
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _same
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _same
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __pow__ = __rpow__ = __neg__ = __pos__ = __abs__ = _same
+    __and__ = __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = __invert__ = __round__ = __call__ = _same
+    __getitem__ = __getattr__ = _same
+    __hash__ = object.__hash__
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        pass
+
+    def __contains__(self, item: Any) -> bool:
+        return True
+
+    def __len__(self) -> int:
+        return 0
+
+    def __iter__(self):
+        return iter(())
+
+    def __index__(self) -> int:
+        return 0
+
+    __int__ = __index__
+
+    def __float__(self) -> float:
+        return 0.0
+
+    def __repr__(self) -> str:
+        return "<pending>"
+
+
+def _contains_pending(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, _Pending):
+        return True
+    if depth < _MAX_DEPTH and type(value) in (list, tuple, set, frozenset):
+        return any(_contains_pending(v, depth + 1) for v in value)
+    if depth < _MAX_DEPTH and type(value) is dict:
+        return any(_contains_pending(v, depth + 1) for kv in value.items() for v in kv)
+    return False
+
+
+_EXCEPTIONS = {
+    name: value for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, Exception)
+}
+
+
+class _Session:
+    """The stand-ins' shared state for one evaluation."""
+
+    def __init__(self, results: dict[str, dict]) -> None:
+        self.results = results
+        self.calls: dict[str, list] = {}  # key -> [name, args, kwargs, want_args], in order of first call
+        self.pending = False  # a placeholder was handed out: no verdict from this pass
+        self.blocked = False  # a call's arguments hold a placeholder: run what is known, then go on
+        self.rejected = ""  # the program's fault: a result that is no plain data, or a call with no record
+        self.unsupported = ""  # the test's: an argument that is no plain data, too many calls
+
+    def stand_in(self, name: str):
+        def stand_in(*args: Any, **kwargs: Any) -> Any:
+            return self.call(name, args, kwargs)
+
+        stand_in.__name__ = stand_in.__qualname__ = name
+        return stand_in
+
+    def assert_failed(self, message: Any = None) -> None:
+        if not self.pending:  # with placeholders about, a failure proves nothing: keep discovering calls
+            raise AssertionError(message) if message is not None else AssertionError
+
+    def call(self, name: str, args: tuple, kwargs: dict) -> Any:
+        if _contains_pending((args, kwargs)):
+            self.blocked = True
+            raise _Stop
+        try:
+            encoded_args, encoded_kwargs = encode(list(args)), encode(kwargs)
+        except TypeError as exc:
+            self.unsupported = f"an argument of {name}() is not plain data ({exc})"
+            raise _Stop from None
+        key = call_key(name, encoded_args, encoded_kwargs)
+        if key not in self.calls:
+            if len(self.calls) >= _MAX_CALLS:
+                self.unsupported = f"the test makes more than {_MAX_CALLS} distinct calls"
+                raise _Stop
+            self.calls[key] = [name, encoded_args, encoded_kwargs, _has_mutable((args, kwargs))]
+        record = self.results.get(key)
+        if record is None:
+            self.pending = True
+            return _Pending()
+        return self._replay(name, record, args, kwargs)
+
+    def _replay(self, name: str, record: dict, args: tuple, kwargs: dict) -> Any:
+        if record.get("ok") is True:
+            try:
+                value = decode(record.get("value"))
+                if "args" in record:
+                    _apply_mutations(args, decode(record["args"]))
+                    _apply_mutations(kwargs, decode(record.get("kwargs")))
+            except ValueError:
+                self.rejected = f"{name}() returned no plain data"
+                raise _Stop from None
+            return value
+        if record.get("raised"):
+            raise _EXCEPTIONS.get(record["raised"], ProgramError)(f"raised by the program's {name}()")
+        self.rejected = f"{name}() " + ("returned no plain data" if record.get("unencodable") else "gave no result")
+        raise _Stop
+
+
+def _apply_mutations(mine: Any, theirs: Any) -> None:
+    """Make the test's own mutable arguments match what the call left of them (in-place updates)."""
+    if type(mine) is dict and type(theirs) is dict:
+        pairs = [(mine[k], theirs[k]) for k in mine if k in theirs]
+    elif type(mine) in (tuple, list) and type(theirs) in (tuple, list) and len(mine) == len(theirs):
+        pairs = list(zip(mine, theirs))
+    else:
+        return
+    for arg, after in pairs:
+        if type(arg) is list and type(after) is list:
+            arg[:] = after
+        elif type(arg) is type(after) and type(arg) in (dict, set):
+            arg.clear()
+            arg.update(after)
+
+
+def evaluate(task: dict) -> dict:
+    """Evaluate one assert test with the results known so far.
+
+    ``task``: {"test", "prefix", "entry_point", "names" (the program's functions), "modules" (standard modules
+    the test uses without importing them), "results" (call key -> record)}. Returns {"verdict": "passed" |
+    "failed" | "incomplete" | "unsupported", "detail", "calls": [[name, args, kwargs, want_args], ...]}."""
+    random.seed(0)  # tests that draw random inputs draw the same ones in every pass
+    session = _Session(task["results"])
+    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+    error = ""
+    try:
+        if task.get("prefix"):
+            exec(compile(task["prefix"], "prefix.py", "exec"), namespace)
+        for module in task.get("modules", ()):
+            namespace[module] = __import__(module)
+        for name in task["names"]:
+            namespace[name] = session.stand_in(name)
+        namespace[ASSERT_HOOK] = session.assert_failed
+        exec(compile(rewrite_asserts(task["test"]), "tests.py", "exec"), namespace)
+        if task.get("entry_point"):
+            namespace["check"](namespace[task["entry_point"]])
+    except _Stop:
+        error = "stopped"
+    except BaseException as exc:  # noqa: B036 - the test's own SystemExit is a failure too
+        error = f"{type(exc).__name__}: {exc}"[:500]
+    calls = list(session.calls.values())
+    if session.rejected:
+        return {"verdict": "failed", "detail": session.rejected, "calls": calls}
+    if session.unsupported:
+        return {"verdict": "unsupported", "detail": session.unsupported, "calls": calls}
+    if session.pending or session.blocked:
+        return {"verdict": "incomplete", "detail": error, "calls": calls}
+    return {"verdict": "failed" if error else "passed", "detail": error, "calls": calls}
+
+
+# -- the worker process ------------------------------------------------------------------------------------------
+
+_WORKER_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "OMP_NUM_THREADS": "1",
+    "PYTHONHASHSEED": "0",
+}
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(0)
+
+
+def worker_argv() -> list[str]:
+    """The command of an evaluation worker: this file as a script."""
+    return [sys.executable, "-s", os.path.abspath(__file__)]
+
+
+def worker_main() -> None:
+    """JSON task per line on stdin -> JSON answer per line. Re-executes itself once with a fixed hash seed (set
+    iteration orders must agree between passes) and an environment without the trainer's variables."""
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        os.execve(sys.executable, worker_argv(), _WORKER_ENV)
+    if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+        del sys.path[0]  # the test's imports must not find this package's modules by their bare names
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # the test's prints must not corrupt the protocol
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    sys.setrecursionlimit(10000)
+    out.write('{"ready": true}\n')
+    for line in sys.stdin:
+        out.write(json.dumps(evaluate(json.loads(line))) + "\n")
+
+
+if __name__ == "__main__":
+    worker_main()
