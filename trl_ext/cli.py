@@ -93,13 +93,20 @@ def recipe_classes(recipe: str) -> tuple[type, type]:
 
 def train(recipe: str, argv: list[str]) -> Any:
     """Parse `--config`/flags with TrlParser, build the recipe's trainer, train, save (and push if asked)."""
-    from trl import ModelConfig, TrlParser, get_peft_config
+    from trl import ModelConfig, TrlParser, get_peft_config, get_quantization_config
+
+    from trl_ext.models import adapter_config_file, check_model_flags, model_init_kwargs_from
 
     config_cls, trainer_cls = recipe_classes(recipe)
     parser = TrlParser((ScriptArguments, config_cls, ModelConfig), prog=f"trl-ext {recipe}")
     script_args, training_args, model_args = parser.parse_args_and_config(argv)
     if model_args.model_name_or_path is None:
         raise SystemExit("trl-ext: --model_name_or_path is required (a local path or a Hub id).")
+    # ModelConfig flags reach the model as `trl grpo` passes them: from_pretrained kwargs and a quantization config.
+    training_args.model_init_kwargs = model_init_kwargs_from(model_args, training_args.model_init_kwargs)
+    quantization_config = get_quantization_config(model_args)
+    adapter = adapter_config_file(model_args.model_name_or_path, model_args.model_revision) is not None
+    check_model_flags(model_args, quantized=quantization_config is not None, adapter=adapter)
     kwargs: dict[str, Any] = {
         "model": model_args.model_name_or_path,
         "args": training_args,
@@ -108,6 +115,8 @@ def train(recipe: str, argv: list[str]) -> Any:
         ),
         "peft_config": get_peft_config(model_args),
     }
+    if quantization_config is not None:
+        kwargs["quantization_config"] = quantization_config
     if script_args.dataset_test_split:
         kwargs["eval_dataset"] = load_any_dataset(
             script_args.dataset_name, script_args.dataset_config, script_args.dataset_test_split

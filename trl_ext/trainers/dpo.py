@@ -20,6 +20,7 @@ from trl import DPOTrainer as TRLDPOTrainer
 from trl_ext.core.preference import MARGIN_LOSS_TYPES, margin_as_logratio_offset
 from trl_ext.data.collators import FloatColumnCollator
 from trl_ext.hub import ModelCardMixin
+from trl_ext.models import resolve_model
 from trl_ext.trainers._trl_hooks import DPO_ATTRIBUTES, DPO_HOOKS, require_trl_hooks
 from trl_ext.trainers.reference_resets import ReferenceResetArguments, ReferenceResetMixin
 
@@ -76,6 +77,7 @@ class DPOTrainer(ModelCardMixin, ReferenceResetMixin, TRLDPOTrainer):
         if args is None:
             name = model if isinstance(model, str) else model.config._name_or_path
             args = DPOConfig(output_dir=f"{name.split('/')[-1]}-DPO")
+        model = resolve_model(model, args, kwargs)  # an adapter repo/dir: its base + the adapter, trainable
         super().__init__(model, ref_model, _with_reset_fields(args), *more, **kwargs)
         missing = [name for name in DPO_ATTRIBUTES if not hasattr(self, name)]
         if missing:

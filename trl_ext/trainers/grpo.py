@@ -20,6 +20,7 @@ import trl
 from trl_ext.core.advantages import group_normalized, leave_one_out, minibatch_normalized
 from trl_ext.core.filtering import informative_groups
 from trl_ext.hub import ModelCardMixin
+from trl_ext.models import resolve_model
 from trl_ext.rewards.length import OverlongPenalty
 from trl_ext.trainers import _dynamic_sampling as ds
 from trl_ext.trainers._trl_hooks import GRPOHookMixin, checkpoint_dir, require_trl_hooks
@@ -229,6 +230,7 @@ class GRPOTrainer(ModelCardMixin, ReferenceResetMixin, GRPOHookMixin, trl.GRPOTr
         **kwargs: Any,
     ):
         args = self._resolve_args(model, args)
+        model = resolve_model(model, args, kwargs)  # an adapter repo/dir: its base + the adapter, trainable
         if reward_funcs is None:
             reward_funcs = []
         reward_funcs = list(reward_funcs) if isinstance(reward_funcs, list) else [reward_funcs]
