@@ -38,12 +38,19 @@ def test_the_trl_bugs_this_fixes():
 @pytest.mark.parametrize(
     "gold, expected",
     [
-        (r"The answer is \boxed{\frac{1}{2}}.", (r"$\frac{1}{2}$", "latex")),
-        (r"$x^2$", (r"$x^2$", "latex")),
-        ("42", ("42", "expr")),
-        ("-3.5", ("-3.5", "expr")),
-        (7, ("7", "expr")),
-        (r"73\pi", (r"$73\pi$", "latex")),
+        (r"The answer is \boxed{\frac{1}{2}}.", ((r"\frac{1}{2}",), False)),
+        (r"$x^2$", ((r"x^2",), False)),
+        ("42", (("42",), False)),
+        ("-3.5", (("-3.5",), False)),
+        (7, (("7",), False)),
+        (r"73\pi", ((r"73\pi",), False)),
+        (r"$\boxed{1}\boxed{2}$", (("1", "2"), False)),
+        (r"\(\boxed{1}\) and \(\boxed{-2}\)", (("1", "-2"), False)),
+        (r"\{3, -1\}", (("3", "-1"), False)),
+        ("(1, 2)", (("(1, 2)",), False)),
+        (r"x = \pm 2", (("x = + 2", "x = - 2"), False)),
+        ("a = 2, b = 3", (("a = 2", "b = 3"), True)),
+        (r"1{,}000\%", (("1000",), False)),
         (r"\boxed{}", None),
         ("  ", None),
         (None, None),
@@ -85,8 +92,14 @@ def test_anchored_extraction():
     assert math_accuracy(completions, solution=["5"] * 3) == [0.0, 0.0, 1.0]
 
 
-def test_unparseable_gold_scores_none():
-    assert math_accuracy([r"\boxed{1}", r"\boxed{1}"], solution=["See the proof above.", r"\boxed{}"]) == [None, None]
+def test_unparseable_gold_scores_none_with_one_warning_naming_it():
+    golds = ["See the proof above (unparseable gold test).", r"\boxed{ }", r"\text{see the proof, it is omitted}"]
+    with pytest.warns(UserWarning) as caught:
+        assert math_accuracy([r"\boxed{1}"] * 4, solution=[*golds, golds[0]]) == [None] * 4
+        assert math_accuracy([r"\boxed{2}"], solution=[golds[0]]) == [None]
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 3
+    assert all(sum(repr(gold) in message for message in messages) == 1 for gold in golds), messages
 
 
 def test_configurable_values():

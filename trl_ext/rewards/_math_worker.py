@@ -1,14 +1,19 @@
-"""Math verification worker process, started as ``python -c <this source>`` (see ``worker_argv``).
+"""Math verification worker process, started as ``python -c <this source> <path of _math_answers.py>``.
 
-Run from source rather than ``-m`` so that it imports math-verify only, not the trl_ext package (torch).
+Run from source rather than ``-m`` so that it imports math-verify and the string helpers only, not the trl_ext
+package (torch).
 
 Reads one JSON task per line on stdin, writes one JSON result per line on a private copy of stdout (fd 1
-itself is pointed at stderr so library prints cannot corrupt the protocol). Parsed gold answers are cached.
+itself is pointed at stderr so library prints cannot corrupt the protocol). Parsed gold parts are cached.
 The parent enforces a hard deadline per task by killing this process; math-verify's own signal timeouts
 (main thread only, which this is) usually fire first and keep the process alive.
+
+A task holds the gold's parts, whether they are ordered, and the answer's parts (or, for anchored extraction
+without a box, the answer region). Every gold part must be matched by exactly one answer part.
 """
 
 import contextlib
+import importlib.util
 import json
 import logging
 import os
@@ -24,30 +29,158 @@ def _watch_parent(parent: int) -> None:
     os._exit(0)
 
 
-def _configs():
-    from math_verify import ExprExtractionConfig, LatexExtractionConfig
+def _load_answers(path: str):
+    spec = importlib.util.spec_from_file_location("trl_ext_math_answers", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    return {
-        "latex": [LatexExtractionConfig()],
-        "expr": [ExprExtractionConfig()],
-        "boxed": [LatexExtractionConfig(boxed_match_priority=0, try_extract_without_anchor=False)],
-        "anchored": [
+
+class Part:
+    """One part of a gold or of an answer: its parsed value (None when it does not parse to a finite
+    expression) and what the string comparisons need."""
+
+    __slots__ = ("assignment", "expr", "key", "option", "unit", "word")
+
+    def __init__(self, text, expr, answers, gold):
+        self.expr = expr
+        self.key = answers.text_key(text) if text is not None else None
+        self.option = answers.option_letter(text, strict=gold) if text is not None else None
+        self.word = text is not None and answers.is_word_answer(text)
+        self.unit = answers.unit(text) if text is not None else None
+        self.assignment = text is not None and answers.is_assignment(text)
+
+
+class Grader:
+    def __init__(self, answers_path: str) -> None:
+        from math_verify import ExprExtractionConfig, LatexExtractionConfig
+
+        self.answers = _load_answers(answers_path)
+        self.boxed = [LatexExtractionConfig(boxed_match_priority=0, try_extract_without_anchor=False)]
+        self.anchored = [
             LatexExtractionConfig(boxed_match_priority=0, try_extract_without_anchor=False),
             ExprExtractionConfig(try_extract_without_anchor=False),
-        ],
-    }
+        ]
+        self.gold_parts = lru_cache(maxsize=4096)(self._gold_parts)
+
+    def _parse(self, text, configs, timeout):
+        from math_verify import parse
+        from sympy import Basic, MatrixBase, nan, zoo
+
+        parsed = parse(text, configs, fallback_mode="no_fallback", parsing_timeout=timeout)
+        if not parsed or not isinstance(parsed[0], (Basic, MatrixBase)):
+            return None
+        expr = parsed[0]
+        try:
+            return None if expr.has(zoo, nan) else expr
+        except Exception:
+            return None
+
+    def _parts(self, text, gold, timeout):
+        """The Parts of one part string; a value that parses to a finite set ({a, b}, from "a or b") is one part
+        per element."""
+        from sympy import FiniteSet
+
+        word_or_option = self.answers.is_word_answer(text) or self.answers.option_letter(text, strict=gold)
+        expr = None if word_or_option else self._parse("\\boxed{" + text + "}", self.boxed, timeout)
+        if isinstance(expr, FiniteSet) and 1 < len(expr.args) <= self.answers.MAX_PARTS:
+            return [Part(None, element, self.answers, gold) for element in expr.args]
+        return [Part(text, expr, self.answers, gold)]
+
+    def _gold_parts(self, texts: tuple, timeout: int):
+        parts = []
+        for text in texts:
+            if not self.answers.looks_like_an_answer(text):
+                return None  # "See the proof above.", a sentence: not an answer (it would parse as letters)
+            parsed = self._parts(text, True, timeout)
+            parts.extend(parsed)
+        return parts
+
+    def same(self, gold: Part, answer: Part, timeout: int) -> bool:
+        from math_verify import verify
+
+        if gold.option is not None:
+            return answer.option == gold.option
+        if gold.word or answer.word:
+            return gold.key == answer.key
+        if gold.unit and answer.unit and gold.unit != answer.unit:
+            return False
+        if gold.expr is None or answer.expr is None:
+            return gold.expr is None and answer.expr is None and gold.key == answer.key
+        if _vector_vs_tuple(gold.expr, answer.expr):
+            gold_expr, answer_expr = _as_tuples(gold.expr, answer.expr)
+        else:
+            gold_expr, answer_expr = gold.expr, answer.expr
+        return verify(gold_expr, answer_expr, timeout_seconds=timeout, allow_set_relation_comp=True)
+
+    def grade(self, task: dict) -> str:
+        timeout = int(task["timeout"])
+        gold = self.gold_parts(tuple(task["gold"]), timeout)
+        if gold is None:
+            return "gold_error"
+        if task.get("answer") is not None:
+            answer = [part for text in task["answer"] for part in self._parts(text, False, timeout)]
+        else:
+            expr = self._parse(task["region"], self.anchored, timeout)
+            if expr is None:
+                return "wrong"
+            answer = [Part(None, expr, self.answers, False)]
+        if len(answer) > self.answers.MAX_PARTS:
+            return "wrong"
+        return "correct" if self.match(gold, answer, task["ordered"], timeout) else "wrong"
+
+    def match(self, gold: list, answer: list, ordered: bool, timeout: int) -> bool:
+        """All gold parts answered, each by its own answer part, nothing more (in order when ``ordered`` and the
+        answer gives bare values)."""
+        if len(answer) > len(gold):  # the same value written twice (1/2 and 0.5) counts once
+            kept = []
+            for part in answer:
+                if not any(self.same(other, part, timeout) for other in kept):
+                    kept.append(part)
+            answer = kept
+        if len(answer) != len(gold):
+            return False
+        if len(gold) == 1:
+            return self.same(gold[0], answer[0], timeout)
+        if ordered and not all(part.assignment for part in answer):
+            return all(self.same(g, a, timeout) for g, a in zip(gold, answer))
+        fits = [[self.same(g, a, timeout) for a in answer] for g in gold]
+        return _perfect_matching(fits)
 
 
-def _grade(task: dict, configs: dict, parse_gold, timeout: int) -> str:
-    from math_verify import parse, verify
+def _vector_vs_tuple(gold, answer) -> bool:
+    """A column or row vector written as a tuple: (1, 2, 3) for a 3x1 pmatrix (never a scalar, never a set;
+    math-verify reads a pair (1, 2) as an open interval)."""
+    from sympy import Interval, MatrixBase, Tuple
 
-    gold = list(parse_gold(task["gold"], task["gold_kind"], timeout))
-    if not gold:
-        return "gold_error"
-    answer = parse(task["answer"], configs[task["mode"]], fallback_mode="no_fallback", parsing_timeout=timeout)
-    if not answer:
-        return "wrong"
-    return "correct" if verify(gold, answer, timeout_seconds=timeout) else "wrong"
+    if not isinstance(gold, MatrixBase) or 1 not in gold.shape:
+        return False
+    if isinstance(answer, Interval):
+        return len(gold) == 2 and answer.left_open and answer.right_open
+    return isinstance(answer, Tuple) and len(answer) == len(gold)
+
+
+def _as_tuples(gold, answer):
+    from sympy import Interval, Tuple
+
+    answer = Tuple(answer.start, answer.end) if isinstance(answer, Interval) else answer
+    return Tuple(*gold), answer
+
+
+def _perfect_matching(fits: list) -> bool:
+    """Whether every row can be given its own column with ``fits[row][column]`` (Kuhn's augmenting paths)."""
+    owner = [None] * len(fits[0])
+
+    def assign(row, seen):
+        for column, fit in enumerate(fits[row]):
+            if fit and column not in seen:
+                seen.add(column)
+                if owner[column] is None or assign(owner[column], seen):
+                    owner[column] = row
+                    return True
+        return False
+
+    return all(assign(row, set()) for row in range(len(fits)))
 
 
 def main() -> None:
@@ -55,23 +188,15 @@ def main() -> None:
     os.dup2(2, 1)
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     logging.disable(logging.CRITICAL)
-    from math_verify import parse
-
-    configs = _configs()
-
-    @lru_cache(maxsize=4096)
-    def parse_gold(text: str, kind: str, timeout: int):
-        return tuple(parse(text, configs[kind], fallback_mode="no_fallback", parsing_timeout=timeout))
-
+    grader = Grader(sys.argv[1])
     # warm the LaTeX parser up (its first use loads the grammar) so that deadlines measure verification only
-    warm_up = {"gold": "$1$", "gold_kind": "latex", "answer": "\\boxed{1}", "mode": "boxed"}
     with contextlib.suppress(Exception):  # a broken install shows up on the first real task instead
-        _grade(warm_up, configs, parse_gold, 5)
+        grader.grade({"gold": ["1"], "ordered": False, "answer": ["1"], "timeout": 5})
     out.write('{"ready": true}\n')
     for line in sys.stdin:
         task = json.loads(line)
         try:
-            result = _grade(task, configs, parse_gold, int(task["timeout"]))
+            result = grader.grade(task)
         except Exception:
             result = "wrong"
         out.write(json.dumps({"r": result}) + "\n")

@@ -50,15 +50,37 @@ def last_boxed(text: str) -> str | None:
     """Content of the last brace-balanced ``\\boxed{...}`` (or ``\\fbox{...}``) in ``text``; None if absent or
     unbalanced."""
     for match in reversed(list(_BOXED.finditer(text))):
-        depth, start = 1, match.end()
-        for pos in range(start, len(text)):
-            char = text[pos]
-            if char == "{" and text[pos - 1] != "\\":
-                depth += 1
-            elif char == "}" and text[pos - 1] != "\\":
-                depth -= 1
-                if depth == 0:
-                    return text[start:pos]
+        content = _balanced(text, match.end())
+        if content is not None:
+            return content
+    return None
+
+
+def all_boxed(text: str) -> list[str]:
+    """Contents of every brace-balanced ``\\boxed{...}`` (or ``\\fbox{...}``) in ``text``, in order (a box nested
+    in another is part of the outer one's content)."""
+    contents, end = [], 0
+    for match in _BOXED.finditer(text):
+        if match.start() < end:
+            continue
+        content = _balanced(text, match.end())
+        if content is not None:
+            contents.append(content)
+            end = match.end() + len(content) + 1
+    return contents
+
+
+def _balanced(text: str, start: int) -> str | None:
+    """``text[start:close]`` where ``close`` is the ``}`` closing the (unescaped) brace opened just before ``start``."""
+    depth = 1
+    for pos in range(start, len(text)):
+        char = text[pos]
+        if char == "{" and text[pos - 1] != "\\":
+            depth += 1
+        elif char == "}" and text[pos - 1] != "\\":
+            depth -= 1
+            if depth == 0:
+                return text[start:pos]
     return None
 
 

@@ -3,33 +3,26 @@
 from __future__ import annotations
 
 import importlib.util
-import re
 import sys
 import threading
+import warnings
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Literal
 
+from trl_ext.rewards._math_answers import answer_parts, gold_parts
 from trl_ext.rewards._pool import WorkerPool
-from trl_ext.rewards._text import (
-    THINK_CLOSE,
-    THINK_OPEN,
-    answer_region,
-    column,
-    completion_text,
-    last_boxed,
-    log_outcomes,
-)
+from trl_ext.rewards._text import THINK_CLOSE, THINK_OPEN, answer_region, column, completion_text, log_outcomes
 from trl_ext.rewards.base import RewardFunction
 
-_PLAIN_NUMBER = re.compile(r"^[-+]?(\d+(,\d{3})*|\d*)(\.\d+)?$")
-_MATH_DELIMITERS = ("$", "\\(", "\\[", "\\begin{")
 _WORKER_SOURCE = (
     # drop '' from sys.path: a math.py or code.py in the working directory must not shadow the stdlib
     "import sys\nsys.path[:] = [p for p in sys.path if p not in ('', '.')]\n"
     + (Path(__file__).parent / "_math_worker.py").read_text()
 )
+_ANSWERS_PATH = str(Path(__file__).parent / "_math_answers.py")
 _OUTCOMES = ("correct", "wrong", "no_answer", "timeout", "gold_error")
+_WARNED_GOLDS: set[str] = set()
 _POOLS: dict[int, WorkerPool] = {}
 _POOLS_LOCK = threading.Lock()
 
@@ -42,16 +35,16 @@ def shared_pool(num_workers: int) -> WorkerPool:
         )
     with _POOLS_LOCK:
         if num_workers not in _POOLS:
-            _POOLS[num_workers] = WorkerPool([sys.executable, "-c", _WORKER_SOURCE], size=num_workers)
+            _POOLS[num_workers] = WorkerPool([sys.executable, "-c", _WORKER_SOURCE, _ANSWERS_PATH], size=num_workers)
         return _POOLS[num_workers]
 
 
-def normalize_gold(gold: Any) -> tuple[str, str] | None:
-    """(text, kind) to parse for a gold answer, or None when empty. ``kind`` is "latex" or "expr".
+def normalize_gold(gold: Any) -> tuple[tuple[str, ...], bool] | None:
+    """(parts, ordered) to verify for a gold answer, or None when it is empty or not a string/number.
 
-    The last brace-balanced ``\\boxed{}`` wins; text with math delimiters is kept as is; a plain number is
-    parsed as an expression; any other bare LaTeX is wrapped in ``$...$`` so it parses as a whole (``73\\pi``
-    stays 73π instead of becoming its first number).
+    Every ``\\boxed{}`` of the gold is a required part (without a box the whole gold is the answer); a part
+    that is a comma/"and"/"or" list, a written-out set ``\\{a, b\\}`` or ``a \\pm b`` is split further.
+    Tuples, intervals and matrices stay whole. See ``trl_ext.rewards._math_answers``.
     """
     if gold is None or isinstance(gold, bool):
         return None
@@ -59,17 +52,19 @@ def normalize_gold(gold: Any) -> tuple[str, str] | None:
         gold = repr(gold)
     if not isinstance(gold, str) or not gold.strip():
         return None
-    gold = gold.strip()
-    boxed = last_boxed(gold)
-    if boxed is not None:
-        gold = boxed.strip()
-        if not gold:
-            return None
-    elif any(d in gold for d in _MATH_DELIMITERS):
-        return gold, "latex"
-    if _PLAIN_NUMBER.match(gold) and any(c.isdigit() for c in gold):
-        return gold, "expr"
-    return f"${gold}$", "latex"
+    return gold_parts(gold)
+
+
+def _warn_gold(gold: Any) -> None:
+    text = repr(gold) if len(repr(gold)) <= 200 else repr(gold)[:200] + "..."
+    if text in _WARNED_GOLDS or len(_WARNED_GOLDS) > 10_000:
+        return
+    _WARNED_GOLDS.add(text)
+    warnings.warn(
+        f"math_accuracy: the gold answer {text} is not a parseable answer; its rows score None (TRL drops them). "
+        "Give the final answer (e.g. in \\boxed{}) in the `solution`/`answer` column.",
+        stacklevel=3,
+    )
 
 
 class MathAccuracy(RewardFunction):
@@ -147,38 +142,48 @@ class MathAccuracy(RewardFunction):
                     self._gold_cache.popitem(last=False)
         return normalized
 
-    def extract(self, text: str) -> str | None:
-        """What is sent to the verifier for one completion, or None when it has no answer."""
+    def extract(self, text: str) -> tuple[str, ...] | str | None:
+        """What is sent to the verifier for one completion: the parts of its boxed answer (every ``\\boxed{}`` of
+        the answer region), the answer region itself for ``"anchored"`` extraction when it has no box, or None
+        when it has no answer."""
         open_tag, close_tag = self.think_tags or (None, None)
         region = answer_region(text, open_tag, close_tag)
         if region is None:
             return None
-        if self.extraction == "anchored":
+        parts = answer_parts(region)
+        if parts is None and self.extraction == "anchored" and region.strip():
             return region
-        boxed = last_boxed(region)
-        return None if boxed is None or not boxed.strip() else "\\boxed{" + boxed + "}"
+        return parts
 
     def __call__(self, completions: list, **kwargs: Any) -> list[float | None]:
         golds = column(kwargs, ("solution", "answer"), len(completions), self.__name__)
         keys: list[tuple | str | None] = []
         unique: dict[tuple, int] = {}
+        raw_gold: dict[tuple, Any] = {}
         for i, (completion, gold) in enumerate(zip(completions, golds)):
             gold_norm = self._gold(gold)
             answer = self.extract(completion_text(completion, i))
             if gold_norm is None:
                 keys.append(None)
+                _warn_gold(gold)
             elif answer is None:
                 keys.append("no_answer")
             else:
                 key = (*gold_norm, answer)
                 unique.setdefault(key, len(unique))
+                raw_gold.setdefault(key, gold)
                 keys.append(key)
+        timeout = self._inner_timeout()
         tasks = [
-            {"gold": g, "gold_kind": kind, "answer": a, "mode": self.extraction, "timeout": self._inner_timeout()}
-            for (g, kind, a) in unique
+            {"gold": list(g), "ordered": ordered, "timeout": timeout}
+            | ({"answer": list(a)} if isinstance(a, tuple) else {"answer": None, "region": a})
+            for (g, ordered, a) in unique
         ]
         answers = self.pool.map(tasks, self.timeout_s) if tasks else []
         outcomes = [self._outcome(key, answers[unique[key]] if isinstance(key, tuple) else None) for key in keys]
+        for key, outcome in zip(keys, outcomes):
+            if outcome == "gold_error" and key is not None:
+                _warn_gold(raw_gold[key])
         log_outcomes(self.__name__, outcomes, _OUTCOMES, kwargs.get("log_metric"))
         values = {"correct": self.correct_value, "wrong": self.wrong_value, "no_answer": self.wrong_value}
         values.update(timeout=self.timeout_value, gold_error=None)

@@ -1,0 +1,238 @@
+"""String side of math answer checking: multi-part splitting, thousands separators, text, option letters, units.
+
+math-verify parses and compares one expression at a time. What it does not do, and this module does (by hand,
+because no maintained library does it; all of it is plain string work, the maths stays in math-verify):
+
+- split an answer made of several parts (several ``\\boxed{}``, a bare comma list, ``\\{a, b\\}``, ``a \\pm b``,
+  "x = 1 or x = 2") into parts that are compared one by one: math-verify keeps one box, or compares a comma
+  list as a set that also equals a tuple or an interval;
+- read ``1\\,000``, ``1{,}000`` or ``1 000`` as one number (math-verify reads a product, i.e. 0);
+- compare word answers as words: math-verify reads ``\\text{no}`` as the product n·o, so anagrams are equal;
+- option letters ((C), \\text{C}, c) and answers that do not parse (``12:00``, a ``cases`` block) by an exact
+  match of normalised strings, never by a number found somewhere in the text;
+- refuse a different unit: math-verify strips units, so ``5\\text{ cm}`` would equal ``5\\text{ m}``.
+
+This file imports only the standard library: the math workers load it by path (importing the trl_ext package
+would import torch in every worker).
+"""
+
+import re
+
+_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_TEXT_COMMAND = re.compile(
+    r"\\(?:text(?:bf|it|rm|normal|sf|tt)?|mbox|mathrm|mathbf|mathit|mathsf|operatorname|textup)\s*\{"
+)
+_ESCAPED = re.compile(r"\\[$%]")
+# groups of exactly three digits after a 1-3 digit head, joined by a comma, {,}, a thin/normal space or ~
+_THOUSANDS = re.compile(r"(?<![\d.])([1-9]\d{0,2})((?:(?:,|\{,\}|\\[,!;: ]|~| )\d{3})+)(?![\d])")
+_THOUSANDS_SEP = re.compile(r"\{,\}|\\[,!;: ]|[,~ ]")
+_PERCENT = re.compile(r"\\text\s*\{\s*(?:\\?%|percent)\s*\}|\\?%|\bpercent\b")
+_OUTER_DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
+_SEPARATOR = re.compile(
+    r"(?:\s|\\q?quad|\\[,;: ])*(?:,|;|\\(?:text|mbox|textrm|mathrm)\s*\{\s*(?:and|or)\s*\}|(?<=\s)(?:and|or)(?=\s))"
+    r"(?:\s|\\q?quad|\\[,;: ])*"
+)
+_ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+(?:_\{?\w+\}?)?)\s*=(?!=)")
+_SPACING = re.compile(r"\\(?:left|right|big|Big|bigg|Bigg)(?![A-Za-z])|\\[!,;: ]|\\q?quad|\\displaystyle|~|\s+")
+_OPTION = re.compile(r"^\(([a-e])\)$|^([a-e])\)?$")
+_NOT_AN_ANSWER = re.compile(r"\b(?:proof|prove[dn]?|shown?|see|omitted|n/a|none given)\b")
+_UNIT_ALIASES = {
+    "centimeter": "cm", "centimetre": "cm", "meter": "m", "metre": "m", "kilometer": "km", "kilometre": "km",
+    "millimeter": "mm", "millimetre": "mm", "inch": "in", "inche": "in", "foot": "ft", "feet": "ft",
+    "second": "s", "sec": "s", "minute": "min", "hour": "h", "hr": "h", "kilogram": "kg", "gram": "g",
+    "degree": "deg", "dollar": "$", "liter": "l", "litre": "l", "mile": "mi", "yard": "yd", "unit": "",
+}  # fmt: skip
+_BARE_UNITS = {"cm", "m", "km", "mm", "in", "ft", "s", "min", "h", "kg", "g", "mi", "yd", "l", "ml", "deg"}
+_UNIT_TAIL = re.compile(
+    r"(?:\\(?:text|mbox|mathrm|textrm|rm)\s*\{\s*([A-Za-z][A-Za-z .]*?)\s*\}|(?<=[\d}\s])([A-Za-z]{1,12}))"
+    r"\s*((?:\^\s*\{?\s*[23]\s*\}?)?)\s*\.?\s*$"
+)
+MAX_PARTS = 16
+
+
+def strip_delimiters(text: str) -> str:
+    """``text`` without surrounding math delimiters (``$...$``, ``\\(...\\)``, ``\\[...\\]``) and a final period."""
+    text = text.strip()
+    changed = True
+    while changed:
+        changed = False
+        for open_, close in _OUTER_DELIMITERS:
+            if len(text) > len(open_) + len(close) and text.startswith(open_) and text.endswith(close):
+                text, changed = text[len(open_) : -len(close)].strip(), True
+        if text.endswith(".") and not text[-2:-1].isdigit():
+            text, changed = text[:-1].rstrip(), True
+    return text
+
+
+def join_thousands(text: str) -> str:
+    """``1,000``, ``1{,}000``, ``1\\,000``, ``1 000`` -> ``1000`` (only groups of exactly three digits)."""
+    return _THOUSANDS.sub(lambda m: m.group(1) + _THOUSANDS_SEP.sub("", m.group(2)), text)
+
+
+def split_top_level(text: str) -> list[str]:
+    """Split ``text`` at commas, semicolons and "and"/"or" outside every bracket, brace and environment."""
+    parts, depth, start, pos = [], 0, 0, 0
+    while pos < len(text):
+        separator = _SEPARATOR.match(text, pos) if depth == 0 else None
+        if separator:
+            parts.append(text[start:pos])
+            start = pos = separator.end()
+            continue
+        if text.startswith(("\\begin{", "\\end{"), pos):
+            depth += 1 if text[pos + 1] == "b" else -1
+            pos = text.find("}", pos) + 1 or len(text)
+            continue
+        char = text[pos]
+        if char == "\\":
+            pos += 1 if text[pos + 1 : pos + 2] in ("(", "[", "{", "}", "]", ")") else 2  # \{ is a brace
+            continue
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        pos += 1
+    parts.append(text[start:])
+    return [part.strip() for part in parts]
+
+
+def _outer_set(text: str) -> str | None:
+    """The inside of ``\\{a, b\\}`` (a set written out), or None when ``text`` is not one whole such set."""
+    for open_, close in (("\\left\\{", "\\right\\}"), ("\\{", "\\}")):
+        if text.startswith(open_) and text.endswith(close):
+            inner = text[len(open_) : -len(close)]
+            if len(split_top_level("(" + inner + ")")) == 1 and not re.search(r"\\mid|\||:", inner):
+                return inner
+    return None
+
+
+def expand_plus_minus(part: str) -> list[str]:
+    """``a \\pm b`` -> ``a + b``, ``a - b`` (every ``\\pm`` takes the same sign, every ``\\mp`` the other one)."""
+    if "\\pm" not in part and "\\mp" not in part:
+        return [part]
+    signs = ({"pm": "+", "mp": "-"}, {"pm": "-", "mp": "+"})
+    return [re.sub(r"\\(pm|mp)(?![A-Za-z])", lambda m, sign=sign: sign[m.group(1)], part) for sign in signs]
+
+
+def split_parts(content: str) -> list[str]:
+    """The parts of one answer (the content of one box, or a bare gold): a comma/and/or list, a written-out set,
+    ``\\pm``; each part keeps its brackets (a tuple, an interval or a matrix is one part)."""
+    content = strip_delimiters(join_thousands(_PERCENT.sub("", content)))
+    inner = _outer_set(content)
+    pieces = split_top_level(inner if inner is not None else content)
+    parts: list[str] = []
+    for piece in pieces:
+        piece = strip_delimiters(piece)
+        if piece:
+            parts.extend(expand_plus_minus(piece))
+    return list(dict.fromkeys(parts))
+
+
+def gold_parts(gold: str) -> tuple[tuple[str, ...], bool] | None:
+    """(parts, ordered) of a gold answer, or None when it has no part. Every ``\\boxed{}`` of the gold is a part
+    (all are required); without a box the whole gold is one answer. ``ordered`` is True when the parts are
+    assignments to different variables (``a = 2, b = 3``): then bare values in the answer are taken in order."""
+    boxes = _boxes(gold)
+    contents = [box for box in boxes if box.strip()] if boxes else [gold]
+    parts = tuple(dict.fromkeys(part for content in contents for part in split_parts(content)))
+    if not parts:
+        return None
+    names = [_ASSIGNMENT.match(part) for part in parts]
+    ordered = len(parts) > 1 and all(names) and len({name.group(1) for name in names}) == len(parts)
+    return parts, ordered
+
+
+def answer_parts(region: str) -> tuple[str, ...] | None:
+    """The parts of a completion's answer: every ``\\boxed{}`` in its answer region (several boxes are several
+    parts), or None when it has no non-empty box."""
+    parts = tuple(dict.fromkeys(part for content in _boxes(region) for part in split_parts(content)))
+    return parts or None
+
+
+def _boxes(text: str) -> list[str]:
+    contents, end = [], 0
+    for match in _BOXED.finditer(text):
+        if match.start() < end:
+            continue
+        close = _closing_brace(text, match.end())
+        if close is not None:
+            contents.append(text[match.end() : close])
+            end = close + 1
+    return contents
+
+
+def _closing_brace(text: str, start: int) -> int | None:
+    depth = 1
+    for pos in range(start, len(text)):
+        if text[pos] in "{}" and text[pos - 1] != "\\":
+            depth += 1 if text[pos] == "{" else -1
+            if depth == 0:
+                return pos
+    return None
+
+
+def unwrap_text(text: str) -> str:
+    """``text`` with every ``\\text{...}``-like command replaced by its content."""
+    while True:
+        match = _TEXT_COMMAND.search(text)
+        if match is None:
+            return text
+        close = _closing_brace(text, match.end())
+        if close is None:
+            return text
+        text = text[: match.start()] + text[match.end() : close] + text[close + 1 :]
+
+
+def text_key(part: str) -> str:
+    """The normalised string used for exact matching: text commands unwrapped, spacing commands, ``\\left``/
+    ``\\right``, whitespace and a final period removed, ``\\dfrac`` read as ``\\frac``, lower case."""
+    key = unwrap_text(part).replace("{,}", ",").replace("{:}", ":")
+    key = re.sub(r"\\[dt]frac", r"\\frac", _ESCAPED.sub(lambda m: m.group(0)[1], key))
+    key = _SPACING.sub("", key).rstrip(".")
+    return key.lower()
+
+
+def is_word_answer(part: str) -> bool:
+    """True for an answer made of words (``\\text{Monday}``, ``odd``, ``all real numbers``), which is compared
+    as a string: letters only, and a word of 3+ letters or a ``\\text{}`` of 2+ (``ab`` stays a product)."""
+    unwrapped = unwrap_text(part).strip().rstrip(".")
+    if not unwrapped or not re.fullmatch(r"[A-Za-z][A-Za-z' \-]*", unwrapped):
+        return False
+    longest = max(len(word) for word in re.findall(r"[A-Za-z]+", unwrapped))
+    return longest >= 3 or (longest >= 2 and unwrapped != part.strip().rstrip("."))
+
+
+def looks_like_an_answer(part: str) -> bool:
+    """False for golds that are not answers at all ("See the proof above.", a sentence): no proof words, at most
+    six words outside LaTeX commands, at most 200 characters. (Such text would parse as a product of letters.)"""
+    words = re.findall(r"(?<![\\A-Za-z])[A-Za-z]{2,}", unwrap_text(part))
+    return len(words) <= 6 and len(part) <= 200 and not _NOT_AN_ANSWER.search(unwrap_text(part).lower())
+
+
+def option_letter(part: str, strict: bool) -> str | None:
+    """The option letter of a multiple-choice answer: ``(C)``, ``\\text{(C)}``, ``C`` (upper case only when
+    ``strict``, i.e. for the gold, where a bare lower-case letter is a variable), or None."""
+    key = _SPACING.sub("", unwrap_text(part)).rstrip(".")
+    if strict and len(key) == 1 and not key.isupper():
+        return None
+    match = _OPTION.match(key.lower())
+    return (match.group(1) or match.group(2)) if match else None
+
+
+def unit(part: str) -> str | None:
+    """The unit written after a number (``5\\text{ cm}``, ``5 m``, ``12\\text{ cm}^2``), normalised, or None."""
+    match = _UNIT_TAIL.search(part)
+    if match is None:
+        return None
+    head = re.sub(r"\\[A-Za-z]+", "", part[: match.start()])
+    if re.search(r"[A-Za-z]", head) or not re.search(r"\d", head):
+        return None
+    wrapped, bare, power = match.groups()
+    word = (wrapped or bare).lower().replace(" ", "").rstrip(".")
+    if bare and word not in _BARE_UNITS:
+        return None
+    stem = word[:-1] if word.endswith("s") and len(word) > 3 else word
+    return _UNIT_ALIASES.get(stem, stem) + re.sub(r"[\s{}^]", "", power)
+
+
+def is_assignment(part: str) -> bool:
+    return _ASSIGNMENT.match(part) is not None
