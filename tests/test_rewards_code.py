@@ -127,20 +127,21 @@ def test_adapters():
     assert FAST([program], tests=[lcb]) == [1.0]
 
 
-def test_simple_asserts_become_call_specs_judged_outside():
-    mbpp = from_mbpp({"test_list": ["assert f(1, (2, 3)) == [6]", "assert 0 == f(0, [])"], "test_imports": []})
-    assert mbpp == {
+def test_simple_asserts_can_become_call_specs():
+    mbpp = {"test_list": ["assert f(1, (2, 3)) == [6]", "assert 0 == f(0, [])"], "test_imports": []}
+    assert from_mbpp(mbpp) == {"kind": "assert", "code": "assert f(1, (2, 3)) == [6]\nassert 0 == f(0, [])"}
+    assert from_mbpp(mbpp, prefer_call=True) == {
         "kind": "call",
         "fn_name": "f",
         "cases": [{"args": [1, [2, 3]], "expected": [6]}, {"args": [0, []], "expected": 0}],
     }
-    with_setup = from_mbpp({"test_list": ["assert f(1) == 2"], "test_imports": ["import math"]})
+    with_setup = from_mbpp({"test_list": ["assert f(1) == 2"], "test_imports": ["import math"]}, prefer_call=True)
     assert with_setup == {"kind": "assert", "code": "import math\nassert f(1) == 2"}
     humaneval = {
         "test": "METADATA = {}\n\ndef check(candidate):\n    assert candidate([1, 2]) == 3\n    assert candidate([]) == 0\n",
         "entry_point": "total",
     }
-    assert from_humaneval(humaneval) == {
+    assert from_humaneval(humaneval, prefer_call=True) == {
         "kind": "call",
         "fn_name": "total",
         "cases": [{"args": [[1, 2]], "expected": 3}, {"args": [[]], "expected": 0}],
@@ -149,13 +150,52 @@ def test_simple_asserts_become_call_specs_judged_outside():
         "test": "def check(candidate):\n    for x in range(3):\n        assert candidate(x) == x\n",
         "entry_point": "f",
     }
-    assert from_humaneval(loop)["kind"] == "assert"
-    assert from_humaneval(humaneval, prefer_call=False)["kind"] == "assert"
+    assert from_humaneval(loop, prefer_call=True)["kind"] == "assert"
+    assert from_humaneval(humaneval) == {"kind": "assert", "code": humaneval["test"], "entry_point": "total"}
     for code in ["assert f(1) == 2\nassert g(1) == 2", "assert set(f(1)) == {2}", "assert f(1) < 2", "x = 1"]:
         assert asserts_to_call(code) is None, code
     rigged = fence("class T:\n    def __eq__(self, o): return True\ndef total(xs): return T()")
     honest = fence("def total(xs): return sum(xs)")
-    assert FAST([rigged, honest], tests=[from_humaneval(humaneval)] * 2) == [0.0, 1.0]
+    for spec in (from_humaneval(humaneval), from_humaneval(humaneval, prefer_call=True)):
+        assert FAST([rigged, honest], tests=[spec] * 2) == [0.0, 1.0]
+
+
+HUMANEVAL_ROW = {
+    "prompt": (
+        "from typing import List\n\n\ndef shift(s: str) -> str:\n    return ''.join(chr(ord(c) + 1) for c in s)\n\n\n"
+        'def unshift(s: str) -> str:\n    """Inverse of shift."""\n'
+    ),
+    "test": (
+        "import random\n\ndef check(candidate):\n    for _ in range(20):\n"
+        "        word = ''.join(random.choice('abcdef') for _ in range(random.randint(1, 9)))\n"
+        "        assert candidate(shift(word)) == word\n"
+    ),
+    "entry_point": "unshift",
+}
+
+
+def test_native_completions_continue_the_prefix():
+    spec = from_humaneval(HUMANEVAL_ROW)
+    assert spec["prefix"] == HUMANEVAL_ROW["prompt"]
+    body = "    return ''.join(chr(ord(c) - 1) for c in s)\n"
+    wrong_body = "    return s\n"
+    fenced_def = fence("def unshift(s: List[str]) -> str:\n    return ''.join(chr(ord(c) - 1) for c in s)")
+    fenced_body = fence(body.rstrip())  # a fenced continuation that does not define the function
+    chat = f"<think>shift adds one</think>Here it is:\n{fenced_def}"
+    completions = [body, wrong_body, fenced_def, fenced_body, chat, "", "<think>never closed"]
+    assert FAST(completions, tests=[spec] * len(completions)) == [1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0]
+    # the helper the test calls is the prefix's own: a program redefining it gains nothing
+    cheat = body + "\n\ndef shift(s):\n    return s\n"
+    assert FAST([cheat.replace("- 1", "- 0")], tests=[spec]) == [0.0]
+
+
+def test_grading_is_done_once_per_distinct_program(monkeypatch):
+    reward = CodeTests(timeout_s=3.0)
+    seen = []
+    original = CodeTests.grade_program
+    monkeypatch.setattr(CodeTests, "grade_program", lambda self, p, t: seen.append(p) or original(self, p, t))
+    assert reward([GOOD, WRONG, GOOD, GOOD, "none"], tests=[STDIO] * 5) == [1.0, 0.0, 1.0, 1.0, 0.0]
+    assert len(seen) == 2
 
 
 def test_outcome_shares_are_logged():

@@ -106,8 +106,8 @@ def _equality_case(stmt: ast.stmt, fn_names: set[str]) -> tuple[str, dict] | Non
 def asserts_to_call(code: str, fn_name: str | None = None) -> dict | None:
     """A call-kind spec equivalent to ``code`` when every statement is ``assert f(<literals>) == <literal>``
     on one function (HumanEval's ``def check(candidate)`` body counts, with ``candidate`` read as ``fn_name``),
-    else None. Call specs are compared outside the sandbox with exact types; assert specs run inside the
-    program's own process. Tuples become lists and ``True`` no longer equals ``1``."""
+    else None. Both kinds are judged outside the sandbox; the call form skips the judge's evaluation worker but
+    loses some Python semantics: tuples become lists and ``True`` no longer equals ``1``."""
     try:
         body = ast.parse(code).body
     except SyntaxError:
@@ -136,16 +136,19 @@ def asserts_to_call(code: str, fn_name: str | None = None) -> dict | None:
     return {"kind": "call", "fn_name": target, "cases": [case for _, case in cases]}
 
 
-def from_humaneval(row: dict, prefer_call: bool = True) -> dict:
-    """HumanEval: ``test`` defines ``check(candidate)``, called on ``entry_point``. With ``prefer_call``, a test
-    made only of ``assert candidate(<literals>) == <literal>`` becomes a call spec (judged outside the sandbox)."""
+def from_humaneval(row: dict, prefer_call: bool = False) -> dict:
+    """HumanEval: ``test`` defines ``check(candidate)``, called on ``entry_point``; the ``prompt`` (the code the
+    completion continues) becomes the spec's ``prefix``, so native (unfenced) completions are graded. With
+    ``prefer_call``, a test made only of ``assert candidate(<literals>) == <literal>`` becomes a call spec."""
     spec = asserts_to_call(row["test"], row["entry_point"]) if prefer_call else None
-    return spec or {"kind": "assert", "code": row["test"], "entry_point": row["entry_point"]}
+    spec = spec or {"kind": "assert", "code": row["test"], "entry_point": row["entry_point"]}
+    return {**spec, "prefix": row["prompt"]} if row.get("prompt") else spec
 
 
-def from_mbpp(row: dict, prefer_call: bool = True) -> dict:
-    """MBPP: ``test_imports`` + ``test_setup_code`` + the ``test_list`` asserts. With ``prefer_call`` and no setup,
-    asserts of the form ``assert f(<literals>) == <literal>`` become a call spec (judged outside the sandbox)."""
+def from_mbpp(row: dict, prefer_call: bool = False) -> dict:
+    """MBPP: ``test_imports`` + ``test_setup_code`` + the ``test_list`` asserts (the prompt is prose, so there is
+    no prefix). With ``prefer_call`` and no setup, asserts of the form ``assert f(<literals>) == <literal>``
+    become a call spec."""
     setup = list(row.get("test_imports") or []) + [row.get("test_setup_code") or ""]
     if prefer_call and not any(line.strip() for line in setup):
         spec = asserts_to_call("\n".join(row["test_list"]))
