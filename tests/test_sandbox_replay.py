@@ -1,0 +1,126 @@
+"""Record and replay of assert tests (trl_ext.sandbox.replay) and the plain-data boundary, end to end."""
+
+import json
+import math
+
+import pytest
+
+from trl_ext.rewards import CodeTests
+from trl_ext.sandbox import Limits, parse_tests, run_tests
+from trl_ext.sandbox.replay import call_key, decode, encode, evaluate, program_names
+
+FAST = Limits(timeout_s=3.0)
+
+
+def _evaluate_with(test, fn, entry_point=None, prefix=None, rounds=5):
+    """Evaluate ``test`` in this process, answering every call the stand-ins ask for with ``fn`` (a stand-in
+    sandbox); returns the final answer and the number of rounds it took."""
+    names, modules = program_names(test, prefix, entry_point)
+    task = {"test": test, "prefix": prefix, "entry_point": entry_point, "names": names, "modules": modules}
+    task["results"] = {}
+    for round_ in range(rounds):
+        answer = evaluate(task)
+        if answer["verdict"] != "incomplete":
+            return answer, round_
+        for name, args, kwargs, want_args in answer["calls"]:
+            call_args, call_kwargs = decode(args), decode(kwargs)
+            try:
+                record = {"ok": True, "value": encode(fn(*call_args, **call_kwargs))}
+            except Exception as exc:
+                record = {"ok": False, "raised": type(exc).__name__}
+            if want_args and record["ok"]:
+                record.update(args=encode(call_args), kwargs=encode(call_kwargs))
+            task["results"][call_key(name, args, kwargs)] = json.loads(json.dumps(record))
+    return answer, rounds
+
+
+def test_plain_data_round_trips_with_exact_types():
+    value = [None, True, 1, -(10**5000), 1.5, float("inf"), 2j, "s", b"\x00", (1, (2,)), {3}, frozenset({4})]
+    value.append({(1, 2): [1.0], "k": {}})
+    back = decode(json.loads(json.dumps(encode(value))))
+    assert back == value and [type(v) for v in back] == [type(v) for v in value]
+    assert math.isnan(decode(encode(float("nan"))))
+    for subclass_value in (type("I", (int,), {})(1), type("L", (list,), {})(), type("S", (str,), {})("x")):
+        with pytest.raises(TypeError):
+            encode(subclass_value)
+    for malformed in ({"t": 1}, {"x": []}, {"d": [[1]]}, {"s": [[1]]}, {"c": [1, 2]}, {"a": 1, "b": 2}):
+        with pytest.raises(ValueError):
+            decode(malformed)
+
+
+def test_loops_random_inputs_and_arithmetic_take_one_round():
+    test = (
+        "import random\ndef check(candidate):\n    for _ in range(50):\n        a, b = random.random(), random.randint(0, 9)\n"
+        "        assert abs(candidate(a, b) - (a + b)) < 1e-9\n    assert candidate(1, 2) == 3\n"
+    )
+    answer, rounds = _evaluate_with(test, lambda a, b: a + b, entry_point="add")
+    assert (answer["verdict"], rounds) == ("passed", 1)
+    assert _evaluate_with(test, lambda a, b: a - b, entry_point="add")[0]["verdict"] == "failed"
+
+
+def test_arguments_that_depend_on_results_take_more_rounds():
+    test = "assert inc(inc(inc(0))) == 3\n"
+    answer, rounds = _evaluate_with(test, lambda x: x + 1)
+    assert (answer["verdict"], rounds) == ("passed", 3)
+
+
+def test_exceptions_mutations_and_modules_are_replayed():
+    test = (
+        "try:\n    parse('x')\n    raise AssertionError('no error')\nexcept ValueError:\n    pass\n"
+        "xs = [3, 1, 2]\nsort_in_place(xs)\nassert xs == [1, 2, 3]\nassert math.isclose(parse('2.5'), 2.5)\n"
+    )
+
+    def program(*args):
+        if isinstance(args[0], list):
+            args[0].sort()
+            return None
+        return float(args[0])
+
+    answer, _ = _evaluate_with(test, program)
+    assert answer["verdict"] == "passed", answer
+    assert program_names(test, None, None) == (["parse", "sort_in_place"], ["math"])
+
+
+def test_arguments_that_are_not_plain_data_are_unsupported():
+    answer, _ = _evaluate_with("assert apply(lambda x: x + 1, 1) == 2\n", lambda f, x: f(x))
+    assert answer["verdict"] == "unsupported" and "not plain data" in answer["detail"]
+
+
+def test_run_tests_outcomes():
+    spec = {"kind": "assert", "code": "assert apply(lambda x: x, 1) == 1\n"}
+    unsupported = run_tests("def apply(f, x):\n    return f(x)\n", spec, limits=FAST)
+    assert unsupported.passed == 0 and "unsupported_test" in unsupported.statuses
+    nothing = run_tests("x = 1\n", {"kind": "assert", "code": "assert True\n"}, limits=FAST)
+    assert nothing.passed == 0 and "unsupported_test" in nothing.statuses
+    # a result that makes the (trusted) test loop forever: the evaluation worker is killed at its deadline
+    loop = {"kind": "assert", "code": "n = 0\nwhile n != f():\n    pass\n"}
+    hung = run_tests("def f():\n    return 1\n", loop, limits=Limits(timeout_s=1.0))
+    assert hung.passed == 0 and hung.statuses[-1] == "timeout"
+    inplace = {
+        "kind": "assert",
+        "code": "xs = [3, 1, 2]\nsort_in_place(xs)\nassert xs == [1, 2, 3]\ntry:\n    parse('x')\nexcept ValueError:\n"
+        "    pass\nelse:\n    raise AssertionError\n",
+    }
+    program = "def sort_in_place(xs):\n    xs.sort()\ndef parse(s):\n    return float(s)\n"
+    assert run_tests(program, inplace, limits=FAST).all_passed
+    assert not run_tests(program.replace("xs.sort()", "sorted(xs)"), inplace, limits=FAST).all_passed
+    tuples = {"kind": "assert", "code": "assert pair(1) == (1, 1)\nassert pair(2) != [2, 2]\n"}
+    assert run_tests("def pair(x):\n    return (x, x)\n", tuples, limits=FAST).all_passed
+    assert not run_tests("def pair(x):\n    return [x, x]\n", tuples, limits=FAST).all_passed
+
+
+def test_malformed_specs_name_the_row_and_field_before_any_run():
+    reward = CodeTests(timeout_s=3.0)
+    good = {"kind": "assert", "code": "assert f(1) == 1\n"}
+    bad = [
+        ({"kind": "unit"}, "kind"),
+        ({"kind": "call", "cases": [{"args": [], "expected": 1}]}, "fn_name"),
+        ({"kind": "assert", "code": "assert f(1) == 1", "prefix": "def f(x:\n"}, "prefix"),
+        ({"kind": "assert", "code": "assert f(1) ==\n"}, "code"),
+        ({"kind": "assert", "code": "assert f(1) == 1", "entry_point": "f"}, "check"),
+        ({"kind": "call", "fn_name": "not a name", "cases": [{"args": [], "expected": 1}]}, "fn_name"),
+    ]
+    for spec, field in bad:
+        with pytest.raises(ValueError, match=rf"code_tests, row 1: .*{field}"):
+            reward(["x", "```python\nimport os\nos.system('touch /tmp/should_not_run')\n```"], tests=[good, spec])
+    assert parse_tests({**good, "prefix": "def f(x):\n    '''doc'''\n"})["prefix"]
