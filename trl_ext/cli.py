@@ -19,18 +19,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-# recipe -> (Config, Trainer) names in trl_ext, and whether it takes reward functions
-RECIPES: dict[str, tuple[str, str, bool]] = {
-    "grpo": ("GRPOConfig", "GRPOTrainer", True),
-    "dapo": ("DAPOConfig", "DAPOTrainer", True),
-    "dr_grpo": ("DrGRPOConfig", "DrGRPOTrainer", True),
-    "rloo": ("RLOOConfig", "RLOOTrainer", True),
-    "prorl": ("ProRLConfig", "ProRLTrainer", True),
-    "magistral": ("MagistralConfig", "MagistralTrainer", True),
-    "ppo": ("PPOConfig", "PPOTrainer", True),
-    "dpo": ("DPOConfig", "DPOTrainer", False),
-    "reward": ("RewardConfig", "RewardTrainer", False),
-}
+from trl_ext.recipes import RECIPES, recipe_classes
+
 DATA_FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv"}
 
 
@@ -81,14 +71,6 @@ def resolve_reward(name: str) -> Any:
         f"Unknown reward function {name!r}: use one of {', '.join(rewards.__all__)}, `module:function`, or a "
         "reward-model path."
     )
-
-
-def recipe_classes(recipe: str) -> tuple[type, type]:
-    if recipe not in RECIPES:
-        raise SystemExit(f"trl-ext: unknown recipe {recipe!r}; choose one of {', '.join(RECIPES)}.")
-    trl_ext = importlib.import_module("trl_ext")
-    config_name, trainer_name, _ = RECIPES[recipe]
-    return getattr(trl_ext, config_name), getattr(trl_ext, trainer_name)
 
 
 def train(recipe: str, argv: list[str]) -> Any:

@@ -3,8 +3,8 @@
 1. build the tiny tokenizer and policy (trl_ext.tiny) and warm them up with a short SFT on single-digit addition
    (the random policy knows no format; the warm-up stops while accuracy is still low);
 2. measure the policy: sampled accuracy on all problems (math_accuracy, 8 samples each);
-3. train it with the recipe (default DAPO) on math_accuracy;
-4. measure again, and write model, tokenizer, model card, training-curve plot and eval results.
+3. train it with the recipe (default DAPO) on the recipe's math reward (DAPO's is ±1, the others' 1 / 0);
+4. measure the accuracy again, and write model, tokenizer, model card, training-curve plot and eval results.
 """
 
 from __future__ import annotations
@@ -41,8 +41,17 @@ def warm_start(output_dir: Path, steps: int, seed: int) -> Path:
     return path
 
 
+def task_reward(recipe: str) -> Any:
+    """The math reward a recipe's paper uses on the demo task: ±1 for DAPO, 1 / 0 for the others."""
+    from trl_ext.rewards import math_accuracy
+    from trl_ext.trainers.dapo import dapo_math_accuracy
+
+    return dapo_math_accuracy if recipe == "dapo" else math_accuracy
+
+
 def measure(model: Any, tokenizer: Any, seed: int) -> float:
-    """Sampled accuracy over every problem (8 samples each, temperature 1)."""
+    """Sampled accuracy over every problem (8 samples each, temperature 1): the share of correct answers, whatever
+    reward values the recipe trains with."""
     import torch
 
     from trl_ext.data.demo import arithmetic_prompts
@@ -58,12 +67,12 @@ def measure(model: Any, tokenizer: Any, seed: int) -> float:
 def run_demo(
     recipe: str = "dapo", output_dir: str = "trl_ext_demo", warmup_steps: int = 140, steps: int = 300, seed: int = 0
 ) -> dict[str, float]:
-    """Run the demo; returns {"start_reward", "end_reward"} and prints them."""
+    """Run the demo; returns the sampled accuracy before and after training ({"start_reward", "end_reward"}, the mean
+    of the 1 / 0 accuracy reward) and prints them."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from trl_ext.cli import recipe_classes
     from trl_ext.data.demo import arithmetic_prompts
     from trl_ext.hub import write_model_card
-    from trl_ext.rewards import math_accuracy
+    from trl_ext.recipes import recipe_classes
 
     if recipe not in DEMO_RECIPES:
         raise ValueError(f"Unknown demo `recipe`={recipe!r}; choose one of {', '.join(DEMO_RECIPES)}.")
@@ -75,15 +84,15 @@ def run_demo(
         max_completion_length=8, learning_rate=1e-3, temperature=1.0, logging_steps=10, save_strategy="no",
         seed=seed, **CPU_SETTINGS,
     )  # fmt: skip
-    trainer = trainer_cls(model=str(policy_path), reward_funcs=[math_accuracy], args=args,
+    trainer = trainer_cls(model=str(policy_path), reward_funcs=[task_reward(recipe)], args=args,
                           train_dataset=arithmetic_prompts(repeats=64))  # fmt: skip
     start = measure(trainer.model, trainer.processing_class, seed)
-    print(f"[trl-ext demo] {trainer._name}: mean reward before training {start:.3f}", flush=True)
+    print(f"[trl-ext demo] {trainer._name}: sampled accuracy before training {start:.3f}", flush=True)
     trainer.train()
     end = measure(trainer.model, trainer.processing_class, seed)
     trainer.save_model(str(output))
     trainer.processing_class.save_pretrained(output)
     write_model_card(trainer, dataset_name="trl_ext/arithmetic (built in)")
-    print(f"[trl-ext demo] {trainer._name}: mean reward {start:.3f} -> {end:.3f} (+{end - start:.3f}); "
+    print(f"[trl-ext demo] {trainer._name}: sampled accuracy {start:.3f} -> {end:.3f} (+{end - start:.3f}); "
           f"model, tokenizer, card and plot in {output.resolve()}", flush=True)  # fmt: skip
     return {"start_reward": start, "end_reward": end}
