@@ -157,7 +157,9 @@ def _command_parser() -> argparse.ArgumentParser:
         prog="trl-ext", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     sub = parser.add_subparsers(
-        dest="command", required=True, metavar="{" + ",".join([*RECIPES, "demo", "eval", "push"]) + "}"
+        dest="command",
+        required=True,
+        metavar="{" + ",".join([*RECIPES, "demo", "eval", "push", "sandbox-serve"]) + "}",
     )
     for recipe in RECIPES:
         sub.add_parser(
@@ -185,7 +187,21 @@ def _command_parser() -> argparse.ArgumentParser:
         "--include-checkpoints", dest="include_checkpoints", action="store_true",
         help="also upload every checkpoint-<step> folder (one commit each, with its optimizer states)",
     )  # fmt: skip
+    serve = sub.add_parser("sandbox-serve", help="serve code execution (SandboxFusion's /run_code) from this machine")
+    serve.add_argument("--host", default="127.0.0.1", help="interface to listen on (0.0.0.0: every interface)")
+    serve.add_argument("--port", type=int, default=8080, help="port (0: any free port, printed at start)")
+    serve.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="programs run at once")
+    serve.add_argument("--queue", type=int, default=64, help="requests waiting beyond the workers (then 429)")
+    serve.add_argument("--backend", default=None, help="local sandbox: auto (default), bwrap or landlock")
+    serve.add_argument("--max-request-mb", dest="max_request_mb", type=float, default=16.0, help="else 413")
     return parser
+
+
+def _sandbox_serve(args: argparse.Namespace) -> None:
+    from trl_ext.sandbox.server import ServeConfig, serve
+
+    request_bytes = int(args.max_request_mb * (1 << 20))
+    serve(ServeConfig(args.host, args.port, args.workers, args.queue, args.backend, max_request_bytes=request_bytes))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         train(argv[0], argv[1:])
         return 0
     args = _command_parser().parse_args(argv)
-    {"demo": _demo, "eval": _eval, "push": _push}[args.command](args)
+    {"demo": _demo, "eval": _eval, "push": _push, "sandbox-serve": _sandbox_serve}[args.command](args)
     return 0
 
 

@@ -1,8 +1,13 @@
 """Isolated local execution of untrusted (model-written) Python code.
 
 ``run(code, stdin)`` runs one program; ``run_tests(program, tests)`` grades it against a stdio, call or assert
-test spec with every comparison done outside the sandbox. The default backend is bubblewrap; the rlimit-only
-backend is weaker and must be chosen explicitly (``backend="rlimit"``).
+test spec with every comparison done outside the sandbox.
+
+Backends (``backend=``, default ``TRL_EXT_SANDBOX_BACKEND``, else "auto"): "auto" picks bubblewrap where its
+self-test passes, else landlock, else raises ``SandboxUnavailable`` (the chosen one is logged once); "bwrap";
+"landlock" (Landlock + seccomp, for unprivileged containers without user namespaces: ``trl_ext.sandbox.landlock``);
+"remote" (an execution service speaking SandboxFusion's /run_code, e.g. ``trl-ext sandbox-serve``; the URL comes
+from ``sandbox_url=`` or ``TRL_EXT_SANDBOX_URL``); "rlimit" (isolates nothing, explicit opt-in only).
 
 Security model (bubblewrap backend):
 - The launcher gets an allow-listed environment (``limits.SAFE_ENV``): nothing of the trainer's environment,
@@ -27,13 +32,22 @@ from __future__ import annotations
 import dataclasses
 
 from trl_ext.sandbox._process import RunResult, Status
-from trl_ext.sandbox.backends import BwrapBackend, RlimitBackend, SandboxUnavailable, get_backend
+from trl_ext.sandbox.backends import (
+    Backend,
+    BwrapBackend,
+    LandlockBackend,
+    RlimitBackend,
+    SandboxUnavailable,
+    get_backend,
+)
 from trl_ext.sandbox.comparison import compare_stdio, values_equal
 from trl_ext.sandbox.judge import TestReport, parse_tests, run_tests
 from trl_ext.sandbox.limits import Limits
 
 __all__ = [
+    "Backend",
     "BwrapBackend",
+    "LandlockBackend",
     "Limits",
     "RlimitBackend",
     "RunResult",
@@ -56,9 +70,14 @@ def run(
     timeout_s: float | None = None,
     memory_mb: int | None = None,
     limits: Limits | None = None,
-    backend: str = "bwrap",
+    backend: str | Backend | None = None,
+    sandbox_url: str | None = None,
 ) -> RunResult:
     """Run ``code`` as a Python script (``python -I``) in the sandbox, feeding it ``stdin``.
+
+    ``backend`` (default: ``TRL_EXT_SANDBOX_BACKEND``, else "auto") is "auto" (bubblewrap where it works, else
+    landlock), "bwrap", "landlock", "remote" (the execution service at ``sandbox_url`` or ``TRL_EXT_SANDBOX_URL``)
+    or "rlimit" (isolates nothing: explicit opt-in only); see ``get_backend``.
 
     ``timeout_s`` and ``memory_mb``, when given, override those fields of ``limits`` (default ``Limits()``:
     5 s, 1024 MiB).
@@ -67,4 +86,4 @@ def run(
     """
     overrides = {k: v for k, v in (("timeout_s", timeout_s), ("memory_mb", memory_mb)) if v is not None}
     limits = dataclasses.replace(limits or Limits(), **overrides)
-    return get_backend(backend).launch({"mode": "script", "code": code}, stdin.encode(), limits)
+    return get_backend(backend, sandbox_url).launch({"mode": "script", "code": code}, stdin.encode(), limits)

@@ -15,7 +15,7 @@ from typing import Any
 
 from trl_ext.sandbox import replay
 from trl_ext.sandbox._process import Progress, RunResult
-from trl_ext.sandbox.backends import get_backend
+from trl_ext.sandbox.backends import Backend, get_backend
 from trl_ext.sandbox.comparison import call_records, compare_stdio, values_equal
 from trl_ext.sandbox.limits import Limits
 
@@ -137,7 +137,7 @@ def run_tests(
     tests: dict | str,
     *,
     limits: Limits | None = None,
-    backend: str = "bwrap",
+    backend: str | Backend | None = None,
     stop_on_failure: bool = True,
     float_tol: float | None = None,
 ) -> TestReport:
@@ -153,6 +153,9 @@ def run_tests(
     program's functions, the sandbox runs only the calls they asked for (within ``limits.timeout_s`` in all)
     and returns the results as plain data; tests that need more than a few rounds, or pass arguments that are
     not plain data, fail with status "unsupported_test".
+
+    ``backend``: a name ("auto", "bwrap", "landlock", "remote", "rlimit"; default ``TRL_EXT_SANDBOX_BACKEND``, else
+    "auto") or a ``Backend`` (e.g. ``get_backend("remote", url)``); see ``trl_ext.sandbox.get_backend``.
     """
     spec = parse_tests(tests)
     limits = limits or Limits()
@@ -223,7 +226,7 @@ def _run_stdio(runner, program, spec, limits, stop_on_failure, float_tol) -> Tes
         "case_timeout": limits.timeout_s,
         "max_output": limits.max_output_bytes,
         "stop_on_failure": stop_on_failure,
-        "kill_all": runner.name == "bwrap",  # a private pid namespace: safe to kill every process in it
+        "kill_all": runner.kill_all_safe,  # a private pid namespace or signal scope: kill(-1) reaches only the run
     }
     grader = _StreamingGrader(marker, check, stop_on_failure)
     max_output = len(cases) * (limits.max_output_bytes * 4 // 3 + 256) + 4096  # base64 records

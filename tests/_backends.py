@@ -1,0 +1,124 @@
+"""The sandbox backends the containment and grading suites run against, shared without a conftest.
+
+A test module imports the ``sandbox_backend`` and ``sandbox_server`` fixtures from here and decorates a test with
+``EACH_BACKEND``: the test then runs once per isolated backend, with ``TRL_EXT_SANDBOX_BACKEND`` (and, for "remote",
+``TRL_EXT_SANDBOX_URL``) pointing at it, so every ``run``/``run_tests``/``CodeTests`` call without an explicit
+``backend=`` goes there. "remote" is ``trl-ext sandbox-serve`` started on 127.0.0.1 for the module.
+``TRL_EXT_TEST_BACKENDS`` (comma-separated) narrows the list, e.g. for the non-root landlock run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from trl_ext.sandbox.backends import BACKEND_ENV, URL_ENV
+from trl_ext.sandbox.limits import _UID_BASE, _UID_SLOTS, UIDS
+
+ISOLATED = tuple(os.environ.get("TRL_EXT_TEST_BACKENDS", "bwrap,landlock,remote").split(","))
+
+
+def start_server(*args: str, timeout_s: float = 60.0) -> tuple[subprocess.Popen, str]:
+    """``trl-ext sandbox-serve`` on 127.0.0.1, any free port; returns the process and its URL."""
+    cmd = [sys.executable, "-m", "trl_ext.cli", "sandbox-serve", "--host", "127.0.0.1", "--port", "0", *args]
+    env = {k: v for k, v in os.environ.items() if k not in (BACKEND_ENV, URL_ENV)}  # the server runs locally
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    deadline, seen = time.monotonic() + timeout_s, ""
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        while time.monotonic() < deadline and proc.poll() is None:
+            if sel.select(0.2):
+                line = proc.stdout.readline()
+                seen += line
+                found = re.search(r"http://127\.0\.0\.1:\d+", line)
+                if found:
+                    threading.Thread(target=proc.stdout.read, daemon=True).start()  # never let the pipe fill
+                    return proc, found.group(0)
+    proc.kill()
+    raise RuntimeError(f"sandbox-serve did not start: {seen}")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+SERVER_PIDS: list[int] = []
+EACH_BACKEND = pytest.mark.usefixtures("sandbox_backend")  # decorate a test: it runs once per isolated backend
+
+
+@pytest.fixture(scope="module")
+def sandbox_server():
+    """URL of a ``sandbox-serve`` (auto backend, 2 workers) living for the module."""
+    proc, url = start_server("--workers", "2")
+    SERVER_PIDS.append(proc.pid)
+    yield url
+    stop_server(proc)
+
+
+def current_backend() -> str:
+    """The backend the running test was given by ``sandbox_backend``."""
+    return os.environ[BACKEND_ENV]
+
+
+@pytest.fixture(params=ISOLATED)
+def sandbox_backend(request, monkeypatch) -> str:
+    """The backend name this test runs with (the default of every sandbox call in it)."""
+    if request.param == "remote":
+        monkeypatch.setenv(URL_ENV, request.getfixturevalue("sandbox_server"))
+    monkeypatch.setenv(BACKEND_ENV, request.param)
+    return request.param
+
+
+def _uid_ranges() -> list[range]:
+    bases = [UIDS._base] + [_UID_BASE + (pid % 256) * _UID_SLOTS for pid in SERVER_PIDS]
+    return [range(base, base + _UID_SLOTS) for base in bases]
+
+
+def sandbox_pids(since_ticks: int = 0) -> list[int]:
+    """Live processes left by sandboxes of this test process (or its sandbox-serve): under a sandbox uid (root),
+    bubblewrap children, or, as a non-root uid, processes of this uid in another session started after
+    ``since_ticks`` (each landlock run is a session of its own)."""
+    pids, parents, uid = [], {os.getpid(), *SERVER_PIDS}, os.getuid()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) <= 2:
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+            owner = Path(entry.path, "status").read_text().split("\nUid:")[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        name = stat[stat.find("(") + 1 : stat.rfind(")")]
+        state, ppid, _, sid, *rest = stat[stat.rfind(")") + 2 :].split()
+        if state in "ZX":
+            continue
+        started = int(rest[15])  # field 22
+        as_root = int(owner) in {u for r in _uid_ranges() for u in r} or (int(ppid) in parents and name == "bwrap")
+        as_user = uid != 0 and int(owner) == uid and int(sid) != os.getsid(0) and started >= since_ticks
+        if as_root or as_user:
+            pids.append(int(entry.name))
+    return pids
+
+
+def now_ticks() -> int:
+    """Clock ticks since boot (the unit of a process's start time in /proc/<pid>/stat)."""
+    return int(float(Path("/proc/uptime").read_text().split()[0]) * os.sysconf("SC_CLK_TCK"))
+
+
+def wait_no_strays(since_ticks: int = 0, timeout_s: float = 3.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while (left := sandbox_pids(since_ticks)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left

@@ -1,0 +1,255 @@
+"""The remote backend: runs go to an execution service over HTTP, judging stays here.
+
+Speaks SandboxFusion's ``POST /run_code`` protocol (request ``code``, ``language``, ``stdin``, ``run_timeout``,
+``memory_limit_MB``; response ``status`` Success/Failed/SandboxError and ``run_result`` with ``status``
+Finished/TimeLimitExceeded/Error, ``return_code``, ``stdout``, ``stderr``, ``execution_time``), so an existing
+SandboxFusion deployment works as it is, and so does ``trl-ext sandbox-serve``. The service only runs a plain
+Python program: a bootstrap that hands the harness its payload on the same file descriptors as a local run and
+execs it (``_bootstrap``); the harness's readiness proof arrives first on stdout. Records come back on stdout and
+are graded here, so the service never sees an expected value and is trusted no more than a local sandbox.
+
+Failures of the service (connection refused, 5xx, 429, timeouts past the deadline, SandboxError) are retried
+with exponential backoff until the request's deadline, then reported as "infra_error" (reward None, counted in
+the reward's metrics): an outage never turns into a 0 that punishes the policy.
+
+The client is the standard library's urllib: one blocking JSON POST per run from the grading threads, with our
+own retry policy; no HTTP library is pinned next to TRL's for it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from trl_ext.sandbox._process import Progress, RunResult
+from trl_ext.sandbox.backends import Backend
+from trl_ext.sandbox.limits import Limits
+
+_HARNESS_SOURCE = (Path(__file__).parent / "_harness.py").read_text()
+_READY = "ready"
+_START_SLACK_S = 2.0  # two interpreter start-ups (bootstrap, harness) on the service, outside the program's time
+_MEMORY_SLACK_MB = 128  # the service's own limit sits above the harness's RLIMIT_AS
+_REMOTE_UID = 65534  # the harness drops to it only if the service runs it as root
+_RETRIABLE_HTTP = (429, 500, 502, 503, 504)
+_STEP_TIMEOUT = "trl-ext-bootstrap: step_timeout"
+
+_BOOTSTRAP = """import os, sys
+try:
+    os.unlink(__file__)  # a service that ran this from a file: the program must not read its own harness input
+except (NameError, OSError):
+    pass
+import json, resource, select, signal, time
+PAYLOAD, NONCE, FLAGS, HARNESS = {payload!r}, {nonce!r}, {flags!r}, {harness!r}
+MARKER, STEP_S, START_S, CAP = {marker!r}, {step_s!r}, {start_s!r}, {cap!r}
+def memfd(data):
+    fd = os.memfd_create("trl-ext", 0)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.lseek(fd, 0, 0)
+    os.set_inheritable(fd, True)
+    return fd
+def write_all(data):
+    while data:
+        data = data[os.write(1, data):]
+payload = json.loads(PAYLOAD)
+for name, (soft, hard) in payload["limits"].items():  # never above what the service itself allows
+    cap = resource.getrlimit(getattr(resource, name))[1]
+    if cap != resource.RLIM_INFINITY:
+        hard = min(hard, cap)
+        soft = min(soft, hard)
+    payload["limits"][name] = [soft, hard]
+out_r, out_w = os.pipe()
+fds = [memfd(json.dumps(payload).encode()), out_w, memfd(NONCE) if NONCE is not None else -1]
+pid = os.fork()
+if pid == 0:  # the harness; its readiness proof and its output go to the relay below
+    os.setpgid(0, 0)
+    os.dup2(out_w, 1)
+    os.set_inheritable(out_w, True)
+    os.close(out_r)
+    os.execv(sys.executable, [sys.executable, FLAGS, "-c", HARNESS] + [str(fd) for fd in fds])
+for fd in fds:
+    if fd >= 0:
+        os.close(fd)
+# relay stdout, killing the harness when a test case takes longer than STEP_S (no new MARKER) or output floods
+deadline, sent, tail, started, status, exited, linger = time.monotonic() + START_S, 0, b"", False, None, None, None
+while True:
+    now = time.monotonic()
+    if exited is None:
+        done, wait_status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            exited, linger = wait_status, now + 0.2  # a leftover grandchild may hold the pipe
+    if linger is not None and now > linger:
+        break
+    if now >= deadline or sent > CAP:
+        status = "step_timeout" if now >= deadline else "output_limit"
+        break
+    if not select.select([out_r], [], [], min(deadline - now, 0.05))[0]:
+        continue
+    data = os.read(out_r, 1 << 16)
+    if not data:
+        break
+    write_all(data)
+    sent += len(data)
+    if not started:
+        started, deadline = True, time.monotonic() + STEP_S
+    elif MARKER and MARKER in tail + data:
+        deadline = time.monotonic() + STEP_S
+    tail = data[-len(MARKER):] if MARKER else b""
+try:
+    os.killpg(pid, signal.SIGKILL)
+except OSError:
+    pass
+if exited is None:
+    exited = os.waitpid(pid, 0)[1]
+if status is not None:
+    os.write(2, ("trl-ext-bootstrap: " + status + "\\n").encode())
+    os._exit(124)
+os._exit(os.waitstatus_to_exitcode(exited) % 256 if os.WIFEXITED(exited) else 128 + os.WTERMSIG(exited))
+"""
+
+
+def bootstrap(payload: dict, nonce: bytes | None, limits: Limits, progress: Progress | None = None) -> str:
+    """The one Python program sent to the service: it starts the harness on ``payload`` under ``limits`` and
+    relays its stdout, enforcing ``progress``'s per-case deadline there (the service only knows the total)."""
+    payload = {**payload, "uid": _REMOTE_UID, "limits": limits.rlimits()}
+    flags = "-I" if limits.site_packages else "-IS"
+    marker, step_s = (progress.marker, progress.step_s) if progress is not None else (b"", limits.timeout_s)
+    return _BOOTSTRAP.format(
+        payload=json.dumps(payload),
+        nonce=nonce,
+        flags=flags,
+        harness=_HARNESS_SOURCE,
+        marker=marker,
+        step_s=min(step_s, limits.timeout_s),
+        start_s=_START_SLACK_S * 5,
+        cap=limits.max_output_bytes + len(_READY),
+    )
+
+
+class RemoteBackend(Backend):
+    """Runs each program on a SandboxFusion-compatible execution service at ``url``.
+
+    Args:
+        url: base URL of the service (``/run_code`` is appended).
+        max_concurrency: requests in flight at once from this process.
+        retries: attempts after the first one on connection errors, 5xx and 429 (exponential backoff from
+            ``backoff_s``, with jitter), all within the request's deadline.
+        queue_s: how long a request may wait at the service (and in retries) on top of the run's own time:
+            the request's deadline is ``timeout_s`` + start-up slack + ``queue_s``.
+    """
+
+    name = "remote"
+
+    def __init__(
+        self, url: str, max_concurrency: int = 64, retries: int = 4, backoff_s: float = 0.5, queue_s: float = 60.0
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.retries, self.backoff_s, self.queue_s = retries, backoff_s, queue_s
+        self._slots = threading.BoundedSemaphore(max_concurrency)
+
+    def launch(
+        self,
+        payload: dict,
+        stdin: bytes,
+        limits: Limits,
+        nonce: bytes | None = None,
+        progress: Progress | None = None,
+    ) -> RunResult:
+        """Run remotely; per-case deadlines (``progress``) are enforced by the harness there, the overall one by
+        the service (``run_timeout``) and by this request's deadline."""
+        request = {
+            "code": bootstrap(payload, nonce, limits, progress),
+            "language": "python",
+            "stdin": stdin.decode("utf-8", errors="replace"),
+            "run_timeout": limits.timeout_s + _START_SLACK_S,
+            "memory_limit_MB": limits.memory_mb + _MEMORY_SLACK_MB,
+            "output_limit_bytes": limits.max_output_bytes,  # trl-ext sandbox-serve only; others ignore it
+        }
+        start = time.monotonic()
+        with self._slots:
+            response, error = self._post(json.dumps(request).encode(), start + limits.timeout_s + _START_SLACK_S)
+        wall = time.monotonic() - start
+        if response is None:
+            return RunResult("infra_error", "", f"execution service {self.url}: {error}", None, wall)
+        result = to_run_result(response, limits, wall)
+        if progress is not None and progress.stop is not None:
+            result.stdout = _until_stop(result.stdout, progress)
+        return result
+
+    def _post(self, body: bytes, run_deadline: float) -> tuple[dict | None, str]:
+        """(response, "") or (None, why) once the retries or the deadline are spent."""
+        deadline = run_deadline + self.queue_s
+        error = "no attempt made"
+        for attempt in range(self.retries + 1):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            request = urllib.request.Request(
+                self.url + "/run_code", data=body, headers={"Content-Type": "application/json"}
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=remaining) as reply:
+                    return json.loads(reply.read()), ""
+            except urllib.error.HTTPError as exc:
+                error = f"HTTP {exc.code} {exc.reason}"
+                if exc.code not in _RETRIABLE_HTTP:
+                    return None, error
+            except (OSError, ValueError) as exc:  # refused, reset, timed out, not JSON
+                error = f"{type(exc).__name__}: {exc}"
+            pause = self.backoff_s * 2**attempt * random.uniform(0.5, 1.5)
+            if attempt < self.retries and time.monotonic() + pause < deadline:
+                time.sleep(pause)
+        return None, f"{error} (gave up after the retries or the deadline)"
+
+
+def _until_stop(stdout: str, progress: Progress) -> str:
+    """The output a local run would have kept: up to the record at which ``progress.stop`` asked to stop (the
+    service only answers at the end, so a binary reward's early stop is replayed on the whole output)."""
+    data, marker, start = stdout.encode(), progress.marker, 0
+    while (found := data.find(marker, start)) >= 0:
+        end = data.find(b"\n", found)
+        end = len(data) if end < 0 else end + 1
+        if progress.stop(data[:end]):
+            return data[:end].decode("utf-8", errors="replace")
+        start = end
+    return stdout
+
+
+def to_run_result(response: dict, limits: Limits, wall: float) -> RunResult:
+    """Map a SandboxFusion ``/run_code`` response onto a RunResult. Only a run whose harness reported ready on
+    stdout can be charged to the program; anything else is an infrastructure fault."""
+    if not isinstance(response, dict):
+        return RunResult("infra_error", "", f"execution service sent {response!r:.200}", None, wall)
+    run = response.get("run_result")
+    if response.get("status") == "SandboxError" or not isinstance(run, dict) or run.get("status") == "Error":
+        message = response.get("message") or repr(response)[:500]
+        return RunResult("infra_error", "", f"execution service error: {message}", None, wall)
+    stdout, stderr = run.get("stdout") or "", run.get("stderr") or ""
+    code = run.get("return_code")
+    if not stdout.startswith(_READY):
+        return RunResult("infra_error", "", f"the sandbox did not come up remotely: {stderr[-500:]}", code, wall)
+    stdout = stdout[len(_READY) :]
+    status = _status(run, stdout, stderr, code, limits)
+    stdout, stderr = stdout[: limits.max_output_bytes], stderr[: limits.max_stderr_bytes]
+    return RunResult(status, stdout, stderr, code, float(run.get("execution_time") or wall))
+
+
+def _status(run: dict, stdout: str, stderr: str, code: int | None, limits: Limits) -> str:
+    if run.get("status") == "TimeLimitExceeded" or (code == 124 and _STEP_TIMEOUT in stderr[-200:]):
+        return "timeout"
+    if run.get("trl_ext_status") in ("output_limit", "memory", "timeout"):  # sandbox-serve's own observation
+        return run["trl_ext_status"]
+    if len(stdout.encode()) > limits.max_output_bytes or len(stderr.encode()) > limits.max_stderr_bytes:
+        return "output_limit"
+    if code == 0:
+        return "ok"
+    if code in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
+        return "timeout"
+    return "memory" if "MemoryError" in stderr[-4096:] else "runtime_error"
