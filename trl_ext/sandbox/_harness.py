@@ -14,24 +14,54 @@ channel back. Nothing in the sandbox is secret: expected values never enter it, 
 in the judge, so a program that forges records can only claim values it could have returned.
 """
 
+import _json
 import atexit
-import base64
+import binascii
 import builtins
-import contextlib
-import json
 import os
 import resource
 import select
-import signal
 import sys
 import time
-import traceback
 
+# Imports are kept to C modules: json, base64, re, contextlib or traceback would double the start-up time, and
+# signal (which imports enum) adds a sixth: its Linux numbers are spelt out instead.
+_SIGKILL, _SIGXCPU = 9, 24
 # Captured before the program runs: patching builtins, json or os afterwards does not reach the harness.
 _type, _write, _exit, _str_join = type, os.write, os._exit, str.join
-_json_str = json.encoder.encode_basestring_ascii  # C function, no patchable Python internals
+_json_str = _json.encode_basestring_ascii  # C function, no patchable Python internals
 _int_repr, _float_repr = int.__repr__, float.__repr__
 _INF = float("inf")
+
+
+def _b64(data):
+    return bytes.decode(binascii.b2a_base64(data, newline=False))
+
+
+def _quietly(fn, *args):
+    try:  # noqa: SIM105 - contextlib would cost start-up time
+        fn(*args)
+    except BaseException:  # noqa: B036 - best effort: the program may have broken what fn uses
+        pass
+
+
+def _reap():
+    while os.waitpid(-1, os.WNOHANG)[0]:
+        pass
+
+
+class _JsonContext:
+    """What the C scanner of ``json`` reads from its decoder (importing ``json`` itself pulls in ``re``)."""
+
+    strict, object_hook, object_pairs_hook, memo = True, None, None, None
+    parse_float, parse_int, parse_constant = float, int, float
+
+
+def _parse_json(text):
+    value, end = _json.make_scanner(_JsonContext())(text, 0)
+    if text[end:].strip():
+        raise ValueError("trailing data after the payload")
+    return value
 
 
 def _read_fd(fd):
@@ -51,7 +81,6 @@ def _apply_limits(limits, uid):
 
 
 _BIG_INT_BITS = 12000  # beyond ~3600 digits ints travel as hex: int('...') has a 4300-digit limit
-_b64 = base64.b64encode
 
 
 def _encode(value, depth=0):
@@ -84,7 +113,7 @@ def _encode(value, depth=0):
         items = [_encode(k, depth + 1) + "," + _encode(v, depth + 1) for k, v in dict.items(value)]
         return '{"d": [' + _str_join(",", ["[" + item + "]" for item in items]) + "]}"
     if kind is bytes:
-        return '{"b": "' + bytes.decode(_b64(value)) + '"}'
+        return '{"b": "' + _b64(value) + '"}'
     if kind is complex:
         return '{"c": [' + _encode(value.real, depth + 1) + "," + _encode(value.imag, depth + 1) + "]}"
     raise TypeError("not plain data")
@@ -109,7 +138,7 @@ def _decode(value):
     if tag == "d":
         return {_decode(k): _decode(v) for k, v in inner}
     if tag == "b":
-        return base64.b64decode(inner)
+        return binascii.a2b_base64(inner)
     if tag == "c":
         return complex(_decode(inner[0]), _decode(inner[1]))
     if tag == "f":
@@ -224,8 +253,7 @@ def _exit_code(exc):
     code = exc.code
     if code is None or _type(code) is int:
         return code or 0
-    with contextlib.suppress(BaseException):
-        sys.stderr.write(str(code) + "\n")
+    _quietly(lambda: sys.stderr.write(str(code) + "\n"))
     return 1
 
 
@@ -247,14 +275,10 @@ def _case_child(code, stdin_fd, out_w, cpu_s):
         status = _exit_code(exc)
     except MemoryError:
         status = _MEMORY_EXIT
-    except BaseException:  # noqa: B036
-        with contextlib.suppress(BaseException):
-            traceback.print_exc()
-    with contextlib.suppress(BaseException):
-        atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(BaseException):
-            stream.flush()
+    except BaseException:  # noqa: B036 - its traceback would go to stderr, which is /dev/null here
+        pass
+    _quietly(atexit._run_exitfuncs)
+    _quietly(lambda: sys.stdout.flush())
     _exit(status)
 
 
@@ -286,7 +310,7 @@ def _collect_case(pid, out_r, timeout, cap):
 
 def _case_status(wait_status):
     if os.WIFSIGNALED(wait_status):
-        return "timeout" if os.WTERMSIG(wait_status) in (signal.SIGXCPU, signal.SIGKILL) else "runtime_error"
+        return "timeout" if os.WTERMSIG(wait_status) in (_SIGXCPU, _SIGKILL) else "runtime_error"
     code = os.WEXITSTATUS(wait_status)
     return "ok" if code == 0 else "memory" if code == _MEMORY_EXIT else "runtime_error"
 
@@ -308,16 +332,12 @@ def _stdio_mode(payload, out_fd):
         os.close(out_w)
         status, output = _collect_case(pid, out_r, timeout, cap)
         os.close(out_r)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
+        _quietly(os.killpg, pid, _SIGKILL)
         if payload["kill_all"]:  # in a private pid namespace: every process of the program, daemons too
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(-1, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
-        record = {"i": index, "status": status, "out": base64.b64encode(output).decode()}
-        _write_all(out_fd, b"\n" + marker + json.dumps(record).encode() + b"\n")
+            _quietly(os.kill, -1, _SIGKILL)
+        _quietly(_reap)
+        record = '{"i": ' + _int_repr(index) + ', "status": "' + status + '", "out": "' + _b64(output) + '"}'
+        _write_all(out_fd, b"\n" + marker + str.encode(record) + b"\n")
         if status != "ok" and payload["stop_on_failure"]:
             break
     _exit(0)
@@ -325,7 +345,7 @@ def _stdio_mode(payload, out_fd):
 
 def _main():
     payload_fd, ready_fd, nonce_fd = (int(a) for a in sys.argv[1:4])
-    payload = json.loads(_read_fd(payload_fd))
+    payload = _parse_json(bytes.decode(_read_fd(payload_fd)))
     _apply_limits(payload["limits"], payload["uid"])
     out_fd = os.dup(1)  # private copy: the program may close or redirect fd 1
     os.set_inheritable(out_fd, False)
