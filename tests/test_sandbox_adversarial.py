@@ -1,46 +1,25 @@
-"""Hostile programs against the bubblewrap sandbox and the judge. Each run is bounded by a short timeout;
+"""Hostile programs against each isolated sandbox backend (bwrap, landlock, remote -> sandbox-serve) and the judge. Each run is bounded by a short timeout;
 afterwards no sandbox process may be left and the machine must be intact (fake secrets unread and unchanged,
 nothing written outside the sandbox's scratch)."""
 
 import os
 import socket
-import time
 from pathlib import Path
 
 import pytest
 
 from trl_ext.sandbox import Limits, run, run_tests
-from trl_ext.sandbox.limits import _UID_SLOTS, UIDS
+
+from ._backends import EACH_BACKEND, now_ticks, sandbox_backend, sandbox_server, wait_no_strays  # noqa: F401
 
 SECRET = "hf_FAKE_SECRET_b1c9e4d0a7"
 LIMITS = Limits(timeout_s=2.0, memory_mb=512)
-# the sandbox uids this process hands out when running as root (other pytest workers use other ranges)
-UID_RANGE = range(UIDS._base, UIDS._base + _UID_SLOTS)
-
-
-def _sandbox_pids() -> list[int]:
-    """Processes still running under a sandbox uid, or bubblewrap children of this test process."""
-    pids = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = Path(entry.path, "status").read_text()
-        except OSError:
-            continue
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        uid = int(fields.get("Uid", "0").split()[0])
-        ppid = int(fields.get("PPid", "0").strip())
-        if uid in UID_RANGE or (ppid == os.getpid() and fields.get("Name", "").strip() == "bwrap"):
-            pids.append(int(entry.name))
-    return pids
+_STARTED = now_ticks()
 
 
 def _wait_no_strays(timeout_s: float = 3.0) -> list[int]:
-    deadline = time.monotonic() + timeout_s
-    while (left := _sandbox_pids()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return left
+    """Sandbox processes of this test process (or its sandbox-serve) still alive: see tests/_backends.py."""
+    return wait_no_strays(_STARTED, timeout_s)
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +48,7 @@ def _run(code: str, **kwargs):
     return run(code, limits=LIMITS, **kwargs)
 
 
+@EACH_BACKEND
 @pytest.mark.parametrize(
     "code",
     [
@@ -83,17 +63,23 @@ def test_runaway_programs_time_out(secrets_on_host, code):
     assert _wait_no_strays() == []
 
 
+@EACH_BACKEND
 def test_fork_bomb_is_contained(secrets_on_host):
     code = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
     assert _run(code).status in ("timeout", "runtime_error")
     assert _wait_no_strays() == []
 
 
-def test_double_fork_daemon_does_not_outlive_the_run(secrets_on_host):
+@EACH_BACKEND
+@pytest.mark.parametrize("leave", ["os.setsid()", "os.setpgid(0, 0)"], ids=["setsid", "setpgid"])
+def test_double_fork_daemon_does_not_outlive_the_run(secrets_on_host, leave):
     code = (
         "import os, time\n"
         "if os.fork() == 0:\n"
-        "    os.setsid()\n"
+        "    try:\n"
+        f"        {leave}\n"  # leave the run's session or process group (landlock denies setsid)
+        "    except OSError:\n"
+        "        os.setpgid(0, 0)\n"
         "    if os.fork() == 0:\n"
         "        time.sleep(60)\n"
         "    os._exit(0)\n"
@@ -103,16 +89,19 @@ def test_double_fork_daemon_does_not_outlive_the_run(secrets_on_host):
     assert _wait_no_strays() == []
 
 
+@EACH_BACKEND
 def test_memory_bomb(secrets_on_host):
     assert _run("blocks = []\nwhile True:\n    blocks.append(bytes(1 << 26))\n").status == "memory"
 
 
+@EACH_BACKEND
 def test_tmp_fill_and_huge_file_are_capped(secrets_on_host):
-    fill = "chunk = b'x' * (1 << 20)\nfor i in range(1000):\n    open(f'/tmp/f{i}', 'wb').write(chunk)\n"
+    fill = "chunk = b'x' * (1 << 20)\nfor i in range(1000):\n    open(f'f{i}', 'wb').write(chunk)\n"
     assert _run(fill).status == "runtime_error"
-    assert _run("open('/tmp/big', 'wb').write(b'x' * (200 << 20))").status in ("runtime_error", "memory")
+    assert _run("open('big', 'wb').write(b'x' * (200 << 20))").status in ("runtime_error", "memory")
 
 
+@EACH_BACKEND
 @pytest.mark.parametrize("stream", ["stdout", "stderr"])
 def test_output_floods_are_cut(secrets_on_host, stream):
     result = _run(f"import sys\nwhile True:\n    sys.{stream}.write('y' * 65536)\n")
@@ -120,12 +109,14 @@ def test_output_floods_are_cut(secrets_on_host, stream):
     assert len(result.stdout) <= LIMITS.max_output_bytes and len(result.stderr) <= LIMITS.max_stderr_bytes
 
 
+@EACH_BACKEND
 def test_secrets_are_unreachable(secrets_on_host):
     paths = [secrets_on_host["token"], secrets_on_host["dataset"], Path.home() / ".cache/huggingface/token"]
     code = (
         "import os, glob\n"
         "print(dict(os.environ))\n"
-        "for p in ['/proc/1/environ', '/proc/self/environ', '/proc/1/cmdline'] + %r:\n"
+        "parents = ['/proc/%%d/environ' %% os.getppid(), '/proc/%%d/environ' %% os.getpid()]\n"
+        f"for p in ['/proc/1/environ', '/proc/self/environ', '/proc/1/cmdline', '/proc/{os.getpid()}/environ'] + parents + %r:\n"
         "    try:\n"
         "        print(p, open(p, 'rb').read())\n"
         "    except OSError as e:\n"
@@ -139,22 +130,26 @@ def test_secrets_are_unreachable(secrets_on_host):
     assert "HF_TOKEN" not in result.stdout
 
 
+@EACH_BACKEND
 def test_writes_outside_scratch_fail_and_scratch_is_private(secrets_on_host, tmp_path):
     marker = f"trl_ext_escape_{os.getpid()}"
     targets = [tmp_path / marker, secrets_on_host["home"] / marker, Path("/tmp") / marker, Path.cwd() / marker]
     code = (
-        "import os\nfor p in %r:\n    try:\n        open(p, 'w').write('x')\n        print('wrote', p)\n"
+        "import os\nprint('scratch', os.getcwd())\nopen('own', 'w').write('x')\n"
+        "for p in %r:\n    try:\n        open(p, 'w').write('x')\n        print('wrote', p)\n"
         "    except OSError as e:\n        print('denied', p, e.errno)\n"
         "for p in ['/usr/x', '/x', '/proc/sys/kernel/hostname']:\n"
         "    try:\n        open(p, 'w').write('x')\n        print('wrote', p)\n    except OSError:\n        pass\n"
     ) % [str(t) for t in targets]
     result = _run(code)
     assert result.status == "ok", result.stderr
-    assert "wrote /tmp/" + marker in result.stdout  # the sandbox's own tmpfs
-    assert result.stdout.count("wrote") == 1
+    scratch = result.stdout.split()[1]
+    wrote = [line.split()[1] for line in result.stdout.splitlines() if line.startswith("wrote")]
+    assert all(os.path.dirname(path) == scratch for path in wrote), result.stdout  # only the run's own scratch
     assert not any(t.exists() for t in targets)
 
 
+@EACH_BACKEND
 def test_network_is_unreachable(secrets_on_host):
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -173,6 +168,7 @@ def test_network_is_unreachable(secrets_on_host):
     assert "connected" not in result.stdout
 
 
+@EACH_BACKEND
 def test_cannot_kill_the_parent(secrets_on_host):
     code = (
         "import os, signal\n"
@@ -187,6 +183,7 @@ def test_cannot_kill_the_parent(secrets_on_host):
 ASSERT_TESTS = {"kind": "assert", "code": "assert f(2) == 5, 'wrong'"}
 
 
+@EACH_BACKEND
 @pytest.mark.parametrize(
     "program",
     [
@@ -238,6 +235,7 @@ def test_assert_tests_cannot_be_passed_by_exiting_early(secrets_on_host, program
 CALL_TESTS = {"kind": "call", "fn_name": "f", "cases": [{"args": [3], "expected": 9}, {"args": [4], "expected": 16}]}
 
 
+@EACH_BACKEND
 @pytest.mark.parametrize(
     "program",
     [
@@ -259,6 +257,7 @@ def test_call_results_cannot_be_rigged(secrets_on_host, program):
     assert report.passed == 0 and not report.infra_error
 
 
+@EACH_BACKEND
 def test_stdio_expected_output_is_not_reachable(secrets_on_host):
     program = (
         "import os\nfor root, _, files in os.walk('/'):\n    for n in files:\n"
@@ -268,6 +267,7 @@ def test_stdio_expected_output_is_not_reachable(secrets_on_host):
     assert not run_tests(program, tests, limits=Limits(timeout_s=4.0)).all_passed
 
 
+@EACH_BACKEND
 def test_assert_tests_allow_ordinary_introspection(secrets_on_host):
     program = (
         "import collections, inspect, logging, traceback, typing\n"

@@ -38,6 +38,7 @@ _MEMORY_SLACK_MB = 128  # the service's own limit sits above the harness's RLIMI
 _REMOTE_UID = 65534  # the harness drops to it only if the service runs it as root
 _RETRIABLE_HTTP = (429, 500, 502, 503, 504)
 _STEP_TIMEOUT = "trl-ext-bootstrap: step_timeout"
+_OVERFLOW = "trl-ext-bootstrap: output_limit"
 
 _BOOTSTRAP = """import os, sys
 try:
@@ -46,7 +47,7 @@ except (NameError, OSError):
     pass
 import json, resource, select, signal, time
 PAYLOAD, NONCE, FLAGS, HARNESS = {payload!r}, {nonce!r}, {flags!r}, {harness!r}
-MARKER, STEP_S, START_S, CAP = {marker!r}, {step_s!r}, {start_s!r}, {cap!r}
+MARKER, STEP_S, START_S, CAPS = {marker!r}, {step_s!r}, {start_s!r}, {caps!r}
 def memfd(data):
     fd = os.memfd_create("trl-ext", 0)
     view = memoryview(data)
@@ -55,9 +56,9 @@ def memfd(data):
     os.lseek(fd, 0, 0)
     os.set_inheritable(fd, True)
     return fd
-def write_all(data):
+def write_all(fd, data):
     while data:
-        data = data[os.write(1, data):]
+        data = data[os.write(fd, data):]
 payload = json.loads(PAYLOAD)
 for name, (soft, hard) in payload["limits"].items():  # never above what the service itself allows
     cap = resource.getrlimit(getattr(resource, name))[1]
@@ -65,43 +66,51 @@ for name, (soft, hard) in payload["limits"].items():  # never above what the ser
         hard = min(hard, cap)
         soft = min(soft, hard)
     payload["limits"][name] = [soft, hard]
-out_r, out_w = os.pipe()
+(out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
 fds = [memfd(json.dumps(payload).encode()), out_w, memfd(NONCE) if NONCE is not None else -1]
 pid = os.fork()
 if pid == 0:  # the harness; its readiness proof and its output go to the relay below
     os.setpgid(0, 0)
     os.dup2(out_w, 1)
+    os.dup2(err_w, 2)
     os.set_inheritable(out_w, True)
-    os.close(out_r)
     os.execv(sys.executable, [sys.executable, FLAGS, "-c", HARNESS] + [str(fd) for fd in fds])
-for fd in fds:
+for fd in fds + [err_w]:
     if fd >= 0:
         os.close(fd)
-# relay stdout, killing the harness when a test case takes longer than STEP_S (no new MARKER) or output floods
-deadline, sent, tail, started, status, exited, linger = time.monotonic() + START_S, 0, b"", False, None, None, None
-while True:
+# relay stdout and stderr, killing the harness when a test case takes longer than STEP_S (no new MARKER on
+# stdout) or an output passes its cap
+deadline, tail, started, status, exited, linger = time.monotonic() + START_S, b"", False, None, None, None
+streams = {{out_r: [1, 0, CAPS[0]], err_r: [2, 0, CAPS[1]]}}
+while streams:
     now = time.monotonic()
     if exited is None:
         done, wait_status = os.waitpid(pid, os.WNOHANG)
         if done:
-            exited, linger = wait_status, now + 0.2  # a leftover grandchild may hold the pipe
+            exited, linger = wait_status, now + 0.2  # a leftover grandchild may hold the pipes
     if linger is not None and now > linger:
         break
-    if now >= deadline or sent > CAP:
-        status = "step_timeout" if now >= deadline else "output_limit"
+    if now >= deadline:
+        status = "step_timeout"
         break
-    if not select.select([out_r], [], [], min(deadline - now, 0.05))[0]:
-        continue
-    data = os.read(out_r, 1 << 16)
-    if not data:
+    for fd in select.select(list(streams), [], [], min(deadline - now, 0.05))[0]:
+        data = os.read(fd, 1 << 16)
+        if not data:
+            del streams[fd]
+            continue
+        target = streams[fd]
+        write_all(target[0], data)
+        target[1] += len(data)
+        if target[1] > target[2]:
+            status = "output_limit"
+        if fd == out_r and not started:
+            started, deadline = True, time.monotonic() + STEP_S
+        elif fd == out_r and MARKER and MARKER in tail + data:
+            deadline = time.monotonic() + STEP_S
+        if fd == out_r and MARKER:
+            tail = data[-len(MARKER):]
+    if status is not None:
         break
-    write_all(data)
-    sent += len(data)
-    if not started:
-        started, deadline = True, time.monotonic() + STEP_S
-    elif MARKER and MARKER in tail + data:
-        deadline = time.monotonic() + STEP_S
-    tail = data[-len(MARKER):] if MARKER else b""
 try:
     os.killpg(pid, signal.SIGKILL)
 except OSError:
@@ -111,7 +120,7 @@ if exited is None:
 if status is not None:
     os.write(2, ("trl-ext-bootstrap: " + status + "\\n").encode())
     os._exit(124)
-os._exit(os.waitstatus_to_exitcode(exited) % 256 if os.WIFEXITED(exited) else 128 + os.WTERMSIG(exited))
+os._exit(os.WEXITSTATUS(exited) if os.WIFEXITED(exited) else 128 + os.WTERMSIG(exited))
 """
 
 
@@ -129,7 +138,7 @@ def bootstrap(payload: dict, nonce: bytes | None, limits: Limits, progress: Prog
         marker=marker,
         step_s=min(step_s, limits.timeout_s),
         start_s=_START_SLACK_S * 5,
-        cap=limits.max_output_bytes + len(_READY),
+        caps=(limits.max_output_bytes + len(_READY), limits.max_stderr_bytes),
     )
 
 
@@ -246,7 +255,7 @@ def _status(run: dict, stdout: str, stderr: str, code: int | None, limits: Limit
         return "timeout"
     if run.get("trl_ext_status") in ("output_limit", "memory", "timeout"):  # sandbox-serve's own observation
         return run["trl_ext_status"]
-    if len(stdout.encode()) > limits.max_output_bytes or len(stderr.encode()) > limits.max_stderr_bytes:
+    if len(stdout.encode()) > limits.max_output_bytes or (code == 124 and _OVERFLOW in stderr[-200:]):
         return "output_limit"
     if code == 0:
         return "ok"

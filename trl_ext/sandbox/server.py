@@ -23,6 +23,7 @@ from trl_ext.sandbox.backends import Backend, get_backend
 from trl_ext.sandbox.limits import Limits
 
 _MAX_OUTPUT_BYTES = 64 << 20
+_HEADROOM_BYTES = 1 << 17
 
 
 @dataclasses.dataclass
@@ -94,8 +95,10 @@ def parse_request(body: dict, config: ServeConfig) -> tuple[str, bytes, Limits]:
     memory = Limits().memory_mb if memory <= 0 else int(memory)
     if memory > config.max_memory_mb:
         raise BadRequest(f"`memory_limit_MB` must be at most {config.max_memory_mb}, got {memory}")
-    output = min(max(int(output), 1), _MAX_OUTPUT_BYTES)
-    return code, stdin.encode(), Limits(timeout_s=float(timeout), memory_mb=memory, max_output_bytes=output)
+    # headroom over the client's caps: trl_ext's bootstrap enforces them itself and says so on stderr
+    output = min(max(int(output), 1), _MAX_OUTPUT_BYTES) + _HEADROOM_BYTES
+    limits = Limits(timeout_s=float(timeout), memory_mb=memory, max_output_bytes=output, max_stderr_bytes=1 << 20)
+    return code, stdin.encode(), limits
 
 
 def response_for(result: RunResult) -> dict:
