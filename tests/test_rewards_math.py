@@ -187,11 +187,12 @@ def test_workers_exit_with_the_interpreter():
 
 def test_outcome_shares_are_logged():
     logged = {}
-    scores = math_accuracy(
-        [r"\boxed{1}", r"\boxed{2}", "no box", r"\boxed{1}"],
-        solution=["1", "1", "1", "See the proof."],
-        log_metric=logged.__setitem__,
-    )
+    with pytest.warns(UserWarning, match="See the proof"):
+        scores = math_accuracy(
+            [r"\boxed{1}", r"\boxed{2}", "no box", r"\boxed{1}"],
+            solution=["1", "1", "1", "See the proof."],
+            log_metric=logged.__setitem__,
+        )
     assert scores == [1.0, 0.0, 0.0, None]
     assert logged == {
         "math_accuracy/correct": 0.25,

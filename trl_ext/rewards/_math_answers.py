@@ -24,8 +24,10 @@ _TEXT_COMMAND = re.compile(
 )
 _ESCAPED = re.compile(r"\\[$%]")
 # groups of exactly three digits after a 1-3 digit head, joined by a comma, {,}, a thin/normal space or ~
-_THOUSANDS = re.compile(r"(?<![\d.])([1-9]\d{0,2})((?:(?:,|\{,\}|\\[,!;: ]|~| )\d{3})+)(?![\d])")
+_THOUSANDS = re.compile(r"(?<![\d.])([1-9]\d{0,2})((?:(?:(?:,|\{,\})(?:\\!)?|\\[,!;: ]|~| )\d{3})+)(?![\d])")
 _THOUSANDS_SEP = re.compile(r"\{,\}|\\[,!;: ]|[,~ ]")
+_REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d+)\}")
+_SET_BUILDER = re.compile(r"(?:\\left)?\\\{\s*[A-Za-z]\s*(?:\\mid|\\middle\||\||:)\s*(.+?)\s*(?:\\right)?\\\}")
 _PERCENT = re.compile(r"\\text\s*\{\s*(?:\\?%|percent)\s*\}|\\?%|\bpercent\b")
 _OUTER_DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 _SEPARATOR = re.compile(
@@ -35,6 +37,7 @@ _SEPARATOR = re.compile(
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+(?:_\{?\w+\}?)?)\s*=(?!=)")
 _SPACING = re.compile(r"\\(?:left|right|big|Big|bigg|Bigg)(?![A-Za-z])|\\[!,;: ]|\\q?quad|\\displaystyle|~|\s+")
 _OPTION = re.compile(r"^\(([a-e])\)$|^([a-e])\)?$")
+_OPTION_PREFIX = re.compile(r"^\(([a-e])\)")
 _NOT_AN_ANSWER = re.compile(r"\b(?:proof|prove[dn]?|shown?|see|omitted|n/a|none given)\b")
 _UNIT_ALIASES = {
     "centimeter": "cm", "centimetre": "cm", "meter": "m", "metre": "m", "kilometer": "km", "kilometre": "km",
@@ -95,6 +98,20 @@ def split_top_level(text: str) -> list[str]:
     return [part.strip() for part in parts]
 
 
+def outer_brackets(part: str) -> str | None:
+    """The bracket pair around a whole tuple or interval (``(]`` for ``(-\\infty, 2]``), or None. math-verify
+    reads both ``(2, -1)`` and ``[2, -1]`` as the tuple (2, -1) once the ends are not increasing."""
+    text = _SPACING.sub("", part)
+    if len(text) < 2 or text[0] not in "([" or text[-1] not in ")]":
+        return None
+    depth = 0
+    for pos, char in enumerate(text):
+        depth += 1 if char in "([{" else -1 if char in ")]}" else 0
+        if depth == 0 and pos < len(text) - 1:
+            return None  # the first bracket closes early: (a, b) \cup (c, d)
+    return text[0] + text[-1] if len(split_top_level(text[1:-1])) > 1 else None
+
+
 def _outer_set(text: str) -> str | None:
     """The inside of ``\\{a, b\\}`` (a set written out), or None when ``text`` is not one whole such set."""
     for open_, close in (("\\left\\{", "\\right\\}"), ("\\{", "\\}")):
@@ -113,10 +130,28 @@ def expand_plus_minus(part: str) -> list[str]:
     return [re.sub(r"\\(pm|mp)(?![A-Za-z])", lambda m, sign=sign: sign[m.group(1)], part) for sign in signs]
 
 
-def split_parts(content: str) -> list[str]:
+def repeating_decimals(text: str) -> str:
+    """``0.\\overline{3}`` -> ``\\frac{1}{3}`` (math-verify does not read the overline)."""
+
+    def fraction(match: re.Match) -> str:
+        whole, fixed, period = match.group(1) or "0", match.group(2), match.group(3)
+        denominator = 10 ** len(fixed) * (10 ** len(period) - 1)
+        numerator = int(whole) * denominator + int(fixed + period) - int(fixed or "0")
+        return f"\\frac{{{numerator}}}{{{denominator}}}"
+
+    return _REPEATING.sub(fraction, text)
+
+
+def split_parts(content: str, gold: bool = False) -> list[str]:
     """The parts of one answer (the content of one box, or a bare gold): a comma/and/or list, a written-out set,
-    ``\\pm``; each part keeps its brackets (a tuple, an interval or a matrix is one part)."""
-    content = strip_delimiters(join_thousands(_PERCENT.sub("", content)))
+    ``\\pm``; each part keeps its brackets (a tuple, an interval or a matrix is one part). A gold's percent
+    sign is dropped (``10\\%`` accepts 10 and 10%, not 0.1); an answer's is kept (``50\\%`` equals 1/2)."""
+    if gold:
+        content = _PERCENT.sub("", content)
+    content = strip_delimiters(repeating_decimals(join_thousands(content)))
+    builder = _SET_BUILDER.fullmatch(content)
+    if builder:  # {x | -1 < x < 3} -> -1 < x < 3, a relation math-verify compares with intervals
+        content = builder.group(1)
     inner = _outer_set(content)
     pieces = split_top_level(inner if inner is not None else content)
     parts: list[str] = []
@@ -133,7 +168,7 @@ def gold_parts(gold: str) -> tuple[tuple[str, ...], bool] | None:
     assignments to different variables (``a = 2, b = 3``): then bare values in the answer are taken in order."""
     boxes = _boxes(gold)
     contents = [box for box in boxes if box.strip()] if boxes else [gold]
-    parts = tuple(dict.fromkeys(part for content in contents for part in split_parts(content)))
+    parts = tuple(dict.fromkeys(part for content in contents for part in split_parts(content, gold=True)))
     if not parts:
         return None
     names = [_ASSIGNMENT.match(part) for part in parts]
@@ -184,21 +219,24 @@ def unwrap_text(text: str) -> str:
 
 def text_key(part: str) -> str:
     """The normalised string used for exact matching: text commands unwrapped, spacing commands, ``\\left``/
-    ``\\right``, whitespace and a final period removed, ``\\dfrac`` read as ``\\frac``, lower case."""
+    ``\\right``, whitespace (not between digits) and a final period removed, ``\\dfrac`` read as ``\\frac``,
+    lower case outside command names (``\\Gamma`` stays)."""
     key = unwrap_text(part).replace("{,}", ",").replace("{:}", ":")
     key = re.sub(r"\\[dt]frac", r"\\frac", _ESCAPED.sub(lambda m: m.group(0)[1], key))
-    key = _SPACING.sub("", key).rstrip(".")
-    return key.lower()
+    key = _SPACING.sub("", re.sub(r"(?<=\d)\s+(?=\d)", "\u2423", key)).rstrip(".")
+    return re.sub(r"(\\[A-Za-z]+)|[A-Z]+", lambda m: m.group(1) or m.group(0).lower(), key)
 
 
 def is_word_answer(part: str) -> bool:
     """True for an answer made of words (``\\text{Monday}``, ``odd``, ``all real numbers``), which is compared
-    as a string: letters only, and a word of 3+ letters or a ``\\text{}`` of 2+ (``ab`` stays a product)."""
+    as a string: letters only, and a word of 3+ letters, a capitalised word or a ``\\text{}`` of 2+ letters
+    (``ab`` and ``AB`` stay products)."""
     unwrapped = unwrap_text(part).strip().rstrip(".")
     if not unwrapped or not re.fullmatch(r"[A-Za-z][A-Za-z' \-]*", unwrapped):
         return False
     longest = max(len(word) for word in re.findall(r"[A-Za-z]+", unwrapped))
-    return longest >= 3 or (longest >= 2 and unwrapped != part.strip().rstrip("."))
+    capitalised = re.fullmatch(r"[A-Z][a-z]+", unwrapped) is not None  # "No", "On"; "AB" and "ab" are products
+    return longest >= 3 or (longest >= 2 and (capitalised or unwrapped != part.strip().rstrip(".")))
 
 
 def looks_like_an_answer(part: str) -> bool:
@@ -210,12 +248,13 @@ def looks_like_an_answer(part: str) -> bool:
 
 def option_letter(part: str, strict: bool) -> str | None:
     """The option letter of a multiple-choice answer: ``(C)``, ``\\text{(C)}``, ``C`` (upper case only when
-    ``strict``, i.e. for the gold, where a bare lower-case letter is a variable), or None."""
+    ``strict``, i.e. for the gold, where a bare lower-case letter is a variable; an answer may also give the
+    option's text after the letter: ``(C) 12``), or None."""
     key = _SPACING.sub("", unwrap_text(part)).rstrip(".")
     if strict and len(key) == 1 and not key.isupper():
         return None
-    match = _OPTION.match(key.lower())
-    return (match.group(1) or match.group(2)) if match else None
+    match = _OPTION.match(key.lower()) or (None if strict else _OPTION_PREFIX.match(key.lower()))
+    return next(group for group in match.groups() if group) if match else None
 
 
 def unit(part: str) -> str | None:

@@ -40,15 +40,17 @@ class Part:
     """One part of a gold or of an answer: its parsed value (None when it does not parse to a finite
     expression) and what the string comparisons need."""
 
-    __slots__ = ("assignment", "expr", "key", "option", "unit", "word")
+    __slots__ = ("assignment", "brackets", "expr", "key", "option", "unit", "word")
 
     def __init__(self, text, expr, answers, gold):
         self.expr = expr
+        text = text if answers is not None else None
         self.key = answers.text_key(text) if text is not None else None
         self.option = answers.option_letter(text, strict=gold) if text is not None else None
         self.word = text is not None and answers.is_word_answer(text)
         self.unit = answers.unit(text) if text is not None else None
         self.assignment = text is not None and answers.is_assignment(text)
+        self.brackets = answers.outer_brackets(text) if text is not None else None
 
 
 class Grader:
@@ -101,12 +103,16 @@ class Grader:
 
         if gold.option is not None:
             return answer.option == gold.option
+        if gold.key is not None and gold.key == answer.key:
+            return True  # the same answer written the same way (normalised), parsed or not
         if gold.word or answer.word:
-            return gold.key == answer.key
+            return False  # words are compared as words, never as products of letters
         if gold.unit and answer.unit and gold.unit != answer.unit:
             return False
+        if gold.brackets and answer.brackets and gold.brackets != answer.brackets:
+            return False
         if gold.expr is None or answer.expr is None:
-            return gold.expr is None and answer.expr is None and gold.key == answer.key
+            return False  # the string fallback above is the only way to match an answer that does not parse
         if _vector_vs_tuple(gold.expr, answer.expr):
             gold_expr, answer_expr = _as_tuples(gold.expr, answer.expr)
         else:
@@ -132,6 +138,8 @@ class Grader:
     def match(self, gold: list, answer: list, ordered: bool, timeout: int) -> bool:
         """All gold parts answered, each by its own answer part, nothing more (in order when ``ordered`` and the
         answer gives bare values)."""
+        if len(gold) == 1 and len(answer) > 1:
+            answer = _union_of_relations(answer, gold[0]) or answer  # "x < -1 or x > 3" for a union
         if len(answer) > len(gold):  # the same value written twice (1/2 and 0.5) counts once
             kept = []
             for part in answer:
@@ -146,6 +154,24 @@ class Grader:
             return all(self.same(g, a, timeout) for g, a in zip(gold, answer))
         fits = [[self.same(g, a, timeout) for a in answer] for g in gold]
         return _perfect_matching(fits)
+
+
+def _union_of_relations(answer: list, gold: Part) -> list | None:
+    """The answer parts "x < -1", "x > 3" as one part, the union of their solution sets, when the gold is an
+    interval or a union of intervals; else None."""
+    from sympy import FiniteSet, Set, Union
+    from sympy.core.relational import Relational
+
+    if not isinstance(gold.expr, Set) or isinstance(gold.expr, FiniteSet):
+        return None
+    if not all(isinstance(part.expr, Relational) and len(part.expr.free_symbols) == 1 for part in answer):
+        return None
+    try:
+        union = Union(*(part.expr.as_set() for part in answer))
+    except Exception:
+        return None
+    merged = Part(None, union, None, False)
+    return [merged]
 
 
 def _vector_vs_tuple(gold, answer) -> bool:

@@ -1,0 +1,90 @@
+"""MathAccuracy on a labelled table of (gold, completion, expected) rows in the answer styles of MATH, NuminaMath,
+OpenThoughts, DeepMath, AIME and Omni-MATH, most wrong answers being near misses; plus one regression test per
+false positive found while building it."""
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from trl_ext.rewards import MathAccuracy
+
+TABLE = Path(__file__).parent / "data" / "math_labelled.jsonl"
+SOURCES = {"MATH", "NuminaMath", "OpenThoughts", "DeepMath", "AIME", "Omni-MATH"}
+
+
+def _rows() -> list[dict]:
+    with TABLE.open() as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _shown(row: dict) -> str:
+    completion = row["completion"] if isinstance(row["completion"], str) else row["completion"][-1]["content"]
+    tail = completion[-70:].replace("\n", " ")
+    return f"row {row['id']} [{row['source']}] ({row['why']}): gold={row['gold']!r} completion=...{tail!r}"
+
+
+def test_the_table_covers_the_datasets_and_near_misses():
+    rows = _rows()
+    assert len(rows) >= 400
+    assert sum(row["expected"] == 0 for row in rows) >= 150
+    assert {row["source"] for row in rows} == SOURCES
+    assert all(row["expected"] in (0, 1) for row in rows)
+    assert len({row["id"] for row in rows}) == len(rows)
+    assert max(Counter((row["gold"], json.dumps(row["completion"])) for row in rows).values()) == 1
+
+
+def test_labelled_table():
+    rows = _rows()
+    reward = MathAccuracy(timeout_s=10.0)  # generous: the table checks verdicts, not speed on a loaded machine
+    scores = reward([row["completion"] for row in rows], solution=[row["gold"] for row in rows])
+    false_positives = [_shown(row) for row, score in zip(rows, scores) if score == 1.0 and row["expected"] == 0]
+    others = [
+        f"{_shown(row)} -> {score}"
+        for row, score in zip(rows, scores)
+        if score != row["expected"] and not (score == 1.0 and row["expected"] == 0)
+    ]
+    report = "\n".join(["FALSE POSITIVES:", *false_positives, "OTHER DISAGREEMENTS:", *others])
+    assert not false_positives and not others, f"{len(false_positives) + len(others)} rows disagree\n{report}"
+
+
+# Each false positive found (in math-verify's defaults or in an earlier version of MathAccuracy), with the
+# right answer next to it so that the test also fails if the fix rejects everything.
+FALSE_POSITIVES = {
+    "last box of a multi-box gold": (r"$\boxed{1}\boxed{2}$", r"\boxed{2}", r"\boxed{1, 2}"),
+    "one box of a gold written as 'a and b'": (
+        r"\(\boxed{1}\) and \(\boxed{-2}\)",
+        r"\boxed{-2}",
+        r"\boxed{1}, \boxed{-2}",
+    ),
+    "one entry of a bare matrix gold": (
+        r"\begin{pmatrix}1 & 0 \\ 0 & 1\end{pmatrix}",
+        r"\boxed{1}",
+        r"\boxed{\begin{bmatrix}1 & 0 \\ 0 & 1\end{bmatrix}}",
+    ),
+    "thin-space thousands read as a product (1*000 = 0)": ("0", r"\boxed{1\,000}", r"\boxed{0}"),
+    "space thousands read as a product": ("0", r"\boxed{1 000}", r"\boxed{0}"),
+    "word answers compared as products of letters (anagram)": (r"\text{no}", r"\boxed{\text{on}}", r"\boxed{No}"),
+    "capitalised two-letter word as a product (anagram)": ("No", r"\boxed{On}", r"\boxed{\text{no}}"),
+    "units stripped on both sides": (r"5\text{ cm}", r"\boxed{5\text{ m}}", r"\boxed{5}"),
+    "square unit": (r"12\text{ cm}^2", r"\boxed{12\text{ cm}}", r"\boxed{12 \text{ cm}^{2}}"),
+    "named values given in the wrong order": ("a = 2, b = 3", r"\boxed{3, 2}", r"\boxed{2, 3}"),
+    "a set equals a point": (r"\{1, 2\}", r"\boxed{(1, 2)}", r"\boxed{2, 1}"),
+    "a list of roots equals a point": ("1, 2", r"\boxed{(1, 2)}", r"\boxed{\{1, 2\}}"),
+    "a point equals a bare list (or an interval's endpoints)": ("(1, 2)", r"\boxed{1, 2}", r"\boxed{(1,2)}"),
+    "decreasing pair: [2, -1] read as the tuple (2, -1)": ("(2, -1)", r"\boxed{[2, -1]}", r"\boxed{(2,-1)}"),
+    "percent gold accepts the fraction": (r"10\%", r"\boxed{0.1}", r"\boxed{10}"),
+    "one root of a plus-minus gold": (
+        r"1 \pm \sqrt{19}",
+        r"\boxed{1 + \sqrt{19}}",
+        r"\boxed{1-\sqrt{19}, 1+\sqrt{19}}",
+    ),
+    "hedged answer: two boxes": ("2", r"\boxed{2} or \boxed{3}", r"\boxed{2} (that is, \boxed{2.0})"),
+}
+
+
+@pytest.mark.parametrize("gold, wrong, right", FALSE_POSITIVES.values(), ids=FALSE_POSITIVES.keys())
+def test_false_positive_regression(gold, wrong, right):
+    dapo = MathAccuracy(correct_value=1.0, wrong_value=-1.0)
+    assert dapo([wrong, right], solution=[gold, gold]) == [-1.0, 1.0]
