@@ -16,82 +16,123 @@ T, F = True, False
 
 def test_plan_keeps_informative_groups_round_by_round_on_each_rank():
     rounds = [torch.tensor([T, F, F, F]), torch.tensor([F, T, T, T])]  # 2 ranks × 2 groups per round
-    assert not ds.rounds_complete(rounds[:1], 2)
-    assert ds.rounds_complete(rounds, 2)
-    plan = ds.plan_batch(rounds, 2)
+    assert ds.missing_groups(rounds[:1], 2, needed=2) == 2  # rank 1 has none yet
+    assert ds.missing_groups(rounds, 2, needed=2) == 0
+    plan = ds.plan_batch(rounds, 2, needed=2)
     assert [[(r.round, r.group) for r in refs] for refs in plan] == [[(0, 0), (1, 1)], [(1, 0), (1, 1)]]
     assert not any(ref.filled for refs in plan for ref in refs)
 
 
-def test_plan_fills_with_uninformative_groups_when_rounds_run_out():
-    plan = ds.plan_batch([torch.tensor([T, F, F, F])], 2)
-    assert plan == [
-        [ds.GroupRef(0, 0, False), ds.GroupRef(0, 1, True)],
-        [ds.GroupRef(0, 0, True), ds.GroupRef(0, 1, True)],
-    ]
-    # One rank short is enough to keep every rank generating (the decision is collective).
-    assert not ds.rounds_complete([torch.tensor([T, T, T, F])], 2)
+def test_plan_takes_rounds_of_any_size_and_fills_when_they_run_out():
+    # round 0: 2 groups per rank; round 1: 3 groups per rank; each rank needs 3
+    rounds = [torch.tensor([T, F, F, F]), torch.tensor([T, F, T, F, F, F])]
+    assert ds.missing_groups(rounds, 2, needed=3) == 3  # rank 1 found nothing
+    plan = ds.plan_batch(rounds, 2, needed=3)
+    assert plan[0] == [ds.GroupRef(0, 0, False), ds.GroupRef(1, 0, False), ds.GroupRef(1, 2, False)]
+    assert plan[1] == [ds.GroupRef(0, 0, True), ds.GroupRef(0, 1, True), ds.GroupRef(1, 0, True)]
+    # the kept rows in the gathered tensors: rank 0's round-1 group 2 is row (0·3 + 2)·G; rank 1's round-0 group 0
+    # starts at row (1·2 + 0)·G of round 0
+    rows = ds.kept_gathered_rows(plan, [2, 3], G)
+    assert rows[2 * G] == (1, 2 * G) and rows[3 * G] == (0, 2 * G) and len(rows) == 6 * G
 
 
-def test_planned_total_follows_the_plan_rank_by_rank():
-    from types import SimpleNamespace
-
-    from trl_ext.trainers.grpo import GRPOTrainer
-
-    trainer = SimpleNamespace(num_generations=2, accelerator=SimpleNamespace(num_processes=2))
-    # Two rounds of 2 ranks × 2 groups × 2 rows; the gathered totals of round k are 100·k + row.
-    rounds = [(None, torch.arange(8.0) + 100 * k) for k in range(2)]
-    plan = [[ds.GroupRef(0, 1, False), ds.GroupRef(1, 0, True)], [ds.GroupRef(1, 0, False), ds.GroupRef(1, 1, False)]]
-    total = GRPOTrainer._planned_total(trainer, rounds, plan)
-    nan = float("nan")
-    torch.testing.assert_close(total, torch.tensor([2.0, 3.0, nan, nan, 104.0, 105.0, 106.0, 107.0]), equal_nan=True)
+@pytest.mark.parametrize(
+    "missing, rate, cap, expected",
+    [(8, 1.0, 64, 8), (8, 0.5, 64, 16), (3, 0.25, 64, 12), (3, 0.3, 64, 10), (8, 0.01, 20, 20), (1, 0.9, 64, 2)],
+)
+def test_round_size_is_missing_groups_over_the_rate(missing, rate, cap, expected):
+    assert ds.round_groups(missing, rate, cap) == expected
 
 
-def _batch(prompt_lengths, completion_lengths, pad=0, advantage=1.0):
-    width_p, width_c = max(prompt_lengths), max(completion_lengths)
-    rows = len(prompt_lengths)
-    batch = {
-        "prompt_ids": torch.full((rows, width_p), pad),
-        "prompt_mask": torch.zeros(rows, width_p, dtype=torch.long),
-        "completion_ids": torch.full((rows, width_c), pad),
-        "completion_mask": torch.zeros(rows, width_c, dtype=torch.long),
-        "old_per_token_logps": torch.zeros(rows, width_c),
-        "advantages": torch.full((rows,), advantage),
-        "num_items_in_batch": torch.tensor(99),
-    }
-    for i, (lp, lc) in enumerate(zip(prompt_lengths, completion_lengths)):
-        batch["prompt_ids"][i, width_p - lp :] = 7
-        batch["prompt_mask"][i, width_p - lp :] = 1
-        batch["completion_ids"][i, :lc] = 8
-        batch["completion_mask"][i, :lc] = 1
-        batch["old_per_token_logps"][i, :lc] = -1.0
-    return batch
-
-
-def test_concat_repads_prompts_left_and_completions_right_and_trims():
-    first = ds.take_rows(_batch([5, 2], [3, 1]), torch.tensor([1]))  # kept row: prompt 2 of width 5
-    second = _batch([3, 1], [2, 4], advantage=2.0)
-    merged = ds.concat_batches([first, second], pad_token_id=0)
-    assert "num_items_in_batch" not in merged
-    assert merged["prompt_mask"].tolist() == [[0, 1, 1], [1, 1, 1], [0, 0, 1]]  # width 5 → 3: common padding trimmed
-    assert merged["prompt_ids"].tolist() == [[0, 7, 7], [7, 7, 7], [0, 0, 7]]
-    assert merged["completion_mask"].tolist() == [[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 1]]
-    assert merged["old_per_token_logps"][0].tolist() == [-1.0, 0.0, 0.0, 0.0]
-    assert merged["advantages"].tolist() == [1.0, 2.0, 2.0]
-
-
-def test_take_rows_refuses_keys_it_cannot_merge():
-    with pytest.raises(ValueError, match="'pixel_values'.*dynamic_sampling=False"):
-        ds.take_rows({"pixel_values": torch.zeros(2, 3)}, torch.tensor([0]))
+def test_rate_estimate_weighs_recent_rounds_and_round_trips():
+    estimate = ds.RateEstimate(decay=0.5)
+    assert estimate.value == 1.0
+    estimate.update(2, 8)
+    estimate.update(8, 8)
+    assert estimate.value == pytest.approx((0.5 * 2 + 8) / (0.5 * 8 + 8))
+    restored = ds.RateEstimate(decay=0.5)
+    restored.load_state_dict(estimate.state_dict())
+    assert restored.value == estimate.value
 
 
 def test_refill_sampler_is_sharded_like_trl():
-    one = ds.refill_batches(10, G, generation_batch_size=8, num_processes=1, rank=0, seed=3)
-    two = [ds.refill_batches(10, G, generation_batch_size=8, num_processes=2, rank=r, seed=3) for r in range(2)]
+    one = ds.refill_groups(10, G, generation_batch_size=8, num_processes=1, rank=0, seed=3)
+    two = [ds.refill_groups(10, G, generation_batch_size=8, num_processes=2, rank=r, seed=3) for r in range(2)]
     for _ in range(6):  # crosses an epoch boundary (5 batches of 2 prompts per epoch)
-        batch = next(one)
-        assert next(two[0]) + next(two[1]) == batch
-        assert all(len(set(batch[i : i + G])) == 1 for i in range(0, 8, G))  # whole groups, contiguous
+        assert [next(one), next(one)] == [next(two[0]), next(two[1])]
+
+
+def _skip_reference(streak, p, floor=0.01):
+    return 1.0 - max(p**streak, floor)
+
+
+@pytest.mark.parametrize("p", [0.05, 0.5, 0.95, 1.0])
+def test_greso_skip_probability_matches_reference(p):
+    from trl_ext.core.prompt_skipping import greso_skip_probability
+
+    streaks = torch.tensor([0, 1, 2, 3, 7, 50])
+    expected = [_skip_reference(int(z), p) for z in streaks]
+    assert greso_skip_probability(streaks, p).tolist() == pytest.approx(expected, abs=1e-12)
+    assert greso_skip_probability(streaks, p)[0] == 0.0  # never skipped before a zero-variance rollout
+    assert float(greso_skip_probability(torch.tensor([50]), 0.5)) == pytest.approx(0.99)  # min rollout rate
+    with pytest.raises(ValueError, match="exploration"):
+        greso_skip_probability(streaks, 0.0)
+
+
+@pytest.mark.parametrize(
+    "p, rate, target, expected",
+    [
+        (0.5, 0.30, 0.25, 0.49),
+        (0.5, 0.25, 0.25, 0.49),
+        (0.5, 0.10, 0.25, 0.51),
+        (0.05, 0.9, 0.25, 0.05),
+        (0.95, 0.0, 0.25, 0.95),
+    ],
+)
+def test_greso_exploration_moves_towards_the_target(p, rate, target, expected):
+    from trl_ext.core.prompt_skipping import greso_adjust_exploration
+
+    assert greso_adjust_exploration(p, rate, target) == pytest.approx(expected)
+
+
+def test_prompt_skipper_history_decisions_and_state():
+    from trl_ext.trainers._prompt_skipping import PromptSkipper, prompt_key
+
+    assert prompt_key("What is 1 + 1?") == prompt_key("What is 1 + 1?") != prompt_key("What is 1 + 2?")
+    assert prompt_key([{"role": "user", "content": "hi"}]) == prompt_key([{"content": "hi", "role": "user"}])
+    skipper = PromptSkipper(target_informative_rate=0.75, exploration=0.5, min_rollout=0.01, seed=0)
+    skipper.record(["a", "b", "a"], [False, True, False])
+    assert skipper.streaks == {"a": 2, "b": 0}
+    assert not any(skipper.should_skip("b", step) for step in range(50))  # informative last time: never skipped
+    skip_rate = sum(skipper.should_skip("a", step) for step in range(2000)) / 2000
+    assert skip_rate == pytest.approx(0.75, abs=0.04)  # 1 − 0.5²
+    skipper.adjust()  # 2 of 3 rolled-out prompts were zero-variance, above the 0.25 target: skip more
+    assert skipper.exploration == pytest.approx(0.49)
+    clone = PromptSkipper(0.75, 0.5, 0.01, seed=0)
+    clone.load_state_dict(skipper.state_dict())
+    assert [clone.should_skip("a", s) for s in range(30)] == [skipper.should_skip("a", s) for s in range(30)]
+
+
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        ({"prompt_skipping": "greso"}, "prompt_skipping"),
+        ({"dynamic_sampling": True, "prompt_skipping": "greso", "prompt_skipping_target_informative_rate": 0.0},
+         "prompt_skipping_target_informative_rate"),
+        ({"dynamic_sampling": True, "prompt_skipping": "greso", "prompt_skipping_target_informative_rate": 1.5},
+         "prompt_skipping_target_informative_rate"),
+        ({"dynamic_sampling": True, "prompt_skipping": "greso", "prompt_skipping_exploration": 1.0},
+         "prompt_skipping_exploration"),
+        ({"dynamic_sampling": True, "prompt_skipping": "gresso"}, "prompt_skipping"),
+        ({"dynamic_sampling": True, "dynamic_sampling_max_round_groups": 0}, "dynamic_sampling_max_round_groups"),
+    ],
+)  # fmt: skip
+def test_bad_prompt_skipping_settings_name_the_field(tmp_path, overrides, field):
+    with pytest.raises(ValueError, match=field):
+        tiny_args(trl_ext.GRPOConfig, str(tmp_path), **overrides)
+    # a target rate of exactly 1 is allowed
+    tiny_args(trl_ext.GRPOConfig, str(tmp_path), dynamic_sampling=True, prompt_skipping="greso",
+              prompt_skipping_target_informative_rate=1.0)  # fmt: skip
 
 
 def _ds_trainer(tiny_policy_path, tmp_path, informative_every, seen=None, **overrides):
@@ -256,16 +297,240 @@ def test_length_penalty_reward_is_shaping_and_never_filters():
     assert not is_shaping_reward(math_accuracy)
 
 
-def test_resume_with_refills_reproduces_the_uninterrupted_run(tiny_policy_path, tmp_path):
-    """The refill sampler's position is checkpointed: a resumed run draws the same refill prompts."""
-    full = _ds_trainer(tiny_policy_path, tmp_path / "full", 4, advantage_estimator="dr_grpo", max_steps=4,
-                       save_strategy="steps", save_steps=2)  # fmt: skip
+def _ds_logs(trainer, key):
+    return [log[key] for log in trainer.state.log_history if key in log]
+
+
+@pytest.mark.parametrize("prompt_skipping", [None, "greso"])
+def test_resume_with_refills_reproduces_the_uninterrupted_run(tiny_policy_path, tmp_path, prompt_skipping):
+    """The refill position, the informative-rate estimate and the prompt history are checkpointed: a resumed run
+    generates the same rounds, skips the same prompts and ends with the same weights."""
+    settings = dict(advantage_estimator="dr_grpo", max_steps=6, prompt_skipping=prompt_skipping)
+    full = _ds_trainer(tiny_policy_path, tmp_path / "full", 4, save_strategy="steps", save_steps=3, **settings)
     full.train()
-    resumed = _ds_trainer(tiny_policy_path, tmp_path / "resumed", 4, advantage_estimator="dr_grpo", max_steps=4)
-    resumed.train(resume_from_checkpoint=str(tmp_path / "full" / "checkpoint-2"))
-    rounds = [[log["dynamic_sampling/rounds"] for log in t.state.log_history if "dynamic_sampling/rounds" in log]
-              for t in (full, resumed)]  # fmt: skip
-    # the resumed history holds the checkpoint's two logged steps, then its own; refills happen after step 2 too
-    assert max(rounds[0][2:]) > 1 and rounds[1] == rounds[0]
+    resumed = _ds_trainer(tiny_policy_path, tmp_path / "resumed", 4, **settings)
+    resumed.train(resume_from_checkpoint=str(tmp_path / "full" / "checkpoint-3"))
+    # the resumed history holds the checkpoint's logged steps, then its own
+    for key in ("generated_groups", "used_groups", "skipped_prompts", "informative_rate_estimate"):
+        assert _ds_logs(resumed, f"dynamic_sampling/{key}") == _ds_logs(full, f"dynamic_sampling/{key}"), key
+    generated, used = (
+        _ds_logs(full, "dynamic_sampling/generated_groups"),
+        _ds_logs(full, "dynamic_sampling/used_groups"),
+    )
+    assert sum(generated[3:]) > sum(used[3:])  # refills after the checkpoint too
+    if prompt_skipping:
+        assert sum(_ds_logs(full, "dynamic_sampling/skipped_prompts")[3:]) > 0
+        assert resumed._skipper.state_dict() == full._skipper.state_dict()
     for a, b in zip(full.model.parameters(), resumed.model.parameters(), strict=True):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=0)
+
+
+class RowCounter:
+    """Counts rows independently of the trainer's metrics: generated (``generate``), through a no-grad forward
+    outside generation (old/reference log-probs), through a forward with gradients (trained), and scored."""
+
+    def __init__(self, model):
+        self.generated = self.logprob = self.trained = self.scored = 0
+        self._generating = False
+        generate = model.generate
+
+        def counting_generate(*args, **kwargs):
+            self.generated += kwargs["input_ids"].shape[0]
+            self._generating = True
+            try:
+                return generate(*args, **kwargs)
+            finally:
+                self._generating = False
+
+        model.generate = counting_generate
+        model.register_forward_pre_hook(self._forward, with_kwargs=True)
+
+    def _forward(self, module, args, kwargs):
+        rows = kwargs["input_ids"].shape[0] if "input_ids" in kwargs else args[0].shape[0]
+        if torch.is_grad_enabled():
+            self.trained += rows
+        elif not self._generating:
+            self.logprob += rows
+
+    def reward(self, completions, scores, **kwargs):
+        self.scored += len(completions)
+        return scripted_reward(completions, scores, **kwargs)
+
+
+def test_log_probs_only_for_trained_rows_and_generation_sized_to_the_rate(tiny_policy_path, tmp_path):
+    """Half the prompts are informative. Rounds only generate and score; TRL's old-log-prob pass (two optimizer
+    steps per generation batch) and the training forward see exactly the kept rows, every generated row is scored
+    once, and the rows generated per row trained stay within 1.2 / informative rate."""
+    rate = 0.5
+    args = tiny_args(
+        trl_ext.DAPOConfig, str(tmp_path), per_device_train_batch_size=32, steps_per_generation=2, max_steps=8,
+        soft_overlong_punishment=False,
+    )  # fmt: skip
+    counter = None
+
+    def scripted_reward(completions, scores, **kwargs):  # TRL names reward functions after __name__
+        return counter.reward(completions, scores, **kwargs)
+
+    trainer = trl_ext.DAPOTrainer(
+        model=tiny_policy_path, reward_funcs=scripted_reward, args=args, train_dataset=scores_dataset(64, 2)
+    )
+    counter = RowCounter(trainer.model)
+    trainer.train()
+    assert counter.trained == 8 * 32
+    assert counter.logprob == counter.trained  # no log-prob pass for a dropped group
+    assert counter.scored == counter.generated  # no reward function ran twice for a row
+    assert counter.generated / counter.trained <= 1.2 / rate
+    generated = sum(_ds_logs(trainer, "dynamic_sampling/generated_groups")) * G
+    assert generated == counter.generated and sum(_ds_logs(trainer, "dynamic_sampling/used_groups")) * G == 4 * 64
+    assert _ds_logs(trainer, "dynamic_sampling/informative_rate_estimate")[-1] == pytest.approx(rate, abs=0.2)
+    assert _ds_logs(trainer, "dynamic_sampling/rounds")[-1] <= 2
+
+
+def test_logs_describe_the_trained_batch(tiny_policy_path, tmp_path):
+    """reward, reward_std, frac_reward_zero_std, rewards/* and the completions table are of the kept rows."""
+    seen = []
+    trainer = _ds_trainer(tiny_policy_path, tmp_path, 4, seen, advantage_estimator="rloo", max_steps=3)
+    trainer.train()
+    logs = [log for log in trainer.state.log_history if "dynamic_sampling/rounds" in log]
+    assert sum(log["dynamic_sampling/generated_groups"] for log in logs) > sum(
+        log["dynamic_sampling/used_groups"] for log in logs
+    )  # groups were dropped, yet:
+    for log, batch in zip(logs, seen, strict=True):
+        kept = batch["output"]
+        assert log["frac_reward_zero_std"] == 0.0  # only informative groups were trained
+        advantages = batch["advantages"]
+        assert (advantages.view(-1, G).abs().sum(dim=1) > 0).all()
+        assert log["completions/mean_length"] == pytest.approx(
+            float(kept["completion_mask"].sum(dim=1).float().mean())
+        )
+    last = seen[-1]
+    rewards = list(trainer._logs["rewards"]["scripted_reward"])
+    assert len(trainer._logs["prompt"]) >= 8 and len(rewards) == len(trainer._logs["advantages"])
+    # the table's last rows are the last trained batch, with trl_ext's RLOO advantages
+    assert list(trainer._logs["advantages"])[-8:] == pytest.approx(last["advantages"].tolist())
+    batch_rewards = torch.tensor(rewards[-8:])
+    assert logs[-1]["reward"] == pytest.approx(float(batch_rewards.mean()))
+    assert logs[-1]["reward_std"] == pytest.approx(float(batch_rewards.std()))
+
+
+def test_prompt_skipping_skips_prompts_that_taught_nothing(tiny_policy_path, tmp_path):
+    seen = []
+    # 16 prompts, 1 in 4 informative: the uninformative ones come back and are skipped
+    trainer = _ds_trainer(tiny_policy_path, tmp_path, 4, seen, max_steps=8, prompt_skipping="greso")
+    trainer.train()
+    skipped = _ds_logs(trainer, "dynamic_sampling/skipped_prompts")
+    assert skipped[0] == 0 and sum(skipped) > 0
+    streaks = trainer._skipper.streaks
+    data = scores_dataset(16, 4)
+    from trl_ext.trainers._prompt_skipping import prompt_key
+
+    informative = {prompt_key(row["prompt"]) for row in data if row["pid"] % 4 == 0}
+    assert streaks and all(streaks[key] == 0 for key in informative if key in streaks)
+    assert any(value > 0 for key, value in streaks.items() if key not in informative)
+    assert _ds_logs(trainer, "dynamic_sampling/exploration_probability")[-1] < 0.5  # zero-variance rate > 0.25
+    for batch in seen:  # still only informative groups trained
+        assert (batch["advantages"].view(-1, G).abs().sum(dim=1) > 0).all()
+
+
+class _FakeLLM:
+    """A colocated vLLM engine's sleep interface."""
+
+    def __init__(self):
+        self.asleep, self.calls = True, []
+
+    def sleep(self, level):
+        self.calls.append(f"sleep{level}")
+        self.asleep = True
+
+    def wake_up(self, tags):
+        self.calls.append(f"wake:{','.join(tags)}")
+        self.asleep = False
+
+
+class _FakeVLLMGeneration:
+    """What TRL 1.16's VLLMGeneration does with sleep mode (the guard test checks TRL still does it)."""
+
+    mode, enable_sleep_mode = "colocate", True
+
+    def __init__(self):
+        self.llm, self._llm_weights_sleeping, self.pushes = _FakeLLM(), True, 0
+
+    def sync_weights(self):
+        self.llm.wake_up(tags=["weights"])
+        self._llm_weights_sleeping = False
+        self.pushes += 1
+
+    def generate(self):
+        if self._llm_weights_sleeping:
+            self.sync_weights()
+        self.llm.wake_up(tags=["kv_cache"])
+        assert not self.llm.asleep
+        self.llm.sleep(level=2)
+        self._llm_weights_sleeping = True
+
+
+def test_vllm_colocate_sleep_mode_pushes_weights_once_per_step():
+    from types import SimpleNamespace
+
+    from trl_ext.trainers._trl_hooks import vllm_sleep_once
+
+    generation = _FakeVLLMGeneration()
+    trainer = SimpleNamespace(use_vllm=True, vllm_generation=generation, _trl_ext_vllm_rounds=None)
+
+    def step_rounds(rounds, step):
+        for _ in range(rounds):  # as TRL's _generate_single_turn, then trl_ext's hook
+            if step != trainer.last_step:
+                generation.sync_weights()
+                trainer.last_step = step
+            generation.generate()
+            if trainer._trl_ext_vllm_rounds is not None:
+                trainer._trl_ext_vllm_rounds.after_generate()
+
+    trainer.last_step = -1
+    step_rounds(3, step=0)  # without trl_ext: each round after the first re-pushes the discarded weights
+    assert generation.pushes == 3
+    for step in (1, 2):
+        before = len(generation.llm.calls)
+        with vllm_sleep_once(trainer):
+            step_rounds(3, step)
+        # woken once, generated three times, put to sleep once; asleep (weights discarded) between steps
+        assert generation.llm.calls[before:] == ["wake:weights", "wake:kv_cache", "sleep2"]
+        assert generation.llm.asleep and generation._llm_weights_sleeping
+    assert generation.pushes == 3 + 2  # one push per step
+    assert trainer._trl_ext_vllm_rounds is None
+
+
+vllm_gpu = pytest.mark.skipif(
+    not torch.cuda.is_available() or __import__("importlib").util.find_spec("vllm") is None,
+    reason="needs vLLM and a GPU",
+)
+
+
+@vllm_gpu
+@pytest.mark.parametrize("sleep_mode", [False, True])
+def test_dynamic_sampling_with_vllm_colocate(tmp_path, sleep_mode):
+    """On a GPU with vLLM: refill rounds generate with a colocated engine, log-probs only for kept rows, and with
+    sleep mode the weights are pushed once per step."""
+    from trl_ext.tiny import build_tiny_causal_lm, build_tiny_tokenizer
+
+    tokenizer = build_tiny_tokenizer()
+    # head_dim 64: vLLM's attention kernels do not take the test model's 16
+    build_tiny_causal_lm(tokenizer, hidden_size=256, intermediate_size=512).save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    args = tiny_args(
+        trl_ext.DAPOConfig, str(tmp_path / "out"), use_cpu=False, max_steps=4, use_vllm=True, vllm_mode="colocate",
+        vllm_gpu_memory_utilization=0.3, vllm_enable_sleep_mode=sleep_mode, soft_overlong_punishment=False,
+        vllm_importance_sampling_correction=False,
+    )  # fmt: skip
+    trainer = trl_ext.DAPOTrainer(
+        model=str(tmp_path / "model"), reward_funcs=scripted_reward, args=args, train_dataset=scores_dataset(16, 4)
+    )
+    pushes = []
+    sync = trainer.vllm_generation.sync_weights
+    trainer.vllm_generation.sync_weights = lambda: (pushes.append(trainer.state.global_step), sync())[1]
+    trainer.train()
+    assert sum(_ds_logs(trainer, "dynamic_sampling/generated_groups")) > sum(
+        _ds_logs(trainer, "dynamic_sampling/used_groups")
+    )
+    assert max(_ds_logs(trainer, "dynamic_sampling/rounds")) > 1 or not sleep_mode
+    assert len(pushes) == len(set(pushes))  # at most one push per step

@@ -39,3 +39,37 @@ def test_trainer_checkpoint_push_hook_matches_the_installed_transformers():
     from trl_ext.trainers._trl_hooks import TRAINER_PUSH_HOOKS
 
     assert check_trl_hooks(Trainer, TRAINER_PUSH_HOOKS) == []
+
+
+def test_trl_internals_the_dynamic_sampling_replay_relies_on():
+    """Dynamic sampling generates with ``_generate`` and replays the kept rows into ``_generate_and_score_completions``
+    through ``_generate_single_turn`` and ``_calculate_rewards``: fail loudly if TRL changes that flow."""
+    import inspect
+
+    from trl import GRPOTrainer
+
+    from trl_ext.trainers._trl_hooks import GENERATE_OUTPUTS, GRPO_ATTRIBUTES
+
+    generate = inspect.getsource(GRPOTrainer._generate)
+    assert "return " + ", ".join(GENERATE_OUTPUTS) in generate
+    assert "self._generate_single_turn(" in generate
+    step = inspect.getsource(GRPOTrainer._generate_and_score_completions)
+    assert "= self._generate(prompts)" in step
+    assert step.count("self._calculate_rewards(") == 1 and "self._generate_single_turn(" not in step
+    init = inspect.getsource(GRPOTrainer.__init__)
+    assert all(f"self.{name} =" in init for name in GRPO_ATTRIBUTES)
+
+
+def test_trl_vllm_sleep_mode_behaves_as_trl_ext_assumes():
+    """With colocate sleep mode TRL sleeps at level 2 after every generate and re-pushes the weights before the next
+    one (flagged by ``_llm_weights_sleeping``); trl_ext defers that sleep to the end of a step's rounds."""
+    import inspect
+
+    from trl.generation.vllm_generation import VLLMGeneration
+
+    generate = inspect.getsource(VLLMGeneration.generate)
+    assert "self.llm.sleep(level=2)" in generate and "self._llm_weights_sleeping = True" in generate
+    assert "self._llm_weights_sleeping:\n            self.sync_weights()" in generate
+    assert 'self.llm.wake_up(tags=["kv_cache"])' in generate
+    sync = inspect.getsource(VLLMGeneration.sync_weights)
+    assert 'self.llm.wake_up(tags=["weights"])' in sync and "self._llm_weights_sleeping = False" in sync

@@ -73,13 +73,21 @@ def tiny_args(config_cls, output_dir: str, **overrides):
 
 def recording(trainer_cls, seen: list):
     """A subclass of ``trainer_cls`` that appends, for each generation batch, the gathered final advantages, the
-    prompt ids of the first round, the gathered (P·B, F) rewards of every round and the output to ``seen``."""
+    prompt ids of the step's own batch, the gathered (P·B, F) rewards of every generation round and the output to
+    ``seen``."""
     from accelerate.utils import gather_object
 
     class Recording(trainer_cls):
-        def trl_generate_round(self, inputs):
-            output, rewards_per_func = super().trl_generate_round(inputs)
+        def score_rollouts(self, inputs, rollout):  # a dynamic-sampling round
+            rewards_per_func = super().score_rollouts(inputs, rollout)
             self._rounds.append(rewards_per_func.cpu())
+            return rewards_per_func
+
+        def trl_generate_round(self, inputs):
+            replayed = self._trl_ext_replay is not None  # dynamic sampling's single TRL step on the kept rows
+            output, rewards_per_func = super().trl_generate_round(inputs)
+            if not replayed:
+                self._rounds.append(rewards_per_func.cpu())
             return output, rewards_per_func
 
         def generate_and_score(self, inputs):

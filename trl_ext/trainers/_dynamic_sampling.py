@@ -1,31 +1,18 @@
-"""Dynamic sampling with refill (DAPO, arXiv 2503.14476 §3.2, Algorithm 1): the batch bookkeeping.
+"""Dynamic sampling with refill (DAPO, arXiv 2503.14476 §3.2, Algorithm 1): the round and batch bookkeeping.
 
-The trainer generates rounds of prompt groups until every process holds enough informative groups. Everything here
-is decided from the GATHERED per-round rewards, which are identical on all ranks, so every rank reaches the same
-decision (how many rounds, which groups each rank keeps) without any extra communication.
+The trainer generates and scores rounds of prompt groups (no log-prob passes) until every process holds enough
+informative groups, then hands the kept groups to TRL's step once. Everything here is decided from the GATHERED
+per-round outcomes, identical on all ranks, so every rank reaches the same decisions (how many groups each round
+generates, how many rounds, which groups each rank keeps) without any extra communication.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import NamedTuple
 
 import torch
-
-# Generation-output keys that dynamic sampling knows how to merge across rounds, with their padding value.
-# Prompts are left-padded and completions right-padded, as TRL pads them; None means "the pad token id".
-LEFT_PADDED: dict[str, float | None] = {"prompt_ids": None, "prompt_mask": 0}
-RIGHT_PADDED: dict[str, float | None] = {
-    "completion_ids": None,
-    "completion_mask": 0,
-    "tool_mask": 1,  # TRL pads tool_mask with 1
-    "old_per_token_logps": 0.0,
-    "ref_per_token_logps": 0.0,
-    "sampling_per_token_logps": 0.0,
-    "importance_sampling_ratio": 1.0,
-    "advantages": 0.0,  # (B,) from TRL, or (B, T) from a subclass
-}
-SCALARS = ("num_items_in_batch",)
 
 
 class GroupRef(NamedTuple):
@@ -36,29 +23,36 @@ class GroupRef(NamedTuple):
     filled: bool  # an uninformative group used to fill the batch when the rounds ran out (advantage 0)
 
 
-def _split_by_rank(informative: torch.Tensor, num_processes: int) -> list[torch.Tensor]:
-    return list(informative.view(num_processes, -1))
+def _per_rank(mask: torch.Tensor, num_processes: int) -> torch.Tensor:
+    return mask.view(num_processes, -1)
 
 
-def rounds_complete(informative_rounds: list[torch.Tensor], num_processes: int) -> bool:
-    """Whether every rank has at least as many informative groups as one round gives it."""
-    per_rank = torch.stack([mask.view(num_processes, -1).sum(dim=1) for mask in informative_rounds]).sum(dim=0)
-    return bool((per_rank >= informative_rounds[0].numel() // num_processes).all())
+def missing_groups(informative_rounds: list[torch.Tensor], num_processes: int, needed: int) -> int:
+    """The most informative groups any rank still lacks (rounds are collective, so the largest need sets them)."""
+    if not informative_rounds:
+        return needed
+    have = torch.stack([_per_rank(mask, num_processes).sum(dim=1) for mask in informative_rounds]).sum(dim=0)
+    return int((needed - have).clamp(min=0).max())
 
 
-def plan_batch(informative_rounds: list[torch.Tensor], num_processes: int) -> list[list[GroupRef]]:
-    """For each rank, the groups of its optimizer batch, sorted by (round, group).
+def round_groups(missing: int, informative_rate: float, max_groups: int) -> int:
+    """Groups per process for the next round: the missing groups divided by the informative rate, rounded up to a
+    whole group, at least one and at most ``max_groups``."""
+    return max(1, min(max_groups, math.ceil(missing / max(informative_rate, 1e-6) - 1e-9)))
 
-    ``informative_rounds[k]`` is the gathered bool mask of round k (one entry per group, ranks in order). Each rank
-    keeps its first informative groups, round by round; if there are not enough, it fills with its first
-    uninformative ones (``filled=True``).
+
+def plan_batch(informative_rounds: list[torch.Tensor], num_processes: int, needed: int) -> list[list[GroupRef]]:
+    """For each rank, the ``needed`` groups of its optimizer batch, sorted by (round, group).
+
+    ``informative_rounds[k]`` is the gathered bool mask of round k (one entry per group, ranks in order, the same
+    number of groups on every rank). Each rank keeps its first informative groups, round by round; if there are not
+    enough, it fills with its first uninformative ones (``filled=True``).
     """
-    needed = informative_rounds[0].numel() // num_processes
     plan = []
     for rank in range(num_processes):
         informative, spare = [], []
         for k, mask in enumerate(informative_rounds):
-            for g, ok in enumerate(_split_by_rank(mask, num_processes)[rank].tolist()):
+            for g, ok in enumerate(_per_rank(mask, num_processes)[rank].tolist()):
                 (informative if ok else spare).append(GroupRef(k, g, False))
         kept = informative[:needed]
         kept += [ref._replace(filled=True) for ref in spare[: needed - len(kept)]]
@@ -66,75 +60,53 @@ def plan_batch(informative_rounds: list[torch.Tensor], num_processes: int) -> li
     return plan
 
 
-def group_rows(refs: list[GroupRef], group_size: int) -> torch.Tensor:
-    """Row indices (within their round's local batch) of the given groups, in order."""
-    if not refs:
-        return torch.zeros(0, dtype=torch.long)
-    return torch.cat([torch.arange(ref.group * group_size, (ref.group + 1) * group_size) for ref in refs])
+def kept_gathered_rows(plan: list[list[GroupRef]], round_sizes: list[int], group_size: int) -> list[tuple[int, int]]:
+    """(round, row in that round's GATHERED tensor) of every kept row, ranks in order: the rows TRL would have
+    gathered had it generated the kept batch itself."""
+    rows = []
+    for rank, refs in enumerate(plan):
+        for ref in refs:
+            start = (rank * round_sizes[ref.round] + ref.group) * group_size
+            rows.extend((ref.round, start + i) for i in range(group_size))
+    return rows
 
 
-def take_rows(output: dict, rows: torch.Tensor) -> dict:
-    """The rows ``rows`` of one round's generation output (scalars are kept as they are)."""
-    taken = {}
-    for key, value in output.items():
-        if key in SCALARS:
-            taken[key] = value
-        elif key in LEFT_PADDED or key in RIGHT_PADDED:
-            taken[key] = value[rows.to(value.device)]
-        else:
-            raise ValueError(
-                f"dynamic_sampling cannot merge the generation output key {key!r} across rounds (multimodal inputs "
-                "and custom keys are not supported); set dynamic_sampling=False."
-            )
-    return taken
+class RateEstimate:
+    """Running informative rate of the generated groups: decayed counts, so recent rounds weigh most."""
+
+    def __init__(self, decay: float = 0.8):
+        self.decay = decay
+        self.informative = self.generated = 0.0
+
+    @property
+    def value(self) -> float:
+        """The estimate; 1.0 before anything was generated (the first round is then the plain batch)."""
+        return self.informative / self.generated if self.generated else 1.0
+
+    def update(self, informative: int, generated: int) -> None:
+        self.informative = self.decay * self.informative + informative
+        self.generated = self.decay * self.generated + generated
+
+    def state_dict(self) -> dict:
+        return {"informative": self.informative, "generated": self.generated}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.informative, self.generated = float(state["informative"]), float(state["generated"])
 
 
-def _pad_to(value: torch.Tensor, width: int, pad_value: float, left: bool) -> torch.Tensor:
-    missing = width - value.shape[1]
-    if missing == 0:
-        return value
-    padding = value.new_full((value.shape[0], missing), pad_value)
-    return torch.cat([padding, value] if left else [value, padding], dim=1)
-
-
-def concat_batches(batches: list[dict], pad_token_id: int) -> dict:
-    """Concatenate generation outputs row-wise: prompts re-padded on the left, completions on the right.
-
-    Prompt columns that are padding in every row are trimmed (rows come from rounds padded to different widths).
-    ``num_items_in_batch`` is left to the caller: it is global and must be recomputed across processes.
-    """
-    merged = {}
-    for key in batches[0]:
-        if key in SCALARS:
-            continue
-        values = [batch[key] for batch in batches]
-        if values[0].dim() == 1:
-            merged[key] = torch.cat(values)
-            continue
-        left = key in LEFT_PADDED
-        pad_value = (LEFT_PADDED if left else RIGHT_PADDED)[key]
-        pad_value = pad_token_id if pad_value is None else pad_value
-        width = max(value.shape[1] for value in values)
-        merged[key] = torch.cat([_pad_to(value, width, pad_value, left) for value in values])
-    used = merged["prompt_mask"].bool().any(dim=0)
-    first = int(used.nonzero()[0]) if used.any() else 0
-    merged["prompt_ids"], merged["prompt_mask"] = merged["prompt_ids"][:, first:], merged["prompt_mask"][:, first:]
-    return merged
-
-
-def refill_batches(
+def refill_groups(
     dataset_size: int,
     num_generations: int,
     generation_batch_size: int,
     num_processes: int,
     rank: int,
     seed: int,
-) -> Iterator[list[int]]:
-    """Dataset indices of this rank's refill batches, forever: a second sampler sharded like TRL's.
+) -> Iterator[int]:
+    """Dataset indices of this rank's refill prompts (one per group), forever: a second sampler sharded like TRL's.
 
     Like TRL's RepeatSampler with repeat_count=1: shuffled prompts (its own generator, so the global RNG is
-    untouched), each repeated ``num_generations`` times, ``generation_batch_size`` rows per global batch, rank r
-    taking the r-th contiguous slice; incomplete trailing batches are dropped and each epoch is reshuffled.
+    untouched), ``generation_batch_size // num_generations`` prompts per global batch, rank r taking the r-th
+    contiguous slice; incomplete trailing batches are dropped and each epoch is reshuffled.
     """
     prompts_per_batch = generation_batch_size // num_generations
     if dataset_size < prompts_per_batch:
@@ -142,10 +114,9 @@ def refill_batches(
             f"dynamic_sampling needs at least {prompts_per_batch} prompts in train_dataset to refill a generation "
             f"batch, got {dataset_size}."
         )
-    local = generation_batch_size // num_processes
+    local = prompts_per_batch // num_processes
     generator = torch.Generator().manual_seed(seed)
     while True:
         order = torch.randperm(dataset_size, generator=generator).tolist()
         for start in range(0, dataset_size - prompts_per_batch + 1, prompts_per_batch):
-            rows = [index for index in order[start : start + prompts_per_batch] for _ in range(num_generations)]
-            yield rows[rank * local : (rank + 1) * local]
+            yield from order[start : start + prompts_per_batch][rank * local : (rank + 1) * local]

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import inspect
 import os
+from collections import defaultdict
+from contextlib import contextmanager
+from typing import Any, NamedTuple
 
 import torch
 from transformers import TrainerCallback
@@ -23,7 +26,26 @@ GRPO_HOOKS: dict[str, tuple[str, ...]] = {
     "training_step": ("self", "model", "inputs", "num_items_in_batch"),
     "_save_checkpoint": ("self", "model", "trial"),
     "_load_optimizer_and_scheduler": ("self", "checkpoint"),
+    # Dynamic sampling generates and scores rounds with TRL's own generation (``_generate``), then replays the kept
+    # completions into one ``_generate_and_score_completions`` through its generation hook ``_generate_single_turn``.
+    "_generate": ("self", "prompts"),
+    "_generate_single_turn": ("self", "prompt_ids", "images", "multimodal_fields", "num_generations"),
 }
+
+# What the replay relies on inside TRL's methods (checked by the guard test): ``_generate`` returns this 8-tuple and
+# generates through ``_generate_single_turn`` unless a rollout_func is set; a colocated vLLM engine with sleep mode
+# sleeps after every ``generate`` and flags its discarded weights in ``_llm_weights_sleeping``.
+GENERATE_OUTPUTS = (
+    "prompt_ids",
+    "completion_ids",
+    "tool_mask",
+    "completions",
+    "logprobs",
+    "extra_fields",
+    "images",
+    "tool_images",
+)
+GRPO_ATTRIBUTES = ("_metrics", "_logs", "_pending_extra_logs", "tools", "environment_factories", "rollout_func")
 
 # The TRL/transformers methods trainers/ppo.py wraps or calls, with the parameters it relies on (DESIGN §4). The two
 # private calls are ``_get_per_token_logps_and_entropies`` (logπ_old when TRL skipped it) and ``_get_output_dir``.
@@ -117,6 +139,24 @@ def require_trl_hooks(trainer_cls: type | None = None, hooks: dict[str, tuple[st
         )
 
 
+class Rollout(NamedTuple):
+    """One round's generation for this process's rows, as TRL's ``_generate`` returns it."""
+
+    prompts: list
+    prompt_ids: list[list[int]]
+    completion_ids: list[list[int]]
+    completions: list
+    logprobs: list | None
+
+    @classmethod
+    def of_rows(cls, rollouts: list[Rollout], rows: list[tuple[int, int]]) -> Rollout:
+        """The rows ``(rollout index, row)`` of several rollouts, in order."""
+        return cls(*(
+            None if any(r[field] is None for r in rollouts) else [rollouts[k][field][i] for k, i in rows]
+            for field in range(len(cls._fields))
+        ))  # fmt: skip
+
+
 class GRPOHookMixin:
     """Routes the private hooks of ``trl.GRPOTrainer`` to trl_ext; list it before ``trl.GRPOTrainer`` in the bases.
 
@@ -129,11 +169,92 @@ class GRPOHookMixin:
     """
 
     _trl_ext_rewards_per_func = None
+    _trl_ext_replay = None  # (prompt_ids, completion_ids, logprobs) that TRL's next generation call returns
+    _trl_ext_cached_rewards = None  # the gathered rewards TRL's next reward call returns (no function runs again)
+    _trl_ext_vllm_rounds = None
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        rewards_per_func, self._trl_ext_cached_rewards = self._trl_ext_cached_rewards, None
+        if rewards_per_func is None:
+            rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         self._trl_ext_rewards_per_func = rewards_per_func
         return rewards_per_func
+
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs):
+        replay, self._trl_ext_replay = self._trl_ext_replay, None
+        if replay is None:
+            output = super()._generate_single_turn(
+                prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs
+            )
+            if self._trl_ext_vllm_rounds is not None:
+                self._trl_ext_vllm_rounds.after_generate()
+            return output
+        expected_prompt_ids, completion_ids, logprobs = replay
+        if [list(ids) for ids in prompt_ids] != [list(ids) for ids in expected_prompt_ids]:
+            raise RuntimeError(
+                "dynamic_sampling replays kept completions into TRL's step, but TRL tokenized their prompts "
+                "differently from the generation round; this TRL version is not supported."
+            )
+        return completion_ids, logprobs
+
+    # --- generate and score without TRL's log-prob passes, then TRL's step once on the kept rows ------------------
+
+    def generate_rollouts(self, inputs: list[dict]) -> Rollout:
+        """TRL's generation alone (``_generate``): no log-prob pass and no reward; whole groups, contiguous."""
+        prompts = [example["prompt"] for example in inputs]
+        output = dict(zip(GENERATE_OUTPUTS, self._generate(prompts), strict=True))
+        if output["tool_mask"] is not None or output["extra_fields"] or output["tool_images"]:
+            raise RuntimeError("dynamic_sampling does not support tools, rollout_func or tool images.")
+        return Rollout(
+            prompts, output["prompt_ids"], output["completion_ids"], output["completions"], output["logprobs"]
+        )
+
+    def score_rollouts(self, inputs: list[dict], rollout: Rollout) -> torch.Tensor:
+        """TRL's reward call on generated rows: the gathered (P·B, F) rewards, identical on every rank."""
+        return self._calculate_rewards(inputs, rollout.prompts, rollout.completions, rollout.completion_ids)
+
+    def trl_step_on(self, inputs: list[dict], rollout: Rollout, gathered_rewards: torch.Tensor) -> dict:
+        """TRL's whole ``_generate_and_score_completions`` on rows already generated and scored: its generation hook
+        returns ``rollout``'s completions and its reward hook ``gathered_rewards`` (the kept rows of every rank, in
+        rank order), so the log-prob passes, advantages, metrics and completions table are TRL's, of these rows."""
+        self._trl_ext_replay = (rollout.prompt_ids, rollout.completion_ids, rollout.logprobs)
+        self._trl_ext_cached_rewards = gathered_rewards
+        seen = self.state.num_input_tokens_seen  # the rounds already counted these tokens
+        try:
+            output = self.trl_generate_round(inputs)[0]
+        finally:
+            unused = self._trl_ext_replay is not None or self._trl_ext_cached_rewards is not None
+            self._trl_ext_replay = self._trl_ext_cached_rewards = None
+        if unused:
+            raise RuntimeError(
+                "TRL's _generate_and_score_completions no longer generates through _generate_single_turn and scores "
+                "through _calculate_rewards; dynamic_sampling cannot replay its rounds into it."
+            )
+        self.state.num_input_tokens_seen = seen
+        self._metrics["train"]["num_tokens"] = [seen]
+        return output
+
+    def metrics_mark(self) -> dict[str, int]:
+        """The length of every training metric list now; see :meth:`discard_metrics_since`."""
+        return {name: len(values) for name, values in self._metrics["train"].items()}
+
+    def discard_metrics_since(self, mark: dict[str, int]) -> None:
+        """Drop what TRL logged since ``mark`` (the generation rounds' completion lengths: not the trained batch)."""
+        metrics = self._metrics["train"]
+        for name in list(metrics):
+            if name not in mark:
+                del metrics[name]
+            else:
+                del metrics[name][mark[name] :]
+
+    def take_pending_extra_logs(self) -> dict[str, list]:
+        """The completions-table columns reward functions logged (``log_extra``) since the last call, cleared."""
+        pending = {column: list(values) for column, values in self._pending_extra_logs.items()}
+        self._pending_extra_logs.clear()
+        return pending
+
+    def set_pending_extra_logs(self, columns: dict[str, list]) -> None:
+        self._pending_extra_logs = defaultdict(list, columns)
 
     def _generate_and_score_completions(self, inputs):
         return self.generate_and_score(inputs)
@@ -201,3 +322,53 @@ class _PushCompleteCheckpoint(TrainerCallback):
 
     def on_save(self, args, state, control, **kwargs):
         self.trainer.push_complete_checkpoint()
+
+
+class _VLLMSleepDeferral:
+    """Keeps a colocated vLLM engine in sleep mode awake between the generation rounds of one step.
+
+    TRL 1.16 puts the engine to sleep at level 2 after every ``generate`` (the weights are discarded) and pushes the
+    weights again before the next one; with several rounds per step that is one push per round. While this is
+    active, the engine's ``sleep`` is deferred to the end of the rounds (and its ``wake_up`` skipped while it never
+    slept), so a step's rounds push the weights at most once: when the step's first round syncs them.
+    """
+
+    def __init__(self, generation: Any):
+        self.generation, self.llm = generation, generation.llm
+        self.real_sleep, self.real_wake_up = self.llm.sleep, self.llm.wake_up
+        self.deferred: tuple | None = None
+        self.llm.sleep, self.llm.wake_up = self._sleep, self._wake_up
+
+    def _sleep(self, *args, **kwargs) -> None:
+        self.deferred = (args, kwargs)
+
+    def _wake_up(self, *args, **kwargs):
+        if self.deferred is None:  # really asleep (since the previous step): wake it
+            return self.real_wake_up(*args, **kwargs)
+        return None
+
+    def after_generate(self) -> None:
+        if self.deferred is not None:
+            self.generation._llm_weights_sleeping = False  # the sleep that discards them did not happen
+
+    def close(self) -> None:
+        self.llm.sleep, self.llm.wake_up = self.real_sleep, self.real_wake_up
+        if self.deferred is not None:
+            self.real_sleep(*self.deferred[0], **self.deferred[1])
+            self.generation._llm_weights_sleeping = True
+
+
+@contextmanager
+def vllm_sleep_once(trainer):
+    """Around a step's generation rounds: a colocated vLLM engine with sleep mode sleeps once, after the last."""
+    generation = getattr(trainer, "vllm_generation", None) if getattr(trainer, "use_vllm", False) else None
+    if generation is None or generation.mode != "colocate" or not generation.enable_sleep_mode:
+        yield
+        return
+    deferral = _VLLMSleepDeferral(generation)
+    trainer._trl_ext_vllm_rounds = deferral
+    try:
+        yield
+    finally:
+        trainer._trl_ext_vllm_rounds = None
+        deferral.close()

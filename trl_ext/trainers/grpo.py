@@ -19,11 +19,13 @@ import trl
 
 from trl_ext.core.advantages import group_normalized, leave_one_out, minibatch_normalized
 from trl_ext.core.filtering import informative_groups
+from trl_ext.core.prompt_skipping import MIN_ROLLOUT_PROBABILITY
 from trl_ext.hub import ModelCardMixin
 from trl_ext.models import resolve_model
 from trl_ext.rewards.length import OverlongPenalty
 from trl_ext.trainers import _dynamic_sampling as ds
-from trl_ext.trainers._trl_hooks import GRPOHookMixin, checkpoint_dir, require_trl_hooks
+from trl_ext.trainers._prompt_skipping import PromptSkipper, prompt_key
+from trl_ext.trainers._trl_hooks import GRPOHookMixin, Rollout, checkpoint_dir, require_trl_hooks, vllm_sleep_once
 from trl_ext.trainers.reference_resets import ReferenceResetArguments, ReferenceResetMixin
 
 if TYPE_CHECKING:
@@ -35,7 +37,9 @@ logger = logging.getLogger(__name__)
 
 ADVANTAGE_ESTIMATORS = ("grpo", "dr_grpo", "rloo", "magistral")
 ON_EXHAUSTED = ("fill", "raise")
-REFILL_STATE_FILE = "trl_ext_refill_sampler.json"
+PROMPT_SKIPPING = (None, "greso")
+DYNAMIC_SAMPLING_STATE_FILE = "trl_ext_dynamic_sampling.json"
+LEGACY_REFILL_STATE_FILE = "trl_ext_refill_sampler.json"  # checkpoints written before prompt skipping
 
 
 @dataclass
@@ -44,8 +48,11 @@ class GRPOConfig(trl.GRPOConfig, ReferenceResetArguments):
 
     Parameters (in addition to TRL's):
         advantage_estimator: "grpo" (TRL's own, honours ``scale_rewards``), "dr_grpo", "rloo" or "magistral".
-        dynamic_sampling, dynamic_sampling_max_rounds, dynamic_sampling_reward_funcs, dynamic_sampling_on_exhausted:
-            DAPO dynamic sampling with refill.
+        dynamic_sampling, dynamic_sampling_max_rounds, dynamic_sampling_reward_funcs, dynamic_sampling_on_exhausted,
+        dynamic_sampling_max_round_groups: DAPO dynamic sampling with refill (rounds scored before any log-prob pass,
+            sized to the missing groups and the running informative rate).
+        prompt_skipping, prompt_skipping_target_informative_rate, prompt_skipping_exploration,
+        prompt_skipping_min_rollout: GRESO prompt skipping before generation (arXiv 2506.02177).
         soft_overlong_punishment, overlong_cache_length, overlong_penalty_factor: DAPO Eq. 13 as an added reward.
     """
 
@@ -66,12 +73,15 @@ class GRPOConfig(trl.GRPOConfig, ReferenceResetArguments):
         default=False,
         metadata={
             "help": "DAPO dynamic sampling (arXiv 2503.14476 §3.2): drop prompt groups whose filter reward has zero "
-            "std (all correct or all wrong) and REFILL by generating further prompt groups until each process's "
-            "batch holds only informative groups. Refill prompts come from a second, identically sharded sampler "
-            "over train_dataset (seeded with `seed` + 1), which must be map-style. Each process fills its own share "
-            "of the batch; since generation gathers across processes, all of them run the same number of rounds "
-            "(decided from the gathered rewards) and a process already full discards its extra groups. TRL computes "
-            "old/reference log-probs before the rewards, so dropped groups still cost those forward passes."
+            "std (all correct or all wrong) and REFILL with further prompt groups until each process's batch holds "
+            "only informative groups. Rounds only generate and score (no log-prob pass); TRL's step (old/reference "
+            "log-probs, advantages, metrics, completions table) then runs once on the kept batch, and no reward "
+            "function is called twice for a row. After the first round a round generates the missing groups divided "
+            "by a running informative-rate estimate (checkpointed), so once the rate is known a step needs about one "
+            "round. Refill prompts come from a second, identically sharded sampler over train_dataset (seeded with "
+            "`seed` + 1), which must be map-style. Rounds are collective: every process generates the same number "
+            "of groups per round and a process already full discards its extra groups. Not supported with tools, "
+            "environment_factory, rollout_func or image prompts."
         },
     )
     dynamic_sampling_max_rounds: int = field(
@@ -98,6 +108,45 @@ class GRPOConfig(trl.GRPOConfig, ReferenceResetArguments):
             "groups. 'fill' (default): complete the batch with uninformative groups, whose advantage is set to 0 "
             "(they add no gradient), and log a warning. 'raise': raise a RuntimeError.",
             "choices": list(ON_EXHAUSTED),
+        },
+    )
+    dynamic_sampling_max_round_groups: int | None = field(
+        default=None,
+        metadata={
+            "help": "Largest number of prompt groups one process generates in one dynamic-sampling round (rounds "
+            "are sized to the missing groups divided by the informative rate). None (default): 8 × the groups of "
+            "a generation batch per process. Lower it if generating that many rows at once does not fit in memory "
+            "(transformers generation; vLLM batches by itself)."
+        },
+    )
+    prompt_skipping: str | None = field(
+        default=None,
+        metadata={
+            "help": "Skip prompts before generation that recently taught nothing. 'greso' (GRESO, arXiv 2506.02177 "
+            "§4): a prompt whose last z rollouts were all zero-variance is skipped with probability "
+            "1 − max(p_e^z, prompt_skipping_min_rollout); p_e moves by 0.01 per generation batch inside "
+            "[0.05, 0.95] to keep the informative rate of the rolled-out prompts near "
+            "prompt_skipping_target_informative_rate. The per-prompt history is identical on every process and "
+            "checkpointed. Needs dynamic_sampling=True. None (default): off.",
+            "choices": list(PROMPT_SKIPPING),
+        },
+    )
+    prompt_skipping_target_informative_rate: float = field(
+        default=0.75,
+        metadata={
+            "help": "Target fraction of informative groups among the rolled-out prompts, in (0, 1]. GRESO's default "
+            "target zero-variance rate is 0.25, i.e. 0.75."
+        },
+    )
+    prompt_skipping_exploration: float = field(
+        default=0.5,
+        metadata={"help": "Initial exploration probability p_e of prompt skipping, in (0, 1). GRESO: 0.5."},
+    )
+    prompt_skipping_min_rollout: float = field(
+        default=MIN_ROLLOUT_PROBABILITY,
+        metadata={
+            "help": "Every prompt is still rolled out with at least this probability, however long its streak of "
+            "zero-variance rollouts (the minimum exploration rate), in (0, 1]. GRESO: 0.01."
         },
     )
     soft_overlong_punishment: bool = field(
@@ -148,6 +197,7 @@ class GRPOConfig(trl.GRPOConfig, ReferenceResetArguments):
             )
         if self.dynamic_sampling:
             self._check_dynamic_sampling()
+        self._check_prompt_skipping()
         if self.soft_overlong_punishment:
             self._check_overlong()
         self.validate_reference_resets()
@@ -164,6 +214,10 @@ class GRPOConfig(trl.GRPOConfig, ReferenceResetArguments):
             )
         if self.dynamic_sampling_max_rounds < 1:
             raise ValueError(f"dynamic_sampling_max_rounds must be >= 1, got {self.dynamic_sampling_max_rounds}.")
+        if self.dynamic_sampling_max_round_groups is not None and self.dynamic_sampling_max_round_groups < 1:
+            raise ValueError(
+                f"dynamic_sampling_max_round_groups must be >= 1 or None, got {self.dynamic_sampling_max_round_groups}."
+            )
         local = self.per_device_train_batch_size * self.steps_per_generation
         if local % self.num_generations != 0:
             raise ValueError(
@@ -171,6 +225,24 @@ class GRPOConfig(trl.GRPOConfig, ReferenceResetArguments):
                 f"straddle two processes: per_device_train_batch_size × steps_per_generation ({local}) must be a "
                 f"multiple of num_generations ({self.num_generations})."
             )
+
+    def _check_prompt_skipping(self) -> None:
+        _choice("prompt_skipping", self.prompt_skipping, PROMPT_SKIPPING)
+        if self.prompt_skipping is None:
+            return
+        if not self.dynamic_sampling:
+            raise ValueError(
+                f"prompt_skipping={self.prompt_skipping!r} skips prompts for dynamic sampling's refills, but "
+                "dynamic_sampling=False. Set dynamic_sampling=True or prompt_skipping=None."
+            )
+        for name, value, closed_high in (
+            ("prompt_skipping_target_informative_rate", self.prompt_skipping_target_informative_rate, True),
+            ("prompt_skipping_exploration", self.prompt_skipping_exploration, False),
+            ("prompt_skipping_min_rollout", self.prompt_skipping_min_rollout, True),
+        ):
+            if not (0.0 < value <= 1.0 if closed_high else 0.0 < value < 1.0):
+                interval = "(0, 1]" if closed_high else "(0, 1)"
+                raise ValueError(f"{name} must lie in {interval}, got {value}.")
 
     def _check_overlong(self) -> None:
         cache = self.overlong_cache_length
@@ -258,9 +330,37 @@ class GRPOTrainer(ModelCardMixin, ReferenceResetMixin, GRPOHookMixin, trl.GRPOTr
                     "dynamic_sampling=True needs a map-style train_dataset (a datasets.Dataset) to draw refill prompts "
                     f"from, got {type(train_dataset).__name__}."
                 )
+            self._refuse_unsupported_generation()
+        # Checkpointed, so that a resumed run makes the decisions of the uninterrupted one:
         self._refill = None
-        self._refill_batches_drawn = 0  # checkpointed, so that a resumed run draws the same refill prompts
+        self._refill_groups_drawn = 0  # this process's position in the refill sampler
+        self._informative_rate = ds.RateEstimate()
+        self._skipper = None
+        if self._ext("prompt_skipping") == "greso":
+            self._skipper = PromptSkipper(
+                self.args.prompt_skipping_target_informative_rate,
+                self.args.prompt_skipping_exploration,
+                self.args.prompt_skipping_min_rollout,
+                seed=self.args.seed,
+            )
         self._init_reference_resets()
+
+    def _refuse_unsupported_generation(self) -> None:
+        unsupported = [
+            name
+            for name, value in (
+                ("tools", self.tools),
+                ("environment_factory", self.environment_factories),
+                ("rollout_func", self.rollout_func),
+            )
+            if value
+        ]
+        if unsupported:
+            raise ValueError(
+                f"dynamic_sampling=True does not support {', '.join(unsupported)}: its rounds replay generated "
+                "completions into TRL's step, which would run the tools or environments again. Set "
+                "dynamic_sampling=False."
+            )
 
     @classmethod
     def _resolve_args(cls, model, args):
@@ -327,17 +427,17 @@ class GRPOTrainer(ModelCardMixin, ReferenceResetMixin, GRPOHookMixin, trl.GRPOTr
             output, total = self._dynamic_sampling(inputs)
         else:
             output, rewards_per_func = self.trl_generate_round(inputs)
+            total = None
         estimator = self._ext("advantage_estimator")
         if estimator == "grpo":
             return output  # TRL's own advantages (for filled groups set to 0 by dynamic sampling)
-        if not sampling:
+        if total is None:
             total = weighted_total(rewards_per_func, self.reward_weights)
         group_size = self.num_generations if self.model.training else self.num_generations_eval
         advantages = self.compute_advantages(total, group_size, estimator)
         local, rank = output["completion_ids"].shape[0], self.accelerator.process_index
         output["advantages"] = advantages[rank * local : (rank + 1) * local].to(output["advantages"])
-        if not sampling:  # with refills, TRL's completions table holds the last round, not this batch
-            self.replace_logged_advantages(advantages)
+        self.replace_logged_advantages(advantages)  # TRL's completions table holds exactly these rows
         return output
 
     @staticmethod
@@ -352,62 +452,133 @@ class GRPOTrainer(ModelCardMixin, ReferenceResetMixin, GRPOHookMixin, trl.GRPOTr
             return minibatch_normalized(rewards, group_size, minibatch_size=rewards.numel())
         return group_normalized(rewards, group_size, scale="group")
 
+    # --- dynamic sampling: score first, rounds sized to need, prompt skipping --------------------------------------
+
     def _dynamic_sampling(self, inputs: list[dict]) -> tuple[dict, torch.Tensor]:
-        """Generate rounds until each rank holds only informative groups; returns (this rank's batch, the gathered
-        total reward of the final batch in rank order, NaN for filled groups)."""
+        """Generate and score rounds until each rank holds enough informative groups, then run TRL's step once on the
+        kept groups. Returns (this rank's batch, the gathered total reward of the kept batch, NaN for filled groups)."""
+        if "image" in inputs[0] or "images" in inputs[0]:
+            raise ValueError("dynamic_sampling=True does not support image prompts; set dynamic_sampling=False.")
         group_size, num_processes = self.num_generations, self.accelerator.num_processes
-        rounds, informative, batch = [], [], inputs
-        for k in range(self._ext("dynamic_sampling_max_rounds")):
-            if k > 0:
-                batch = self._refill_inputs(inputs[0].keys())
-            output, rewards_per_func = self.trl_generate_round(batch)
-            rounds.append((output, weighted_total(rewards_per_func, self.reward_weights)))
-            filter_metric = weighted_total(
-                rewards_per_func[:, self._filter_columns], self.reward_weights[self._filter_columns]
-            )
-            informative.append(informative_groups(filter_metric, group_size).cpu())
-            if ds.rounds_complete(informative, num_processes):
-                break
-        plan = ds.plan_batch(informative, num_processes)
-        self._log_dynamic_sampling(informative, plan)
-        if len(rounds) == 1 and not any(ref.filled for refs in plan for ref in refs):
-            return rounds[0]  # the first round was fully informative: TRL's batch as it is
-        return self._assemble(rounds, plan), self._planned_total(rounds, plan)
+        needed = len(inputs) // group_size
+        candidates = self._candidates(inputs)
+        mark = self.metrics_mark()
+        rounds, masks, sizes, skipped = [], [], [], 0
+        with vllm_sleep_once(self):
+            for _ in range(self._ext("dynamic_sampling_max_rounds")):
+                missing = ds.missing_groups(masks, num_processes, needed)
+                if missing == 0:
+                    break
+                size = ds.round_groups(missing, self._informative_rate.value, self._max_round_groups(needed))
+                groups, round_skipped = self._take_groups(candidates, size)
+                skipped += round_skipped
+                rows = [row for row in groups for _ in range(group_size)]
+                rollout = self.generate_rollouts(rows)
+                rewards_per_func = self.score_rollouts(rows, rollout)
+                rounds.append((rows, rollout, rewards_per_func, self.take_pending_extra_logs()))
+                masks.append(self._informative(rewards_per_func))
+                sizes.append(size)
+                self._record_round(groups, masks[-1])
+        self.discard_metrics_since(mark)  # the rounds' completion lengths: TRL logs the kept batch's below
+        plan = ds.plan_batch(masks, num_processes, needed)
+        self._log_dynamic_sampling(masks, plan, skipped)
+        return self._trl_step_on_kept(rounds, plan, sizes)
 
-    def _refill_inputs(self, columns) -> list[dict]:
-        if self._refill is None:
-            self._refill = ds.refill_batches(
-                len(self.train_dataset),
-                self.num_generations,
-                self.args.generation_batch_size,
-                self.accelerator.num_processes,
-                self.accelerator.process_index,
-                seed=self.args.seed + 1,
-            )
-            for _ in range(self._refill_batches_drawn):  # resumed: skip what the checkpointed run already drew
-                next(self._refill)
-        self._refill_batches_drawn += 1
-        rows = (self.train_dataset[index] for index in next(self._refill))
-        return [{key: row[key] for key in columns} for row in rows]
+    def _informative(self, rewards_per_func: torch.Tensor) -> torch.Tensor:
+        columns = self._filter_columns
+        filter_metric = weighted_total(rewards_per_func[:, columns], self.reward_weights[columns])
+        return informative_groups(filter_metric, self.num_generations).cpu()
 
-    def _save_checkpoint(self, model, trial):
-        super()._save_checkpoint(model, trial)
-        if self._ext("dynamic_sampling") and self.args.should_save:
-            state = {"refill_batches_drawn": self._refill_batches_drawn}
-            Path(checkpoint_dir(self), REFILL_STATE_FILE).write_text(json.dumps(state))
+    def _record_round(self, groups: list[dict], informative: torch.Tensor) -> None:
+        self._informative_rate.update(int(informative.sum()), informative.numel())
+        if self._skipper is not None:
+            from accelerate.utils import gather_object
 
-    def _load_optimizer_and_scheduler(self, checkpoint):
-        super()._load_optimizer_and_scheduler(checkpoint)
-        path = Path(checkpoint or "", REFILL_STATE_FILE)
-        if checkpoint is not None and path.exists():
-            self._refill_batches_drawn = json.loads(path.read_text())["refill_batches_drawn"]
-            self._refill = None
+            keys = gather_object([prompt_key(row["prompt"]) for row in groups])
+            self._skipper.record(keys, informative.tolist())
 
-    def _log_dynamic_sampling(self, informative: list[torch.Tensor], plan: list[list[ds.GroupRef]]) -> None:
+    def _max_round_groups(self, needed: int) -> int:
+        cap = self._ext("dynamic_sampling_max_round_groups")
+        return max(needed, cap if cap is not None else 8 * needed)
+
+    def _candidates(self, inputs: list[dict]):
+        """This rank's candidate prompts (one row per group): the step's own groups, then refill prompts."""
+        yield from inputs[:: self.num_generations]
+        columns = list(inputs[0].keys())
+        while True:
+            if self._refill is None:
+                self._refill = ds.refill_groups(
+                    len(self.train_dataset),
+                    self.num_generations,
+                    self.args.generation_batch_size,
+                    self.accelerator.num_processes,
+                    self.accelerator.process_index,
+                    seed=self.args.seed + 1,
+                )
+                for _ in range(self._refill_groups_drawn):  # resumed: skip what the checkpointed run drew
+                    next(self._refill)
+            index = next(self._refill)
+            self._refill_groups_drawn += 1
+            row = self.train_dataset[index]
+            yield {key: row[key] for key in columns}
+
+    def _take_groups(self, candidates, size: int) -> tuple[list[dict], int]:
+        """The next ``size`` candidates that prompt skipping lets through, and how many it skipped."""
+        groups, skipped = [], 0
+        while len(groups) < size:
+            row = next(candidates)
+            if self._skipper is not None and self._skipper.should_skip(
+                prompt_key(row["prompt"]), self.state.global_step
+            ):
+                skipped += 1
+            else:
+                groups.append(row)
+        return groups, skipped
+
+    def _trl_step_on_kept(
+        self, rounds: list, plan: list[list[ds.GroupRef]], sizes: list[int]
+    ) -> tuple[dict, torch.Tensor]:
+        group_size, rank = self.num_generations, self.accelerator.process_index
+        local = [(ref.round, ref.group * group_size + i) for ref in plan[rank] for i in range(group_size)]
+        rows = [rounds[k][0][i] for k, i in local]
+        rollout = Rollout.of_rows([r[1] for r in rounds], local)
+        gathered = ds.kept_gathered_rows(plan, sizes, group_size)
+        rewards_per_func = torch.stack([rounds[k][2][i] for k, i in gathered])
+        self.set_pending_extra_logs(self._kept_extra_logs([r[3] for r in rounds], [len(r[0]) for r in rounds], local))
+        output = self.trl_step_on(rows, rollout, rewards_per_func)
+        filled = torch.tensor([ref.filled for ref in plan[rank]], device=output["advantages"].device)
+        filled = filled.repeat_interleave(group_size).view(-1, *[1] * (output["advantages"].dim() - 1))
+        output["advantages"] = torch.where(filled, 0.0, output["advantages"])
+        total = weighted_total(rewards_per_func, self.reward_weights)
+        all_filled = torch.tensor([ref.filled for refs in plan for ref in refs], device=total.device)
+        total = torch.where(all_filled.repeat_interleave(group_size), torch.nan, total)
+        if self._skipper is not None:
+            self._skipper.adjust()
+        return output, total
+
+    @staticmethod
+    def _kept_extra_logs(extras: list[dict], lengths: list[int], local: list[tuple[int, int]]) -> dict[str, list]:
+        """The completions-table columns reward functions logged, for the kept rows only."""
+        columns = sorted({column for extra in extras for column in extra})
+        kept = {}
+        for column in columns:
+            values = [extra.get(column) or [None] * n for extra, n in zip(extras, lengths, strict=True)]
+            kept[column] = [values[k][i] for k, i in local]
+        return kept
+
+    def _log_dynamic_sampling(self, masks: list[torch.Tensor], plan: list[list[ds.GroupRef]], skipped: int) -> None:
         filled = sum(ref.filled for refs in plan for ref in refs)
-        self.record_metric("dynamic_sampling/rounds", len(informative))
-        self.record_metric("dynamic_sampling/informative_fraction", float(torch.cat(informative).float().mean()))
+        generated = sum(mask.numel() for mask in masks)
+        skipped = int(self.accelerator.gather(torch.tensor([skipped], device=self.accelerator.device)).sum())
+        self.record_metric("dynamic_sampling/rounds", len(masks))
+        self.record_metric("dynamic_sampling/generated_groups", generated)
+        self.record_metric("dynamic_sampling/used_groups", sum(len(refs) for refs in plan) - filled)
+        self.record_metric("dynamic_sampling/skipped_prompts", skipped)
+        self.record_metric("dynamic_sampling/informative_fraction", float(torch.cat(masks).float().mean()))
+        self.record_metric("dynamic_sampling/informative_rate_estimate", self._informative_rate.value)
         self.record_metric("dynamic_sampling/filled_uninformative", filled)
+        if self._skipper is not None:
+            self.record_metric("dynamic_sampling/exploration_probability", self._skipper.exploration)
         if not filled:
             return
         message = (
@@ -418,32 +589,36 @@ class GRPOTrainer(ModelCardMixin, ReferenceResetMixin, GRPOHookMixin, trl.GRPOTr
             raise RuntimeError(message + " (dynamic_sampling_on_exhausted='raise').")
         logger.warning(message + "; their advantage is set to 0.")
 
-    def _assemble(self, rounds: list[tuple[dict, torch.Tensor]], plan: list[list[ds.GroupRef]]) -> dict:
-        refs = plan[self.accelerator.process_index]
-        parts = []
-        for k, (output, _) in enumerate(rounds):
-            rows = ds.group_rows([ref for ref in refs if ref.round == k], self.num_generations)
-            if rows.numel():
-                parts.append(ds.take_rows(output, rows))
-        tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
-        merged = ds.concat_batches(parts, tokenizer.pad_token_id)
-        filled = torch.tensor([ref.filled for ref in refs], device=merged["advantages"].device)
-        filled = filled.repeat_interleave(self.num_generations)
-        merged["advantages"] = torch.where(
-            filled.view(-1, *[1] * (merged["advantages"].dim() - 1)), 0.0, merged["advantages"]
-        )
-        loss_mask = merged["completion_mask"] * merged.get("tool_mask", 1)
-        merged["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()  # global, as TRL computes it
-        return merged
+    # --- checkpointing ------------------------------------------------------------------------------------------
 
-    def _planned_total(self, rounds: list[tuple[dict, torch.Tensor]], plan: list[list[ds.GroupRef]]) -> torch.Tensor:
-        """The gathered total rewards of the assembled batch, rank by rank; NaN for filled groups (advantage 0)."""
-        group_size, num_processes = self.num_generations, self.accelerator.num_processes
-        groups_per_rank = rounds[0][1].numel() // group_size // num_processes
-        pieces = []
-        for rank, refs in enumerate(plan):
-            for ref in refs:
-                start = (rank * groups_per_rank + ref.group) * group_size
-                piece = rounds[ref.round][1][start : start + group_size]
-                pieces.append(torch.full_like(piece, torch.nan) if ref.filled else piece)
-        return torch.cat(pieces)
+    def _save_checkpoint(self, model, trial):
+        super()._save_checkpoint(model, trial)
+        if not self._ext("dynamic_sampling"):
+            return
+        from accelerate.utils import gather_object
+
+        drawn = gather_object([self._refill_groups_drawn])  # collective: every process is saving
+        if self.args.should_save:
+            state = {
+                "refill_groups_drawn": drawn,
+                "informative_rate": self._informative_rate.state_dict(),
+                "prompt_skipping": None if self._skipper is None else self._skipper.state_dict(),
+            }
+            Path(checkpoint_dir(self), DYNAMIC_SAMPLING_STATE_FILE).write_text(json.dumps(state))
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is None:
+            return
+        path, legacy = Path(checkpoint, DYNAMIC_SAMPLING_STATE_FILE), Path(checkpoint, LEGACY_REFILL_STATE_FILE)
+        if path.exists():
+            state = json.loads(path.read_text())
+            self._refill_groups_drawn = state["refill_groups_drawn"][self.accelerator.process_index]
+            self._informative_rate.load_state_dict(state["informative_rate"])
+            if self._skipper is not None and state["prompt_skipping"] is not None:
+                self._skipper.load_state_dict(state["prompt_skipping"])
+        elif legacy.exists():  # whole refill batches of this process's share of prompts
+            batches = json.loads(legacy.read_text())["refill_batches_drawn"]
+            per_batch = self.args.generation_batch_size // self.num_generations // self.accelerator.num_processes
+            self._refill_groups_drawn = batches * per_batch
+        self._refill = None
