@@ -3,6 +3,7 @@
     trl-ext dapo --config recipe.yaml --model_name_or_path Qwen/Qwen2.5-1.5B --dataset_name data.jsonl \\
         --reward_funcs math_accuracy
     trl-ext demo [--recipe dapo]
+    trl-ext compare --recipes grpo,dapo --seeds 3 --steps 150 --output_dir compare
     trl-ext eval --model_name_or_path out/ --dataset_name test.jsonl --reward_funcs math_accuracy --num_samples 8
     trl-ext push out/ user/my-model
 
@@ -19,6 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from trl_ext.compare import add_compare_arguments, compare_from_args
 from trl_ext.recipes import RECIPES, recipe_classes
 
 DATA_FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv"}
@@ -159,12 +161,14 @@ def _command_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command",
         required=True,
-        metavar="{" + ",".join([*RECIPES, "demo", "eval", "push", "sandbox-serve"]) + "}",
+        metavar="{" + ",".join([*RECIPES, "demo", "compare", "eval", "push", "sandbox-serve"]) + "}",
     )
     for recipe in RECIPES:
         sub.add_parser(
             recipe, help=f"train with the {recipe} recipe (TrlParser flags; --config recipe.yaml)", add_help=False
         )
+    compare = sub.add_parser("compare", help="train several recipes x seeds on one task; table and plot")
+    add_compare_arguments(compare)
     demo = sub.add_parser("demo", help="offline demo: a tiny policy learns boxed arithmetic (a few minutes on CPU)")
     demo.add_argument("--recipe", default="dapo", help="grpo, dapo, dr_grpo, rloo or magistral")
     demo.add_argument("--output_dir", default="trl_ext_demo")
@@ -210,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         train(argv[0], argv[1:])
         return 0
     args = _command_parser().parse_args(argv)
-    {"demo": _demo, "eval": _eval, "push": _push, "sandbox-serve": _sandbox_serve}[args.command](args)
+    commands = {"demo": _demo, "compare": compare_from_args, "eval": _eval, "push": _push}
+    {**commands, "sandbox-serve": _sandbox_serve}[args.command](args)
     return 0
 
 
