@@ -9,8 +9,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCHERS = {
     "ddp": ["--multi_gpu"],
-    "zero2": ["--config_file", os.path.join(ROOT, "examples", "accelerate", "deepspeed_zero2.yaml")],
-    "zero3": ["--config_file", os.path.join(ROOT, "examples", "accelerate", "deepspeed_zero3.yaml")],
+    "zero2": ["--config_file", os.path.join(ROOT, "trl_ext", "accelerate_configs", "zero2.yaml")],
+    "zero3": ["--config_file", os.path.join(ROOT, "trl_ext", "accelerate_configs", "zero3.yaml")],
 }
 
 

@@ -69,11 +69,3 @@ def test_dapo_recipe_scores_plus_minus_one(monkeypatch):
     script_args, _, _ = _parse(RECIPE_DIR / "dapo.yaml", monkeypatch)
     (reward,) = [resolve_reward(name) for name in script_args.reward_funcs]
     assert (reward.correct_value, reward.wrong_value) == (1.0, -1.0)
-
-
-@pytest.mark.parametrize("path", sorted((RECIPE_DIR.parent / "accelerate").glob("*.yaml")), ids=lambda p: p.stem)
-def test_accelerate_config_loads(path):
-    from accelerate.commands.config.config_args import load_config_from_file
-
-    config = load_config_from_file(str(path))
-    assert config.distributed_type.value in {"MULTI_GPU", "DEEPSPEED", "FSDP"}

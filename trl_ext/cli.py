@@ -7,8 +7,9 @@
     trl-ext eval --model_name_or_path out/ --dataset_name test.jsonl --reward_funcs math_accuracy --num_samples 8
     trl-ext push out/ user/my-model
 
-Training commands are parsed by TRL's TrlParser (a YAML `--config` plus flags), like `trl grpo`, and run under
-`accelerate launch` the same way (`accelerate launch scripts/train.py --recipe dapo --config ...`).
+Training commands are parsed by TRL's TrlParser (a YAML `--config` plus flags), like `trl grpo`, and launch
+themselves under accelerate like it: `trl-ext dapo --accelerate_config zero3 --num_processes 8 --config ...`
+(ddp, zero2, zero3, zero3_offload, fsdp ship with trl_ext; any other value is a config file).
 """
 
 from __future__ import annotations
@@ -211,7 +212,15 @@ def _sandbox_serve(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in RECIPES:
-        train(argv[0], argv[1:])
+        if "--accelerate_config" in argv:  # launch every process of the run under accelerate
+            from trl_ext.launch import launch
+
+            launch(argv[0], argv[1:])
+            return 0
+        trainer = train(argv[0], argv[1:])
+        if trainer.accelerator.num_processes > 1:  # no rank tears the process group down while another works
+            trainer.accelerator.wait_for_everyone()
+            trainer.accelerator.end_training()
         return 0
     args = _command_parser().parse_args(argv)
     commands = {"demo": _demo, "compare": compare_from_args, "eval": _eval, "push": _push}
