@@ -20,18 +20,37 @@ from tests.scripts import grpo_family
 SCRIPT = Path(grpo_family.__file__)
 
 
+def _torchrun_two_processes(*args: str) -> None:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(SCRIPT.parents[2])}
+    # --standalone: a free port, so concurrent test runs on one machine do not collide on 29500.
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(SCRIPT)]
+    result = subprocess.run([*command, *args], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-4000:]
+
+
 @pytest.fixture(scope="module")
 def runs(tiny_policy_path, tmp_path_factory):
     one, two = tmp_path_factory.mktemp("one-process"), tmp_path_factory.mktemp("two-processes")
     grpo_family.main(tiny_policy_path, str(one / "records.json"))
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(SCRIPT.parents[2])}
-    # --standalone: a free port, so concurrent test runs on one machine do not collide on 29500.
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(SCRIPT)]
-    result = subprocess.run(
-        [*command, tiny_policy_path, str(two / "records.json")], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr[-4000:]
+    _torchrun_two_processes(tiny_policy_path, str(two / "records.json"))
     return [json.loads((path / "records.json").read_text()) for path in (one, two)]
+
+
+def test_resume_with_refills_and_prompt_skipping_is_exact_on_two_processes(tiny_policy_path, tmp_path):
+    """(The one-process case is in test_grpo_dynamic_sampling.) Refill positions differ per process and are saved
+    per process; the prompt history is the same on both processes and restored exactly."""
+    _torchrun_two_processes(tiny_policy_path, str(tmp_path / "report.json"), "resume")
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["num_processes"] == 2
+    full, resumed = report["full"], report["resumed"]
+    assert resumed["logs"] == full["logs"]
+    assert sum(full["logs"]["generated_groups"][3:]) > sum(full["logs"]["used_groups"][3:])  # refills after the save
+    assert sum(full["logs"]["skipped_prompts"]) > 0
+    for run in (full, resumed):
+        first, second = run["skipper_per_rank"]
+        assert first == second and first["streaks"]  # identical across processes
+    assert resumed["skipper_per_rank"] == full["skipper_per_rank"]
+    assert report["max_weight_diff"] <= 1e-6
 
 
 @pytest.mark.parametrize("estimator", ["grpo", "dr_grpo", "rloo", "magistral"])

@@ -141,5 +141,45 @@ def main(model_path: str, out_path: str) -> None:
     trainer.end()
 
 
+RESUME_KEYS = ("generated_groups", "used_groups", "skipped_prompts", "rounds", "informative_rate_estimate")
+
+
+def resume_main(model_path: str, out_path: str) -> None:
+    """DAPO with refills and GRESO prompt skipping: 6 steps with a checkpoint at 3, then a run resumed from it.
+    Records both runs' dynamic-sampling logs, the largest weight difference and every rank's prompt history."""
+    from accelerate.utils import gather_object
+
+    import trl_ext
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    root = os.path.dirname(out_path)
+    trainers = []
+    for name in ("full", "resumed"):
+        saving = dict(save_strategy="steps", save_steps=3) if name == "full" else {}
+        args = tiny_args(
+            trl_ext.DAPOConfig, os.path.join(root, f"resume-{name}"), per_device_train_batch_size=8 // world,
+            max_steps=6, soft_overlong_punishment=False, prompt_skipping="greso", **saving,
+        )  # fmt: skip
+        trainer = trl_ext.DAPOTrainer(
+            model=model_path, reward_funcs=scripted_reward, args=args, train_dataset=scores_dataset(16, 4)
+        )
+        checkpoint = os.path.join(root, "resume-full", "checkpoint-3") if name == "resumed" else None
+        trainer.train(resume_from_checkpoint=checkpoint)
+        trainer.accelerator.wait_for_everyone()
+        trainers.append(trainer)
+    full, resumed = trainers
+    diff = max(float((a - b).abs().max()) for a, b in zip(full.model.parameters(), resumed.model.parameters()))
+    report = {"num_processes": full.accelerator.num_processes, "max_weight_diff": diff}
+    for name, trainer in zip(("full", "resumed"), trainers):
+        logs = {key: [log[f"dynamic_sampling/{key}"] for log in trainer.state.log_history
+                      if f"dynamic_sampling/{key}" in log] for key in RESUME_KEYS}  # fmt: skip
+        report[name] = {"logs": logs, "skipper_per_rank": gather_object([trainer._skipper.state_dict()])}
+    if full.accelerator.is_main_process:
+        with open(out_path, "w") as f:
+            json.dump(report, f)
+    full.accelerator.wait_for_everyone()
+    resumed.end()
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    (resume_main if sys.argv[3:] == ["resume"] else main)(sys.argv[1], sys.argv[2])
