@@ -64,8 +64,8 @@ class GRPOConfig(trl.GRPOConfig, ReferenceResetArguments):
             "`multi_objective_aggregation`. 'dr_grpo': r − mean_group, no std division (arXiv 2503.20783). 'rloo': "
             "leave-one-out baseline r − mean of the other members (arXiv 2402.14740). 'magistral': group centring, "
             "then standardisation over all sequences of the optimizer step across processes (arXiv 2506.10910); "
-            "needs steps_per_generation == gradient_accumulation_steps. With dynamic sampling, 'grpo' keeps the "
-            "advantages TRL computed in each generation round (identical for scale_rewards 'group' and 'none').",
+            "needs steps_per_generation == gradient_accumulation_steps. With dynamic sampling, every estimator "
+            "(TRL's 'grpo' included, with scale_rewards 'batch' over the kept batch) sees the kept batch only.",
             "choices": list(ADVANTAGE_ESTIMATORS),
         },
     )
