@@ -55,3 +55,19 @@ def test_example_card_matches_its_rendering(folder):
     assert render_model_card(context).content == (folder / "README.md").read_text()
     assert context["paper_id"] and f"arxiv.org/abs/{context['paper_id']}" in (folder / "README.md").read_text()
     assert (folder / context["plot_file"]).is_file()
+
+
+def test_hyperparameter_table_leaves_out_switched_off_features():
+    import trl_ext
+    from trl_ext.hub import changed_hyperparameters
+
+    def names(config):
+        return {name for name, _ in changed_hyperparameters(config)}
+
+    no_resets = names(trl_ext.DAPOConfig(output_dir="unused", use_cpu=True))
+    assert not {n for n in no_resets if n.startswith("ref_reset") or n == "reset_optimizer"}
+    assert {"dynamic_sampling", "dynamic_sampling_max_rounds", "overlong_penalty_factor"} <= no_resets
+    interval = names(trl_ext.ProRLConfig(output_dir="unused", use_cpu=True, ref_reset_steps=5))
+    assert {"ref_reset_steps", "reset_optimizer"} <= interval and "ref_reset_patience" not in interval
+    plain = names(trl_ext.GRPOConfig(output_dir="unused", use_cpu=True))
+    assert not {n for n in plain if n.startswith(("dynamic_sampling", "overlong_", "ref_reset"))}

@@ -49,13 +49,15 @@ class HubPushError(RuntimeError):
 def changed_hyperparameters(args: Any) -> list[tuple[str, Any]]:
     """Config fields whose value differs from the default of the TRL config class the trainer config extends.
 
-    Fields trl_ext adds on top of TRL are listed when they are set (not None/False).
+    Fields trl_ext adds on top of TRL are listed when they are set (not None/False), except the knobs of a feature
+    the run has switched off (reset fields without a reset trigger, dynamic-sampling fields without dynamic sampling,
+    overlong fields without the soft overlong punishment).
     """
     trl_base = next((cls for cls in type(args).__mro__ if cls.__module__.startswith("trl.")), type(args))
     trl_defaults = {f.name: _field_default(f) for f in dataclasses.fields(trl_base)}
     rows = []
     for field in dataclasses.fields(args):
-        if field.name in NOT_HYPERPARAMETERS or field.name.startswith("_"):
+        if field.name in NOT_HYPERPARAMETERS or field.name.startswith("_") or _switched_off(args, field.name):
             continue
         value = getattr(args, field.name, None)
         if field.name in trl_defaults:
@@ -64,6 +66,20 @@ def changed_hyperparameters(args: Any) -> list[tuple[str, Any]]:
         elif value not in (None, False):
             rows.append((field.name, value))
     return sorted(rows)
+
+
+# trl_ext knobs by the switch that turns their feature on: (field-name prefixes, switch)
+FEATURE_SWITCHES = (
+    (("ref_reset_metric_", "ref_reset_patience", "ref_reset_min_delta"), "ref_reset_metric"),
+    (("ref_reset_", "reset_optimizer"), "reference_resets_enabled"),
+    (("prompt_skipping_",), "prompt_skipping"),
+    (("dynamic_sampling_",), "dynamic_sampling"),
+    (("overlong_",), "soft_overlong_punishment"),
+)
+
+
+def _switched_off(args: Any, name: str) -> bool:
+    return any(name.startswith(prefixes) and not getattr(args, switch, True) for prefixes, switch in FEATURE_SWITCHES)
 
 
 def _field_default(field: dataclasses.Field) -> Any:
