@@ -22,7 +22,7 @@ from trl_ext.rewards._text import (
 )
 from trl_ext.rewards.base import RewardFunction
 from trl_ext.sandbox import Limits, parse_tests, run_tests
-from trl_ext.sandbox.backends import backend_name, get_backend
+from trl_ext.sandbox.backends import Backend, backend_name, get_backend
 from trl_ext.sandbox.backends import sandbox_url as resolve_sandbox_url
 from trl_ext.sandbox.judge import target_names
 
@@ -101,7 +101,7 @@ class CodeTests(RewardFunction):
         timeout_s: float | None = None,
         memory_mb: int | None = None,
         limits: Limits | None = None,
-        backend: str | None = None,
+        backend: str | Backend | None = None,
         sandbox_url: str | None = None,
         float_tol: float | None = None,
         workers: int | None = None,
@@ -112,7 +112,7 @@ class CodeTests(RewardFunction):
         if mode not in ("binary", "fraction"):
             raise ValueError(f'`mode` must be "binary" or "fraction", got {mode!r}.')
         backend_name(backend)  # ValueError naming `backend` or TRL_EXT_SANDBOX_BACKEND
-        if backend_name(backend) == "remote":
+        if not isinstance(backend, Backend) and backend_name(backend) == "remote":
             resolve_sandbox_url(sandbox_url)  # ValueError naming `sandbox_url` or TRL_EXT_SANDBOX_URL
         self.mode, self.backend, self.float_tol, self.think_tags = mode, backend, float_tol, think_tags
         self.sandbox_url = sandbox_url

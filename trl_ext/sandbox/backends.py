@@ -316,8 +316,10 @@ _LOCK = threading.Lock()
 _LOGGER = logging.getLogger("trl_ext.sandbox")
 
 
-def backend_name(name: str | None = None) -> str:
-    """``name``, or the ``TRL_EXT_SANDBOX_BACKEND`` default ("auto"), validated."""
+def backend_name(name: str | Backend | None = None) -> str:
+    """``name`` (or a backend's name), or the ``TRL_EXT_SANDBOX_BACKEND`` default ("auto"), validated."""
+    if isinstance(name, Backend):
+        return name.name
     where = "backend"
     if name is None:
         name, where = os.environ.get(BACKEND_ENV) or "auto", BACKEND_ENV

@@ -1,0 +1,272 @@
+"""Backend selection (TRL_EXT_SANDBOX_BACKEND, auto), the landlock backend as a non-root uid without user
+namespaces, the remote backend's SandboxFusion mapping and retries, and `trl-ext sandbox-serve` (health, 400,
+413, 429, a server killed mid-batch). Network traffic only ever goes to 127.0.0.1."""
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from trl_ext.rewards import CodeTests
+from trl_ext.sandbox import Limits, SandboxUnavailable, backends, landlock, run, run_tests
+from trl_ext.sandbox.remote import RemoteBackend, to_run_result
+
+from ._backends import start_server, stop_server
+
+ROOT = Path(__file__).resolve().parent.parent
+STDIO = {"kind": "stdio", "cases": [{"input": "2 3\n", "output": "5"}, {"input": "10 -4\n", "output": "6"}]}
+GOOD = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
+
+
+def _post(url: str, body: bytes, timeout: float = 30.0) -> tuple[int, dict | str]:
+    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+# --- selection ---------------------------------------------------------------------------------------------
+
+
+def test_env_variable_sets_the_default_and_an_explicit_backend_wins(monkeypatch):
+    where = "import os; print(os.getcwd())"
+    monkeypatch.setenv("TRL_EXT_SANDBOX_BACKEND", "landlock")
+    assert run(where).stdout.startswith("/tmp/trl-ext-landlock-")
+    assert run(where, backend="bwrap").stdout == "/tmp\n"
+    assert run_tests("print(5)\n", {"kind": "stdio", "cases": [{"input": "", "output": "5"}]}).all_passed
+
+
+def test_unknown_backend_or_malformed_url_is_a_value_error_naming_the_variable(monkeypatch):
+    monkeypatch.setenv("TRL_EXT_SANDBOX_BACKEND", "docker")
+    with pytest.raises(ValueError, match="TRL_EXT_SANDBOX_BACKEND"):
+        run("print(1)")
+    with pytest.raises(ValueError, match="TRL_EXT_SANDBOX_BACKEND"):
+        CodeTests()
+    with pytest.raises(ValueError, match="`backend`"):
+        run("print(1)", backend="bwarp")
+    monkeypatch.setenv("TRL_EXT_SANDBOX_BACKEND", "remote")
+    monkeypatch.delenv("TRL_EXT_SANDBOX_URL", raising=False)
+    with pytest.raises(ValueError, match="TRL_EXT_SANDBOX_URL"):
+        run("print(1)")
+    for bad in ("ftp://host:1", "http//host:8080", "http://", "http://host:99999", "localhost:8080"):
+        monkeypatch.setenv("TRL_EXT_SANDBOX_URL", bad)
+        with pytest.raises(ValueError, match="TRL_EXT_SANDBOX_URL"):
+            run("print(1)")
+    with pytest.raises(ValueError, match="sandbox_url"):
+        CodeTests(backend="remote", sandbox_url="not a url")
+
+
+@pytest.fixture
+def fresh_selection(monkeypatch):
+    """Forget which backends passed their self-test, so that auto chooses again."""
+    monkeypatch.setattr(backends, "_BACKENDS", {})
+    monkeypatch.setattr(backends, "_CHECKED", set())
+    monkeypatch.delenv("TRL_EXT_SANDBOX_BACKEND", raising=False)
+
+
+def _break_bwrap(monkeypatch):
+    monkeypatch.setattr(
+        backends.BwrapBackend, "__init__", lambda self, bwrap=None: setattr(self, "bwrap", "/no/bwrap")
+    )
+
+
+def test_auto_takes_landlock_when_bwrap_fails_and_logs_it_once(fresh_selection, monkeypatch, caplog):
+    _break_bwrap(monkeypatch)
+    with caplog.at_level(logging.INFO, logger="trl_ext.sandbox"):
+        first, second = backends.get_backend(), backends.get_backend("auto")
+    assert first is second and first.name == "landlock"
+    assert [r.getMessage() for r in caplog.records].count("trl_ext sandbox: using the landlock backend (auto)") == 1
+
+
+def test_auto_never_falls_back_to_rlimit(fresh_selection, monkeypatch):
+    _break_bwrap(monkeypatch)
+    monkeypatch.setattr(landlock, "unavailable_reason", lambda: "Landlock is disabled (test)")
+    with pytest.raises(SandboxUnavailable, match=r"bwrap.*landlock.*disabled \(test\).*sandbox-serve"):
+        run("print(1)")
+    assert "rlimit" not in backends._BACKENDS
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bwrap") is None or os.geteuid() != 0, reason="needs bwrap, started as root")
+def test_landlock_as_a_non_root_uid_where_user_namespaces_are_refused():
+    """The containment suite on landlock as uid 1000 inside a user namespace that may not create another one
+    (what a Docker/Kubernetes pod with the default seccomp profile gives): auto must choose landlock."""
+    inner = (
+        "unshare -U true 2>/dev/null && exit 3; "  # the point of this test: no new user namespace here
+        "python -c 'from trl_ext.sandbox import get_backend; assert get_backend().name == \"landlock\"' && "
+        "exec python -m pytest -q -p no:cacheprovider tests/test_sandbox_adversarial.py "
+        "tests/test_sandbox.py::test_stdio_cases_run_in_fresh_processes tests/test_sandbox.py::test_run_statuses"
+    )
+    cmd = ["bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-user"]
+    cmd += ["--disable-userns", "--uid", "1000", "--gid", "1000", "--die-with-parent", "--chdir", str(ROOT)]
+    env = {**os.environ, "TRL_EXT_TEST_BACKENDS": "landlock", "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    env.pop("TRL_EXT_SANDBOX_BACKEND", None)
+    done = subprocess.run([*cmd, "/bin/sh", "-c", inner], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert " passed" in done.stdout and "failed" not in done.stdout and "skipped" not in done.stdout
+
+
+# --- remote: protocol mapping and retries (a stub service) ------------------------------------------------------
+
+
+def _sandboxfusion(status="Success", run_status="Finished", code=0, stdout="ready", stderr=""):
+    run = {"status": run_status, "return_code": code, "stdout": stdout, "stderr": stderr, "execution_time": 0.1}
+    return {"status": status, "message": "", "compile_result": None, "run_result": run, "files": {}}
+
+
+def test_sandboxfusion_responses_map_to_run_statuses():
+    limits = Limits(max_output_bytes=100)
+    assert to_run_result(_sandboxfusion(stdout="ready42\n"), limits, 0.0).stdout == "42\n"
+    assert to_run_result(_sandboxfusion(stdout="ready42\n"), limits, 0.0).status == "ok"
+    assert to_run_result(_sandboxfusion("Failed", code=1, stderr="boom"), limits, 0.0).status == "runtime_error"
+    assert to_run_result(_sandboxfusion("Failed", code=1, stderr="MemoryError\n"), limits, 0.0).status == "memory"
+    assert to_run_result(_sandboxfusion("Failed", "TimeLimitExceeded", None), limits, 0.0).status == "timeout"
+    assert to_run_result(_sandboxfusion(stdout="ready" + "x" * 101), limits, 0.0).status == "output_limit"
+    # nothing the program does can turn into infra_error, and no infra fault into a program status
+    assert to_run_result(_sandboxfusion("SandboxError", "Error", None), limits, 0.0).status == "infra_error"
+    assert to_run_result(_sandboxfusion(stdout="", code=1), limits, 0.0).status == "infra_error"
+    assert to_run_result({"status": "Success"}, limits, 0.0).status == "infra_error"
+    assert to_run_result(["not", "a", "dict"], limits, 0.0).status == "infra_error"
+
+
+class _Stub(BaseHTTPRequestHandler):
+    replies: list = []
+    seen: list = []
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        _Stub.seen.append(body)
+        code, reply = _Stub.replies.pop(0) if _Stub.replies else (200, _sandboxfusion(stdout="ready7\n"))
+        data = json.dumps(reply).encode()
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def stub_service():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _Stub.replies, _Stub.seen = [], []
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_remote_speaks_run_code_and_retries_5xx_and_429(stub_service):
+    _Stub.replies = [(503, {}), (429, {}), (500, {})]
+    backend = RemoteBackend(stub_service, retries=3, backoff_s=0.01)
+    result = backend.launch({"mode": "script", "code": "print(7)"}, b"in", Limits(timeout_s=2, memory_mb=300))
+    assert result.status == "ok" and result.stdout == "7\n"
+    assert len(_Stub.seen) == 4
+    request = _Stub.seen[-1]
+    assert (request["language"], request["stdin"], request["memory_limit_MB"]) == ("python", "in", 300 + 128)
+    assert request["run_timeout"] > 2 and "os.execv" in request["code"]
+
+
+def test_remote_gives_infra_error_when_the_service_stays_down(stub_service):
+    _Stub.replies = [(502, {})] * 10
+    backend = RemoteBackend(stub_service, retries=2, backoff_s=0.01)
+    assert backend.launch({"mode": "script", "code": "print(1)"}, b"", Limits()).status == "infra_error"
+    assert len(_Stub.seen) == 3
+    _Stub.replies = [(400, {"error": "bad"})]  # a refusal is not retried
+    assert backend.launch({"mode": "script", "code": "print(1)"}, b"", Limits()).status == "infra_error"
+    assert len(_Stub.seen) == 4
+    closed = RemoteBackend("http://127.0.0.1:9", retries=1, backoff_s=0.01)  # the discard port: refused
+    result = closed.launch({"mode": "script", "code": "print(1)"}, b"", Limits())
+    assert result.status == "infra_error" and "gave up" in result.stderr
+
+
+# --- sandbox-serve ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_server():
+    proc, url = start_server("--workers", "1", "--queue", "1", "--max-request-mb", "0.05")
+    yield url
+    stop_server(proc)
+
+
+def test_serve_speaks_sandboxfusion(small_server):
+    with urllib.request.urlopen(small_server + "/health", timeout=10) as reply:
+        health = json.loads(reply.read())
+    assert health["status"] == "ok" and health["backend"] in ("bwrap", "landlock")
+    assert _post(small_server + "/nowhere", b"{}")[0] == 404
+    ok = _post(
+        small_server + "/run_code",
+        json.dumps({"code": "print(input())", "language": "python", "stdin": "hi"}).encode(),
+    )
+    assert ok[0] == 200 and ok[1]["status"] == "Success" and ok[1]["run_result"]["stdout"] == "hi\n"
+    failed = _post(small_server + "/run_code", json.dumps({"code": "1/0", "language": "python"}).encode())[1]
+    assert failed["status"] == "Failed" and failed["run_result"]["return_code"] != 0
+    slow = {"code": "while True: pass", "language": "python", "run_timeout": 1}
+    assert (
+        _post(small_server + "/run_code", json.dumps(slow).encode())[1]["run_result"]["status"] == "TimeLimitExceeded"
+    )
+
+
+def test_serve_rejects_bad_and_oversized_requests(small_server):
+    assert _post(small_server + "/run_code", b"{not json")[0] == 400
+    assert _post(small_server + "/run_code", json.dumps({"code": "1", "language": "cpp"}).encode())[0] == 400
+    huge = json.dumps({"code": "#" + "x" * 100_000, "language": "python"}).encode()
+    code, body = _post(small_server + "/run_code", huge)
+    assert code == 413 and "bytes" in body
+    assert _post(small_server + "/run_code", json.dumps({"code": "print(1)", "language": "python"}).encode())[0] == 200
+
+
+def test_serve_answers_429_when_its_queue_is_full(small_server):
+    slow = json.dumps({"code": "import time; time.sleep(1.5)", "language": "python"}).encode()
+    codes = []
+    threads = [
+        threading.Thread(target=lambda: codes.append(_post(small_server + "/run_code", slow)[0])) for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+        time.sleep(0.05)
+    for thread in threads:
+        thread.join(30)
+    assert sorted(codes) == [200, 200, 429, 429]  # one running, one waiting, the rest refused at once
+
+
+def test_a_server_killed_mid_batch_gives_infra_error_and_the_caller_goes_on():
+    proc, url = start_server("--workers", "2")
+    port = url.rsplit(":", 1)[1]
+    backend = RemoteBackend(url, retries=1, backoff_s=0.05, queue_s=5.0)
+    reward = CodeTests(backend=backend, timeout_s=5.0, workers=8)
+    slow_good = "```python\nimport time\ntime.sleep(1.0)\na, b = map(int, input().split())\nprint(a + b)\n```"
+    metrics = {}
+    batch = [GOOD, GOOD] + [slow_good] * 6
+
+    def log_metric(name, value):
+        metrics[name] = value
+
+    threading.Timer(1.0, proc.kill).start()  # the two fast ones finish, the slow ones are in flight or queued
+    scores = reward(batch, tests=[STDIO] * len(batch), log_metric=log_metric)
+    proc.wait()
+    assert scores[:2] == [1.0, 1.0]
+    assert None in scores and 0.0 not in scores  # lost runs are None (TRL ignores them), never a 0
+    assert metrics["code_tests/infra_error"] == scores.count(None) / len(batch) > 0
+    # the trainer keeps going: the next step while the service is down, then once it is back
+    down = reward([GOOD] * 2, tests=[STDIO] * 2, log_metric=log_metric)
+    assert down == [None, None] and metrics["code_tests/infra_error"] == 1.0
+    proc, url = start_server("--workers", "2", "--port", port)
+    try:
+        assert reward([GOOD] * 2, tests=[STDIO] * 2, log_metric=log_metric) == [1.0, 1.0]
+    finally:
+        stop_server(proc)
