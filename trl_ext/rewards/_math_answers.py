@@ -10,7 +10,8 @@ because no maintained library does it; all of it is plain string work, the maths
 - compare word answers as words: math-verify reads ``\\text{no}`` as the product n·o, so anagrams are equal;
 - option letters ((C), \\text{C}, c) and answers that do not parse (``12:00``, a ``cases`` block) by an exact
   match of normalised strings, never by a number found somewhere in the text;
-- refuse a different unit: math-verify strips units, so ``5\\text{ cm}`` would equal ``5\\text{ m}``.
+- strip units only after a plain number and refuse a different unit: math-verify strips units on both sides
+  (``5\\text{ cm}`` equals ``5\\text{ m}``) and reads ``3t`` or ``2\\text{ or more}`` as plain numbers.
 
 This file imports only the standard library: the math workers load it by path (importing the trl_ext package
 would import torch in every worker).
@@ -45,9 +46,35 @@ _UNIT_ALIASES = {
     "second": "s", "sec": "s", "minute": "min", "hour": "h", "hr": "h", "kilogram": "kg", "gram": "g",
     "degree": "deg", "dollar": "$", "liter": "l", "litre": "l", "mile": "mi", "yard": "yd", "unit": "",
 }  # fmt: skip
-_BARE_UNITS = {"cm", "m", "km", "mm", "in", "ft", "s", "min", "h", "kg", "g", "mi", "yd", "l", "ml", "deg"}
+_SHORT_UNITS = {
+    "cm",
+    "m",
+    "km",
+    "mm",
+    "in",
+    "ft",
+    "s",
+    "min",
+    "h",
+    "hr",
+    "hrs",
+    "kg",
+    "g",
+    "mi",
+    "yd",
+    "l",
+    "ml",
+    "deg",
+}
+_QUALIFIERS = {
+    "or", "and", "if", "when", "where", "for", "more", "less", "least", "most", "not", "only", "approximately",
+    "approx", "about", "around", "at", "than", "all", "any", "each", "every", "but", "also", "unless", "otherwise",
+    "is", "are", "be", "odd", "even", "none", "no", "yes", "exactly", "nearly", "roughly", "over", "under",
+}  # fmt: skip
 _UNIT_TAIL = re.compile(
-    r"(?:\\(?:text|mbox|mathrm|textrm|rm)\s*\{\s*([A-Za-z][A-Za-z .]*?)\s*\}|(?<=[\d}\s])([A-Za-z]{1,12}))"
+    r"(?:\\(?:text|mbox|mathrm|textrm|rm)\s*\{\s*([A-Za-z][A-Za-z ./]*?)\s*\}"  # 5\text{ cm}
+    r"|(?<=[\d}])\s+([A-Za-z]+)"  # 5 cm, 5 apples
+    r"|(?<=\d)([a-z]{2,3}))"  # 5cm
     r"\s*((?:\^\s*\{?\s*[23]\s*\}?)?)\s*\.?\s*$"
 )
 MAX_PARTS = 16
@@ -146,8 +173,7 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
     """The parts of one answer (the content of one box, or a bare gold): a comma/and/or list, a written-out set,
     ``\\pm``; each part keeps its brackets (a tuple, an interval or a matrix is one part). A gold's percent
     sign is dropped (``10\\%`` accepts 10 and 10%, not 0.1); an answer's is kept (``50\\%`` equals 1/2)."""
-    if gold:
-        content = _PERCENT.sub("", content)
+    content = _PERCENT.sub("" if gold else "\\%", content)
     content = strip_delimiters(repeating_decimals(join_thousands(content)))
     builder = _SET_BUILDER.fullmatch(content)
     if builder:  # {x | -1 < x < 3} -> -1 < x < 3, a relation math-verify compares with intervals
@@ -253,24 +279,37 @@ def option_letter(part: str, strict: bool) -> str | None:
     key = _SPACING.sub("", unwrap_text(part)).rstrip(".")
     if strict and len(key) == 1 and not key.isupper():
         return None
-    match = _OPTION.match(key.lower()) or (None if strict else _OPTION_PREFIX.match(key.lower()))
+    match = _OPTION.match(key.lower())
+    if match is None and not strict and not re.search(r"\([A-Ea-e]\)|\b(?:or|and)\b", key[3:]):
+        match = _OPTION_PREFIX.match(key.lower())  # "(C) 12", but not "(C) or (D)"
     return next(group for group in match.groups() if group) if match else None
 
 
-def unit(part: str) -> str | None:
-    """The unit written after a number (``5\\text{ cm}``, ``5 m``, ``12\\text{ cm}^2``), normalised, or None."""
+def split_unit(part: str) -> tuple[str, str | None]:
+    """(value, unit) of a number followed by a unit (``5\\text{ cm}``, ``5 m``, ``12\\text{ cm}^2``); the unit is
+    normalised (``centimeters`` -> ``cm``), None when there is none. Only a plain number may carry a unit, and
+    never a qualifier (``2\\text{ or more}``, ``3\\text{ if } n`` keep their text). This replaces math-verify's
+    unit stripping, which also reads ``3t``, ``2d`` and ``2\\text{ or more}`` as plain numbers."""
     match = _UNIT_TAIL.search(part)
     if match is None:
-        return None
-    head = re.sub(r"\\[A-Za-z]+", "", part[: match.start()])
-    if re.search(r"[A-Za-z]", head) or not re.search(r"\d", head):
-        return None
-    wrapped, bare, power = match.groups()
-    word = (wrapped or bare).lower().replace(" ", "").rstrip(".")
-    if bare and word not in _BARE_UNITS:
-        return None
-    stem = word[:-1] if word.endswith("s") and len(word) > 3 else word
-    return _UNIT_ALIASES.get(stem, stem) + re.sub(r"[\s{}^]", "", power)
+        return part, None
+    head = part[: match.start()].rstrip()
+    if re.search(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+", "", head)) or not re.search(r"\d", head):
+        return part, None
+    wrapped, spaced, glued, power = match.groups()
+    words = re.findall(r"[A-Za-z]+", (wrapped or spaced or glued).lower())
+    if len(words) > 3 or any(word in _QUALIFIERS for word in words):
+        return part, None
+    word = "".join(words)
+    if (glued and word not in _SHORT_UNITS) or (spaced and len(word) < 3 and word not in _SHORT_UNITS):
+        return part, None
+    stem = word[:-2] if word.endswith("ches") else word[:-1] if word.endswith("s") and len(word) > 3 else word
+    return head, _UNIT_ALIASES.get(stem, stem) + re.sub(r"[\s{}^]", "", power)
+
+
+def unit(part: str) -> str | None:
+    """The normalised unit of ``part`` (see ``split_unit``), or None."""
+    return split_unit(part)[1]
 
 
 def is_assignment(part: str) -> bool:

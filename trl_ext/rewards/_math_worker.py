@@ -55,14 +55,17 @@ class Part:
 
 class Grader:
     def __init__(self, answers_path: str) -> None:
+        from latex2sympy2_extended.latex2sympy2 import NormalizationConfig
         from math_verify import ExprExtractionConfig, LatexExtractionConfig
 
         self.answers = _load_answers(answers_path)
-        self.boxed = [LatexExtractionConfig(boxed_match_priority=0, try_extract_without_anchor=False)]
-        self.anchored = [
-            LatexExtractionConfig(boxed_match_priority=0, try_extract_without_anchor=False),
-            ExprExtractionConfig(try_extract_without_anchor=False),
-        ]
+        # math-verify's own unit stripping is off (it reads 3t as 3): units are split off by split_unit
+        normalization = NormalizationConfig(units=False, malformed_operators=True, nits=True, boxed="all")
+        latex = LatexExtractionConfig(
+            boxed_match_priority=0, try_extract_without_anchor=False, normalization_config=normalization
+        )
+        self.boxed = [latex]
+        self.anchored = [latex, ExprExtractionConfig(try_extract_without_anchor=False)]
         self.gold_parts = lru_cache(maxsize=4096)(self._gold_parts)
 
     def _parse(self, text, configs, timeout):
@@ -84,7 +87,8 @@ class Grader:
         from sympy import FiniteSet
 
         word_or_option = self.answers.is_word_answer(text) or self.answers.option_letter(text, strict=gold)
-        expr = None if word_or_option else self._parse("\\boxed{" + text + "}", self.boxed, timeout)
+        value = self.answers.split_unit(text)[0]
+        expr = None if word_or_option else self._parse("\\boxed{" + value + "}", self.boxed, timeout)
         if isinstance(expr, FiniteSet) and 1 < len(expr.args) <= self.answers.MAX_PARTS:
             return [Part(None, element, self.answers, gold) for element in expr.args]
         return [Part(text, expr, self.answers, gold)]
