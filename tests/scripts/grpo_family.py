@@ -58,7 +58,7 @@ def tiny_args(config_cls, output_dir: str, **overrides):
         per_device_train_batch_size=8,
         num_generations=G,
         max_completion_length=8,
-        use_cpu=True,
+        use_cpu=os.environ.get("TRL_EXT_TEST_DEVICE", "cpu") == "cpu",  # "cuda": the same tests on a GPU
         bf16=False,
         gradient_checkpointing=False,
         report_to="none",

@@ -39,7 +39,6 @@ ADVANTAGE_ESTIMATORS = ("grpo", "dr_grpo", "rloo", "magistral")
 ON_EXHAUSTED = ("fill", "raise")
 PROMPT_SKIPPING = (None, "greso")
 DYNAMIC_SAMPLING_STATE_FILE = "trl_ext_dynamic_sampling.json"
-LEGACY_REFILL_STATE_FILE = "trl_ext_refill_sampler.json"  # checkpoints written before prompt skipping
 
 
 @dataclass
@@ -610,15 +609,11 @@ class GRPOTrainer(ModelCardMixin, ReferenceResetMixin, GRPOHookMixin, trl.GRPOTr
         super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is None:
             return
-        path, legacy = Path(checkpoint, DYNAMIC_SAMPLING_STATE_FILE), Path(checkpoint, LEGACY_REFILL_STATE_FILE)
+        path = Path(checkpoint, DYNAMIC_SAMPLING_STATE_FILE)
         if path.exists():
             state = json.loads(path.read_text())
             self._refill_groups_drawn = state["refill_groups_drawn"][self.accelerator.process_index]
             self._informative_rate.load_state_dict(state["informative_rate"])
             if self._skipper is not None and state["prompt_skipping"] is not None:
                 self._skipper.load_state_dict(state["prompt_skipping"])
-        elif legacy.exists():  # whole refill batches of this process's share of prompts
-            batches = json.loads(legacy.read_text())["refill_batches_drawn"]
-            per_batch = self.args.generation_batch_size // self.num_generations // self.accelerator.num_processes
-            self._refill_groups_drawn = batches * per_batch
         self._refill = None
