@@ -13,7 +13,7 @@ from trl_ext.cli import main
 def test_tiny_compare_writes_table_plot_and_results(tmp_path):
     output = tmp_path / "D"
     main(["compare", "--recipes", "grpo,dapo", "--seeds", "2", "--steps", "4", "--warmup_steps", "40",
-          "--output_dir", str(output)])  # fmt: skip
+          "--output_dir", str(output), "--cards_dir", str(output / "cards")])  # fmt: skip
     results = json.loads((output / "results.json").read_text())
     assert [(run["recipe"], run["seed"]) for run in results["runs"]] == [
         ("grpo", 0), ("dapo", 0), ("grpo", 1), ("dapo", 1)
@@ -25,6 +25,8 @@ def test_tiny_compare_writes_table_plot_and_results(tmp_path):
         assert 0.0 <= run["final_accuracy"] <= 1.0
     table = (output / "comparison.md").read_text()
     assert "| grpo |" in table and "| dapo |" in table and "comparison.png" in table
+    card = (output / "cards" / "dapo" / "README.md").read_text()
+    assert "arxiv.org/abs/2503.14476" in card and (output / "cards" / "dapo" / "training_curves.png").is_file()
     import matplotlib.image
 
     image = matplotlib.image.imread(output / "comparison.png")
@@ -38,7 +40,10 @@ def test_tiny_compare_writes_table_plot_and_results(tmp_path):
         (["--recipes", "grpo,dpo"], "--recipes"),
         (["--seeds", "0"], "--seeds"),
         (["--steps", "0"], "--steps"),
-        (["--recipes", "dapo,ppo"], "--value_model_name_or_path"),
+        (
+            ["--recipes", "dapo,ppo", "--model_name_or_path", "m", "--dataset_name", "d.jsonl"],
+            "--value_model_name_or_path",
+        ),
         (["--model_name_or_path", "some/model"], "--dataset_name"),
     ],
 )

@@ -6,7 +6,8 @@ writes ``compare/comparison.md`` (per recipe: final accuracy mean ± std over se
 to reach an accuracy threshold, completion length, entropy, clip fractions), ``compare/comparison.png`` (training
 accuracy against generated samples, one line per recipe with a band over seeds) and ``compare/results.json``.
 
-By default every run starts from the offline demo's warm-started tiny policy on its arithmetic task (one warm start
+The default recipes are every RL recipe (PPO's critic starts from the policy on the demo task). By default every run
+starts from the offline demo's warm-started tiny policy on its arithmetic task (one warm start
 per seed, shared by the recipes); ``--model_name_or_path`` / ``--dataset_name`` run the same comparison on a real
 model and a prompt/solution dataset. Every recipe keeps its paper defaults (clipping, estimator, KL, dynamic sampling,
 temperature, reward values) and runs ``--updates_per_rollout`` optimizer steps per generation batch, except
@@ -27,7 +28,7 @@ from typing import Any
 from trl_ext.recipes import RECIPES, recipe_classes
 
 COMPARE_RECIPES = ("grpo", "dapo", "dr_grpo", "rloo", "prorl", "magistral", "ppo")
-DEFAULT_RECIPES = ("grpo", "dapo", "dr_grpo", "rloo", "prorl", "magistral")
+DEFAULT_RECIPES = COMPARE_RECIPES
 POLICY_CRITIC = "policy"  # --value_model_name_or_path policy: the critic starts from the policy's weights
 ACCURACY_KEY = "math_accuracy/correct"  # the share of correct samples, whatever values the recipe's reward gives
 SUMMARY_KEYS = ("completions/mean_length", "entropy", "clip_ratio/region_mean", "clip_ratio/low_mean",
@@ -45,11 +46,11 @@ class CompareSettings:
 
     recipes: tuple[str, ...] = DEFAULT_RECIPES
     seeds: int = 3
-    steps: int = 150
+    steps: int = 120
     output_dir: str = "trl_ext_compare"
     model_name_or_path: str | None = None  # None: the demo's warm-started tiny policy
     dataset_name: str | None = None  # None: the demo's arithmetic task
-    value_model_name_or_path: str | None = None  # PPO's critic; "policy" starts it from the policy
+    value_model_name_or_path: str | None = None  # PPO's critic; "policy" starts it from the policy (the demo default)
     warmup_steps: int = 140  # SFT warm-up of the tiny policy (demo task only)
     threshold: float = 0.6  # accuracy whose first crossing is reported in samples and seconds
     updates_per_rollout: int = 2
@@ -58,6 +59,7 @@ class CompareSettings:
     max_completion_length: int = 8
     learning_rate: float = 1e-3
     show_progress: bool = True
+    cards_dir: str | None = None  # write seed 0's model card of each recipe into cards_dir/<recipe>/
     extra_config: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-recipe Config overrides
 
 
@@ -79,6 +81,7 @@ def add_compare_arguments(parser: Any) -> None:
     parser.add_argument("--learning_rate", type=float, default=defaults.learning_rate)
     parser.add_argument("--max_completion_length", type=int, default=defaults.max_completion_length)
     parser.add_argument("--warmup_steps", type=int, default=defaults.warmup_steps, help="SFT warm-up (demo task)")
+    parser.add_argument("--cards_dir", default=None, help="write seed 0's model card of each recipe here")
 
 
 def compare_from_args(args: Any) -> dict[str, Any]:
@@ -90,6 +93,7 @@ def compare_from_args(args: Any) -> dict[str, Any]:
             value_model_name_or_path=args.value_model_name_or_path, threshold=args.threshold,
             updates_per_rollout=args.updates_per_rollout, learning_rate=args.learning_rate,
             max_completion_length=args.max_completion_length, warmup_steps=args.warmup_steps,
+            cards_dir=args.cards_dir,
         )  # fmt: skip
         validate(settings)
     except CompareError as error:
@@ -124,15 +128,16 @@ def validate(settings: CompareSettings) -> None:
         raise CompareError(f"--num_generations must be >= 2 (group baselines), got {settings.num_generations}.")
     if not 0.0 < settings.threshold <= 1.0:
         raise CompareError(f"--threshold is an accuracy in (0, 1], got {settings.threshold}.")
-    if "ppo" in settings.recipes and not settings.value_model_name_or_path:
-        raise CompareError(
-            "--recipes includes ppo, which trains a critic: pass --value_model_name_or_path (a reward-model or "
-            f"causal-LM path, or '{POLICY_CRITIC}' to start the critic from the policy's weights)."
-        )
     if (settings.model_name_or_path is None) != (settings.dataset_name is None):
         raise CompareError(
             "--model_name_or_path and --dataset_name go together (a real run); give both, or neither for the "
             "offline demo task."
+        )
+    if "ppo" in settings.recipes and settings.model_name_or_path and not settings.value_model_name_or_path:
+        raise CompareError(
+            "--recipes includes ppo, which trains a critic: pass --value_model_name_or_path (a reward-model or "
+            f"causal-LM path, or '{POLICY_CRITIC}' to start the critic from the policy's weights). On the offline "
+            "demo task the critic starts from the tiny policy."
         )
 
 
@@ -151,7 +156,7 @@ def recipe_args(recipe: str, settings: CompareSettings, seed: int, output_dir: s
         overrides["ref_reset_steps"] = max(settings.steps // 2, 1)
     if recipe == "ppo":
         overrides["num_generations"] = 1
-        critic = settings.value_model_name_or_path
+        critic = settings.value_model_name_or_path or POLICY_CRITIC  # validated: only the demo task has no critic
         overrides["value_model_name_or_path"] = None if critic == POLICY_CRITIC else critic
     overrides.update(settings.extra_config.get(recipe, {}))
     common = dict(
@@ -210,12 +215,15 @@ def _task(settings: CompareSettings, seed: int, root: Path) -> tuple[str, Any]:
 
 def train_one(recipe: str, seed: int, policy: str, dataset: Any, settings: CompareSettings, progress: Any = None):
     """Train one recipe with one seed; returns (its record, the trainer)."""
+    from transformers import PrinterCallback
+
     from trl_ext.demo import measure, task_reward
 
     _, trainer_cls = recipe_classes(recipe)
     output_dir = str(Path(settings.output_dir) / recipe / f"seed-{seed}")
     args = recipe_args(recipe, settings, seed, output_dir)
     trainer = trainer_cls(model=policy, reward_funcs=[task_reward(recipe)], args=args, train_dataset=dataset)
+    trainer.remove_callback(PrinterCallback)  # the table and the progress bar report; no per-step log lines
     counter, records = [0], []
     _count_generated_samples(trainer, counter)
     trainer.add_callback(_recorder(counter, progress, records))
@@ -245,6 +253,8 @@ def run_compare(settings: CompareSettings, keep_trainers: bool = False) -> dict[
             progress.set_postfix_str(f"{recipe} seed {seed}")
             run, trainer = train_one(recipe, seed, policy, dataset, settings, progress)
             runs.append(run)
+            if seed == 0 and settings.cards_dir:
+                write_example_card(trainer, recipe, Path(settings.cards_dir) / recipe, settings)
             if keep_trainers and seed == 0:
                 trainers[recipe] = trainer
     progress.close()
@@ -255,6 +265,29 @@ def run_compare(settings: CompareSettings, keep_trainers: bool = False) -> dict[
     if keep_trainers:
         results["trainers"] = trainers
     return results
+
+
+def write_example_card(trainer: Any, recipe: str, folder: Path, settings: CompareSettings) -> Path:
+    """Seed 0's model, then its card in ``folder``: card_context.json (what was rendered), README.md, the plot."""
+    from trl_ext.hub import PLOT_FILE as CARD_PLOT
+    from trl_ext.hub import card_context, plot_training_curves, render_model_card
+
+    trainer.save_model(trainer.args.output_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    dataset = settings.dataset_name or "trl_ext/arithmetic (built in)"
+    context = card_context(trainer, model_name=f"{Path(settings.output_dir).name}-{recipe}", dataset_name=dataset)
+    context["plot_file"] = CARD_PLOT if plot_training_curves(trainer.state.log_history, folder / CARD_PLOT) else None
+    context = json.loads(json.dumps(context, default=_plain))  # what the JSON file holds is what is rendered
+    (folder / "card_context.json").write_text(json.dumps(context, indent=1) + "\n")
+    (folder / "README.md").write_text(render_model_card(context).content)
+    return folder / "README.md"
+
+
+def _plain(value: Any) -> Any:
+    """JSON form of a config value: an enum's value (SchedulerType.CONSTANT -> "constant"), else its text."""
+    return (
+        getattr(value, "value", None) if isinstance(getattr(value, "value", None), str | int | float) else str(value)
+    )
 
 
 def _smoothed(values: list[float], window: int = 5) -> list[float]:
