@@ -7,6 +7,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -115,6 +116,28 @@ def test_landlock_as_a_non_root_uid_where_user_namespaces_are_refused():
     done = subprocess.run([*cmd, "/bin/sh", "-c", inner], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert " passed" in done.stdout and "failed" not in done.stdout and "skipped" not in done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["landlock", "remote"])
+def test_grading_suites_on_each_backend(backend):
+    """The code reward's grading and grading-hack suites with every run on ``backend`` (bwrap is their default
+    when it works here). Only the test that fakes a local launch failure is left out for remote: that path does
+    not exist there (the remote infra paths are tested above and below)."""
+    env = {**os.environ, "TRL_EXT_SANDBOX_BACKEND": backend, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_code_grading_hacks.py"]
+    cmd += ["tests/test_rewards_code.py"]
+    server = None
+    if backend == "remote":
+        server, env["TRL_EXT_SANDBOX_URL"] = start_server("--workers", "2")
+        cmd += ["--deselect", "tests/test_rewards_code.py::test_infra_faults_score_none"]
+    try:
+        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    finally:
+        if server is not None:
+            stop_server(server)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert " passed" in done.stdout and "failed" not in done.stdout
 
 
 # --- remote: protocol mapping and retries (a stub service) ------------------------------------------------------
