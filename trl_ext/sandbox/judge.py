@@ -7,10 +7,13 @@ import base64
 import dataclasses
 import functools
 import json
+import marshal
 import os
 import secrets
+import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from trl_ext.sandbox import replay
@@ -100,10 +103,24 @@ def parse_tests(tests: dict | str, where: str = "tests") -> dict:
 
 
 def _check_parses(code: str, field: str, where: str) -> None:
+    error = _syntax_error(code)
+    if error:
+        raise ValueError(f"{where}: `{field}` is not valid Python ({error}).")
+
+
+@functools.lru_cache(maxsize=4096)
+def _syntax_error(code: str) -> str:
+    """'' when ``code`` parses, else where and why not (cached: a dataset repeats each test G times)."""
     try:
         ast.parse(code)
     except SyntaxError as exc:
-        raise ValueError(f"{where}: `{field}` is not valid Python (line {exc.lineno}: {exc.msg}).") from None
+        return f"line {exc.lineno}: {exc.msg}"
+    return ""
+
+
+@functools.lru_cache(maxsize=4096)
+def _defines_check(code: str) -> bool:
+    return any(isinstance(s, ast.FunctionDef) and s.name == "check" for s in ast.parse(code).body)
 
 
 def _parse_assert(tests: dict, where: str) -> None:
@@ -113,7 +130,7 @@ def _parse_assert(tests: dict, where: str) -> None:
     if entry_point is not None:
         if not isinstance(entry_point, str) or not entry_point.isidentifier():
             raise ValueError(f"{where}: `entry_point` must be a Python identifier, got {entry_point!r}.")
-        if not any(isinstance(s, ast.FunctionDef) and s.name == "check" for s in ast.parse(code).body):
+        if not _defines_check(code):
             raise ValueError(f"{where}: with `entry_point`, `code` must define check(candidate) (HumanEval style).")
     _assert_plan(code, tests.get("prefix"), entry_point)
 
@@ -165,6 +182,16 @@ def run_tests(
     if spec["kind"] == "call":
         return _run_call(runner, program, spec, limits, stop_on_failure, float_tol)
     return _run_assert(runner, program, spec, limits)
+
+
+@functools.lru_cache(maxsize=1)
+def harness_runtime() -> dict:
+    """The judged modes of the harness for a payload's "runtime": compiled once here, so that no run compiles
+    them again (the bytecode serves the same interpreter; the source any other, e.g. a remote executor's)."""
+    source = (Path(__file__).parent / "_harness_runtime.py").read_text()
+    bytecode = marshal.dumps(compile(source, "_harness_runtime.py", "exec"))
+    tag = sys.implementation.cache_tag + " " + sys.version
+    return {"source": source, "bytecode": base64.b64encode(bytecode).decode(), "tag": tag}
 
 
 class _StreamingGrader:
@@ -220,6 +247,7 @@ def _run_stdio(runner, program, spec, limits, stop_on_failure, float_tol) -> Tes
     marker = f"@@trl-ext-{secrets.token_hex(8)}@@"
     payload = {
         "mode": "stdio",
+        "runtime": harness_runtime(),
         "code": program,
         "inputs": [case["input"] for case in cases],
         "marker": marker,
@@ -240,7 +268,14 @@ def _run_stdio(runner, program, spec, limits, stop_on_failure, float_tol) -> Tes
 
 def _calls_payload(program: str, calls: list[list], stop_on_failure: bool) -> dict:
     marker = f"@@trl-ext-{secrets.token_hex(8)}@@"
-    return {"mode": "calls", "code": program, "calls": calls, "marker": marker, "stop_on_failure": stop_on_failure}
+    return {
+        "mode": "calls",
+        "runtime": harness_runtime(),
+        "code": program,
+        "calls": calls,
+        "marker": marker,
+        "stop_on_failure": stop_on_failure,
+    }
 
 
 def _run_call(runner, program, spec, limits, stop_on_failure, float_tol) -> TestReport:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import base64
 import builtins
+import functools
 import json
 import math
 import os
@@ -171,6 +172,12 @@ class _AssertToCall(ast.NodeTransformer):
 def rewrite_asserts(test: str) -> ast.Module:
     """The test's AST with every assert statement routed through the assert hook."""
     return ast.fix_missing_locations(_AssertToCall().visit(ast.parse(test)))
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(test: str, prefix: str | None) -> tuple[Any, Any]:
+    """Code objects of the rewritten test and of the prefix (each test is evaluated several times)."""
+    return compile(rewrite_asserts(test), "tests.py", "exec"), prefix and compile(prefix, "prefix.py", "exec")
 
 
 # -- one evaluation --------------------------------------------------------------------------------------------
@@ -326,14 +333,15 @@ def evaluate(task: dict) -> dict:
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
     error = ""
     try:
-        if task.get("prefix"):
-            exec(compile(task["prefix"], "prefix.py", "exec"), namespace)
+        test_code, prefix_code = _compiled(task["test"], task.get("prefix"))
+        if prefix_code:
+            exec(prefix_code, namespace)
         for module in task.get("modules", ()):
             namespace[module] = __import__(module)
         for name in task["names"]:
             namespace[name] = session.stand_in(name)
         namespace[ASSERT_HOOK] = session.assert_failed
-        exec(compile(rewrite_asserts(task["test"]), "tests.py", "exec"), namespace)
+        exec(test_code, namespace)
         if task.get("entry_point"):
             namespace["check"](namespace[task["entry_point"]])
     except _Stop:

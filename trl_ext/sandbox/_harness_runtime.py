@@ -1,0 +1,318 @@
+"""The judged modes of the in-sandbox harness ("calls" and "stdio"), loaded by ``_harness.py`` from its payload.
+
+The judge compiles this file once and sends its bytecode (and source, for an interpreter of another version) in
+every payload, so a run does not pay for compiling it. Stdlib C modules only, no trl_ext import; the harness
+executes it before the program runs, so the names captured below are the genuine ones.
+
+"calls" runs the program once, calls its functions on each payload call's arguments and writes one record per
+call with the result as plain data (exact builtin types only: a subclass, or any object with methods of the
+program's own, cannot even be encoded). "stdio" runs the program once per input in a fresh fork of the harness
+and writes each case's status and raw output. Records are marker-prefixed lines on the harness's stdout.
+"""
+
+import _json
+import atexit
+import binascii
+import builtins
+import os
+import resource
+import select
+import sys
+import time
+
+# Imports are kept to C modules: json, base64, re, contextlib or traceback would add to every run's start-up,
+# and signal imports enum: its Linux numbers are spelt out instead.
+_SIGKILL, _SIGXCPU = 9, 24
+# Captured before the program runs: patching builtins, json or os afterwards does not reach the harness.
+_type, _write, _exit, _str_join = type, os.write, os._exit, str.join
+_json_str = _json.encode_basestring_ascii  # C function, no patchable Python internals
+_int_repr, _float_repr = int.__repr__, float.__repr__
+_INF = float("inf")
+
+
+def _b64(data):
+    return bytes.decode(binascii.b2a_base64(data, newline=False))
+
+
+def _quietly(fn, *args):
+    try:  # noqa: SIM105 - contextlib would cost start-up time
+        fn(*args)
+    except BaseException:  # noqa: B036 - best effort: the program may have broken what fn uses
+        pass
+
+
+def _reap():
+    while os.waitpid(-1, os.WNOHANG)[0]:
+        pass
+
+
+_BIG_INT_BITS = 12000  # beyond ~3600 digits ints travel as hex: int('...') has a 4300-digit limit
+
+
+def _encode(value, depth=0):
+    """Tagged JSON text of plain data, by exact type (a subclass of a builtin is refused): lists are JSON
+    arrays, other containers and special numbers single-key tag objects ("t" tuple, "s" set, "fs" frozenset,
+    "d" dict as [key, value] pairs, "b" bytes, "c" complex, "f" non-finite float, "i" big int in hex)."""
+    if depth > 100:
+        raise TypeError("value nested too deeply")
+    kind = _type(value)
+    if kind is str:
+        return _json_str(value)
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        if int.bit_length(value) > _BIG_INT_BITS:
+            return '{"i": "' + int.__format__(value, "x") + '"}'
+        return _int_repr(value)
+    if kind is float:
+        if value != value or value in (_INF, -_INF):
+            return '{"f": "' + ("nan" if value != value else "inf" if value > 0 else "-inf") + '"}'
+        return _float_repr(value)
+    if kind is list:
+        return "[" + _str_join(",", [_encode(v, depth + 1) for v in value]) + "]"
+    tag = _CONTAINER_TAGS.get(kind)
+    if tag is not None:
+        return '{"' + tag + '": [' + _str_join(",", [_encode(v, depth + 1) for v in value]) + "]}"
+    if kind is dict:
+        items = [_encode(k, depth + 1) + "," + _encode(v, depth + 1) for k, v in dict.items(value)]
+        return '{"d": [' + _str_join(",", ["[" + item + "]" for item in items]) + "]}"
+    if kind is bytes:
+        return '{"b": "' + _b64(value) + '"}'
+    if kind is complex:
+        return '{"c": [' + _encode(value.real, depth + 1) + "," + _encode(value.imag, depth + 1) + "]}"
+    raise TypeError("not plain data")
+
+
+_CONTAINER_TAGS = {tuple: "t", set: "s", frozenset: "fs"}
+
+
+def _decode(value):
+    """Inverse of ``_encode`` on parsed JSON (the judge's arguments; runs before the program)."""
+    if _type(value) is list:
+        return [_decode(v) for v in value]
+    if _type(value) is not dict:
+        return value
+    ((tag, inner),) = value.items()
+    if tag == "t":
+        return tuple(_decode(v) for v in inner)
+    if tag == "s":
+        return {_decode(v) for v in inner}
+    if tag == "fs":
+        return frozenset(_decode(v) for v in inner)
+    if tag == "d":
+        return {_decode(k): _decode(v) for k, v in inner}
+    if tag == "b":
+        return binascii.a2b_base64(inner)
+    if tag == "c":
+        return complex(_decode(inner[0]), _decode(inner[1]))
+    if tag == "f":
+        return float(inner)
+    if tag == "i":
+        return int(inner, 16)
+    raise ValueError("unknown tag " + repr(tag))
+
+
+def _write_all(fd, data):
+    while data:
+        data = data[_write(fd, data) :]
+
+
+def _flush_stdout():
+    try:
+        sys.stdout.flush()
+    except BaseException:  # noqa: B036 - the program may have broken sys.stdout; its output is its problem
+        return
+
+
+def _new_namespace():
+    return {"__name__": "__main__", "__builtins__": builtins}
+
+
+def _resolve(namespace, fn_name):
+    if callable(namespace.get(fn_name)):
+        return namespace[fn_name]
+    solution = namespace.get("Solution")
+    if isinstance(solution, type) and callable(getattr(solution, fn_name, None)):
+        return getattr(solution(), fn_name)  # LeetCode style
+    raise NameError("the program defines no function named " + repr(fn_name))
+
+
+def _silence_stderr():
+    """Point fd 2 at /dev/null: debug prints on stderr, common in contest code, must not fill the run's
+    stderr cap across many cases (only stdout is judged)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+
+
+def _exception_name(exc):
+    """Name of the first builtin exception class ``exc`` derives from (the judge re-raises that class)."""
+    try:
+        for klass in _type(exc).__mro__:
+            if _BUILTIN_EXCEPTIONS.get(klass.__name__) is klass:
+                return klass.__name__
+    except BaseException:  # noqa: B036 - a hostile metaclass: any name it could fake, it could also raise
+        return "Exception"
+    return "Exception"
+
+
+_BUILTIN_EXCEPTIONS = {
+    name: value
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
+}
+
+
+def _call_record(fn, index, args, kwargs, want_args):
+    """(record text, whether the call returned plain data) of one call."""
+    head = '{"i": ' + _int_repr(index) + ', "ok": '
+    try:
+        value = fn(*args, **kwargs)
+    except BaseException as exc:  # noqa: B036 - SystemExit in a call is that call's failure
+        return head + 'false, "raised": "' + _exception_name(exc) + '"}', False
+    try:
+        record = head + 'true, "value": ' + _encode(value)
+        if want_args:  # in-place changes to the arguments, which the judge applies to its own copies
+            record += ', "args": ' + _encode(args) + ', "kwargs": ' + _encode(kwargs)
+        return record + "}", True
+    except BaseException:  # noqa: B036
+        return head + 'false, "unencodable": true}', False
+
+
+def _calls_mode(payload, out_fd):
+    """Run the program once, then call its functions on each call's arguments; one record per call."""
+    marker = str.encode(payload["marker"])
+    stop_on_failure = payload["stop_on_failure"]
+    calls = [(name, _decode(args), _decode(kwargs), want) for name, args, kwargs, want in payload["calls"]]
+    code, namespace = payload["code"], _new_namespace()
+    devnull = os.open(os.devnull, os.O_WRONLY)  # the program's prints are not judged: out of the way
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    try:
+        exec(compile(code, "solution.py", "exec"), namespace)
+    except BaseException:  # noqa: B036 - SystemExit at import time is a failure, not an exit
+        _exit(1)
+    functions = {}
+    for index, (name, args, kwargs, want_args) in enumerate(calls):
+        if name not in functions:
+            try:
+                functions[name] = _resolve(namespace, name)
+            except BaseException:  # noqa: B036
+                functions[name] = None
+        if functions[name] is None:
+            record, ok = '{"i": ' + _int_repr(index) + ', "ok": false, "raised": "NameError"}', False
+        else:
+            record, ok = _call_record(functions[name], index, args, kwargs, want_args)
+        _write_all(out_fd, b"\n" + marker + str.encode(record) + b"\n")
+        if stop_on_failure and not ok:
+            break
+    _exit(0)
+
+
+_MEMORY_EXIT = 86  # exit code of a stdio case that ran out of memory
+
+
+def _exit_code(exc):
+    code = exc.code
+    if code is None or _type(code) is int:
+        return code or 0
+    _quietly(lambda: sys.stderr.write(str(code) + "\n"))
+    return 1
+
+
+def _case_child(code, stdin_fd, out_w, cpu_s):
+    """In the forked child: wire stdin/stdout, run the program as __main__, exit like python would."""
+    status = 1
+    try:
+        os.setpgid(0, 0)
+        os.dup2(stdin_fd, 0)
+        os.dup2(out_w, 1)
+        _silence_stderr()
+        os.closerange(3, 1 << 16)  # the harness's own descriptors (its stdout copy included)
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+        exec(compile(code, "solution.py", "exec"), _new_namespace())
+        status = 0
+        if "threading" in sys.modules:
+            sys.modules["threading"]._shutdown()  # wait for non-daemon threads, as python does at exit
+    except SystemExit as exc:
+        status = _exit_code(exc)
+    except MemoryError:
+        status = _MEMORY_EXIT
+    except BaseException:  # noqa: B036 - its traceback would go to stderr, which is /dev/null here
+        pass
+    _quietly(atexit._run_exitfuncs)
+    _quietly(lambda: sys.stdout.flush())
+    _exit(status)
+
+
+def _collect_case(pid, out_r, timeout, cap):
+    """(status, output) of one forked case: reads its stdout until it exits, hits ``timeout`` or ``cap``."""
+    output, deadline = bytearray(), time.monotonic() + timeout
+    exited = drain_until = None
+    eof = False
+    while True:
+        if exited is None:
+            done, wait_status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                exited, drain_until = wait_status, time.monotonic() + 0.05
+        now = time.monotonic()
+        if exited is not None and (eof or now >= drain_until):  # a leftover grandchild may hold the pipe
+            return _case_status(exited), bytes(output)
+        if now >= deadline:
+            return "timeout", bytes(output[:cap])
+        if eof:
+            time.sleep(0.002)
+            continue
+        if select.select([out_r], [], [], min(0.01, deadline - now))[0]:
+            chunk = os.read(out_r, 1 << 16)
+            eof = not chunk
+            output += chunk
+            if len(output) > cap:
+                return "output_limit", bytes(output[:cap])
+
+
+def _case_status(wait_status):
+    if os.WIFSIGNALED(wait_status):
+        return "timeout" if os.WTERMSIG(wait_status) in (_SIGXCPU, _SIGKILL) else "runtime_error"
+    code = os.WEXITSTATUS(wait_status)
+    return "ok" if code == 0 else "memory" if code == _MEMORY_EXIT else "runtime_error"
+
+
+def _stdio_mode(payload, out_fd):
+    """Run the program once per input, each in a fresh fork of this (program-free) harness; write one
+    marker-prefixed record per case with the status and the base64 output. Outputs are compared outside."""
+    marker, timeout, cap = payload["marker"].encode(), payload["case_timeout"], payload["max_output"]
+    cpu_s = int(timeout) + 1
+    for index, data in enumerate(payload["inputs"]):
+        stdin_fd = os.memfd_create("stdin", 0)
+        _write_all(stdin_fd, str.encode(data))
+        os.lseek(stdin_fd, 0, os.SEEK_SET)
+        out_r, out_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            _case_child(payload["code"], stdin_fd, out_w, cpu_s)
+        os.close(stdin_fd)
+        os.close(out_w)
+        status, output = _collect_case(pid, out_r, timeout, cap)
+        os.close(out_r)
+        _quietly(os.killpg, pid, _SIGKILL)
+        if payload["kill_all"]:  # in a private pid namespace: every process of the program, daemons too
+            _quietly(os.kill, -1, _SIGKILL)
+        _quietly(_reap)
+        record = '{"i": ' + _int_repr(index) + ', "status": "' + status + '", "out": "' + _b64(output) + '"}'
+        _write_all(out_fd, b"\n" + marker + str.encode(record) + b"\n")
+        if status != "ok" and payload["stop_on_failure"]:
+            break
+    _exit(0)
+
+
+def main(payload, out_fd):
+    """Run the payload's mode; never returns (the harness process exits at the end of the mode)."""
+    if payload["mode"] == "calls":
+        _calls_mode(payload, out_fd)
+    elif payload["mode"] == "stdio":
+        _stdio_mode(payload, out_fd)
+    raise ValueError("unknown mode " + repr(payload["mode"]))
