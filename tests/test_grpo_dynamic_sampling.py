@@ -357,11 +357,14 @@ class RowCounter:
         return scripted_reward(completions, scores, **kwargs)
 
 
-def test_log_probs_only_for_trained_rows_and_generation_sized_to_the_rate(tiny_policy_path, tmp_path):
-    """Half the prompts are informative. Rounds only generate and score; TRL's old-log-prob pass (two optimizer
+@pytest.mark.parametrize("informative_every", [2, 4])
+def test_log_probs_only_for_trained_rows_and_generation_sized_to_the_rate(
+    tiny_policy_path, tmp_path, informative_every
+):
+    """1 prompt in 2 (or 4) is informative. Rounds only generate and score; TRL's old-log-prob pass (two optimizer
     steps per generation batch) and the training forward see exactly the kept rows, every generated row is scored
     once, and the rows generated per row trained stay within 1.2 / informative rate."""
-    rate = 0.5
+    rate = 1 / informative_every
     args = tiny_args(
         trl_ext.DAPOConfig, str(tmp_path), per_device_train_batch_size=32, steps_per_generation=2, max_steps=8,
         soft_overlong_punishment=False,
@@ -372,14 +375,17 @@ def test_log_probs_only_for_trained_rows_and_generation_sized_to_the_rate(tiny_p
         return counter.reward(completions, scores, **kwargs)
 
     trainer = trl_ext.DAPOTrainer(
-        model=tiny_policy_path, reward_funcs=scripted_reward, args=args, train_dataset=scores_dataset(64, 2)
+        model=tiny_policy_path,
+        reward_funcs=scripted_reward,
+        args=args,
+        train_dataset=scores_dataset(64, informative_every),
     )
     counter = RowCounter(trainer.model)
     trainer.train()
     assert counter.trained == 8 * 32
     assert counter.logprob == counter.trained  # no log-prob pass for a dropped group
     assert counter.scored == counter.generated  # no reward function ran twice for a row
-    assert counter.generated / counter.trained <= 1.2 / rate
+    assert counter.generated / counter.trained <= 1.2 / rate, (counter.generated, counter.trained)
     generated = sum(_ds_logs(trainer, "dynamic_sampling/generated_groups")) * G
     assert generated == counter.generated and sum(_ds_logs(trainer, "dynamic_sampling/used_groups")) * G == 4 * 64
     assert _ds_logs(trainer, "dynamic_sampling/informative_rate_estimate")[-1] == pytest.approx(rate, abs=0.2)

@@ -14,6 +14,8 @@ from typing import NamedTuple
 
 import torch
 
+MAX_ROUND_GROWTH = 4  # a round generates at most this many times the groups of the step's previous round
+
 
 class GroupRef(NamedTuple):
     """A prompt group kept for the optimizer batch: the round it was generated in and its index on its rank."""

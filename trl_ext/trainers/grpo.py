@@ -468,7 +468,7 @@ class GRPOTrainer(ModelCardMixin, ReferenceResetMixin, GRPOHookMixin, trl.GRPOTr
                 missing = ds.missing_groups(masks, num_processes, needed)
                 if missing == 0:
                     break
-                size = ds.round_groups(missing, self._informative_rate.value, self._max_round_groups(needed))
+                size = ds.round_groups(missing, self._informative_rate.value, self._max_round_groups(needed, sizes))
                 groups, round_skipped = self._take_groups(candidates, size)
                 skipped += round_skipped
                 rows = [row for row in groups for _ in range(group_size)]
@@ -496,9 +496,12 @@ class GRPOTrainer(ModelCardMixin, ReferenceResetMixin, GRPOHookMixin, trl.GRPOTr
             keys = gather_object([prompt_key(row["prompt"]) for row in groups])
             self._skipper.record(keys, informative.tolist())
 
-    def _max_round_groups(self, needed: int) -> int:
+    def _max_round_groups(self, needed: int, sizes: list[int]) -> int:
         cap = self._ext("dynamic_sampling_max_round_groups")
-        return max(needed, cap if cap is not None else 8 * needed)
+        cap = max(needed, cap if cap is not None else 8 * needed)
+        # A round at most 4× the previous one: a rate estimated from one small round (a cold start) is noisy, and
+        # an underestimate would generate far more groups than needed.
+        return min(cap, ds.MAX_ROUND_GROWTH * sizes[-1]) if sizes else cap
 
     def _candidates(self, inputs: list[dict]):
         """This rank's candidate prompts (one row per group): the step's own groups, then refill prompts."""
