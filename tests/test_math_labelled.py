@@ -83,6 +83,7 @@ FALSE_POSITIVES = {
     "hedged answer: two boxes": ("2", r"\boxed{2} or \boxed{3}", r"\boxed{2} (that is, \boxed{2.0})"),
     "a letter glued to the number read as a unit (3t = 3)": ("3", r"\boxed{3t}", r"\boxed{3}"),
     "a trailing qualifier read as a unit": ("2", r"\boxed{2 \text{ or more}}", r"\boxed{2 \text{ ways}}"),
+    "false equation with the gold on its right side": ("3", r"\boxed{2 = 3}", r"\boxed{2 + 1 = 3}"),
     "two options, the right one first": ("(C)", r"\boxed{\text{(C) or (D)}}", r"\boxed{\text{(C) } 12}"),
 }
 

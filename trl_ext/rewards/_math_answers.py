@@ -29,6 +29,7 @@ _THOUSANDS = re.compile(r"(?<![\d.])([1-9]\d{0,2})((?:(?:(?:,|\{,\})(?:\\!)?|\\[
 _THOUSANDS_SEP = re.compile(r"\{,\}|\\[,!;: ]|[,~ ]")
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d+)\}")
 _SET_BUILDER = re.compile(r"(?:\\left)?\\\{\s*[A-Za-z]\s*(?:\\mid|\\middle\||\||:)\s*(.+?)\s*(?:\\right)?\\\}")
+_EMPTY_SET = re.compile(r"\\varnothing|\\emptyset|\\O|(?:\\left)?\\\{\s*(?:\\right)?\\\}")
 _PERCENT = re.compile(r"\\text\s*\{\s*(?:\\?%|percent)\s*\}|\\?%|\bpercent\b")
 _OUTER_DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 _SEPARATOR = re.compile(
@@ -175,6 +176,8 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
     sign is dropped (``10\\%`` accepts 10 and 10%, not 0.1); an answer's is kept (``50\\%`` equals 1/2)."""
     content = _PERCENT.sub("" if gold else "\\%", content)
     content = strip_delimiters(repeating_decimals(join_thousands(content)))
+    if _EMPTY_SET.fullmatch(content):
+        return ["\\emptyset"]
     builder = _SET_BUILDER.fullmatch(content)
     if builder:  # {x | -1 < x < 3} -> -1 < x < 3, a relation math-verify compares with intervals
         content = builder.group(1)

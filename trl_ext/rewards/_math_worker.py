@@ -117,6 +117,8 @@ class Grader:
             return False
         if gold.expr is None or answer.expr is None:
             return False  # the string fallback above is the only way to match an answer that does not parse
+        if _false_numeric_equation(answer.expr, timeout):
+            return False  # "2 = 3": math-verify would take its right side
         if _vector_vs_tuple(gold.expr, answer.expr):
             gold_expr, answer_expr = _as_tuples(gold.expr, answer.expr)
         else:
@@ -158,6 +160,16 @@ class Grader:
             return all(self.same(g, a, timeout) for g, a in zip(gold, answer))
         fits = [[self.same(g, a, timeout) for a in answer] for g in gold]
         return _perfect_matching(fits)
+
+
+def _false_numeric_equation(expr, timeout: int) -> bool:
+    """True for an equation between two different numbers (``2 = 3``); ``2 + 1 = 3`` and ``x = 3`` are fine."""
+    from math_verify import verify
+    from sympy import Eq
+
+    if not isinstance(expr, Eq) or expr.free_symbols:
+        return False
+    return not verify(expr.lhs, expr.rhs, timeout_seconds=timeout)
 
 
 def _union_of_relations(answer: list, gold: Part) -> list | None:
