@@ -4,7 +4,8 @@
 
 Prints: math verifications/s with 1 worker and with N workers (and the ratio; the target is >= 1.8x with
 2 workers), the sandbox's per-run overhead against a bare ``python -c pass`` subprocess, sandbox runs/s
-with as many concurrent runs as CPU cores, and stdio test cases/s inside one sandbox (one fork per case).
+with as many concurrent runs as CPU cores, the same per isolated backend (bwrap, landlock, remote -> this
+machine's sandbox-serve), and stdio test cases/s inside one sandbox (one fork per case).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -98,6 +100,35 @@ def bench_sandbox(runs: int) -> tuple[float, float, float, float]:
     return bare, bare_is, boxed, throughput
 
 
+def bench_backends(names: list[str], runs: int) -> dict[str, tuple[float, float]]:
+    """Per isolated backend: (median seconds of one run of ``pass``, runs/s with cpu_count concurrent runs).
+    "remote" is this machine's own ``sandbox-serve`` (auto backend, cpu_count workers) on 127.0.0.1, served from
+    a thread of this process: the figure is the protocol's overhead on top of the local sandbox."""
+    from trl_ext.sandbox.server import ServeConfig, make_server
+
+    concurrency, figures = os.cpu_count() or 1, {}
+    for name in names:
+        server, url = None, None
+        if name == "remote":
+            server = make_server(ServeConfig(port=0, workers=concurrency))
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            url = f"http://127.0.0.1:{server.server_address[1]}"
+        backend = get_backend(name, url)
+        assert run("pass", backend=backend).status == "ok"  # self-test and warm-up outside the timing
+        latency = _median_wall(lambda backend=backend: run("pass", limits=Limits(timeout_s=10), backend=backend), runs)
+        start = time.perf_counter()
+        with ThreadPoolExecutor(concurrency) as pool:
+            statuses = list(
+                pool.map(lambda _, b=backend: run("print(sum(range(1000)))", backend=b).status, range(runs))
+            )
+        figures[name] = (latency, runs / (time.perf_counter() - start))
+        assert statuses == ["ok"] * runs, statuses
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+    return figures
+
+
 def bench_stdio_cases(cases: int, rounds: int) -> float:
     """Test cases/s when grading one correct program against a ``cases``-case stdio problem."""
     program = "a, b = map(int, input().split())\nprint(a + b)"
@@ -116,6 +147,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=192, help="distinct (gold, answer) pairs per math timing")
     parser.add_argument("--rounds", type=int, default=5, help="timings per figure (the best is kept)")
     parser.add_argument("--runs", type=int, default=40, help="sandbox runs per timing")
+    parser.add_argument("--backends", default="bwrap,landlock,remote", help="isolated backends to time (runs/s)")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -134,6 +166,13 @@ def main() -> None:
         f"sandbox overhead per run: {1000 * (boxed - bare):+.1f} ms vs `python -c pass`, {1000 * (boxed - bare_is):+.1f} ms vs the same flags"
     )
     print(f"sandbox runs/s, {os.cpu_count()} concurrent: {throughput:.1f}")
+    backends = bench_backends(args.backends.split(","), args.runs)
+    base = backends.get("bwrap", next(iter(backends.values())))[1]
+    for name, (latency, rate) in backends.items():
+        print(
+            f"backend {name:8s}: {latency * 1000:7.1f} ms per run of `pass`, {rate:6.1f} runs/s with "
+            f"{os.cpu_count()} concurrent ({rate / base:.2f}x bwrap)"
+        )
     per_case = bench_stdio_cases(20, args.rounds)
     print(f"stdio test cases/s, one 20-case problem in one sandbox: {per_case:.1f}")
     print(f"load average now {os.getloadavg()[0]:.2f} (shared machines skew every figure above)")

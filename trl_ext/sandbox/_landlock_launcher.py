@@ -26,6 +26,13 @@ import sys
 
 _CONFIG = json.loads(sys.argv[1])
 sys.path[:0] = _CONFIG["import_paths"]  # run with -S: only the bindings' directories, not the whole site setup
+# Both bindings look their C libraries up with ctypes.util.find_library at import, which runs ldconfig (and
+# imports subprocess) on every run; the parent resolved them once, so the launcher answers from that instead.
+_util = type(sys)("ctypes.util")
+_util.find_library = _CONFIG["libraries"].get
+sys.modules["ctypes.util"] = ctypes.util = _util
+# landlockpy's package imports its test helpers (dataclasses, inspect: most of the launcher's start-up); unused here
+sys.modules["landlockpy.testing"] = type(sys)("landlockpy.testing")
 
 import landlockpy  # noqa: E402
 import pyseccomp  # noqa: E402

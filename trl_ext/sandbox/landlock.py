@@ -99,10 +99,18 @@ def _binding_paths() -> list[str]:
     )
 
 
+@functools.cache
+def _libraries() -> dict[str, str | None]:
+    """Where libc and libseccomp are (the launcher's bindings would otherwise run ldconfig on every run)."""
+    import ctypes.util
+
+    return {name: ctypes.util.find_library(name) for name in ("c", "seccomp")}
+
+
 def launcher_argv(config: dict, harness_args: list[str]) -> list[str]:
     """The trainer's interpreter runs the launcher (``-S`` plus the bindings' directories: site setup is slow),
     which execs the harness."""
-    config = {**config, "import_paths": _binding_paths()}
+    config = {**config, "import_paths": _binding_paths(), "libraries": _libraries()}
     return [sys.executable, "-I", "-S", "-c", _LAUNCHER_SOURCE, json.dumps(config), "--", *harness_args]
 
 
