@@ -181,7 +181,7 @@ def _count_generated_samples(trainer: Any, counter: list[int]) -> None:
     trainer.trl_generate_round = counting
 
 
-def _recorder(counter: list[int], progress: Any, records: list[dict]):
+def _recorder(counter: list[int], progress: Any, records: list[dict], extra_keys: tuple[str, ...] = ()):
     from transformers import TrainerCallback
 
     class Recorder(TrainerCallback):
@@ -193,7 +193,7 @@ def _recorder(counter: list[int], progress: Any, records: list[dict]):
 
         def on_log(self, args, state, control, logs=None, **kwargs):
             if logs and "loss" in logs:  # training-step logs only
-                keys = (ACCURACY_KEY, "reward", *SUMMARY_KEYS)
+                keys = (ACCURACY_KEY, "reward", *SUMMARY_KEYS, *extra_keys)
                 record = {key: logs[key] for key in keys if isinstance(logs.get(key), int | float)}
                 records.append({"step": state.global_step, "samples": counter[0],
                                 "seconds": time.perf_counter() - self.start, **record})  # fmt: skip
@@ -213,8 +213,18 @@ def _task(settings: CompareSettings, seed: int, root: Path) -> tuple[str, Any]:
     return str(warm_start(root / f"seed-{seed}", settings.warmup_steps, seed)), arithmetic_prompts(repeats=64)
 
 
-def train_one(recipe: str, seed: int, policy: str, dataset: Any, settings: CompareSettings, progress: Any = None):
-    """Train one recipe with one seed; returns (its record, the trainer)."""
+def train_one(
+    recipe: str,
+    seed: int,
+    policy: str,
+    dataset: Any,
+    settings: CompareSettings,
+    progress: Any = None,
+    extra_rewards: tuple[Any, ...] = (),
+    extra_log_keys: tuple[str, ...] = (),
+):
+    """Train one recipe with one seed; returns (its record, the trainer). ``extra_rewards`` come after the task
+    reward (give them weights with ``extra_config``); ``extra_log_keys`` are recorded next to the standard ones."""
     from transformers import PrinterCallback
 
     from trl_ext.demo import measure, task_reward
@@ -222,11 +232,12 @@ def train_one(recipe: str, seed: int, policy: str, dataset: Any, settings: Compa
     _, trainer_cls = recipe_classes(recipe)
     output_dir = str(Path(settings.output_dir) / recipe / f"seed-{seed}")
     args = recipe_args(recipe, settings, seed, output_dir)
-    trainer = trainer_cls(model=policy, reward_funcs=[task_reward(recipe)], args=args, train_dataset=dataset)
+    rewards = [task_reward(recipe), *extra_rewards]
+    trainer = trainer_cls(model=policy, reward_funcs=rewards, args=args, train_dataset=dataset)
     trainer.remove_callback(PrinterCallback)  # the table and the progress bar report; no per-step log lines
     counter, records = [0], []
     _count_generated_samples(trainer, counter)
-    trainer.add_callback(_recorder(counter, progress, records))
+    trainer.add_callback(_recorder(counter, progress, records, extra_log_keys))
     started = time.perf_counter()
     trainer.train()
     wall = time.perf_counter() - started
