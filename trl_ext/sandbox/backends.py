@@ -364,6 +364,9 @@ def get_backend(name: str | Backend | None = None, url: str | None = None) -> Ba
             if f"remote:{url}" not in _BACKENDS:
                 _BACKENDS[f"remote:{url}"] = RemoteBackend(url)
                 _LOGGER.info("trl_ext sandbox: remote backend, execution service %s", url)
+                reason = RemoteBackend.unreachable(url)
+                if reason:  # not fatal: the service may come up later, meanwhile runs are infra_error (None)
+                    _LOGGER.warning("trl_ext sandbox: the execution service %s is not reachable now (%s)", url, reason)
             return _BACKENDS[f"remote:{url}"]
     with _LOCK:
         if name == "auto":

@@ -192,6 +192,17 @@ class RemoteBackend(Backend):
             result.stdout = _until_stop(result.stdout, progress)
         return result
 
+    @staticmethod
+    def unreachable(url: str, timeout_s: float = 5.0) -> str | None:
+        """Why nothing answers HTTP at ``url`` now, or None (any HTTP answer, even 404, counts as reachable)."""
+        try:
+            with urllib.request.urlopen(url.rstrip("/") + "/v1/ping", timeout=timeout_s):
+                return None
+        except urllib.error.HTTPError:
+            return None
+        except (OSError, ValueError) as exc:
+            return f"{type(exc).__name__}: {exc}"
+
     def _post(self, body: bytes, run_deadline: float) -> tuple[dict | None, str]:
         """(response, "") or (None, why) once the retries or the deadline are spent."""
         deadline = run_deadline + self.queue_s
