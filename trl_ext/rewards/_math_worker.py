@@ -131,6 +131,8 @@ class Grader:
         if gold is None:
             return "gold_error"
         if task.get("answer") is not None:
+            if sorted(map(self.answers.text_key, task["answer"])) == sorted(part.key or "" for part in gold):
+                return "correct"  # every part written as in the gold (normalised): nothing to parse
             answer = [part for text in task["answer"] for part in self._parts(text, False, timeout)]
         else:
             expr = self._parse(task["region"], self.anchored, timeout)
