@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,10 +27,21 @@ def test_template_is_in_the_top_level_folder():
     assert (ROOT / "trl_ext" / "model_cards" / "trl_ext_card.md").resolve() == (CARDS / "trl_ext_card.md").resolve()
 
 
+def _source_copy(destination: Path) -> Path:
+    """The files a build reads, copied (links kept) so that the build leaves nothing in the checkout."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in ("trl_ext", "model_cards"):
+        shutil.copytree(ROOT / name, destination / name, symlinks=True, ignore=ignore)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, destination / name)
+    return destination
+
+
 def test_non_editable_install_renders_cards(tmp_path):
     target = tmp_path / "site"
+    source = _source_copy(tmp_path / "source")
     install = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
-               "--target", str(target), str(ROOT)]  # fmt: skip
+               "--target", str(target), str(source)]  # fmt: skip
     subprocess.run(install, check=True, capture_output=True, text=True, cwd=tmp_path, timeout=300)
     context = {"model_name": "m", "recipe": "DAPO", "paper_id": "2503.14476", "citation": None, "trl_citation": "",
                "base_model": None, "base_model_text": "a local model", "datasets": [], "datasets_text": "d",
