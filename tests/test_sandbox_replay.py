@@ -104,6 +104,11 @@ def test_run_tests_outcomes():
     program = "def sort_in_place(xs):\n    xs.sort()\ndef parse(s):\n    return float(s)\n"
     assert run_tests(program, inplace, limits=FAST).all_passed
     assert not run_tests(program.replace("xs.sort()", "sorted(xs)"), inplace, limits=FAST).all_passed
+    inc = "def inc(x):\n    return x + 1\n"
+    four_levels = run_tests(inc, {"kind": "assert", "code": "assert inc(inc(inc(inc(0)))) == 4\n"}, limits=FAST)
+    assert four_levels.all_passed and four_levels.statuses == ["ok"] * 4  # one sandbox run per level
+    five = run_tests(inc, {"kind": "assert", "code": "assert inc(inc(inc(inc(inc(0))))) == 5\n"}, limits=FAST)
+    assert five.passed == 0 and five.statuses[-1] == "unsupported_test"
     tuples = {"kind": "assert", "code": "assert pair(1) == (1, 1)\nassert pair(2) != [2, 2]\n"}
     assert run_tests("def pair(x):\n    return (x, x)\n", tuples, limits=FAST).all_passed
     assert not run_tests("def pair(x):\n    return [x, x]\n", tuples, limits=FAST).all_passed

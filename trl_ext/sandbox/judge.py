@@ -315,10 +315,32 @@ class _EvaluationPool:
 EVALUATORS = _EvaluationPool()
 
 
-@functools.lru_cache(maxsize=1024)
-def _first_pass(task_json: str, deadline_s: float) -> dict | None:
-    """The program-independent first evaluation (no results yet): the same for every program of a test."""
-    return EVALUATORS.evaluate(json.loads(task_json), deadline_s)
+class _FirstPasses:
+    """The program-independent first evaluation of each test (no results yet), kept for the next programs
+    graded against the same test (a GRPO group's); timed-out passes are not kept."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self.size, self._lock, self._answers = size, threading.Lock(), {}
+
+    def __call__(self, task: dict, deadline_s: float) -> dict | None:
+        key = json.dumps(task, sort_keys=True)
+        with self._lock:
+            if key in self._answers:
+                return self._answers[key]
+        answer = EVALUATORS.evaluate(task, deadline_s)
+        if answer is not None:
+            with self._lock:
+                if len(self._answers) >= self.size:
+                    self._answers.pop(next(iter(self._answers)))
+                self._answers[key] = answer
+        return answer
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._answers.clear()
+
+
+_first_pass = _FirstPasses()
 
 
 def _run_assert(runner, program, spec, limits) -> TestReport:
@@ -331,32 +353,44 @@ def _run_assert(runner, program, spec, limits) -> TestReport:
         report.statuses.append("unsupported_test")
         report.detail = "the test uses no function of the program (name it with `entry_point`)"
         return report
-    answer = _first_pass(json.dumps(task), deadline_s)
+    try:
+        answer = _evaluate_in_rounds(runner, program, task, limits, deadline_s, report)
+    except RuntimeError:  # the evaluation worker could not start: not the program's fault
+        report.infra_error = True
+        return report
+    if report.infra_error:
+        return report
+    if answer is None:
+        report.statuses.append("timeout")
+    elif answer["verdict"] == "passed":
+        report.passed = 1
+    elif answer["verdict"] in ("unsupported", "error"):
+        report.statuses.append("unsupported_test")
+    report.detail = "" if answer is None else answer.get("detail", "")
+    return report
+
+
+def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> dict | None:
+    """Evaluate, run the calls the evaluation still needs in a fresh sandbox, evaluate again, ... The last
+    answer (None: the evaluation hit its deadline); ``report`` collects the run statuses."""
+    answer = _first_pass(task, deadline_s)
     for _ in range(_MAX_ROUNDS):
         if answer is None or answer["verdict"] != "incomplete":
-            break
+            return answer
         known = task["results"]
         calls = [call for call in answer["calls"] if replay.call_key(*call[:3]) not in known]
         if not calls:
-            answer = {"verdict": "unsupported", "detail": "the test's calls depend on results in a cycle"}
-            break
+            return {"verdict": "unsupported", "detail": "the test's calls depend on results in a cycle"}
         payload = _calls_payload(program, calls, False)
         result = runner.launch(payload, b"", limits)
         report.statuses.append(result.status)
         if result.status == "infra_error":
             report.infra_error = True
-            return report
+            return None
         records = call_records(result.stdout, payload["marker"])
         for index, call in enumerate(calls):
             known[replay.call_key(*call[:3])] = records.get(index, {"ok": False, "missing": True})
         answer = EVALUATORS.evaluate(task, deadline_s)
-    else:
-        answer = {"verdict": "unsupported", "detail": f"the test needs more than {_MAX_ROUNDS} sandbox runs"}
-    if answer is None:
-        report.statuses.append("timeout")
-    elif answer["verdict"] == "passed":
-        report.passed = 1
-    elif answer["verdict"] == "unsupported":
-        report.statuses.append("unsupported_test")
-    report.detail = "" if answer is None else answer.get("detail", "")
-    return report
+    if answer is None or answer["verdict"] != "incomplete":
+        return answer
+    return {"verdict": "unsupported", "detail": f"the test needs more than {_MAX_ROUNDS} sandbox runs"}

@@ -230,6 +230,9 @@ class _Pending:
     def __repr__(self) -> str:
         return "<pending>"
 
+    def __format__(self, spec: str) -> str:
+        return "<pending>"
+
 
 def _contains_pending(value: Any, depth: int = 0) -> bool:
     if isinstance(value, _Pending):
@@ -327,7 +330,8 @@ def evaluate(task: dict) -> dict:
 
     ``task``: {"test", "prefix", "entry_point", "names" (the program's functions), "modules" (standard modules
     the test uses without importing them), "results" (call key -> record)}. Returns {"verdict": "passed" |
-    "failed" | "incomplete" | "unsupported", "detail", "calls": [[name, args, kwargs, want_args], ...]}."""
+    "failed" | "incomplete" | "unsupported", "detail", "calls": [[name, args, kwargs, want_args], ...]} (the
+    worker answers "error" if this function itself fails)."""
     random.seed(0)  # tests that draw random inputs draw the same ones in every pass
     session = _Session(task["results"])
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
@@ -392,7 +396,15 @@ def worker_main() -> None:
     sys.setrecursionlimit(10000)
     out.write('{"ready": true}\n')
     for line in sys.stdin:
-        out.write(json.dumps(evaluate(json.loads(line))) + "\n")
+        try:
+            answer = evaluate(json.loads(line))
+        except Exception as exc:  # a bug here must not look like the program's timeout
+            answer = {
+                "verdict": "error",
+                "detail": f"evaluation failed: {type(exc).__name__}: {exc}"[:500],
+                "calls": [],
+            }
+        out.write(json.dumps(answer) + "\n")
 
 
 if __name__ == "__main__":
