@@ -20,11 +20,20 @@ Security model (bubblewrap backend):
   with ``-I -S`` (no environment, no user or site packages unless ``Limits.site_packages``).
 - The parent enforces the wall deadline (from the moment the sandbox is up), output caps, and SIGKILLs the
   launcher's process group; the pid namespace dies with it, so no descendant outlives a run.
-- Expected outputs never enter the sandbox: stdio and call results are compared in the parent, call results
-  as strictly typed JSON. Assert tests (HumanEval/MBPP style) must print a per-run nonce that the harness
-  holds out of the program's reach (another thread's frame; gc, ctypes and /proc/self/mem are sealed) and
-  prints only after the asserts passed. They still run in the program's own interpreter, so prefer the
-  call form (``trl_ext.rewards.code_adapters.asserts_to_call`` converts the simple ones).
+
+Judging (every backend): the sandbox only executes; it never judges. What comes back is stdout alone: raw
+output per stdio case, and for call and assert tests each call's result as plain data (``None``, ``bool``,
+``int``, ``float``, ``complex``, ``str``, ``bytes`` and lists, tuples, dicts, sets, frozensets of them, checked
+by exact type: a subclass or any other object fails the test), decoded by exact type in the judge. Expected
+values never enter the sandbox (not in the payload, a frame, a file or a descriptor), so a program that forges
+records on stdout, exits early or patches its own builtins can only claim values it could have returned.
+Every comparison, arithmetic on results and ``bool()`` of a result happens outside: stdio and call specs in
+this process (``compare_stdio``, ``values_equal``, plain builtin operations on plain data), assert specs (and
+HumanEval's ``check(candidate)``) by record and replay (``trl_ext.sandbox.replay``): the test code runs in a
+trusted evaluation worker process, killed at a deadline, against stand-ins of the program's functions; the
+sandbox runs only the calls they asked for. Tests whose calls take arguments that are not plain data, or that
+need more than a few rounds of calls depending on earlier results, fail with status "unsupported_test"; none
+is ever evaluated in the program's interpreter.
 """
 
 from __future__ import annotations
