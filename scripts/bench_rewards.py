@@ -5,7 +5,8 @@
 Prints: math verifications/s with 1 worker and with N workers (and the ratio; the target is >= 1.8x with
 2 workers), the sandbox's per-run overhead against a bare ``python -c pass`` subprocess, sandbox runs/s
 with as many concurrent runs as CPU cores, the same per isolated backend (bwrap, landlock, remote -> this
-machine's sandbox-serve), and stdio test cases/s inside one sandbox (one fork per case).
+machine's sandbox-serve), stdio test cases/s inside one sandbox (one fork per case), and programs graded/s
+by ``CodeTests`` against the classic unsandboxed harness on the same problems (``bench_code_grading.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from bench_code_grading import print_code_grading  # this directory: sandboxed vs classic code grading
 
 from trl_ext.rewards.math import MathAccuracy, shared_pool
 from trl_ext.sandbox import Limits, get_backend, run, run_tests
@@ -148,6 +151,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="timings per figure (the best is kept)")
     parser.add_argument("--runs", type=int, default=40, help="sandbox runs per timing")
     parser.add_argument("--backends", default="bwrap,landlock,remote", help="isolated backends to time (runs/s)")
+    parser.add_argument("--code_problems", type=int, default=40, help="HumanEval-style problems, code grading")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -175,6 +179,7 @@ def main() -> None:
         )
     per_case = bench_stdio_cases(20, args.rounds)
     print(f"stdio test cases/s, one 20-case problem in one sandbox: {per_case:.1f}")
+    print_code_grading(args.code_problems, args.rounds, os.cpu_count() or 1)
     print(f"load average now {os.getloadavg()[0]:.2f} (shared machines skew every figure above)")
 
 
