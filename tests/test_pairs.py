@@ -154,7 +154,7 @@ def test_dpo_on_mined_pairs_runs_with_a_reference_reset(tiny_policy_path, tmp_pa
     assert state and all(not t.any() for t in state)  # re-initialised in place by the last reset
     assert trainer.reset_bookkeeping.reset_steps == [1, 2]
     first_log = trainer.state.log_history[0]
-    assert "margin" in first_log and first_log["prorl/resets"] == 1
+    assert "margin" in first_log and first_log["ref_reset/resets"] == 1
 
 
 def test_dpo_on_mined_conversational_pairs(tiny_policy_path, tmp_path):

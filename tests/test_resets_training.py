@@ -47,8 +47,8 @@ def test_interval_reset_copies_policy_zeroes_optimizer_and_keeps_schedule(tmp_pa
     assert taken["lr"] == pytest.approx(5e-3 * (1 - 2 / 4))  # linear schedule continues through the reset
     kl = logged(trainer, "kl")
     assert kl[1] > 0 and kl[2] == pytest.approx(0.0, abs=1e-7)  # step 3 is the first after the reset
-    assert logged(trainer, "prorl/resets") == [0, 1, 1, 2]
-    assert logged(trainer, "prorl/steps_since_reset") == [1, 0, 1, 0]
+    assert logged(trainer, "ref_reset/resets") == [0, 1, 1, 2]
+    assert logged(trainer, "ref_reset/steps_since_reset") == [1, 0, 1, 0]
     assert trainer.reset_bookkeeping.reset_steps == [2, 4]
 
 

@@ -23,7 +23,7 @@ CARD_TEMPLATE = files("trl_ext") / "model_cards" / "trl_ext_card.md"
 PLOT_FILE = "training_curves.png"
 EVAL_RESULTS_FILE = "eval_results.json"
 PLOTTED_METRICS = ("reward", "kl", "completions/mean_length")
-SUMMARY_METRICS = ("reward", "reward_std", "kl", "entropy", "completions/mean_length", "prorl/resets",
+SUMMARY_METRICS = ("reward", "reward_std", "kl", "entropy", "completions/mean_length", "ref_reset/resets",
                    "dynamic_sampling/rounds", "dynamic_sampling/informative_fraction",
                    "dynamic_sampling/filled_uninformative", "ppo/value_loss", "ppo/explained_variance", "loss")  # fmt: skip
 # Settings that describe where or how a run was launched, not the algorithm.

@@ -106,8 +106,8 @@ class ReferenceResetMixin:
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         if self._resets_enabled and "loss" in logs:  # training-step logs only
-            logs["prorl/resets"] = self.reset_bookkeeping.resets
-            logs["prorl/steps_since_reset"] = self.state.global_step - self.reset_bookkeeping.last_reset_step
+            logs["ref_reset/resets"] = self.reset_bookkeeping.resets
+            logs["ref_reset/steps_since_reset"] = self.state.global_step - self.reset_bookkeeping.last_reset_step
         super().log(logs, start_time)
 
     def _save_checkpoint(self, model, trial):
