@@ -159,6 +159,8 @@ def test_sandboxfusion_responses_map_to_run_statuses():
     # nothing the program does can turn into infra_error, and no infra fault into a program status
     assert to_run_result(_sandboxfusion("SandboxError", "Error", None), limits, 0.0).status == "infra_error"
     assert to_run_result(_sandboxfusion(stdout="", code=1), limits, 0.0).status == "infra_error"
+    never_ready = _sandboxfusion("Failed", code=125, stdout="ready", stderr="\ntrl-ext-bootstrap: harness_not_ready\n")
+    assert to_run_result(never_ready, limits, 0.0).status == "infra_error"
     assert to_run_result({"status": "Success"}, limits, 0.0).status == "infra_error"
     assert to_run_result(["not", "a", "dict"], limits, 0.0).status == "infra_error"
 
@@ -242,6 +244,17 @@ def test_serve_speaks_sandboxfusion(small_server):
     assert (
         _post(small_server + "/run_code", json.dumps(slow).encode())[1]["run_result"]["status"] == "TimeLimitExceeded"
     )
+
+
+def test_remote_programs_cannot_pass_for_an_infra_error(small_server):
+    """Killing the relay that started it, or imitating its 'harness did not start' exit, is the program's fault."""
+    backend = RemoteBackend(small_server, retries=0)
+    limits = Limits(timeout_s=3)
+    kill_parent = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time\ntime.sleep(1)"
+    fake = "import sys\nsys.stderr.write('trl-ext-bootstrap: harness_not_ready\\n')\nsys.exit(125)"
+    for code in (kill_parent, fake, "import os\nos._exit(125)"):
+        result = backend.launch({"mode": "script", "code": code}, b"", limits)
+        assert result.status == "runtime_error", (code, result)
 
 
 def test_serve_rejects_bad_and_oversized_requests(small_server):

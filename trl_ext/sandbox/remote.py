@@ -4,9 +4,12 @@ Speaks SandboxFusion's ``POST /run_code`` protocol (request ``code``, ``language
 ``memory_limit_MB``; response ``status`` Success/Failed/SandboxError and ``run_result`` with ``status``
 Finished/TimeLimitExceeded/Error, ``return_code``, ``stdout``, ``stderr``, ``execution_time``), so an existing
 SandboxFusion deployment works as it is, and so does ``trl-ext sandbox-serve``. The service only runs a plain
-Python program: a bootstrap that hands the harness its payload on the same file descriptors as a local run and
-execs it (``_bootstrap``); the harness's readiness proof arrives first on stdout. Records come back on stdout and
-are graded here, so the service never sees an expected value and is trusted no more than a local sandbox.
+Python program: a bootstrap that starts the harness with its payload on the same file descriptors as a local run
+and relays its output (``_BOOTSTRAP``). The bootstrap writes its proof ("ready") first on stdout and lets the
+harness start only then, so no program can remove it; if the harness never reports ready the bootstrap ends with
+exit code 125 and says so (a program's own 125 is turned into 1): only those two facts make an "infra_error".
+Records come back on stdout and are graded here, so the service never sees an expected value and is trusted no
+more than a local sandbox.
 
 Failures of the service (connection refused, 5xx, 429, timeouts past the deadline, SandboxError) are retried
 with exponential backoff until the request's deadline, then reported as "infra_error" (reward None, counted in
@@ -38,6 +41,7 @@ _MEMORY_SLACK_MB = 128  # the service's own limit sits above the harness's RLIMI
 _REMOTE_UID = 65534  # the harness drops to it only if the service runs it as root
 _RETRIABLE_HTTP = (429, 500, 502, 503, 504)
 _STEP_TIMEOUT = "trl-ext-bootstrap: step_timeout"
+_NOT_READY = 125  # the relay's exit code when the harness never reported ready (a program's 125 becomes 1)
 _OVERFLOW = "trl-ext-bootstrap: output_limit"
 
 _BOOTSTRAP = """import os, sys
@@ -48,6 +52,7 @@ except (NameError, OSError):
 import json, resource, select, signal, time
 PAYLOAD, NONCE, FLAGS, HARNESS = {payload!r}, {nonce!r}, {flags!r}, {harness!r}
 MARKER, STEP_S, START_S, CAPS = {marker!r}, {step_s!r}, {start_s!r}, {caps!r}
+READY, NOT_READY = {ready!r}, {not_ready!r}
 def memfd(data):
     fd = os.memfd_create("trl-ext", 0)
     view = memoryview(data)
@@ -66,22 +71,33 @@ for name, (soft, hard) in payload["limits"].items():  # never above what the ser
         hard = min(hard, cap)
         soft = min(soft, hard)
     payload["limits"][name] = [soft, hard]
-(out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
-fds = [memfd(json.dumps(payload).encode()), out_w, memfd(NONCE) if NONCE is not None else -1]
+(out_r, out_w), (err_r, err_w), (ready_r, ready_w), (go_r, go_w) = os.pipe(), os.pipe(), os.pipe(), os.pipe()
+fds = [memfd(json.dumps(payload).encode()), ready_w, memfd(NONCE) if NONCE is not None else -1]
+os.set_inheritable(ready_w, True)
 pid = os.fork()
-if pid == 0:  # the harness; its readiness proof and its output go to the relay below
+if pid == 0:  # the harness, once the relay below has written its proof
+    os.close(go_w)
+    if os.read(go_r, 1) != b"g":
+        os._exit(1)
     os.setpgid(0, 0)
     os.dup2(out_w, 1)
     os.dup2(err_w, 2)
-    os.set_inheritable(out_w, True)
     os.execv(sys.executable, [sys.executable, FLAGS, "-c", HARNESS] + [str(fd) for fd in fds])
-for fd in fds + [err_w]:
+for fd in fds + [out_w, err_w, go_r]:
     if fd >= 0:
         os.close(fd)
+try:  # the program shares this uid: keep it out of this process's /proc files and ptrace
+    import ctypes
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+except Exception:
+    pass
+write_all(1, READY)  # before the program can exist: nothing it does can remove this proof
+os.write(go_w, b"g")
+os.close(go_w)
 # relay stdout and stderr, killing the harness when a test case takes longer than STEP_S (no new MARKER on
 # stdout) or an output passes its cap
-deadline, tail, started, status, exited, linger = time.monotonic() + START_S, b"", False, None, None, None
-streams = {{out_r: [1, 0, CAPS[0]], err_r: [2, 0, CAPS[1]]}}
+deadline, tail, harness_ready, status, exited, linger = time.monotonic() + START_S, b"", False, None, None, None
+streams = {{out_r: [1, 0, CAPS[0]], err_r: [2, 0, CAPS[1]], ready_r: [None, 0, 16]}}
 while streams:
     now = time.monotonic()
     if exited is None:
@@ -91,36 +107,43 @@ while streams:
     if linger is not None and now > linger:
         break
     if now >= deadline:
-        status = "step_timeout"
+        status = "step_timeout" if harness_ready else None
         break
     for fd in select.select(list(streams), [], [], min(deadline - now, 0.05))[0]:
         data = os.read(fd, 1 << 16)
         if not data:
             del streams[fd]
             continue
+        if fd == ready_r:
+            harness_ready = harness_ready or data.startswith(READY)
+            deadline = time.monotonic() + STEP_S
+            continue
         target = streams[fd]
         write_all(target[0], data)
         target[1] += len(data)
         if target[1] > target[2]:
             status = "output_limit"
-        if fd == out_r and not started:
-            started, deadline = True, time.monotonic() + STEP_S
-        elif fd == out_r and MARKER and MARKER in tail + data:
+        if fd == out_r and MARKER and MARKER in tail + data:
             deadline = time.monotonic() + STEP_S
         if fd == out_r and MARKER:
             tail = data[-len(MARKER):]
     if status is not None:
         break
-try:
-    os.killpg(pid, signal.SIGKILL)
-except OSError:
-    pass
+for kill in (os.killpg, os.kill) if exited is None else (os.killpg,):  # itself too if it left its group
+    try:
+        kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
 if exited is None:
     exited = os.waitpid(pid, 0)[1]
+if not harness_ready:  # the program never ran
+    os.write(2, b"\\ntrl-ext-bootstrap: harness_not_ready\\n")
+    os._exit(NOT_READY)
 if status is not None:
-    os.write(2, ("trl-ext-bootstrap: " + status + "\\n").encode())
+    os.write(2, ("\\ntrl-ext-bootstrap: " + status + "\\n").encode())
     os._exit(124)
-os._exit(os.WEXITSTATUS(exited) if os.WIFEXITED(exited) else 128 + os.WTERMSIG(exited))
+code = os.WEXITSTATUS(exited) if os.WIFEXITED(exited) else 128 + os.WTERMSIG(exited)
+os._exit(1 if code == NOT_READY else code)  # only this relay may say the harness never came up
 """
 
 
@@ -138,7 +161,9 @@ def bootstrap(payload: dict, nonce: bytes | None, limits: Limits, progress: Prog
         marker=marker,
         step_s=min(step_s, limits.timeout_s),
         start_s=_START_SLACK_S * 5,
-        caps=(limits.max_output_bytes + len(_READY), limits.max_stderr_bytes),
+        caps=(limits.max_output_bytes, limits.max_stderr_bytes),
+        ready=_READY.encode(),
+        not_ready=_NOT_READY,
     )
 
 
@@ -253,7 +278,7 @@ def to_run_result(response: dict, limits: Limits, wall: float) -> RunResult:
         return RunResult("infra_error", "", f"execution service error: {message}", None, wall)
     stdout, stderr = run.get("stdout") or "", run.get("stderr") or ""
     code = run.get("return_code")
-    if not stdout.startswith(_READY):
+    if not stdout.startswith(_READY) or (code == _NOT_READY and "trl-ext-bootstrap: harness_not_ready" in stderr):
         return RunResult("infra_error", "", f"the sandbox did not come up remotely: {stderr[-500:]}", code, wall)
     stdout = stdout[len(_READY) :]
     status = _status(run, stdout, stderr, code, limits)
