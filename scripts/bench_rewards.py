@@ -3,7 +3,8 @@
     OMP_NUM_THREADS=1 python scripts/bench_rewards.py [--workers N] [--items 192] [--runs 40]
 
 Prints: math verifications/s with 1 worker and with N workers (and the ratio; the target is >= 1.8x with
-2 workers), the sandbox's per-run overhead against a bare ``python -c pass`` subprocess, sandbox runs/s
+2 workers) on integer fractions (MathAccuracy's exact fast path) and on radicals (math-verify's parser),
+the sandbox's per-run overhead against a bare ``python -c pass`` subprocess, sandbox runs/s
 with as many concurrent runs as CPU cores, the same per isolated backend (bwrap, landlock, remote -> this
 machine's sandbox-serve), stdio test cases/s inside one sandbox (one fork per case), and programs graded/s
 by ``CodeTests`` against the classic unsandboxed harness on the same problems (``bench_code_grading.py``).
@@ -27,13 +28,19 @@ from trl_ext.rewards.math import MathAccuracy, shared_pool
 from trl_ext.sandbox import Limits, get_backend, run, run_tests
 
 
-def _math_batch(n: int, offset: int) -> tuple[list[str], list[str]]:
-    """n distinct (gold, completion) pairs, half correct, so deduplication does not shrink the work."""
+def _math_batch(n: int, offset: int, mix: str = "fractions") -> tuple[list[str], list[str]]:
+    """n distinct (gold, completion) pairs, half correct, so deduplication does not shrink the work. The
+    "fractions" mix (integer fractions) takes MathAccuracy's exact fast path; the "radicals" mix needs
+    math-verify's LaTeX parser and sympy on every pair."""
     golds, completions = [], []
     for k in range(offset, offset + n):
         a, b = k + 2, 2 * k + 3
-        golds.append(rf"\frac{{{a}}}{{{b}}}")
-        answer = rf"\frac{{{2 * a}}}{{{2 * b}}}" if k % 2 else rf"{a} / {b + 1}"
+        if mix == "fractions":
+            golds.append(rf"\frac{{{a}}}{{{b}}}")
+            answer = rf"\frac{{{2 * a}}}{{{2 * b}}}" if k % 2 else rf"{a} / {b + 1}"
+        else:
+            golds.append(rf"\frac{{{a}\sqrt{{2}}}}{{{b}}}")
+            answer = rf"\frac{{{2 * a}\sqrt{{2}}}}{{{2 * b}}}" if k % 2 else rf"\frac{{{a}\sqrt{{3}}}}{{{b}}}"
         completions.append(rf"<think>work</think> The answer is \boxed{{{answer}}}.")
     return golds, completions
 
@@ -47,9 +54,9 @@ def _cpu_seconds(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def _time_math(reward: MathAccuracy, items: int, offset: int) -> tuple[float, float]:
+def _time_math(reward: MathAccuracy, items: int, offset: int, mix: str) -> tuple[float, float]:
     """(verifications/s, average number of busy workers) for ``items`` new pairs."""
-    golds, completions = _math_batch(items, offset)
+    golds, completions = _math_batch(items, offset, mix)
     pids = shared_pool(reward.num_workers).pids()
     cpu_before, start = _cpu_seconds(pids), time.perf_counter()
     scores = reward(completions, solution=golds)
@@ -58,7 +65,7 @@ def _time_math(reward: MathAccuracy, items: int, offset: int) -> tuple[float, fl
     return items / elapsed, (_cpu_seconds(pids) - cpu_before) / elapsed
 
 
-def bench_math(workers: int, items: int, rounds: int) -> tuple[float, float, float]:
+def bench_math(workers: int, items: int, rounds: int, mix: str = "fractions") -> tuple[float, float, float]:
     """Best verifications/s with 1 worker and with ``workers`` workers over ``rounds`` alternating timings
     (best-of and alternating because a shared machine's load swings a single timing by 2x), and how many
     workers were busy on average in the best multi-worker timing (the cores the machine actually gave)."""
@@ -68,8 +75,8 @@ def bench_math(workers: int, items: int, rounds: int) -> tuple[float, float, flo
         reward(completions, solution=golds)
     best_single = best_multi = busy = 0.0
     for r in range(rounds):  # the same (new) items for both in each round: equal work
-        best_single = max(best_single, _time_math(single, items, r * 100_000)[0])
-        rate, cores = _time_math(multi, items, r * 100_000)
+        best_single = max(best_single, _time_math(single, items, r * 100_000, mix)[0])
+        rate, cores = _time_math(multi, items, r * 100_000, mix)
         if rate > best_multi:
             best_multi, busy = rate, cores
     shared_pool(1).close()
@@ -157,10 +164,11 @@ def main() -> None:
 
     load = os.getloadavg()[0]
     print(f"machine: {os.cpu_count()} CPU cores, load average {load:.2f}, python {sys.version.split()[0]}")
-    single, multi, busy = bench_math(args.workers, args.items, args.rounds)
-    print(f"math verifications/s, 1 worker:  {single:8.1f}")
-    print(f"math verifications/s, {args.workers} workers: {multi:8.1f}   ({multi / single:.2f}x single-worker)")
-    print(f"  workers busy on average during that timing: {busy:.2f} (the CPU cores the machine gave them)")
+    for mix in ("fractions", "radicals"):
+        single, multi, busy = bench_math(args.workers, args.items, args.rounds, mix)
+        print(f"math verifications/s ({mix} mix), 1 worker:  {single:8.1f}")
+        print(f"math verifications/s ({mix} mix), {args.workers} workers: {multi:8.1f}   ({multi / single:.2f}x)")
+        print(f"  workers busy on average during that timing: {busy:.2f} (the CPU cores the machine gave them)")
 
     bare, bare_is, boxed, throughput = bench_sandbox(args.runs)
     print(f"bare `python -c pass` subprocess:       {bare * 1000:7.1f} ms (median of {args.runs})")
@@ -179,7 +187,8 @@ def main() -> None:
         )
     per_case = bench_stdio_cases(20, args.rounds)
     print(f"stdio test cases/s, one 20-case problem in one sandbox: {per_case:.1f}")
-    print_code_grading(args.code_problems, args.rounds, os.cpu_count() or 1)
+    for concurrency in (os.cpu_count() or 1, 2 * (os.cpu_count() or 1)):  # 2x: CodeTests' default workers
+        print_code_grading(args.code_problems, args.rounds, concurrency)
     print(f"load average now {os.getloadavg()[0]:.2f} (shared machines skew every figure above)")
 
 

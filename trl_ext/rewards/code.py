@@ -67,15 +67,18 @@ class CodeTests(RewardFunction):
 
     ``tests`` is a dict or its JSON string (see ``trl_ext.sandbox.parse_tests``; ``trl_ext.rewards.code_adapters``
     converts APPS/TACO, LiveCodeBench, HumanEval and MBPP rows). Every run happens in the sandbox and every
-    comparison in this process. ``backend`` (default ``TRL_EXT_SANDBOX_BACKEND``, else "auto": bubblewrap, else
+    comparison outside the program: in this process, or for assert tests in a trusted evaluation worker
+    (``trl_ext.sandbox.replay``). ``backend`` (default ``TRL_EXT_SANDBOX_BACKEND``, else "auto": bubblewrap, else
     landlock) and ``sandbox_url`` (the remote backend's service, default ``TRL_EXT_SANDBOX_URL``) choose where
     (see ``trl_ext.sandbox.get_backend``).
 
     Scores: ``mode="binary"`` gives ``correct_value`` when all tests pass (stopping at the first failure),
     else ``wrong_value``; ``mode="fraction"`` gives the passed fraction. No code block → ``no_code_value``.
     Sandbox infrastructure faults → ``infra_value`` (None: TRL ignores the row); program faults (crash,
-    timeout, memory, output flood) → ``wrong_value``. Completions are graded concurrently by ``workers``
-    threads (``trl_ext.rewards.code_tests_async`` is the async variant TRL runs alongside other rewards).
+    timeout, memory, output flood) and assert tests the judge cannot evaluate outside the program
+    (``unsupported_test``) → ``wrong_value``. Completions are graded concurrently by ``workers`` threads
+    (default twice the cores, at most 16; ``trl_ext.rewards.code_tests_async`` is the async variant TRL runs
+    alongside other rewards).
     Under a trainer, the share of each outcome (passed, wrong, no_code, timeout, ..., infra_error) is logged
     as ``<name>/<outcome>`` through TRL's ``log_metric``.
 
@@ -120,7 +123,9 @@ class CodeTests(RewardFunction):
         self.no_code_value, self.infra_value = no_code_value, infra_value
         overrides = {k: v for k, v in (("timeout_s", timeout_s), ("memory_mb", memory_mb)) if v is not None}
         self.limits = dataclasses.replace(limits or Limits(), **overrides)
-        self.workers = workers or min(8, os.cpu_count() or 1)
+        # twice the cores: a sandbox run partly waits in the kernel (namespace set-up and tear-down), so runs
+        # beyond the core count keep the cores busy (scripts/bench_code_grading.py measures both)
+        self.workers = workers or min(16, 2 * (os.cpu_count() or 1))
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock: threading.Lock | None = None
 
