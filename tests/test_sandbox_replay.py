@@ -114,8 +114,10 @@ def test_run_tests_outcomes():
     assert not run_tests("def pair(x):\n    return [x, x]\n", tuples, limits=FAST).all_passed
 
 
-def test_malformed_specs_name_the_row_and_field_before_any_run():
+def test_malformed_specs_name_the_row_and_field_before_any_run(monkeypatch):
     reward = CodeTests(timeout_s=3.0)
+    ran = []
+    monkeypatch.setattr("trl_ext.rewards.code.run_tests", lambda *args, **kwargs: ran.append(args))
     good = {"kind": "assert", "code": "assert f(1) == 1\n"}
     bad = [
         ({"kind": "unit"}, "kind"),
@@ -127,5 +129,6 @@ def test_malformed_specs_name_the_row_and_field_before_any_run():
     ]
     for spec, field in bad:
         with pytest.raises(ValueError, match=rf"code_tests, row 1: .*{field}"):
-            reward(["x", "```python\nimport os\nos.system('touch /tmp/should_not_run')\n```"], tests=[good, spec])
+            reward(["```python\ndef f(x):\n    return x\n```"] * 2, tests=[good, spec])
+    assert ran == []  # not even the well-formed row 0 ran
     assert parse_tests({**good, "prefix": "def f(x):\n    '''doc'''\n"})["prefix"]
