@@ -3,7 +3,7 @@
     OMP_NUM_THREADS=1 python scripts/bench_rewards.py [--workers N] [--items 192] [--runs 40]
 
 Prints: math verifications/s with 1 worker and with N workers (and the ratio; the target is >= 1.8x with
-2 workers) on integer fractions (MathAccuracy's exact fast path) and on radicals (math-verify's parser),
+2 workers) on integer fractions (MathAccuracy's exact fast path) and on decimals (math-verify's parser),
 the sandbox's per-run overhead against a bare ``python -c pass`` subprocess, sandbox runs/s
 with as many concurrent runs as CPU cores, the same per isolated backend (bwrap, landlock, remote -> this
 machine's sandbox-serve), stdio test cases/s inside one sandbox (one fork per case), and programs graded/s
@@ -30,8 +30,8 @@ from trl_ext.sandbox import Limits, get_backend, run, run_tests
 
 def _math_batch(n: int, offset: int, mix: str = "fractions") -> tuple[list[str], list[str]]:
     """n distinct (gold, completion) pairs, half correct, so deduplication does not shrink the work. The
-    "fractions" mix (integer fractions) takes MathAccuracy's exact fast path; the "radicals" mix needs
-    math-verify's LaTeX parser and sympy on every pair."""
+    "fractions" mix (integer fractions) takes MathAccuracy's exact fast path; the "decimals" mix (decimal
+    answers to fraction golds) needs math-verify's LaTeX parser and sympy on every pair."""
     golds, completions = [], []
     for k in range(offset, offset + n):
         a, b = k + 2, 2 * k + 3
@@ -39,8 +39,8 @@ def _math_batch(n: int, offset: int, mix: str = "fractions") -> tuple[list[str],
             golds.append(rf"\frac{{{a}}}{{{b}}}")
             answer = rf"\frac{{{2 * a}}}{{{2 * b}}}" if k % 2 else rf"{a} / {b + 1}"
         else:
-            golds.append(rf"\frac{{{a}\sqrt{{2}}}}{{{b}}}")
-            answer = rf"\frac{{{2 * a}\sqrt{{2}}}}{{{2 * b}}}" if k % 2 else rf"\frac{{{a}\sqrt{{3}}}}{{{b}}}"
+            golds.append(rf"\frac{{{a}}}{{{b}}}")
+            answer = f"{a / b:.9f}" if k % 2 else f"{a / (b + 1):.9f}"
         completions.append(rf"<think>work</think> The answer is \boxed{{{answer}}}.")
     return golds, completions
 
@@ -164,7 +164,7 @@ def main() -> None:
 
     load = os.getloadavg()[0]
     print(f"machine: {os.cpu_count()} CPU cores, load average {load:.2f}, python {sys.version.split()[0]}")
-    for mix in ("fractions", "radicals"):
+    for mix in ("fractions", "decimals"):
         single, multi, busy = bench_math(args.workers, args.items, args.rounds, mix)
         print(f"math verifications/s ({mix} mix), 1 worker:  {single:8.1f}")
         print(f"math verifications/s ({mix} mix), {args.workers} workers: {multi:8.1f}   ({multi / single:.2f}x)")
