@@ -6,11 +6,13 @@ import subprocess
 import sys
 import threading
 import time
+from fractions import Fraction
 
 import pytest
 from trl.trainer.utils import get_callable_name
 
 from trl_ext.rewards import MathAccuracy, math_accuracy
+from trl_ext.rewards._math_answers import plain_fraction
 from trl_ext.rewards.math import normalize_gold, shared_pool
 
 POWER_TOWER = r"\boxed{10^{10^{10^{10^{10^{10}}}}}}"
@@ -201,3 +203,27 @@ def test_outcome_shares_are_logged():
         "math_accuracy/timeout": 0.0,
         "math_accuracy/gold_error": 0.25,
     }
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("-12", Fraction(-12)),
+        ("073", Fraction(73)),
+        (r"\frac{6}{8}", Fraction(3, 4)),
+        (r"-\dfrac{3}{2}", Fraction(-3, 2)),
+    ]
+    + [("4 / 6", Fraction(2, 3)), ("1/0", None), ("1.5", None), (r"\frac{1}{2}x", None), ("2^3", None), ("3 4", None)],
+)
+def test_plain_fraction_fast_path_values(text, value):
+    assert plain_fraction(text) == value
+
+
+def test_fast_path_gives_math_verifys_verdict():
+    golds = ["073", r"\frac{3}{4}", r"\frac{3}{4}", "-2", r"\frac{2}{3}", "5", r"\frac{1}{2}"]
+    answers = ["73", "6/8", "0.75", r"\frac{-4}{2}", "0.67", r"5\text{ cm}", r"\frac{1}{3}"]
+    expected = [1.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0]
+    assert math_accuracy([rf"\boxed{{{a}}}" for a in answers], solution=golds) == expected
+    # the same pairs through math-verify alone (a gold it cannot take as a plain fraction)
+    wrapped = [rf"\boxed{{{a} + 0 \cdot \pi}}" for a in answers]
+    assert math_accuracy(wrapped, solution=golds)[:5] == expected[:5]

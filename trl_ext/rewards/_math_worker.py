@@ -20,7 +20,7 @@ import os
 import sys
 import threading
 import time
-from functools import lru_cache
+from functools import lru_cache, partial
 
 
 def _watch_parent(parent: int) -> None:
@@ -37,13 +37,14 @@ def _load_answers(path: str):
 
 
 class Part:
-    """One part of a gold or of an answer: its parsed value (None when it does not parse to a finite
-    expression) and what the string comparisons need."""
+    """One part of a gold or of an answer: its value (``expr``: None when it does not parse to a finite
+    expression; parsed on first use when the part is a plain integer or integer fraction, which ``fraction``
+    then holds) and what the string comparisons need."""
 
-    __slots__ = ("assignment", "brackets", "expr", "key", "option", "unit", "word")
+    __slots__ = ("_expr", "_parse", "assignment", "brackets", "fraction", "key", "option", "unit", "word")
 
-    def __init__(self, text, expr, answers, gold):
-        self.expr = expr
+    def __init__(self, text, expr, answers, gold, fraction=None, parse=None):
+        self._expr, self._parse, self.fraction = expr, parse, fraction
         text = text if answers is not None else None
         self.key = answers.text_key(text) if text is not None else None
         self.option = answers.option_letter(text, strict=gold) if text is not None else None
@@ -51,6 +52,12 @@ class Part:
         self.unit = answers.unit(text) if text is not None else None
         self.assignment = text is not None and answers.is_assignment(text)
         self.brackets = answers.outer_brackets(text) if text is not None else None
+
+    @property
+    def expr(self):
+        if self._parse is not None:
+            self._expr, self._parse = self._parse(), None
+        return self._expr
 
 
 class Grader:
@@ -88,7 +95,13 @@ class Grader:
 
         word_or_option = self.answers.is_word_answer(text) or self.answers.option_letter(text, strict=gold)
         value = self.answers.split_unit(text)[0]
-        expr = None if word_or_option else self._parse("\\boxed{" + value + "}", self.boxed, timeout)
+        if word_or_option:
+            return [Part(text, None, self.answers, gold)]
+        fraction = self.answers.plain_fraction(value)
+        if fraction is not None:  # parsed only if compared with a part that is not a plain fraction
+            parse = partial(self._parse, "\\boxed{" + value + "}", self.boxed, timeout)
+            return [Part(text, None, self.answers, gold, fraction, parse)]
+        expr = self._parse("\\boxed{" + value + "}", self.boxed, timeout)
         if isinstance(expr, FiniteSet) and 1 < len(expr.args) <= self.answers.MAX_PARTS:
             return [Part(None, element, self.answers, gold) for element in expr.args]
         return [Part(text, expr, self.answers, gold)]
@@ -115,6 +128,8 @@ class Grader:
             return False
         if gold.brackets and answer.brackets and gold.brackets != answer.brackets:
             return False
+        if gold.fraction is not None and answer.fraction is not None:
+            return gold.fraction == answer.fraction  # math-verify's verdict too (exact rationals), without parsing
         if gold.expr is None or answer.expr is None:
             return False  # the string fallback above is the only way to match an answer that does not parse
         if _false_numeric_equation(answer.expr, timeout):
