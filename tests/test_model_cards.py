@@ -83,3 +83,7 @@ def test_hyperparameter_table_leaves_out_switched_off_features():
     assert {"ref_reset_steps", "reset_optimizer"} <= interval and "ref_reset_patience" not in interval
     plain = names(trl_ext.GRPOConfig(output_dir="unused", use_cpu=True))
     assert not {n for n in plain if n.startswith(("dynamic_sampling", "overlong_", "ref_reset"))}
+
+
+def test_there_is_one_example_card_per_rl_recipe():
+    assert {folder.name for folder in EXAMPLES} >= {"dapo", "dr_grpo", "rloo", "prorl", "magistral", "ppo"}
