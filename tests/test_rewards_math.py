@@ -92,6 +92,8 @@ def test_anchored_extraction():
     completions = ["The final answer is $5$.", "I ate 5 apples.", r"\boxed{5}"]
     assert anchored(completions, solution=["5"] * 3) == [1.0, 0.0, 1.0]
     assert math_accuracy(completions, solution=["5"] * 3) == [0.0, 0.0, 1.0]
+    both = "The final answer is $2$ and $3$."
+    assert anchored([both, both, both], solution=["2, 3", "3", r"\boxed{3}\boxed{2}"]) == [1.0, 0.0, 1.0]
 
 
 def test_unparseable_gold_scores_none_with_one_warning_naming_it():

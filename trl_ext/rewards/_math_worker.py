@@ -141,6 +141,8 @@ class Grader:
         return verify(gold_expr, answer_expr, timeout_seconds=timeout, allow_set_relation_comp=True)
 
     def grade(self, task: dict) -> str:
+        from sympy import FiniteSet
+
         timeout = int(task["timeout"])
         gold = self.gold_parts(tuple(task["gold"]), timeout)
         if gold is None:
@@ -153,7 +155,8 @@ class Grader:
             expr = self._parse(task["region"], self.anchored, timeout)
             if expr is None:
                 return "wrong"
-            answer = [Part(None, expr, self.answers, False)]
+            elements = expr.args if isinstance(expr, FiniteSet) else (expr,)  # "$2$ and $3$"
+            answer = [Part(None, element, self.answers, False) for element in elements]
         if len(answer) > self.answers.MAX_PARTS:
             return "wrong"
         return "correct" if self.match(gold, answer, task["ordered"], timeout) else "wrong"
