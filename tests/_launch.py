@@ -15,10 +15,16 @@ LAUNCHERS = {
 
 
 def launch_two_processes(backend: str, script: str, args: list[str], port: int, timeout: int = 540):
-    """Run ``script args`` on two CPU processes; assert it succeeded (printing its output tail if not)."""
+    """Run ``script args`` on two CPU processes; assert it succeeded (printing its output tail if not).
+
+    ``backend``: a key of LAUNCHERS, or the path of an accelerate config file that sets everything itself (one with a
+    ``deepspeed_config_file`` must not get --mixed_precision).
+    """
+    launcher = LAUNCHERS.get(backend) or ["--config_file", backend]
+    precision = ["--mixed_precision", "no"] if backend in LAUNCHERS else []
     command = [
-        sys.executable, "-m", "accelerate.commands.launch", *LAUNCHERS[backend], "--num_processes", "2",
-        "--num_machines", "1", "--mixed_precision", "no", "--main_process_port", str(port), script, *args,
+        sys.executable, "-m", "accelerate.commands.launch", *launcher, "--num_processes", "2",
+        "--num_machines", "1", *precision, "--main_process_port", str(port), script, *args,
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)

@@ -13,8 +13,8 @@ from tests.scripts.ppo_common import even_token_reward, tiny_ppo_config
 from trl_ext.callbacks import RESET_STATE_FILE
 from trl_ext.cli import main
 from trl_ext.hub import push_folder
-from trl_ext.resets import REFERENCE_FILE
-from trl_ext.trainers.grpo import REFILL_STATE_FILE, GRPOTrainer
+from trl_ext.resets import REFERENCE_DIR, REFERENCE_INDEX
+from trl_ext.trainers.grpo import DYNAMIC_SAMPLING_STATE_FILE, GRPOTrainer
 from trl_ext.trainers.ppo import CRITIC_DIR, CRITIC_OPTIMIZER_NAME, PPO_STATE_NAME, PPOTrainer
 
 
@@ -45,7 +45,14 @@ class FakeHub:
 
 
 HUB = dict(push_to_hub=True, hub_model_id="someone/tiny", save_strategy="steps", save_steps=1, max_steps=2)
-GRPO_FILES = {REFERENCE_FILE, RESET_STATE_FILE, REFILL_STATE_FILE, "trainer_state.json", "optimizer.pt"}
+GRPO_FILES = {
+    f"{REFERENCE_DIR}/{REFERENCE_INDEX}",
+    f"{REFERENCE_DIR}/replicated-00000.safetensors",
+    RESET_STATE_FILE,
+    DYNAMIC_SAMPLING_STATE_FILE,
+    "trainer_state.json",
+    "optimizer.pt",
+}
 
 
 @pytest.mark.parametrize("strategy", ["checkpoint", "all_checkpoints", "every_save"])

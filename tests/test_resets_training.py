@@ -1,10 +1,13 @@
 """Reference resets inside real (tiny) GRPO training: exact copy, optimizer zeroed, schedule kept, resume exact."""
 
+import shutil
+
 import pytest
 import torch
 from transformers import TrainerCallback
 
 from tests._reset_trainers import ResetGRPOTrainer, length_reward, prompts, tiny_config
+from trl_ext.resets import REFERENCE_DIR
 
 
 class Snapshot(TrainerCallback):
@@ -75,7 +78,7 @@ def test_resume_without_the_saved_reference_would_differ(tmp_path, tiny_policy_p
     """The resume test above can fail: TRL alone rebuilds the reference from the base weights."""
     full = train(tmp_path / "full", tiny_policy_path, ref_reset_steps=2, save_strategy="steps", save_steps=3)
     full.train()
-    (tmp_path / "full" / "checkpoint-3" / "trl_ext_reference.safetensors").unlink()
+    shutil.rmtree(tmp_path / "full" / "checkpoint-3" / REFERENCE_DIR)
     resumed = train(tmp_path / "resumed", tiny_policy_path, ref_reset_steps=100)
     resumed.train(resume_from_checkpoint=str(tmp_path / "full" / "checkpoint-3"))
     _, ref_full = full._reference_models()

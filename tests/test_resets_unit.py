@@ -150,3 +150,38 @@ def test_copy_works_in_a_process_where_accelerate_was_never_initialised():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_reference_is_saved_in_bounded_shards_and_read_back_one_tensor_at_a_time(tmp_path, monkeypatch):
+    import trl_ext.resets as resets
+
+    policy, reference = small_net(0), small_net(1)
+    copy_policy_to_reference(policy, reference)
+    largest = max(p.numel() * p.element_size() for p in reference.parameters())
+    monkeypatch.setattr(resets, "MAX_SHARD_BYTES", largest)  # the largest tensor fills a file
+    folder = save_reference(tmp_path, policy, reference)
+    files = sorted(p.name for p in folder.glob("*.safetensors"))
+    assert files == ["replicated-00000.safetensors", "replicated-00001.safetensors"]  # no per-rank files here
+    assert all(p.stat().st_size < largest + 1024 for p in folder.glob("*.safetensors"))
+    restored = small_net(2)
+    assert load_reference(tmp_path, policy, restored)
+    for a, b in zip(reference.parameters(), restored.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_only_the_writing_process_writes_replicated_weights(tmp_path):
+    policy, reference = small_net(0), small_net(1)
+    folder = save_reference(tmp_path, policy, reference, write=False)
+    assert list(folder.iterdir()) == []
+    assert not load_reference(tmp_path, policy, reference)
+
+
+def test_a_reference_that_does_not_match_the_model_is_a_clear_error(tmp_path):
+    policy, reference = small_net(0), small_net(1)
+    save_reference(tmp_path, policy, reference)
+    smaller = torch.nn.Sequential(torch.nn.Linear(4, 8))
+    with pytest.raises(ValueError, match="does not match the model: unknown parameter `2.bias`"):
+        load_reference(tmp_path, smaller, smaller)
+    larger = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1), torch.nn.Linear(1, 1))
+    with pytest.raises(ValueError, match=r"lacks parameters \['3.bias', '3.weight'\]"):
+        load_reference(tmp_path, larger, larger)

@@ -1,6 +1,6 @@
 """Model cards, training plots and Hub uploads.
 
-trl_ext renders its own card instead of TRL's (DESIGN §4: TRL resolves its template inside the trl package and
+trl_ext renders its own card instead of TRL's (TRL resolves its template inside the trl package and
 writes "fine-tuned version of None" for local base models). Trainers get it through ``ModelCardMixin``, which
 overrides the public ``create_model_card`` that Trainer calls at checkpoints and in ``push_to_hub``.
 """

@@ -23,7 +23,10 @@ def adapter_config_file(model_id: str, revision: str | None = None) -> str | Non
         return path if os.path.isfile(path) else None
     from transformers.utils.peft_utils import find_adapter_config_file
 
-    return find_adapter_config_file(model_id, revision=revision)
+    try:
+        return find_adapter_config_file(model_id, revision=revision)
+    except (OSError, ValueError):  # not a Hub id either: loading the model itself reports that
+        return None
 
 
 def model_init_kwargs_from(model_args: Any, init_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:

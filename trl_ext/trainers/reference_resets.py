@@ -1,7 +1,7 @@
 """Reference resets for any trl_ext trainer with a reference model (ProRL, arXiv 2505.24864 §2.3.1).
 
 ``ReferenceResetArguments`` is mixed into a trainer's Config; ``ReferenceResetMixin`` into the Trainer, before
-the TRL base class. The mixin wraps only the stable hooks of DESIGN §4 (``_save_checkpoint``,
+the TRL base class. The mixin wraps only stable Trainer hooks (``_save_checkpoint``,
 ``_load_optimizer_and_scheduler``; both guarded in ``_trl_hooks``) plus the public ``log``.
 """
 
