@@ -1,8 +1,11 @@
 """Evaluation: sampling, scoring, pass@k from the unbiased estimator, and results that reach the model card."""
 
 import json
+import sys
+import types
 
 import pytest
+import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from trl_ext.cli import main
@@ -57,3 +60,84 @@ def test_pass_at_k_ships_as_an_offline_evaluate_metric():
     assert result == pytest.approx({"pass@1": 0.25, "pass@2": (0.5 + 5 / 6) / 3, "pass@4": 2 / 3})
     combined = evaluate.combine([metric])  # composes with users' other evaluate metrics
     assert combined.compute(predictions=predictions, references=[0, 0, 0])["pass@1"] == pytest.approx(0.25)
+
+
+def test_eval_model_loads_in_the_requested_dtype_on_the_available_device(tiny_policy_path):
+    from accelerate import PartialState
+
+    from trl_ext.evaluation import load_eval_model
+
+    model = load_eval_model(tiny_policy_path, "bfloat16")
+    assert model.dtype == torch.bfloat16 and model.device == PartialState().device
+    assert load_eval_model(tiny_policy_path, "float32").dtype == torch.float32
+    with pytest.raises(ValueError, match="`dtype`='bf16'"):
+        load_eval_model(tiny_policy_path, "bf16")
+
+
+@pytest.fixture
+def model_copy(tmp_path, tiny_policy_path):
+    """A copy of the tiny model: `trl-ext eval` writes its results into a local model's folder."""
+    import shutil
+
+    return str(shutil.copytree(tiny_policy_path, tmp_path / "model"))
+
+
+@pytest.fixture
+def eval_data(tmp_path):
+    data = tmp_path / "test.jsonl"
+    arithmetic_prompts().select(range(2)).to_json(str(data))
+    return str(data)
+
+
+def test_eval_command_honours_dtype(model_copy, eval_data, monkeypatch):
+    import trl_ext.evaluation as evaluation
+
+    loaded = []
+    original = evaluation.load_eval_model
+    monkeypatch.setattr(evaluation, "load_eval_model", lambda *a, **k: loaded.append(original(*a, **k)) or loaded[-1])
+    argv = ["eval", "--model_name_or_path", model_copy, "--dataset_name", eval_data, "--num_samples", "2",
+            "--max_new_tokens", "3", "--dtype", "bfloat16"]  # fmt: skip
+    assert main(argv) == 0
+    assert [model.dtype for model in loaded] == [torch.bfloat16]
+
+
+class FakeVLLM(types.ModuleType):
+    """Stands in for vllm: LLM(model, dtype).generate(prompts, SamplingParams(n=...)) -> outputs with .text."""
+
+    def __init__(self):
+        super().__init__("vllm")
+        self.engines = []
+        fake = self
+
+        class LLM:
+            def __init__(self, model, dtype="auto", **kwargs):
+                self.model, self.dtype = model, dtype
+                fake.engines.append(self)
+
+            def generate(self, prompts, params):
+                self.prompts = prompts
+                return [types.SimpleNamespace(outputs=[types.SimpleNamespace(text=f"\\boxed{{{i}}}")
+                                                      for i in range(params.n)]) for _ in prompts]  # fmt: skip
+
+        self.LLM = LLM
+        self.SamplingParams = lambda **kwargs: types.SimpleNamespace(**kwargs)
+
+
+def test_eval_command_generates_with_vllm_when_asked(model_copy, eval_data, monkeypatch, capsys):
+    fake = FakeVLLM()
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    argv = ["eval", "--model_name_or_path", model_copy, "--dataset_name", eval_data, "--num_samples", "3",
+            "--use_vllm", "--dtype", "bfloat16"]  # fmt: skip
+    assert main(argv) == 0
+    (engine,) = fake.engines
+    assert engine.model == model_copy and engine.dtype == "bfloat16" and len(engine.prompts) == 2
+    metrics = json.loads(capsys.readouterr().out.split("results written")[0])
+    # the fake samples \boxed{0}, \boxed{1}, \boxed{2}: the first two prompts' answers are 0 and 1 (one sample each)
+    assert metrics["pass@3"] == pytest.approx(1.0) and metrics["mean_reward"] == pytest.approx(1 / 3)
+
+
+def test_use_vllm_without_vllm_is_a_clear_error(model_copy, eval_data, monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm raises ImportError
+    argv = ["eval", "--model_name_or_path", model_copy, "--dataset_name", eval_data, "--use_vllm"]
+    with pytest.raises(ImportError, match="`--use_vllm` needs vLLM, which is not installed"):
+        main(argv)

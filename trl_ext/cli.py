@@ -126,17 +126,22 @@ def _demo(args: argparse.Namespace) -> None:
 def _eval(args: argparse.Namespace) -> None:
     import json
 
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
-    from trl_ext.evaluation import evaluate_policy, save_report
+    from trl_ext.evaluation import evaluate_policy, load_eval_model, save_report, vllm_sampler
     from trl_ext.hub import add_eval_results_to_card
+    from trl_ext.models import adapter_config_file
 
-    model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path)
+    if args.use_vllm and adapter_config_file(args.model_name_or_path):
+        raise SystemExit("trl-ext eval: --use_vllm needs a full model, not an adapter: merge it, or drop --use_vllm.")
     tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
     dataset = load_any_dataset(args.dataset_name, args.dataset_config, args.split)
+    model = None if args.use_vllm else load_eval_model(args.model_name_or_path, args.dtype)
+    sampler = vllm_sampler(args.model_name_or_path, args.dtype) if args.use_vllm else None
     report = evaluate_policy(
         model, tokenizer, dataset, [resolve_reward(name) for name in args.reward_funcs], num_samples=args.num_samples,
         ks=tuple(sorted({1, args.num_samples})), max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+        sampler=sampler,
     )  # fmt: skip
     print(json.dumps(report.as_metrics(), indent=2))
     if os.path.isdir(args.model_name_or_path):
@@ -184,6 +189,9 @@ def _command_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--num_samples", type=int, default=4)
     evaluate.add_argument("--max_new_tokens", type=int, default=1024)
     evaluate.add_argument("--temperature", type=float, default=1.0)
+    evaluate.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float16", "float32"],
+                          help="weights' dtype (auto: as saved); the model runs on the available accelerator")  # fmt: skip
+    evaluate.add_argument("--use_vllm", action="store_true", help="generate with vLLM (installed separately, GPU)")
     push = sub.add_parser("push", help="upload an output directory (model, tokenizer, critic, card, plot) to the Hub")
     push.add_argument("output_dir")
     push.add_argument("repo_id")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,44 @@ def _prompt_texts(tokenizer: Any, prompts: list[Any]) -> list[str]:
     if isinstance(prompts[0], list):  # conversational
         return [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
     return list(prompts)
+
+
+DTYPES = ("auto", "bfloat16", "float16", "float32")
+
+
+def load_eval_model(model_name_or_path: str, dtype: str = "auto", revision: str | None = None) -> Any:
+    """The model to evaluate, in ``dtype``, on this machine's accelerator (CUDA, XPU, MPS; else the CPU).
+
+    An adapter repo/directory loads as its base with the adapter applied (transformers' PEFT integration).
+    """
+    from accelerate import PartialState
+    from transformers import AutoModelForCausalLM
+
+    if dtype not in DTYPES:
+        raise ValueError(f"`dtype`={dtype!r}: use one of {', '.join(DTYPES)}.")
+    torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
+    model = AutoModelForCausalLM.from_pretrained(model_name_or_path, dtype=torch_dtype, revision=revision)
+    return model.to(PartialState().device)
+
+
+def vllm_sampler(model_name_or_path: str, dtype: str = "auto", **engine_kwargs: Any) -> Callable[..., list[list[str]]]:
+    """A ``sample_completions`` replacement that generates with vLLM (``pip install vllm``; needs a GPU)."""
+    try:
+        import vllm
+    except ImportError as error:
+        raise ImportError(
+            "`--use_vllm` needs vLLM, which is not installed: `pip install vllm` on a GPU machine, or drop --use_vllm "
+            "to generate with transformers."
+        ) from error
+    engine = vllm.LLM(model=model_name_or_path, dtype=dtype, **engine_kwargs)
+
+    def sample(tokenizer: Any, prompts: list[Any], num_samples: int, max_new_tokens: int = 256,
+               temperature: float = 1.0, top_p: float = 1.0, **_: Any) -> list[list[str]]:  # fmt: skip
+        params = vllm.SamplingParams(n=num_samples, temperature=temperature, top_p=top_p, max_tokens=max_new_tokens)
+        outputs = engine.generate(_prompt_texts(tokenizer, prompts), params)
+        return [[choice.text for choice in output.outputs] for output in outputs]
+
+    return sample
 
 
 @torch.no_grad()
@@ -71,11 +111,15 @@ def score_completions(
 
 def evaluate_policy(
     model: Any, tokenizer: Any, dataset: Any, reward_funcs: list[Any], num_samples: int = 4,
-    ks: tuple[int, ...] = (1,), success_threshold: float = 1.0, **sampling: Any,
+    ks: tuple[int, ...] = (1,), success_threshold: float = 1.0, sampler: Callable | None = None, **sampling: Any,
 ) -> EvalReport:  # fmt: skip
-    """Mean reward and unbiased pass@k (Chen et al. 2021); a sample passes when its reward ≥ success_threshold."""
+    """Mean reward and unbiased pass@k (Chen et al. 2021); a sample passes when its reward ≥ success_threshold.
+
+    ``sampler`` (e.g. ``vllm_sampler(path)``) replaces transformers generation with ``model``.
+    """
     rows = [dict(row) for row in dataset]
-    completions = sample_completions(model, tokenizer, [row["prompt"] for row in rows], num_samples, **sampling)
+    sample = sampler or functools.partial(sample_completions, model)
+    completions = sample(tokenizer, [row["prompt"] for row in rows], num_samples, **sampling)
     rewards = score_completions(reward_funcs, rows, completions)
     correct = (torch.nan_to_num(rewards, nan=-float("inf")) >= success_threshold).sum(dim=1)
     samples = torch.full_like(correct, num_samples)
