@@ -60,7 +60,8 @@ def parse_tests(tests: dict | str, where: str = "tests") -> dict:
     Accepted: ``{"kind": "stdio", "cases": [{"input": str, "output": str}, ...]}``,
     ``{"kind": "call", "fn_name": str, "cases": [{"args": [...], "expected": <json value>}, ...]}``,
     ``{"kind": "assert", "code": str, "entry_point": str (optional, HumanEval's check(candidate))}``.
-    Any kind may carry ``"prefix"``: the code a function-completion continues (see ``assemble_program``).
+    Any kind may carry ``"prefix"``: the code a function-completion continues (it must parse; see
+    ``trl_ext.rewards.code.assemble_program``).
     ``where`` names the row in error messages.
     """
     if isinstance(tests, str):
@@ -158,9 +159,10 @@ def run_tests(
     stop_on_failure: bool = True,
     float_tol: float | None = None,
 ) -> TestReport:
-    """Run ``program`` against ``tests`` in the sandbox; every comparison happens here, in the parent.
+    """Run ``program`` against ``tests`` in the sandbox; every comparison happens outside the program.
 
-    ``program`` is the complete program (see ``assemble_program`` for a spec's ``prefix``). stdio: one sandbox
+    ``program`` is the complete program (``trl_ext.rewards.code.assemble_program`` joins a spec's ``prefix``
+    and a completion). stdio: one sandbox
     for all cases; the harness runs the program on each input in a fresh fork of itself (nothing of one case
     survives into the next) and returns the raw output, compared here with ``compare_stdio``. call: one
     process, the harness calls the function on each case and returns its results as plain data, compared with
