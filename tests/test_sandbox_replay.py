@@ -132,3 +132,13 @@ def test_malformed_specs_name_the_row_and_field_before_any_run(monkeypatch):
             reward(["```python\ndef f(x):\n    return x\n```"] * 2, tests=[good, spec])
     assert ran == []  # not even the well-formed row 0 ran
     assert parse_tests({**good, "prefix": "def f(x):\n    '''doc'''\n"})["prefix"]
+
+
+def test_the_prefix_gives_the_tests_helpers_and_its_last_function_is_the_programs():
+    prefix = "def helper(x):\n    return x + 1\n\n\ndef f(x):\n    '''Twice helper(x).'''\n"
+    assert program_names("assert f(1) == 2 * helper(1)\n", prefix, None) == (["f"], [])
+    spec = {"kind": "assert", "code": "assert f(1) == 2 * helper(1)\n", "prefix": prefix}
+    honest = prefix + "    return 2 * helper(x)\n"
+    cheat = honest + "\n\ndef helper(x):\n    return 0\n\n\ndef f(x):\n    return 0\n"  # rigs the test's helper
+    assert run_tests(honest, spec, limits=FAST).all_passed
+    assert not run_tests(cheat, spec, limits=FAST).all_passed
