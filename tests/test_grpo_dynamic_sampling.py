@@ -301,11 +301,10 @@ def _ds_logs(trainer, key):
     return [log[key] for log in trainer.state.log_history if key in log]
 
 
-@pytest.mark.parametrize("prompt_skipping", [None, "greso"])
-def test_resume_with_refills_reproduces_the_uninterrupted_run(tiny_policy_path, tmp_path, prompt_skipping):
+def test_resume_with_refills_and_prompt_skipping_reproduces_the_uninterrupted_run(tiny_policy_path, tmp_path):
     """The refill position, the informative-rate estimate and the prompt history are checkpointed: a resumed run
     generates the same rounds, skips the same prompts and ends with the same weights."""
-    settings = dict(advantage_estimator="dr_grpo", max_steps=6, prompt_skipping=prompt_skipping)
+    settings = dict(advantage_estimator="dr_grpo", max_steps=6, prompt_skipping="greso")
     full = _ds_trainer(tiny_policy_path, tmp_path / "full", 4, save_strategy="steps", save_steps=3, **settings)
     full.train()
     resumed = _ds_trainer(tiny_policy_path, tmp_path / "resumed", 4, **settings)
@@ -318,9 +317,8 @@ def test_resume_with_refills_reproduces_the_uninterrupted_run(tiny_policy_path, 
         _ds_logs(full, "dynamic_sampling/used_groups"),
     )
     assert sum(generated[3:]) > sum(used[3:])  # refills after the checkpoint too
-    if prompt_skipping:
-        assert sum(_ds_logs(full, "dynamic_sampling/skipped_prompts")[3:]) > 0
-        assert resumed._skipper.state_dict() == full._skipper.state_dict()
+    assert sum(_ds_logs(full, "dynamic_sampling/skipped_prompts")[3:]) > 0
+    assert resumed._skipper.state_dict() == full._skipper.state_dict()
     for a, b in zip(full.model.parameters(), resumed.model.parameters(), strict=True):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=0)
 
@@ -540,3 +538,23 @@ def test_dynamic_sampling_with_vllm_colocate(tmp_path, sleep_mode):
     )
     assert max(_ds_logs(trainer, "dynamic_sampling/rounds")) > 1 or not sleep_mode
     assert len(pushes) == len(set(pushes))  # at most one push per step
+
+
+def test_tools_environments_and_rollout_func_are_refused_with_dynamic_sampling():
+    """Replaying kept completions into TRL's step would run tools or environments a second time."""
+    from types import SimpleNamespace
+
+    from trl_ext.trainers.grpo import GRPOTrainer
+
+    for name, attribute, value in (
+        ("tools", "tools", [len]),
+        ("environment_factory", "environment_factories", {None: object}),
+        ("rollout_func", "rollout_func", print),
+    ):
+        trainer = SimpleNamespace(tools=None, environment_factories=None, rollout_func=None)
+        setattr(trainer, attribute, value)
+        with pytest.raises(ValueError, match=f"does not support {name}.*dynamic_sampling=False"):
+            GRPOTrainer._refuse_unsupported_generation(trainer)
+    GRPOTrainer._refuse_unsupported_generation(
+        SimpleNamespace(tools=[], environment_factories=None, rollout_func=None)
+    )
