@@ -545,7 +545,11 @@ class GRPOTrainer(ModelCardMixin, ReferenceResetMixin, GRPOHookMixin, trl.GRPOTr
         rows = [rounds[k][0][i] for k, i in local]
         rollout = Rollout.of_rows([r[1] for r in rounds], local)
         gathered = ds.kept_gathered_rows(plan, sizes, group_size)
-        rewards_per_func = torch.stack([rounds[k][2][i] for k, i in gathered])
+        offsets = [0]
+        for _, _, round_rewards, _ in rounds:
+            offsets.append(offsets[-1] + round_rewards.shape[0])
+        all_rewards = torch.cat([round_rewards for _, _, round_rewards, _ in rounds])
+        rewards_per_func = all_rewards[torch.tensor([offsets[k] + i for k, i in gathered], device=all_rewards.device)]
         self.set_pending_extra_logs(self._kept_extra_logs([r[3] for r in rounds], [len(r[0]) for r in rounds], local))
         output = self.trl_step_on(rows, rollout, rewards_per_func)
         filled = torch.tensor([ref.filled for ref in plan[rank]], device=output["advantages"].device)
