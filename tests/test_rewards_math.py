@@ -229,3 +229,11 @@ def test_fast_path_gives_math_verifys_verdict():
     # the same pairs through math-verify alone (a gold it cannot take as a plain fraction)
     wrapped = [rf"\boxed{{{a} + 0 \cdot \pi}}" for a in answers]
     assert math_accuracy(wrapped, solution=golds)[:5] == expected[:5]
+
+
+def test_huge_or_many_part_answers_score_wrong_without_hanging():
+    spaces = r"\boxed{1" + " " * 200_000 + "2}"  # was quadratic in the trainer's process (no deadline there)
+    many = r"\boxed{" + ",".join(str(k) for k in range(40)) + "}"
+    hedge = "".join(rf"\boxed{{{k}}} " for k in range(20))
+    assert math_accuracy([spaces, many, hedge], solution=["1", "1, 2", "3"]) == [0.0, 0.0, 0.0]
+    assert normalize_gold("x" * 3000) is None

@@ -31,15 +31,17 @@ _THOUSANDS_SEP = re.compile(r"\{,\}|\\[,!;: ]|[,~ ]")
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d+)\}")
 _SET_BUILDER = re.compile(r"(?:\\left)?\\\{\s*[A-Za-z]\s*(?:\\mid|\\middle\||\||:)\s*(.+?)\s*(?:\\right)?\\\}")
 _PLAIN_FRACTION = re.compile(
-    r"\s*([-+]?)\s*(?:(\d+)|\\[dt]?frac\s*\{\s*([-+]?\d+)\s*\}\s*\{\s*([-+]?\d+)\s*\}|(\d+)\s*/\s*(\d+))\s*"
+    r"([-+]?)\s*(?:(\d+)|\\[dt]?frac\s*\{\s*([-+]?\d+)\s*\}\s*\{\s*([-+]?\d+)\s*\}|(\d+)\s*/\s*(\d+))"
 )
 _EMPTY_SET = re.compile(r"\\varnothing|\\emptyset|\\O|(?:\\left)?\\\{\s*(?:\\right)?\\\}")
 _PERCENT = re.compile(r"\\text\s*\{\s*(?:\\?%|percent)\s*\}|\\?%|\bpercent\b")
 _OUTER_DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
+# starts at the separator itself (spacing before it is stripped from the part): linear on long whitespace runs
 _SEPARATOR = re.compile(
-    r"(?:\s|\\q?quad|\\[,;: ])*(?:,|;|\\(?:text|mbox|textrm|mathrm)\s*\{\s*(?:and|or)\s*\}|(?<=\s)(?:and|or)(?=\s))"
-    r"(?:\s|\\q?quad|\\[,;: ])*"
+    r"(?:,|;|\\(?:text|mbox|textrm|mathrm)\s*\{\s*(?:and|or)\s*\}|(?<=\s)(?:and|or)(?=\s))(?:\s|\\q?quad|\\[,;: ])*"
 )
+# trailing spacing, matched on the reversed string (a "$"-anchored search is quadratic on long whitespace runs)
+_TRAILING_SPACING_REVERSED = re.compile(r"(?:dauqq?\\|[,;: ]\\|\s)+")
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+(?:_\{?\w+\}?)?)\s*=(?!=)")
 _SPACING = re.compile(r"\\(?:left|right|big|Big|bigg|Bigg)(?![A-Za-z])|\\[!,;: ]|\\q?quad|\\displaystyle|~|\s+")
 _OPTION = re.compile(r"^\(([a-e])\)$|^([a-e])\)?$")
@@ -83,6 +85,7 @@ _UNIT_TAIL = re.compile(
     r"\s*((?:\^\s*\{?\s*[23]\s*\}?)?)\s*\.?\s*$"
 )
 MAX_PARTS = 16
+MAX_ANSWER_CHARS = 2000
 
 
 def strip_delimiters(text: str) -> str:
@@ -127,7 +130,12 @@ def split_top_level(text: str) -> list[str]:
             depth -= 1
         pos += 1
     parts.append(text[start:])
-    return [part.strip() for part in parts]
+    return [_strip_trailing_spacing(part).strip() for part in parts]
+
+
+def _strip_trailing_spacing(part: str) -> str:
+    match = _TRAILING_SPACING_REVERSED.match(part[::-1])
+    return part[: len(part) - match.end()] if match else part
 
 
 def outer_brackets(part: str) -> str | None:
@@ -201,6 +209,8 @@ def gold_parts(gold: str) -> tuple[tuple[str, ...], bool] | None:
     assignments to different variables (``a = 2, b = 3``): then bare values in the answer are taken in order."""
     boxes = _boxes(gold)
     contents = [box for box in boxes if box.strip()] if boxes else [gold]
+    if any(len(content) > MAX_ANSWER_CHARS for content in contents):
+        return None
     parts = tuple(dict.fromkeys(part for content in contents for part in split_parts(content, gold=True)))
     if not parts:
         return None
@@ -212,7 +222,10 @@ def gold_parts(gold: str) -> tuple[tuple[str, ...], bool] | None:
 def answer_parts(region: str) -> tuple[str, ...] | None:
     """The parts of a completion's answer: every ``\\boxed{}`` in its answer region (several boxes are several
     parts), or None when it has no non-empty box."""
-    parts = tuple(dict.fromkeys(part for content in _boxes(region) for part in split_parts(content)))
+    boxes = _boxes(region)
+    if any(len(box) > MAX_ANSWER_CHARS for box in boxes):
+        return None  # not an answer (and the string work stays cheap in the trainer's process)
+    parts = tuple(dict.fromkeys(part for content in boxes for part in split_parts(content)))
     return parts or None
 
 
@@ -324,7 +337,7 @@ def plain_fraction(part: str) -> Fraction | None:
 
     A fast path, not a parser: math-verify's LaTeX parse costs milliseconds, and two such values have one
     verdict, exact equality, which is what math-verify gives them too. Anything else goes to math-verify."""
-    match = _PLAIN_FRACTION.fullmatch(part)
+    match = _PLAIN_FRACTION.fullmatch(part.strip())
     if match is None:
         return None
     sign, integer, numerator, denominator, slash_numerator, slash_denominator = match.groups()
