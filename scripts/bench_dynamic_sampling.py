@@ -6,6 +6,7 @@ For each rate the script trains the same tiny model, data and seed with:
     grpo          trl_ext.GRPOTrainer, no filtering (the cost floor: every generated row is trained)
     dapo          DAPOTrainer (dynamic sampling: score first, rounds sized to need)
     dapo+greso    DAPOTrainer with prompt_skipping="greso"
+    dapo+margin1  (on request) DAPOTrainer with dynamic_sampling_round_margin=1: fewer rounds, more rows
 
 and counts, independently of the trainer's metrics (a forward pre-hook and a wrapper around ``generate`` on the
 model), the rows generated, the rows through a no-grad forward outside generation (old/reference log-probs) and
@@ -108,8 +109,10 @@ def run(variant: str, model_path: str, rate: float, args: argparse.Namespace) ->
     else:
         config_cls, trainer_cls = trl_ext.DAPOConfig, trl_ext.DAPOTrainer
         settings["soft_overlong_punishment"] = False
-    if variant == "dapo+greso":
+    if "greso" in variant:
         settings["prompt_skipping"] = "greso"
+    if "margin1" in variant:
+        settings["dynamic_sampling_round_margin"] = 1.0
     with tempfile.TemporaryDirectory() as output_dir:
         config = config_cls(output_dir=output_dir, **settings)
         trainer = trainer_cls(

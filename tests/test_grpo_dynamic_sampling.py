@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 
 import pytest
 import torch
@@ -42,6 +43,13 @@ def test_plan_takes_rounds_of_any_size_and_fills_when_they_run_out():
 )
 def test_round_size_is_missing_groups_over_the_rate(missing, rate, cap, expected):
     assert ds.round_groups(missing, rate, cap) == expected
+
+
+def test_round_margin_adds_standard_deviations_of_the_informative_count():
+    # 16 missing at rate 0.25: sd of the informative count √(16·0.75) ≈ 3.46; one sd → ⌈19.46 / 0.25⌉ = 78 groups
+    assert ds.round_groups(16, 0.25, 1000, margin=1.0) == 78
+    assert ds.round_groups(16, 0.25, 1000, margin=0.5) == math.ceil((16 + 0.5 * math.sqrt(12)) / 0.25)
+    assert ds.round_groups(16, 1.0, 1000, margin=2.0) == 16  # a certain rate needs no margin
 
 
 def test_rate_estimate_weighs_recent_rounds_and_round_trips():
@@ -125,6 +133,7 @@ def test_prompt_skipper_history_decisions_and_state():
          "prompt_skipping_exploration"),
         ({"dynamic_sampling": True, "prompt_skipping": "gresso"}, "prompt_skipping"),
         ({"dynamic_sampling": True, "dynamic_sampling_max_round_groups": 0}, "dynamic_sampling_max_round_groups"),
+        ({"dynamic_sampling": True, "dynamic_sampling_round_margin": -1.0}, "dynamic_sampling_round_margin"),
     ],
 )  # fmt: skip
 def test_bad_prompt_skipping_settings_name_the_field(tmp_path, overrides, field):

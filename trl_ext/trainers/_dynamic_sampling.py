@@ -37,10 +37,17 @@ def missing_groups(informative_rounds: list[torch.Tensor], num_processes: int, n
     return int((needed - have).clamp(min=0).max())
 
 
-def round_groups(missing: int, informative_rate: float, max_groups: int) -> int:
-    """Groups per process for the next round: the missing groups divided by the informative rate, rounded up to a
-    whole group, at least one and at most ``max_groups``."""
-    return max(1, min(max_groups, math.ceil(missing / max(informative_rate, 1e-6) - 1e-9)))
+def round_groups(missing: int, informative_rate: float, max_groups: int, margin: float = 0.0) -> int:
+    """Groups per process for the next round: n = ⌈(missing + margin·√(missing·(1 − rate))) / rate⌉, at least one
+    and at most ``max_groups``.
+
+    With margin 0 a round expects exactly the missing informative groups (so about half the steps need a second,
+    small round); a margin of z standard deviations of that count makes a second round rarer (z = 1: about one step
+    in six) for about z·√((1 − rate)/(missing·rate)) more generated groups.
+    """
+    rate = max(informative_rate, 1e-6)
+    expected = missing + margin * math.sqrt(missing * max(1.0 - rate, 0.0))
+    return max(1, min(max_groups, math.ceil(expected / rate - 1e-9)))
 
 
 def plan_batch(informative_rounds: list[torch.Tensor], num_processes: int, needed: int) -> list[list[GroupRef]]:

@@ -118,6 +118,17 @@ class GRPOConfig(trl.GRPOConfig, ReferenceResetArguments):
             "(transformers generation; vLLM batches by itself)."
         },
     )
+    dynamic_sampling_round_margin: float = field(
+        default=0.0,
+        metadata={
+            "help": "Safety margin of a dynamic-sampling round, in standard deviations of its informative-group "
+            "count: a round generates ⌈(missing + margin·√(missing·(1 − rate))) / rate⌉ groups per process. 0 "
+            "(default): a round expects exactly the missing groups, the fewest generated rows (about half the steps "
+            "need a second, small round). 1: about one step in six needs a second round, for a few percent more "
+            "generated rows at 64+ groups per process (more at small batches): worth it when a round's latency "
+            "(its longest completion) dominates."
+        },
+    )
     prompt_skipping: str | None = field(
         default=None,
         metadata={
@@ -213,6 +224,8 @@ class GRPOConfig(trl.GRPOConfig, ReferenceResetArguments):
             )
         if self.dynamic_sampling_max_rounds < 1:
             raise ValueError(f"dynamic_sampling_max_rounds must be >= 1, got {self.dynamic_sampling_max_rounds}.")
+        if self.dynamic_sampling_round_margin < 0:
+            raise ValueError(f"dynamic_sampling_round_margin must be >= 0, got {self.dynamic_sampling_round_margin}.")
         if self.dynamic_sampling_max_round_groups is not None and self.dynamic_sampling_max_round_groups < 1:
             raise ValueError(
                 f"dynamic_sampling_max_round_groups must be >= 1 or None, got {self.dynamic_sampling_max_round_groups}."
@@ -468,7 +481,12 @@ class GRPOTrainer(ModelCardMixin, ReferenceResetMixin, GRPOHookMixin, trl.GRPOTr
                 missing = ds.missing_groups(masks, num_processes, needed)
                 if missing == 0:
                     break
-                size = ds.round_groups(missing, self._informative_rate.value, self._max_round_groups(needed, sizes))
+                size = ds.round_groups(
+                    missing,
+                    self._informative_rate.value,
+                    self._max_round_groups(needed, sizes),
+                    self._ext("dynamic_sampling_round_margin"),
+                )
                 groups, round_skipped = self._take_groups(candidates, size)
                 skipped += round_skipped
                 rows = [row for row in groups for _ in range(group_size)]
