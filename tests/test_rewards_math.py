@@ -237,3 +237,11 @@ def test_huge_or_many_part_answers_score_wrong_without_hanging():
     hedge = "".join(rf"\boxed{{{k}}} " for k in range(20))
     assert math_accuracy([spaces, many, hedge], solution=["1", "1, 2", "3"]) == [0.0, 0.0, 0.0]
     assert normalize_gold("x" * 3000) is None
+
+
+def test_many_unclosed_boxes_stay_cheap():
+    from trl_ext.rewards._text import last_boxed
+
+    unclosed = r"\boxed{" * 20_000 + r" \boxed{5}"  # each unclosed box used to rescan the rest of the text
+    assert last_boxed(unclosed) == "5"
+    assert math_accuracy([unclosed], solution=["5"]) == [1.0]

@@ -21,6 +21,7 @@ import re
 from fractions import Fraction
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_BRACE = re.compile(r"(?<!\\)[{}]")
 _TEXT_COMMAND = re.compile(
     r"\\(?:text(?:bf|it|rm|normal|sf|tt)?|mbox|mathrm|mathbf|mathit|mathsf|operatorname|textup)\s*\{"
 )
@@ -229,15 +230,28 @@ def answer_parts(region: str) -> tuple[str, ...] | None:
     return parts or None
 
 
+def boxed_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the content of every brace-balanced ``\\boxed{...}``/``\\fbox{...}`` in ``text``, by start,
+    nested boxes included. One pass over the braces: linear even with many unclosed boxes."""
+    openings = {match.end() - 1 for match in _BOXED.finditer(text)}
+    stack, spans = [], []
+    for brace in _BRACE.finditer(text):
+        if brace.group() == "{":
+            stack.append(brace.start())
+        elif stack:
+            start = stack.pop()
+            if start in openings:
+                spans.append((start + 1, brace.start()))
+    return sorted(spans)
+
+
 def _boxes(text: str) -> list[str]:
-    contents, end = [], 0
-    for match in _BOXED.finditer(text):
-        if match.start() < end:
-            continue
-        close = _closing_brace(text, match.end())
-        if close is not None:
-            contents.append(text[match.end() : close])
-            end = close + 1
+    """Contents of the outermost boxes of ``text``, in order."""
+    contents, end = [], -1
+    for start, close in boxed_spans(text):
+        if start > end:
+            contents.append(text[start:close])
+            end = close
     return contents
 
 

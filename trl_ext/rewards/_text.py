@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from trl_ext.rewards._math_answers import boxed_spans
+
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 
-_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 
 
@@ -49,39 +50,8 @@ def answer_region(text: str, open_tag: str | None = THINK_OPEN, close_tag: str |
 def last_boxed(text: str) -> str | None:
     """Content of the last brace-balanced ``\\boxed{...}`` (or ``\\fbox{...}``) in ``text``; None if absent or
     unbalanced."""
-    for match in reversed(list(_BOXED.finditer(text))):
-        content = _balanced(text, match.end())
-        if content is not None:
-            return content
-    return None
-
-
-def all_boxed(text: str) -> list[str]:
-    """Contents of every brace-balanced ``\\boxed{...}`` (or ``\\fbox{...}``) in ``text``, in order (a box nested
-    in another is part of the outer one's content)."""
-    contents, end = [], 0
-    for match in _BOXED.finditer(text):
-        if match.start() < end:
-            continue
-        content = _balanced(text, match.end())
-        if content is not None:
-            contents.append(content)
-            end = match.end() + len(content) + 1
-    return contents
-
-
-def _balanced(text: str, start: int) -> str | None:
-    """``text[start:close]`` where ``close`` is the ``}`` closing the (unescaped) brace opened just before ``start``."""
-    depth = 1
-    for pos in range(start, len(text)):
-        char = text[pos]
-        if char == "{" and text[pos - 1] != "\\":
-            depth += 1
-        elif char == "}" and text[pos - 1] != "\\":
-            depth -= 1
-            if depth == 0:
-                return text[start:pos]
-    return None
+    spans = boxed_spans(text)
+    return text[spans[-1][0] : spans[-1][1]] if spans else None
 
 
 def last_code_block(text: str) -> str | None:
