@@ -119,3 +119,32 @@ def test_flags_that_cannot_apply_are_errors(flags, message, adapter_dir, tiny_po
 def test_adapter_detection(adapter_dir, tiny_policy_path):
     assert adapter_config_file(str(adapter_dir)).endswith("adapter_config.json")
     assert adapter_config_file(tiny_policy_path) is None
+
+
+def test_dpo_trains_an_adapter_against_the_adapter_as_reference(adapter_dir, tmp_path):
+    from datasets import Dataset
+
+    from trl_ext import DPOConfig, DPOTrainer
+
+    pairs = Dataset.from_dict({"prompt": ["1+1", "2+2"] * 2, "chosen": [" 2", " 4"] * 2, "rejected": [" 3", " 5"] * 2})
+    args = DPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2, max_steps=2, learning_rate=5e-2,
+                     use_cpu=True, bf16=False, gradient_checkpointing=False, report_to=[], save_strategy="no")  # fmt: skip
+    trainer = DPOTrainer(model=str(adapter_dir), args=args, train_dataset=pairs)
+    assert isinstance(trainer.model, PeftModel)
+    start = lora_weights(trainer.model)
+    trainer.train()
+    assert any(not torch.equal(start[n], t) for n, t in lora_weights(trainer.model).items())
+    reference = lora_weights(trainer.model, "ref")  # the published adapter, frozen, is DPO's reference
+    assert reference.keys() == start.keys() and all(torch.equal(reference[n], start[n]) for n in start)
+
+
+def test_ppo_trains_an_adapter_with_a_critic_from_its_base(adapter_dir, tmp_path, tiny_policy_path):
+    from tests.scripts.ppo_common import even_token_reward, tiny_ppo_config
+    from trl_ext.trainers.ppo import PPOTrainer
+
+    args = tiny_ppo_config(tmp_path, max_steps=1)
+    trainer = PPOTrainer(model=str(adapter_dir), reward_funcs=even_token_reward, args=args, train_dataset=prompts())
+    start = lora_weights(trainer.model)
+    trainer.train()
+    assert any(not torch.equal(start[n], t) for n, t in lora_weights(trainer.model).items())
+    assert trainer.value_model.config._name_or_path == tiny_policy_path
