@@ -129,8 +129,8 @@ def _is_gathered(param: torch.nn.Parameter) -> bool:
 
 
 def is_sharded(param: torch.nn.Parameter) -> bool:
-    """Each process holds a different piece of this parameter (ZeRO-3 partition or FSDP2 shard)."""
-    return is_partitioned(param) or _is_dtensor(param)
+    """Each process holds a different piece of this parameter (ZeRO-3 partition, FSDP2 shard, FSDP1 flat shard)."""
+    return is_partitioned(param) or _is_dtensor(param) or type(param).__name__ == "FlatParameter"
 
 
 @torch.no_grad()

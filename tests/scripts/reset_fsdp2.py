@@ -1,0 +1,54 @@
+"""Two-process FSDP2 (DTensor) reference copy and checkpoint on CPU (launched by tests/test_resets_fsdp2.py).
+
+Policy and reference are sharded with ``fully_shard`` over the same processes; the copy moves local shards (exactly),
+each process saves its own shards, and the saved reference loads back exactly into a third sharded model.
+"""
+
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from trl_ext.resets import copy_policy_to_reference, load_reference, save_reference  # noqa: E402
+
+
+def sharded_net(seed):
+    from torch.distributed.fsdp import fully_shard
+
+    torch.manual_seed(seed)
+    net = torch.nn.Sequential(torch.nn.Linear(6, 10), torch.nn.Tanh(), torch.nn.Linear(10, 3))
+    for layer in (net[0], net[2]):
+        fully_shard(layer)
+    return fully_shard(net)
+
+
+def full(model):
+    return [p.full_tensor() for p in model.parameters()]
+
+
+def main(output_dir):
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    policy, reference, restored = sharded_net(0), sharded_net(1), sharded_net(2)
+    copy_policy_to_reference(policy, reference)
+    save_reference(output_dir, policy, reference, write=rank == 0)
+    dist.barrier()
+    loaded = load_reference(output_dir, policy, restored)
+    report = {
+        "dtensor": all(type(p).__name__ == "DTensor" for p in reference.parameters()),
+        "copy_exact": all(torch.equal(a, b) for a, b in zip(full(policy), full(reference), strict=True)),
+        "loaded": loaded,
+        "load_exact": all(torch.equal(a, b) for a, b in zip(full(reference), full(restored), strict=True)),
+        "files": sorted(os.listdir(os.path.join(output_dir, "trl_ext_reference"))),
+    }
+    with open(os.path.join(output_dir, f"report-{rank}.json"), "w") as handle:
+        json.dump(report, handle)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
