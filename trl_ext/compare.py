@@ -169,16 +169,17 @@ def recipe_args(recipe: str, settings: CompareSettings, seed: int, output_dir: s
     return config_cls(**{**common, **overrides})
 
 
-def _count_generated_samples(trainer: Any, counter: list[int]) -> None:
-    """Count every generated completion, refill rounds of dynamic sampling included (all processes)."""
-    generate_round = trainer.trl_generate_round
+class _CountingReward:
+    """The task reward, counting every completion it scores: each generated completion is scored once, refill rounds
+    of dynamic sampling included (they are scored before the kept batch is assembled)."""
 
-    def counting(inputs):
-        output, rewards_per_func = generate_round(inputs)
-        counter[0] += rewards_per_func.shape[0]  # the gathered rows: every process's completions
-        return output, rewards_per_func
+    def __init__(self, reward: Any, counter: list[int], num_processes: int):
+        self.reward, self.counter, self.num_processes = reward, counter, num_processes
+        self.__name__ = getattr(reward, "__name__", type(reward).__name__)
 
-    trainer.trl_generate_round = counting
+    def __call__(self, *args: Any, completions: list, **kwargs: Any) -> list:
+        self.counter[0] += len(completions) * self.num_processes  # every process scores its own share
+        return self.reward(*args, completions=completions, **kwargs)
 
 
 def _recorder(counter: list[int], progress: Any, records: list[dict], extra_keys: tuple[str, ...] = ()):
@@ -232,11 +233,10 @@ def train_one(
     _, trainer_cls = recipe_classes(recipe)
     output_dir = str(Path(settings.output_dir) / recipe / f"seed-{seed}")
     args = recipe_args(recipe, settings, seed, output_dir)
-    rewards = [task_reward(recipe), *extra_rewards]
-    trainer = trainer_cls(model=policy, reward_funcs=rewards, args=args, train_dataset=dataset)
-    trainer.remove_callback(PrinterCallback)  # the table and the progress bar report; no per-step log lines
     counter, records = [0], []
-    _count_generated_samples(trainer, counter)
+    counting = _CountingReward(task_reward(recipe), counter, args.world_size)
+    trainer = trainer_cls(model=policy, reward_funcs=[counting, *extra_rewards], args=args, train_dataset=dataset)
+    trainer.remove_callback(PrinterCallback)  # the table and the progress bar report; no per-step log lines
     trainer.add_callback(_recorder(counter, progress, records, extra_log_keys))
     started = time.perf_counter()
     trainer.train()
