@@ -119,10 +119,10 @@ def test_power_tower_returns_within_the_deadline():
 def test_hard_deadline_kills_and_respawns_the_worker():
     # 0.8 s is below math-verify's own 1 s timeout, so only the hard kill can stop it
     reward = MathAccuracy(timeout_s=0.8, timeout_value=None, num_workers=1)
-    reward([r"\boxed{1}"], solution=["1"])  # start the worker
+    reward([r"\boxed{\sqrt{1}}"], solution=["1"])  # start the worker (a plain 1 never reaches it)
     before = shared_pool(1).pids()
     assert reward([POWER_TOWER], solution=["1"]) == [None]  # None: the deadline expired
-    assert reward([r"\boxed{1}"], solution=["1"]) == [1.0]  # a fresh worker took over
+    assert reward([r"\boxed{\sqrt{1}}"], solution=["1"]) == [1.0]  # a fresh worker took over
     assert shared_pool(1).pids() != before
     shared_pool(1).close()
     assert shared_pool(1).pids() == []
@@ -132,7 +132,7 @@ def test_calls_from_threads():
     results = {}
 
     def work(k):
-        results[k] = math_accuracy([rf"\boxed{{{k}}}", rf"\boxed{{{k + 1}}}"], solution=[str(k)] * 2)
+        results[k] = math_accuracy([rf"\boxed{{\sqrt{{{k * k}}}}}", rf"\boxed{{{k + 1}.0}}"], solution=[str(k)] * 2)
 
     threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
     for t in threads:
@@ -152,9 +152,9 @@ def test_identical_pairs_are_verified_once(monkeypatch):
         return original(tasks, deadline_s)
 
     monkeypatch.setattr(pool, "map", spy)
-    completions = [r"\boxed{4}"] * 6 + [r"\boxed{5}"] * 2
-    assert math_accuracy(completions, solution=["4"] * 8) == [1.0] * 6 + [0.0] * 2
-    assert len(sent) == 2
+    completions = [r"\boxed{4.0}"] * 6 + [r"\boxed{5.0}"] * 2 + [r"\boxed{4}"]
+    assert math_accuracy(completions, solution=["4"] * 9) == [1.0] * 6 + [0.0] * 2 + [1.0]
+    assert len(sent) == 2  # and the plain integer is decided without a worker
 
 
 def test_picklable_and_named_for_trl():
@@ -177,7 +177,7 @@ def test_invalid_arguments():
 def test_workers_exit_with_the_interpreter():
     code = (
         "from trl_ext.rewards import math_accuracy\n"
-        "assert math_accuracy([r'\\boxed{1}'], solution=['1']) == [1.0]\n"
+        "assert math_accuracy([r'\\boxed{\\sqrt{1}}'], solution=['1']) == [1.0]\n"
         "print(' '.join(map(str, math_accuracy.pool.pids())))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)

@@ -365,5 +365,15 @@ def plain_fraction(part: str) -> Fraction | None:
     return -value if sign == "-" else value
 
 
+def fraction_verdict(gold: tuple[str, ...], answer: tuple[str, ...]) -> bool | None:
+    """The verdict when every gold and answer part is a plain integer or integer fraction (the same set of
+    values, an answer value written twice counting once), else None (the workers decide)."""
+    gold_values = [plain_fraction(part) for part in gold]
+    answer_values = [plain_fraction(part) for part in answer]
+    if None in gold_values or None in answer_values or len(set(gold_values)) != len(gold_values):
+        return None
+    return set(answer_values) == set(gold_values)
+
+
 def is_assignment(part: str) -> bool:
     return _ASSIGNMENT.match(part) is not None

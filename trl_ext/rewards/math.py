@@ -10,7 +10,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Literal
 
-from trl_ext.rewards._math_answers import answer_parts, gold_parts
+from trl_ext.rewards._math_answers import answer_parts, fraction_verdict, gold_parts
 from trl_ext.rewards._pool import WorkerPool
 from trl_ext.rewards._text import THINK_CLOSE, THINK_OPEN, answer_region, column, completion_text, log_outcomes
 from trl_ext.rewards.base import RewardFunction
@@ -173,13 +173,19 @@ class MathAccuracy(RewardFunction):
                 unique.setdefault(key, len(unique))
                 raw_gold.setdefault(key, gold)
                 keys.append(key)
+        answers: list[dict | None] = [None] * len(unique)
+        to_verify = []  # pairs of plain integers/fractions are decided here: exact, no worker round trip
+        for (gold_parts_, _ordered, answer), index in unique.items():
+            verdict = fraction_verdict(gold_parts_, answer) if isinstance(answer, tuple) else None
+            if verdict is None:
+                to_verify.append(index)
+            else:
+                answers[index] = {"r": "correct" if verdict else "wrong"}
+        keys_by_index = list(unique)
         timeout = self._inner_timeout()
-        tasks = [
-            {"gold": list(g), "ordered": ordered, "timeout": timeout}
-            | ({"answer": list(a)} if isinstance(a, tuple) else {"answer": None, "region": a})
-            for (g, ordered, a) in unique
-        ]
-        answers = self.pool.map(tasks, self.timeout_s) if tasks else []
+        tasks = [self._task(keys_by_index[index], timeout) for index in to_verify]
+        for index, answer in zip(to_verify, self.pool.map(tasks, self.timeout_s) if tasks else []):
+            answers[index] = answer
         outcomes = [self._outcome(key, answers[unique[key]] if isinstance(key, tuple) else None) for key in keys]
         for key, outcome in zip(keys, outcomes):
             if outcome == "gold_error" and key is not None:
@@ -188,6 +194,12 @@ class MathAccuracy(RewardFunction):
         values = {"correct": self.correct_value, "wrong": self.wrong_value, "no_answer": self.wrong_value}
         values.update(timeout=self.timeout_value, gold_error=None)
         return [values[outcome] for outcome in outcomes]
+
+    @staticmethod
+    def _task(key: tuple, timeout: int) -> dict:
+        gold, ordered, answer = key
+        task = {"gold": list(gold), "ordered": ordered, "timeout": timeout}
+        return task | ({"answer": list(answer)} if isinstance(answer, tuple) else {"answer": None, "region": answer})
 
     def _inner_timeout(self) -> int:
         # math-verify's own (signal) timeouts, per parse and per verify, inside the hard deadline
