@@ -3,7 +3,8 @@
     OMP_NUM_THREADS=1 python scripts/bench_rewards.py [--workers N] [--items 192] [--runs 40]
 
 Prints: math verifications/s with 1 worker and with N workers (and the ratio; the target is >= 1.8x with
-2 workers) on integer fractions (MathAccuracy's exact fast path) and on decimals (math-verify's parser),
+2 workers) on decimals (math-verify's parser in the workers) and on integer fractions (decided exactly in
+the calling process, so the worker count does not matter there),
 the sandbox's per-run overhead against a bare ``python -c pass`` subprocess, sandbox runs/s
 with as many concurrent runs as CPU cores, the same per isolated backend (bwrap, landlock, remote -> this
 machine's sandbox-serve), stdio test cases/s inside one sandbox (one fork per case), and programs graded/s
@@ -30,8 +31,8 @@ from trl_ext.sandbox import Limits, get_backend, run, run_tests
 
 def _math_batch(n: int, offset: int, mix: str = "fractions") -> tuple[list[str], list[str]]:
     """n distinct (gold, completion) pairs, half correct, so deduplication does not shrink the work. The
-    "fractions" mix (integer fractions) takes MathAccuracy's exact fast path; the "decimals" mix (decimal
-    answers to fraction golds) needs math-verify's LaTeX parser and sympy on every pair."""
+    "decimals" mix (decimal answers to fraction golds) needs math-verify's LaTeX parser and sympy on every
+    pair; the "fractions" mix (integer fractions) is decided exactly in the calling process, without workers."""
     golds, completions = [], []
     for k in range(offset, offset + n):
         a, b = k + 2, 2 * k + 3
@@ -164,7 +165,7 @@ def main() -> None:
 
     load = os.getloadavg()[0]
     print(f"machine: {os.cpu_count()} CPU cores, load average {load:.2f}, python {sys.version.split()[0]}")
-    for mix in ("fractions", "decimals"):
+    for mix in ("decimals", "fractions"):
         single, multi, busy = bench_math(args.workers, args.items, args.rounds, mix)
         print(f"math verifications/s ({mix} mix), 1 worker:  {single:8.1f}")
         print(f"math verifications/s ({mix} mix), {args.workers} workers: {multi:8.1f}   ({multi / single:.2f}x)")
