@@ -45,7 +45,6 @@ class Part:
 
     def __init__(self, text, expr, answers, gold, fraction=None, parse=None):
         self._expr, self._parse, self.fraction = expr, parse, fraction
-        text = text if answers is not None else None
         self.key = answers.text_key(text) if text is not None else None
         self.option = answers.option_letter(text, strict=gold) if text is not None else None
         self.word = text is not None and answers.is_word_answer(text)
