@@ -70,12 +70,14 @@ def _warn_gold(gold: Any) -> None:
 class MathAccuracy(RewardFunction):
     """Math answer correctness with math-verify (``trl_ext.rewards.math_accuracy`` is a ready instance).
 
-    Gold comes from the ``solution`` column (or ``answer``), normalised by ``normalize_gold``; an unparseable
-    gold scores None (TRL then ignores the row). The completion is scored on its answer region only (after
-    the last ``</think>``; an unclosed ``<think>`` has no answer) with strict, anchored extraction:
-    ``extraction="boxed"`` takes the last ``\\boxed{}``, ``"anchored"`` also accepts math-verify's "final
-    answer is ..." anchors; never a number found anywhere in the text. Gold is always the first argument of
-    ``verify``.
+    Gold comes from the ``solution`` column (or ``answer``), split into its required parts by ``normalize_gold``;
+    a gold that is not an answer scores None (TRL then ignores the row) with one warning naming it. The
+    completion is scored on its answer region only (after the last ``</think>``; an unclosed ``<think>`` has no
+    answer) with strict, anchored extraction: ``extraction="boxed"`` takes every ``\\boxed{}`` of the region
+    (several boxes are several parts), ``"anchored"`` also accepts math-verify's "final answer is ..." anchors
+    when there is no box; never a number found anywhere in the text. Every gold part must be matched by its
+    own answer part (see ``trl_ext.rewards._math_answers`` for what math-verify is not trusted with). Gold is
+    always the first argument of ``verify``.
 
     Verification runs in ``num_workers`` persistent worker processes shared by all instances with the same
     count; each (gold, answer) pair has a hard ``timeout_s`` deadline after which its worker is killed and
