@@ -170,8 +170,17 @@ def main() -> None:
     parser.add_argument("--problems", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, nargs="+", default=None, help="default: cores and 2x cores")
+    parser.add_argument(
+        "--parent_mb",
+        type=int,
+        default=0,
+        help="memory this process holds, as a trainer's would (fork copies its page tables)",
+    )
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    ballast = bytearray(args.parent_mb << 20)
+    ballast[:: 1 << 12] = b"\x01" * len(range(0, len(ballast), 1 << 12))  # resident, not lazily mapped
+    print(f"this process holds {len(ballast) >> 20} MiB of ballast (--parent_mb)")
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     for concurrency in args.concurrency or [os.cpu_count() or 1, 2 * (os.cpu_count() or 1)]:
         print_code_grading(args.problems, args.rounds, concurrency)
