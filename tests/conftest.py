@@ -1,4 +1,4 @@
-"""Test harness: offline tiny models saved once per pytest run (DESIGN §5)."""
+"""Test harness: offline tiny models saved once per pytest run."""
 
 from __future__ import annotations
 

@@ -67,7 +67,7 @@ def test_cli_rejects_an_unknown_recipe():
         main(["dappo"])
 
 
-# DeepSpeed on CPU: accelerate needs an explicit gloo backend, and use_cpu must stay off (DESIGN §5).
+# DeepSpeed on CPU: accelerate needs an explicit gloo backend, and use_cpu must stay off.
 PLACEMENT = {"ddp": ["--use_cpu", "True"], "zero2": ["--use_cpu", "False", "--ddp_backend", "gloo"]}
 
 

@@ -93,7 +93,7 @@ def test_minibatch_normalized_edge_cases(case):
 
 
 def test_minibatch_normalized_is_not_trl_batch_scaling():
-    """DESIGN §4: TRL's scale_rewards="batch" gives −1.403 on this example where Magistral gives −1.620."""
+    """TRL's scale_rewards="batch" gives −1.403 on this example where Magistral gives −1.620."""
     rewards = torch.tensor(EDGE_REWARDS["magistral_example"][0], dtype=torch.float64)
     assert minibatch_normalized(rewards, 4, 8)[3].item() == pytest.approx(-1.620, abs=1e-3)
     trl_batch = (rewards.view(-1, 4) - rewards.view(-1, 4).mean(1, keepdim=True)).view(-1) / (rewards.std() + 1e-4)

@@ -17,7 +17,7 @@ RECIPES = {
     "Magistral": (trl_ext.MagistralConfig, trl_ext.MagistralTrainer),
 }
 
-# DESIGN §3 recipe table.
+# The recipes' paper defaults (docs/paper_audit.md).
 EXPECTED = {
     "DAPO": dict(
         advantage_estimator="grpo", epsilon=0.2, epsilon_high=0.28, loss_type="dapo", beta=0.0,

@@ -1,4 +1,4 @@
-"""Reference resets with two processes on CPU: DDP, DeepSpeed ZeRO-2 and ZeRO-3 (DESIGN §5)."""
+"""Reference resets with two processes on CPU: DDP, DeepSpeed ZeRO-2 and ZeRO-3."""
 
 import json
 import os

@@ -1,4 +1,4 @@
-"""Guard: every TRL private hook trl_ext wraps still has the signature trl_ext relies on (DESIGN §4)."""
+"""Guard: every TRL private hook trl_ext wraps still has the signature trl_ext relies on."""
 
 import pytest
 

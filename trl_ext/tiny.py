@@ -1,4 +1,4 @@
-"""Tiny random models and a tokenizer built fully offline (tests, the demo and smoke runs; DESIGN §5).
+"""Tiny random models and a tokenizer built fully offline (tests, the demo and smoke runs).
 
 Nothing here touches the network: the tokenizer is a byte-level BPE trained on a small built-in corpus with
 `tokenizers`, and the models are randomly initialised Qwen2 configurations. Everything is deterministic for a
@@ -108,7 +108,7 @@ def save_tiny_models(directory: str | os.PathLike, seed: int = 0) -> dict[str, P
     """Build and save the tiny policy and reward model (each with the tokenizer) under ``directory``.
 
     Returns {"policy": path, "reward_model": path}. Saving matters: TRL re-creates the reference model from
-    ``config._name_or_path``, so an in-memory model that was never saved fails with β > 0 (DESIGN §4).
+    ``config._name_or_path``, so an in-memory model that was never saved fails with β > 0.
     """
     directory = Path(directory)
     tokenizer = build_tiny_tokenizer()

@@ -1,4 +1,4 @@
-"""Pure tensor math for trl_ext: each formula of DESIGN §3 once, as a small function that imports torch only."""
+"""Pure tensor math for trl_ext: each formula once (stated in its docstring, audited in docs/paper_audit.md), as a small function that imports torch only."""
 
 from trl_ext.core.advantages import gae, group_normalized, leave_one_out, minibatch_normalized, whiten
 from trl_ext.core.filtering import informative_groups

@@ -1,4 +1,4 @@
-"""Advantage estimators, one function each (DESIGN §3).
+"""Advantage estimators, one function each.
 
 Rewards are flat (N,) tensors whose groups of ``group_size`` completions of the same prompt are contiguous.
 A NaN reward (every reward function returned None) is left out of every statistic and gets advantage 0.

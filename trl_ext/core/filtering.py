@@ -11,7 +11,7 @@ def informative_groups(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
     """Which groups carry a learning signal (DAPO, arXiv 2503.14476 §3.2 Eq. 11: 0 < |{correct}| < G).
 
     A group is informative iff the std of its valid (non-NaN) filter metric is > 0, i.e. at least two valid
-    members differ. The filter metric must be the raw task reward, never the shaped sum (DESIGN §3).
+    members differ. The filter metric must be the raw task reward, never the shaped sum (NeMo-RL issue 2431 is that bug).
     Returns a bool tensor with one entry per group.
     """
     grouped = as_groups(rewards, group_size)

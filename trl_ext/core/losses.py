@@ -1,4 +1,4 @@
-"""Policy and value losses (DESIGN §3)."""
+"""Policy and value losses."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PPO rollout formulas (DESIGN §3, PPO row): per-token rewards, adaptive KL coefficient, value diagnostics.
+"""PPO rollout formulas: per-token rewards, adaptive KL coefficient, value diagnostics.
 
 Tensors are (B, T) over completion tokens with a 0/1 ``mask`` of valid tokens. Functions that feed training
 statistics take an optional ``all_reduce_sum`` (sums a tensor across processes) so that the statistics are global

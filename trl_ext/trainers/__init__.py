@@ -1,1 +1,1 @@
-"""Trainers: one module per recipe; each is mostly a Config with paper defaults (DESIGN §2)."""
+"""Trainers: one module per recipe; each is mostly a Config with paper defaults."""

@@ -1,4 +1,4 @@
-"""The only place in trl_ext that touches TRL's private methods (DESIGN §4).
+"""The only place in trl_ext that touches TRL's private methods.
 
 trl_ext wraps TRL and never copies it: a trainer overrides one of the hooks below, calls ``super()`` and
 post-processes the result. These hooks have kept their signatures since TRL 0.29.1; ``check_trl_hooks``
@@ -47,7 +47,7 @@ GENERATE_OUTPUTS = (
 )
 GRPO_ATTRIBUTES = ("_metrics", "_logs", "_pending_extra_logs", "tools", "environment_factories", "rollout_func")
 
-# The TRL/transformers methods trainers/ppo.py wraps or calls, with the parameters it relies on (DESIGN §4). The two
+# The TRL/transformers methods trainers/ppo.py wraps or calls, with the parameters it relies on. The two
 # private calls are ``_get_per_token_logps_and_entropies`` (logπ_old when TRL skipped it) and ``_get_output_dir``.
 PPO_TRL_HOOKS: dict[str, tuple[str, ...]] = {
     "_generate_and_score_completions": ("self", "inputs"),
@@ -68,7 +68,7 @@ PPO_TRL_HOOKS: dict[str, tuple[str, ...]] = {
     "_load_optimizer_and_scheduler": ("self", "checkpoint"),
 }
 
-# Everything of TRL's DPOTrainer trainers/dpo.py relies on, in one place (DESIGN §4). Methods: name -> leading
+# Everything of TRL's DPOTrainer trainers/dpo.py relies on, in one place. Methods: name -> leading
 # parameters, checked at import. Attributes: read (and, for the first, set for one call), checked at init.
 DPO_HOOKS: dict[str, tuple[str, ...]] = {
     "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
@@ -81,7 +81,7 @@ DPO_HOOKS: dict[str, tuple[str, ...]] = {
 }
 DPO_ATTRIBUTES = ("precompute_ref_logps", "ref_model", "beta", "loss_types", "f_divergence_type", "_metrics")
 
-# Everything of TRL's RewardTrainer trainers/reward.py relies on, in one place (DESIGN §4): name -> leading parameters.
+# Everything of TRL's RewardTrainer trainers/reward.py relies on, in one place: name -> leading parameters.
 REWARD_HOOKS: dict[str, tuple[str, ...]] = {
     "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
     "_prepare_dataset": ("self", "dataset", "processing_class", "args", "dataset_name"),
