@@ -22,29 +22,17 @@ import argparse
 import os
 import statistics
 import tempfile
-import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch  # noqa: E402
+from bench_dapo_overhead import StepTimer  # noqa: E402  (scripts/ is on sys.path when run as a script)
 from datasets import Dataset  # noqa: E402
-from transformers import PrinterCallback, TrainerCallback  # noqa: E402
+from transformers import PrinterCallback  # noqa: E402
 
 G = 4
-
-
-class StepTimer(TrainerCallback):
-    def __init__(self):
-        self.wall, self.cpu, self._start = [], [], None
-
-    def on_step_begin(self, args, state, control, **kwargs):
-        self._start = (time.perf_counter(), time.process_time())
-
-    def on_step_end(self, args, state, control, **kwargs):
-        self.wall.append(time.perf_counter() - self._start[0])
-        self.cpu.append(time.process_time() - self._start[1])
 
 
 class RowCounter:
