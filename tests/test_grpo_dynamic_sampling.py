@@ -230,8 +230,13 @@ def test_cap_fills_with_zero_advantage_groups_and_warns(tiny_policy_path, tmp_pa
     (log,) = [log for log in trainer.state.log_history if "dynamic_sampling/rounds" in log]
     filled = log["dynamic_sampling/filled_uninformative"]
     assert filled >= 1 and log["dynamic_sampling/rounds"] == 2
-    assert (batch["advantages"].view(-1, G).abs().sum(dim=1) == 0).sum() >= filled
+    zero_groups = batch["advantages"].view(-1, G).abs().sum(dim=1) == 0
+    assert zero_groups.sum() >= filled
     assert "uninformative group(s) were kept" in caplog.text
+    # Filled groups neither add gradient nor dilute it: their tokens are out of the loss and its normaliser.
+    mask = batch["output"]["completion_mask"].view(-1, G, batch["output"]["completion_mask"].shape[-1])
+    assert mask[zero_groups].sum() == 0 and (mask[~zero_groups].sum(dim=-1) > 0).all()
+    assert int(batch["output"]["num_items_in_batch"]) == int(mask.sum())
 
 
 def test_cap_can_raise(tiny_policy_path, tmp_path):

@@ -105,7 +105,8 @@ class GRPOConfig(trl.GRPOConfig, ReferenceResetArguments):
         metadata={
             "help": "What to do when `dynamic_sampling_max_rounds` rounds did not give a process enough informative "
             "groups. 'fill' (default): complete the batch with uninformative groups, whose advantage is set to 0 "
-            "(they add no gradient), and log a warning. 'raise': raise a RuntimeError.",
+            "and whose tokens are left out of the loss and its normaliser (they neither add nor dilute gradient), "
+            "and log a warning. 'raise': raise a RuntimeError.",
             "choices": list(ON_EXHAUSTED),
         },
     )
@@ -571,14 +572,27 @@ class GRPOTrainer(ModelCardMixin, ReferenceResetMixin, GRPOHookMixin, trl.GRPOTr
         self.set_pending_extra_logs(self._kept_extra_logs([r[3] for r in rounds], [len(r[0]) for r in rounds], local))
         output = self.trl_step_on(rows, rollout, rewards_per_func)
         filled = torch.tensor([ref.filled for ref in plan[rank]], device=output["advantages"].device)
-        filled = filled.repeat_interleave(group_size).view(-1, *[1] * (output["advantages"].dim() - 1))
-        output["advantages"] = torch.where(filled, 0.0, output["advantages"])
+        any_filled = any(ref.filled for refs in plan for ref in refs)  # the plan is the same on every process
+        self._leave_out_filled_rows(output, filled.repeat_interleave(group_size), any_filled)
         total = weighted_total(rewards_per_func, self.reward_weights)
         all_filled = torch.tensor([ref.filled for refs in plan for ref in refs], device=total.device)
         total = torch.where(all_filled.repeat_interleave(group_size), torch.nan, total)
         if self._skipper is not None:
             self._skipper.adjust()
         return output, total
+
+    def _leave_out_filled_rows(self, output: dict, filled_rows: torch.Tensor, any_filled: bool) -> None:
+        """Uninformative groups kept because the rounds ran out get advantage 0 and take no part in the loss or in
+        its token normaliser: DAPO's token-level loss averages over the tokens of informative groups only (§3.2-3.3;
+        verl raises instead), so a filled group must not dilute their gradient through ``num_items_in_batch``."""
+        shape = (-1, *[1] * (output["advantages"].dim() - 1))
+        output["advantages"] = torch.where(filled_rows.view(shape), 0.0, output["advantages"])
+        if not any_filled:
+            return
+        output["completion_mask"] = output["completion_mask"] * (~filled_rows).view(-1, 1).to(
+            output["completion_mask"]
+        )
+        output["num_items_in_batch"] = self.accelerator.gather(output["completion_mask"].sum()).sum()
 
     @staticmethod
     def _kept_extra_logs(extras: list[dict], lengths: list[int], local: list[tuple[int, int]]) -> dict[str, list]:
