@@ -57,7 +57,7 @@ def test_infra_faults_score_none(monkeypatch):
     from trl_ext.sandbox import _process
 
     monkeypatch.setattr(_process, "classify", lambda got, rc: "infra_error")
-    monkeypatch.setattr("trl_ext.sandbox.backends.classify", lambda got, rc: "infra_error")
+    monkeypatch.setattr("trl_ext.sandbox.base.classify", lambda got, rc: "infra_error")
     assert FAST([GOOD], tests=[STDIO]) == [None]
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from trl_ext.rewards import CodeTests
-from trl_ext.sandbox import Limits, SandboxUnavailable, backends, landlock, run, run_tests
+from trl_ext.sandbox import Limits, SandboxUnavailable, bwrap, landlock, run, run_tests, selection
 from trl_ext.sandbox.remote import RemoteBackend, to_run_result
 
 from ._backends import start_server, stop_server
@@ -71,21 +71,21 @@ def test_unknown_backend_or_malformed_url_is_a_value_error_naming_the_variable(m
 @pytest.fixture
 def fresh_selection(monkeypatch):
     """Forget which backends passed their self-test, so that auto chooses again."""
-    monkeypatch.setattr(backends, "_BACKENDS", {})
-    monkeypatch.setattr(backends, "_CHECKED", set())
+    monkeypatch.setattr(selection, "_BACKENDS", {})
+    monkeypatch.setattr(selection, "_CHECKED", set())
     monkeypatch.delenv("TRL_EXT_SANDBOX_BACKEND", raising=False)
 
 
 def _break_bwrap(monkeypatch):
     monkeypatch.setattr(
-        backends.BwrapBackend, "__init__", lambda self, bwrap=None: setattr(self, "bwrap", "/no/bwrap")
+        bwrap.BwrapBackend, "__init__", lambda self, bwrap=None: setattr(self, "bwrap", "/no/bwrap")
     )
 
 
 def test_auto_takes_landlock_when_bwrap_fails_and_logs_it_once(fresh_selection, monkeypatch, caplog):
     _break_bwrap(monkeypatch)
     with caplog.at_level(logging.INFO, logger="trl_ext.sandbox"):
-        first, second = backends.get_backend(), backends.get_backend("auto")
+        first, second = selection.get_backend(), selection.get_backend("auto")
     assert first is second and first.name == "landlock"
     assert [r.getMessage() for r in caplog.records].count("trl_ext sandbox: using the landlock backend (auto)") == 1
 
@@ -95,7 +95,7 @@ def test_auto_never_falls_back_to_rlimit(fresh_selection, monkeypatch):
     monkeypatch.setattr(landlock, "unavailable_reason", lambda: "Landlock is disabled (test)")
     with pytest.raises(SandboxUnavailable, match=r"bwrap.*landlock.*disabled \(test\).*sandbox-serve"):
         run("print(1)")
-    assert "rlimit" not in backends._BACKENDS
+    assert "rlimit" not in selection._BACKENDS
 
 
 @pytest.mark.slow

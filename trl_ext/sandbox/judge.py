@@ -308,7 +308,7 @@ class _EvaluationPool:
     def evaluate(self, task: dict, deadline_s: float) -> dict | None:
         with self._lock:
             if self._pool is None:
-                from trl_ext.rewards._pool import WorkerPool  # here: trl_ext.rewards imports this package
+                from trl_ext.workers.pool import WorkerPool
 
                 self._pool = WorkerPool(replay.worker_argv(), size=min(4, os.cpu_count() or 1), startup_timeout_s=60)
         return self._pool.map([task], deadline_s)[0]

@@ -19,19 +19,17 @@ because it needs namespaces, and how it is bounded instead:
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
-import shutil
-import signal
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
+from trl_ext.sandbox.base import Backend, Run, SandboxUnavailable, python_roots
 from trl_ext.sandbox.limits import SAFE_ENV, Limits
+from trl_ext.sandbox.reaper import kill_session, processes
+from trl_ext.sandbox.scratch import ScratchWatch, remove_scratch
 
 _LAUNCHER_SOURCE = (Path(__file__).parent / "_landlock_launcher.py").read_text()
 _READ_ONLY = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/ld.so.cache", "/etc/ld.so.conf")
@@ -118,93 +116,66 @@ def env(scratch: str) -> dict[str, str]:
     return {**SAFE_ENV, "HOME": scratch, "TMPDIR": scratch}
 
 
-def _processes() -> list[tuple[int, int, str, int, int]]:
-    """(pid, session id, state, threads, uid) of every process; vanished ones are skipped."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = Path(entry.path, "stat").read_bytes()
-            uid = entry.stat().st_uid
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        found.append((int(entry.name), int(fields[3]), fields[0].decode(), int(fields[17]), uid))
-    return found
-
-
 def nproc_limit(limits: Limits) -> int:
     """RLIMIT_NPROC for a run as a non-root uid: the uid's current threads plus the run's own budget."""
     uid = os.getuid()
-    return sum(threads for _, _, _, threads, owner in _processes() if owner == uid) + limits.nproc
+    return sum(threads for _, _, _, threads, owner in processes() if owner == uid) + limits.nproc
 
 
-def kill_session(sid: int, timeout_s: float = 5.0) -> int:
-    """SIGKILL every live process of session ``sid`` until none is left; returns how many were killed."""
-    killed, deadline = 0, time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        alive = [pid for pid, session, state, _, _ in _processes() if session == sid and state not in "ZX"]
-        if not alive:
-            break
-        for pid in alive:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except (ProcessLookupError, PermissionError):
-                pass
-        time.sleep(0.001)
-    return killed
+class LandlockBackend(Backend):
+    """Landlock + seccomp + rlimits + a session per run, for containers where bubblewrap cannot create
+    namespaces (non-root, default Docker/Kubernetes seccomp profiles). See ``trl_ext.sandbox.landlock`` for what
+    it isolates and how it bounds what needs namespaces (process count, pid visibility)."""
 
+    name = "landlock"
 
-class ScratchWatch:
-    """Learns the run's session id from the launcher and, while the run lasts, kills the session once the scratch
-    directory holds more than ``cap_bytes`` (no tmpfs of its own without a mount namespace). Polled every 20 ms,
-    so a run can overshoot by what it writes in that time (bounded per file by RLIMIT_FSIZE)."""
+    @property
+    def kill_all_safe(self) -> bool:
+        """Landlock's signal scope (ABI >= 6) confines kill(-1) to the run's own processes."""
+        return landlock_abi() >= 6
 
-    _POLL_S = 0.02
+    def command(self, harness_args: list[str], limits: Limits, run: Run) -> list[str]:
+        reason = unavailable_reason()
+        if reason is not None:
+            raise SandboxUnavailable(f"The landlock code sandbox cannot run here: {reason}.")
+        pid_r, pid_w = os.pipe()
+        os.set_blocking(pid_r, False)
+        os.set_inheritable(pid_w, True)
+        run.fds.append(pid_w)
+        run.extra["pid_r"] = pid_r
+        run.extra["watch"] = ScratchWatch(pid_r, run.scratch, limits.scratch_mb << 20)
+        roots = python_roots()
+        as_root = os.geteuid() == 0
+        config = {
+            "pid_fd": pid_w,
+            "uid": run.uid if as_root else None,
+            "keep_read_search": as_root and not all(world_searchable(r) for r in roots),
+            "read_only": read_only_paths(roots),
+            "scratch": run.scratch,
+            "min_abi": min_abi(),
+        }
+        return launcher_argv(config, harness_args)
 
-    def __init__(self, pid_fd: int, scratch: str, cap_bytes: int) -> None:
-        self.pid_fd, self.scratch, self.cap_bytes = pid_fd, scratch, cap_bytes
-        self.sid = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="trl-ext-scratch-watch", daemon=True)
-        self._thread.start()
+    def rlimits(self, limits: Limits, run: Run) -> dict[str, tuple[int, int]]:
+        rlimits = limits.rlimits()
+        if os.geteuid() != 0:
+            nproc = nproc_limit(limits)
+            rlimits["RLIMIT_NPROC"] = (nproc, nproc)
+        return rlimits
 
-    def _read_sid(self) -> None:
-        if not self.sid:
-            with contextlib.suppress(BlockingIOError, ValueError, OSError):
-                self.sid = int(os.read(self.pid_fd, 32) or 0)
+    def env(self, scratch: str | None) -> dict[str, str]:
+        return env(scratch)
 
-    def _watch(self) -> None:
-        while not self._stop.wait(self._POLL_S):
-            self._read_sid()
-            if self.sid and scratch_bytes(self.scratch) > self.cap_bytes:
-                kill_session(self.sid)
-                return
+    def make_scratch(self, uid: int) -> str:
+        return make_scratch(uid if os.geteuid() == 0 else None)
 
-    def stop(self) -> int:
-        """Stop watching; the run's session id (0 if the launcher never reported it)."""
-        self._stop.set()
-        self._thread.join()
-        self._read_sid()
-        return self.sid
+    def finish(self, run: Run) -> None:
+        watch = run.extra.pop("watch", None)
+        if watch is not None:
+            sid = watch.stop()
+            os.close(run.extra.pop("pid_r"))
+            if sid:
+                kill_session(sid)
 
-
-def scratch_bytes(root: str) -> int:
-    """Disk space held by the files under ``root``."""
-    total, stack = 0, [root]
-    while stack:
-        with contextlib.suppress(OSError), os.scandir(stack.pop()) as entries:
-            for entry in entries:
-                with contextlib.suppress(OSError):
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-                    else:
-                        total += entry.stat(follow_symlinks=False).st_blocks * 512
-    return total
-
-
-def remove_scratch(scratch: str | None) -> None:
-    if scratch:
-        shutil.rmtree(scratch, ignore_errors=True)
+    def cleanup(self, uid: int, scratch: str | None) -> None:
+        remove_scratch(scratch)

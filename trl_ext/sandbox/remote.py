@@ -31,7 +31,7 @@ import urllib.request
 from pathlib import Path
 
 from trl_ext.sandbox._process import Progress, RunResult
-from trl_ext.sandbox.backends import Backend
+from trl_ext.sandbox.base import Backend
 from trl_ext.sandbox.limits import Limits
 
 _HARNESS_SOURCE = (Path(__file__).parent / "_harness.py").read_text()

@@ -1,0 +1,152 @@
+"""What every sandbox backend shares: the ``Backend`` launch protocol, ``SandboxUnavailable``, the interpreter and
+directories a sandboxed run needs. Each backend lives in a module of its own (``bwrap``, ``landlock``, ``rlimit``,
+``remote``); ``selection`` picks one."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import sys
+from pathlib import Path
+
+from trl_ext.sandbox._process import Progress, RunResult, classify, execute, memfd_with
+from trl_ext.sandbox.limits import SAFE_ENV, UIDS, Limits
+
+_HARNESS_SOURCE = (Path(__file__).parent / "_harness.py").read_text()
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+LOADER_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d")
+
+
+class SandboxUnavailable(RuntimeError):
+    """The requested sandbox backend cannot run on this machine."""
+
+
+def sandbox_interpreter() -> str:
+    """The real interpreter behind ``sys.executable``. A virtual environment's ``python`` is a link that may live in
+    a directory the sandbox hides (/tmp, $HOME); the sandbox runs ``python -I -S`` and needs no venv packages."""
+    return os.path.realpath(sys.executable)
+
+
+def python_roots() -> list[str]:
+    """Directories the sandboxed interpreter needs: its base installation (never the venv, never $HOME as such)."""
+    roots = []
+    for prefix in (sys.base_prefix, os.path.dirname(os.path.dirname(sandbox_interpreter()))):
+        prefix = os.path.realpath(prefix)
+        if prefix in ("/", "/usr") or prefix.startswith("/usr/") or prefix in roots:
+            continue
+        roots.append(prefix)
+    return roots
+
+
+def ancestors(path: str) -> list[str]:
+    """'/a/b/c' -> ['/a', '/a/b'] (the directories above ``path``, outermost first)."""
+    parts = path.strip("/").split("/")[:-1]
+    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+@dataclasses.dataclass
+class Run:
+    """State of one run: its uid, scratch directory and backend-specific extras."""
+
+    uid: int
+    scratch: str | None
+    fds: list[int] = dataclasses.field(default_factory=list)
+    extra: dict = dataclasses.field(default_factory=dict)
+
+
+class Backend:
+    """Common launch protocol: payload, readiness proof and nonce travel on inherited file descriptors."""
+
+    name = "base"
+    # whether the harness may kill(-1) between stdio cases: only where that reaches the run's own processes
+    kill_all_safe = False
+
+    def argv(self, harness_args: list[str], limits: Limits) -> list[str]:
+        raise NotImplementedError
+
+    def launch(
+        self,
+        payload: dict,
+        stdin: bytes,
+        limits: Limits,
+        nonce: bytes | None = None,
+        progress: Progress | None = None,
+    ) -> RunResult:
+        """Run the harness with ``payload`` (see ``_harness.py``) under ``limits``. A launch failure (the
+        sandbox binary cannot be executed) is reported as status "infra_error", never raised."""
+        uid = UIDS.acquire()
+        run = Run(uid=uid, scratch=self.make_scratch(uid))
+        ready_r, ready_w = os.pipe()
+        os.set_blocking(ready_r, False)
+        fds: list[int] = [ready_w]  # handed to the child, closed by execute(); closed here if it is never called
+        try:
+            payload = {**payload, "uid": uid, "limits": self.rlimits(limits, run)}
+            fds.append(memfd_with(json.dumps(payload).encode(), "sandbox-payload"))
+            nonce_fd = memfd_with(nonce, "sandbox-nonce") if nonce is not None else -1
+            fds += [nonce_fd] if nonce_fd >= 0 else []
+            flags = "-I" if limits.site_packages else "-IS"
+            harness_args = [
+                sandbox_interpreter(),
+                flags,
+                "-c",
+                _HARNESS_SOURCE,
+                str(fds[1]),
+                str(ready_w),
+                str(nonce_fd),
+            ]
+            argv = self.command(harness_args, limits, run)
+            handed, fds = (*fds, *run.fds), []
+            run.fds = []
+            got, returncode, wall = execute(
+                argv,
+                env=self.env(run.scratch),
+                stdin=stdin,
+                limits=limits,
+                pass_fds=handed,
+                ready_fd=ready_r,
+                cwd=run.scratch,
+                progress=progress,
+            )
+        except OSError as exc:
+            return RunResult("infra_error", "", f"could not launch the sandbox: {exc}", None, 0.0)
+        finally:
+            for fd in [ready_r, *fds, *run.fds]:
+                os.close(fd)
+            self.finish(run)
+            self.cleanup(uid, run.scratch)
+            UIDS.release(uid)
+        decode = functools.partial(bytes.decode, encoding="utf-8", errors="replace")
+        return RunResult(
+            classify(got, returncode), decode(bytes(got.stdout)), decode(bytes(got.stderr)), returncode, wall
+        )
+
+    def command(self, harness_args: list[str], limits: Limits, run: Run) -> list[str]:
+        """The argv of one run (``run`` may carry extra descriptors to hand over in ``run.fds``)."""
+        return self.argv(harness_args, limits)
+
+    def rlimits(self, limits: Limits, run: Run) -> dict[str, tuple[int, int]]:
+        return limits.rlimits()
+
+    def finish(self, run: Run) -> None:
+        """After the run, before the scratch directory is removed."""
+
+    def env(self, scratch: str | None) -> dict[str, str]:
+        return dict(SAFE_ENV)
+
+    def make_scratch(self, uid: int) -> str | None:
+        return None
+
+    def cleanup(self, uid: int, scratch: str | None) -> None:
+        pass
+
+
+UNAVAILABLE = (
+    "The bubblewrap code sandbox cannot run here ({detail}). Install it (Debian/Ubuntu: "
+    "`apt-get install bubblewrap`) and make sure unprivileged user namespaces are enabled "
+    "(`sysctl kernel.unprivileged_userns_clone=1`, or run as root), or use the landlock backend "
+    '(`backend="landlock"`, Linux >= 6.12, no privileges needed) or a remote execution service '
+    '(`backend="remote"`, see `trl-ext sandbox-serve`); the rlimit-only backend (`backend="rlimit"`) isolates '
+    "nothing and must be chosen explicitly."
+)

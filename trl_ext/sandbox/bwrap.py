@@ -1,0 +1,61 @@
+"""The bubblewrap backend: namespaces, a read-only allow-listed root, a capped tmpfs, an unprivileged uid."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from trl_ext.sandbox.base import (
+    LOADER_FILES,
+    SYSTEM_DIRS,
+    UNAVAILABLE,
+    Backend,
+    SandboxUnavailable,
+    ancestors,
+    python_roots,
+)
+from trl_ext.sandbox.limits import SAFE_ENV, Limits
+
+
+class BwrapBackend(Backend):
+    """bubblewrap: new pid/net/ipc/uts/mount namespaces, read-only allow-listed system and Python directories,
+    a capped tmpfs at /tmp, no $HOME, no Hub cache, no dataset or checkpoints; the harness drops to an
+    unprivileged uid when launched as root. Killing the launcher tears the pid namespace down, taking every
+    descendant (double-forked daemons included) with it."""
+
+    name = "bwrap"
+    kill_all_safe = True  # a private pid namespace
+
+    def __init__(self, bwrap: str | None = None) -> None:
+        self.bwrap = bwrap or shutil.which("bwrap")
+
+    def argv(self, harness_args: list[str], limits: Limits) -> list[str]:
+        if self.bwrap is None or not os.access(self.bwrap, os.X_OK):
+            raise SandboxUnavailable(
+                UNAVAILABLE.format(detail=f"`bwrap` not found (looked for {self.bwrap or 'it on PATH'})")
+            )
+        args = [self.bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+        args += ["--die-with-parent", "--new-session", "--hostname", "sandbox", "--cap-drop", "ALL"]
+        if os.geteuid() == 0:
+            args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]  # only to drop to the sandbox uid
+        else:
+            args += ["--unshare-user"]
+        for path in SYSTEM_DIRS:
+            if os.path.islink(path):
+                args += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                args += ["--ro-bind", path, path]
+        made: set[str] = set()
+        for root in python_roots():
+            for parent in ancestors(root):
+                if parent not in made:  # bwrap would create them 0700, unreadable after the uid drop
+                    args += ["--perms", "0755", "--dir", parent]
+                    made.add(parent)
+            args += ["--ro-bind", root, root]
+        for path in LOADER_FILES:  # the dynamic loader's cache; nothing else from /etc
+            args += ["--ro-bind-try", path, path]
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        args += ["--perms", "1777", "--size", str(limits.scratch_mb << 20), "--tmpfs", "/tmp", "--chdir", "/tmp"]
+        args += ["--clearenv"] + [a for k, v in SAFE_ENV.items() for a in ("--setenv", k, v)]
+        args += ["--remount-ro", "/", "--"]
+        return args + harness_args
