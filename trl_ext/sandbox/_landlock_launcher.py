@@ -1,6 +1,6 @@
 """Launcher of the landlock backend: confines itself, then becomes the harness (its source goes to ``python -I -c``).
 
-Runs with the trainer's own interpreter and the directories of ``landlockpy`` and ``pyseccomp`` as the leader of
+Runs with the trainer's own interpreter and the directory of ``landlockpy`` as the leader of
 a fresh session, started by the parent with the scrubbed environment and the per-run scratch directory as cwd.
 argv: [config JSON, "--", harness argv...]. Steps, in order:
   1. report its pid (the run's session id) on ``pid_fd``: the parent kills every process of that session at the
@@ -12,14 +12,13 @@ argv: [config JSON, "--", harness argv...]. Steps, in order:
   4. Landlock: read/execute on the system and Python directories, read/write on the scratch directory and
      /dev/null, nothing else (so no /proc: the parent's /proc/<pid>/environ is out of reach); TCP bind/connect
      denied (ABI >= 4); signals and abstract unix sockets scoped to the run (ABI >= 6);
-  5. seccomp (libseccomp via pyseccomp): no socket() at all (socketpair() stays), no ptrace or cross-process
-     memory access, no namespaces/mount/setsid, no io_uring (it would bypass the socket rule), no kernel keyrings,
-     bpf, perf, modules;
+  5. seccomp: the filter of ``trl_ext.sandbox.seccomp``, compiled once by the parent and read from
+     ``seccomp_fd`` (the same filter as under bubblewrap): no socket() at all (socketpair() stays), no syscall on a
+     process outside the run, no namespaces/mount/setsid, no io_uring, keyrings, bpf, perf, modules;
   6. exec the harness (NO_NEW_PRIVS is set by step 4, inherited by every descendant, as are steps 4 and 5).
 """
 
 import ctypes
-import errno
 import json
 import os
 import sys
@@ -35,61 +34,13 @@ sys.modules["ctypes.util"] = ctypes.util = _util
 sys.modules["landlockpy.testing"] = type(sys)("landlockpy.testing")
 
 import landlockpy  # noqa: E402
-import pyseccomp  # noqa: E402
 from landlockpy import AccessFS, AccessNet, Scope  # noqa: E402
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_KEEPCAPS = 8
 _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE = 47, 2
 _CAP_DAC_READ_SEARCH = 2
-_NAMESPACE_FLAGS = (0x00020000, 0x00040000, 0x00080000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000)
-_DENIED = (
-    "socket",
-    "ptrace",
-    "process_vm_readv",
-    "process_vm_writev",
-    "pidfd_getfd",
-    "kcmp",
-    "mount",
-    "umount2",
-    "pivot_root",
-    "chroot",
-    "unshare",
-    "setns",
-    "setsid",
-    "fsopen",
-    "fsmount",
-    "fsconfig",
-    "fspick",
-    "move_mount",
-    "open_tree",
-    "mount_setattr",
-    "open_by_handle_at",
-    "name_to_handle_at",
-    "io_uring_setup",
-    "io_uring_enter",
-    "io_uring_register",
-    "userfaultfd",
-    "bpf",
-    "perf_event_open",
-    "keyctl",
-    "add_key",
-    "request_key",
-    "kexec_load",
-    "kexec_file_load",
-    "init_module",
-    "finit_module",
-    "delete_module",
-    "reboot",
-    "swapon",
-    "swapoff",
-    "acct",
-    "quotactl",
-    "syslog",
-    "iopl",
-    "ioperm",
-    "vhangup",
-)
+_PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -148,14 +99,20 @@ def _restrict_filesystem_and_network(config):
         ruleset.restrict()  # also sets PR_SET_NO_NEW_PRIVS
 
 
-def _install_seccomp():
-    rules = pyseccomp.SyscallFilter(pyseccomp.ALLOW)
-    for name in _DENIED:
-        rules.add_rule(pyseccomp.ERRNO(errno.EPERM), name)
-    rules.add_rule(pyseccomp.ERRNO(errno.ENOSYS), "clone3")  # flags hidden in a struct: libc falls back to clone
-    for flag in _NAMESPACE_FLAGS:
-        rules.add_rule(pyseccomp.ERRNO(errno.EPERM), "clone", pyseccomp.Arg(0, pyseccomp.MASKED_EQ, flag, flag))
-    rules.load()
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _install_seccomp(fd):
+    """Load the run's filter, compiled once by the parent (``trl_ext.sandbox.seccomp``), from ``fd``."""
+    chunks = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    os.close(fd)
+    program = ctypes.create_string_buffer(b"".join(chunks))
+    fprog = _SockFprog(len(program.raw) // 8, ctypes.cast(program, ctypes.c_void_p))
+    _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
+    _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp filter")
 
 
 def main():
@@ -166,7 +123,7 @@ def main():
     if config["uid"] is not None:
         _drop_root(config["uid"], config["keep_read_search"])
     _restrict_filesystem_and_network(config)
-    _install_seccomp()
+    _install_seccomp(config["seccomp_fd"])
     os.execv(harness[0], harness)
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import shutil
 
+from trl_ext.sandbox import seccomp
+from trl_ext.sandbox._process import memfd_with
 from trl_ext.sandbox.base import (
     LOADER_FILES,
     SYSTEM_DIRS,
     UNAVAILABLE,
     Backend,
+    Run,
     SandboxUnavailable,
     ancestors,
     python_roots,
@@ -28,6 +31,14 @@ class BwrapBackend(Backend):
 
     def __init__(self, bwrap: str | None = None) -> None:
         self.bwrap = bwrap or shutil.which("bwrap")
+
+    def command(self, harness_args: list[str], limits: Limits, run: Run) -> list[str]:
+        """The argv, with the run's seccomp filter (``seccomp.bpf``) handed to bubblewrap on a descriptor."""
+        argv = self.argv(harness_args, limits)
+        filter_fd = memfd_with(seccomp.bpf(allow_memfd=seccomp.memfd_allowed()), "sandbox-seccomp")
+        run.fds.append(filter_fd)
+        at = argv.index("--")
+        return [*argv[:at], "--seccomp", str(filter_fd), *argv[at:]]
 
     def argv(self, harness_args: list[str], limits: Limits) -> list[str]:
         if self.bwrap is None or not os.access(self.bwrap, os.X_OK):

@@ -26,6 +26,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from trl_ext.sandbox import seccomp
+from trl_ext.sandbox._process import memfd_with
 from trl_ext.sandbox.base import Backend, Run, SandboxUnavailable, python_roots
 from trl_ext.sandbox.limits import SAFE_ENV, Limits
 from trl_ext.sandbox.reaper import kill_session, processes
@@ -87,14 +89,8 @@ def make_scratch(uid: int | None) -> str:
 @functools.cache
 def _binding_paths() -> list[str]:
     import landlockpy
-    import pyseccomp
 
-    return sorted(
-        {
-            str(Path(module.__file__).parent.parent if module is landlockpy else Path(module.__file__).parent)
-            for module in (landlockpy, pyseccomp)
-        }
-    )
+    return [str(Path(landlockpy.__file__).parent.parent)]
 
 
 @functools.cache
@@ -144,6 +140,8 @@ class LandlockBackend(Backend):
         run.fds.append(pid_w)
         run.extra["pid_r"] = pid_r
         run.extra["watch"] = ScratchWatch(pid_r, run.scratch, limits.scratch_mb << 20)
+        filter_fd = memfd_with(seccomp.bpf(allow_memfd=seccomp.memfd_allowed()), "sandbox-seccomp")
+        run.fds.append(filter_fd)
         roots = python_roots()
         as_root = os.geteuid() == 0
         config = {
@@ -153,6 +151,7 @@ class LandlockBackend(Backend):
             "read_only": read_only_paths(roots),
             "scratch": run.scratch,
             "min_abi": min_abi(),
+            "seccomp_fd": filter_fd,
         }
         return launcher_argv(config, harness_args)
 

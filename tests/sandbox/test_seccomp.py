@@ -1,0 +1,123 @@
+"""Class 5: no syscall acts on a process outside the run's own tree, on every backend (bubblewrap gets the same
+filter as landlock). The list of syscalls under test is derived from the kernel's syscall table (libseccomp's), so
+a syscall nobody classified fails the first test, and every pid-taking one is tried against this process."""
+
+import itertools
+import json
+import os
+import resource
+
+import pyseccomp
+import pytest
+
+from trl_ext.sandbox import Limits, run, seccomp
+
+from .._backends import EACH_BACKEND, sandbox_backend, sandbox_server  # noqa: F401
+
+LIMITS = Limits(timeout_s=10.0)
+_ARCH = pyseccomp.system_arch()
+
+
+def _table() -> dict[str, int]:
+    """Every syscall of the native architecture's table: name -> number."""
+    names = {}
+    for number in range(1024):
+        try:
+            name = pyseccomp.resolve_syscall(_ARCH, number)
+        except (OSError, ValueError):
+            continue
+        if name:
+            names[name.decode()] = number
+    return names
+
+
+def test_every_syscall_of_the_table_is_classified_once():
+    table = _table()
+    assert len(table) > 300
+    assert sorted(set(table) - seccomp.classified()) == []  # a new syscall must be reviewed and classified
+    groups = [set(seccomp.TARGETS_SELF_ONLY), set(seccomp.WHICH_WHO), seccomp.KERNEL_CONFINED, seccomp.DENIED]
+    groups += [set(seccomp.MODE_CHECKED), seccomp.NO_PROCESS_TARGET, seccomp.ARGUMENT_CHECKED]
+    assert all(not a & b for a, b in itertools.combinations(groups, 2))
+    acting = {"prlimit64", "sched_setaffinity", "setpriority", "ioprio_set", "migrate_pages", "move_pages", "kcmp"}
+    acting |= {"pidfd_open", "pidfd_getfd", "pidfd_send_signal", "process_vm_readv", "process_vm_writev", "ptrace"}
+    assert acting <= set(seccomp.TARGETS_SELF_ONLY) | set(seccomp.WHICH_WHO) | seccomp.DENIED
+    assert "kill" in seccomp.KERNEL_CONFINED
+
+
+_PROBE = """
+import ctypes, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+def call(number, *args):
+    ctypes.set_errno(0)
+    result = libc.syscall(ctypes.c_long(number), *[ctypes.c_long(a) for a in args])
+    return ctypes.get_errno() if result == -1 else 0
+out = {}
+for name, number, args in json.loads(PROBES):
+    out[name] = call(number, *args)
+print(json.dumps(out))
+"""
+
+
+def _probe(probes: list[tuple[str, int, list[int]]]) -> dict[str, int]:
+    code = f"PROBES = {json.dumps(json.dumps(probes))}\n" + _PROBE
+    result = run(code, limits=LIMITS)
+    assert result.status == "ok", result.stderr
+    return json.loads(result.stdout)
+
+
+def _targeted_probes(target: int) -> list[tuple[str, int, list[int]]]:
+    table = _table()
+    probes = [(name, table[name], [target, 0, 0, 0, 0, 0]) for name in seccomp.TARGETS_SELF_ONLY]
+    for name in seccomp.WHICH_WHO:  # the process, its group and the user of another process
+        probes += [(f"{name}/{which}", table[name], [which, target, 0, 0]) for which in range(4)]
+        probes += [(f"{name}/user-self", table[name], [2 if "prio" == name[-4:] else 3, 0, 0, 0])]
+    process_denied = [n for n in seccomp.DENIED if n.startswith(("ptrace", "process_", "pidfd_", "kcmp"))]
+    probes += [(name, table[name], [target, target, 0, 0, 0, 0]) for name in process_denied]
+    return probes
+
+
+@EACH_BACKEND
+def test_no_syscall_reaches_a_process_outside_the_run():
+    before = (resource.getrlimit(resource.RLIMIT_CPU), os.sched_getaffinity(0), os.getpriority(os.PRIO_PROCESS, 0))
+    got = _probe(_targeted_probes(os.getpid()))
+    failed = {name: os.strerror(err) for name, err in got.items() if err != 1}  # EPERM from the filter
+    assert failed == {}
+    assert len(got) >= 30
+    assert (resource.getrlimit(resource.RLIMIT_CPU), os.sched_getaffinity(0), os.getpriority(os.PRIO_PROCESS, 0)) == before
+
+
+@EACH_BACKEND
+def test_the_same_calls_on_the_program_itself_are_allowed_and_namespaces_are_not():
+    table = _table()
+    probes = [(name, table[name], [0, 0, 0, 0, 0, 0]) for name in seccomp.TARGETS_SELF_ONLY]
+    probes += [("setpriority/self", table["setpriority"], [0, 0, 0]), ("ioprio_get/self", table["ioprio_get"], [1, 0])]
+    probes += [("unshare/user", table["unshare"], [0x10000000]), ("clone3", table["clone3"], [0, 0])]
+    got = _probe(probes)
+    assert got.pop("unshare/user") == 1 and got.pop("clone3") == 38  # EPERM; ENOSYS (libc falls back to clone)
+    assert {name: err for name, err in got.items() if err == 1} == {}
+
+
+@EACH_BACKEND
+def test_a_program_signals_and_waits_for_its_own_children():
+    code = (
+        "import os, signal, time\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n    time.sleep(30)\n    os._exit(0)\n"
+        "os.kill(pid, signal.SIGTERM)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "print(os.WTERMSIG(status), os.getpriority(os.PRIO_PROCESS, 0))\n"
+        "os.sched_setaffinity(0, os.sched_getaffinity(0))\n"
+        "import resource; resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))\n"
+    )
+    result = run(code, limits=LIMITS)
+    assert result.status == "ok", result.stderr
+    assert result.stdout.split()[0] == "15"
+
+
+@EACH_BACKEND
+@pytest.mark.parametrize("call", ["os.kill(PARENT, 0)", "os.setpriority(os.PRIO_USER, 0, 19)"])
+def test_no_signal_or_priority_change_reaches_the_trainer(call):
+    code = f"import os\nPARENT = {os.getpid()}\ntry:\n    {call}\n    print('REACHED')\nexcept OSError as e:\n    print(e.errno)"
+    result = run(code, limits=LIMITS)
+    assert result.status == "ok" and "REACHED" not in result.stdout
+    assert os.getpriority(os.PRIO_PROCESS, 0) == 0

@@ -1,0 +1,164 @@
+"""The seccomp filter every sandboxed process runs under (bubblewrap, landlock and the evaluation worker alike).
+
+An allow-list: every syscall of the kernel's table is classified below, and one the table gained later (unknown to
+this list) fails with ENOSYS, which libc treats as "not supported here". The classes:
+- ``TARGETS_SELF_ONLY``: the syscall names a process by pid; only pid 0 (the caller) is allowed, any other pid
+  fails with EPERM, so no run can act on the trainer, the server or another run (prlimit, affinity, scheduling,
+  NUMA migration, robust lists).
+- ``WHICH_WHO``: ``setpriority``/``getpriority`` and ``ioprio_set``/``ioprio_get`` name a process, a process group
+  or a user: only the caller itself or its own process group, with who = 0 (never PRIO_USER / IOPRIO_WHO_USER).
+- ``KERNEL_CONFINED``: the kernel itself limits the target to the caller's own tree or the run's reach: wait only
+  on children, setpgid only on self/children of the same session, signals only inside the run (a private pid
+  namespace under bubblewrap, Landlock's signal scope under landlock, the run's own uid as root), capset only self.
+- ``DENIED``: EPERM always: other processes' memory, file descriptors and pidfds (ptrace, process_vm_*, kcmp,
+  pidfd_*, process_madvise), namespaces and mounts (no user namespace can be created, also as root under
+  bubblewrap), sessions, kernel keyrings, bpf, perf, io_uring, modules, SysV/POSIX message and shared memory (it
+  outlives the run, beyond its memory bound), extended attributes (a POSIX ACL could hide a directory).
+- ``MODE_CHECKED``: a directory or file mode (or umask) that takes read or search away from its owner is refused, so
+  the scratch accounting can always list what a run wrote; O_TMPFILE (an invisible file) is refused.
+- ``NO_PROCESS_TARGET``: everything else, reviewed as acting on the caller and its own resources only.
+``memfd_create`` is allowed only where a memory cgroup bounds the run (its pages escape RLIMIT_AS), and
+F_SETPIPE_SZ never (pipe buffers count towards the bound).
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import tempfile
+
+# index of the pid argument
+TARGETS_SELF_ONLY = {
+    "prlimit64": 0,
+    "sched_setaffinity": 0,
+    "sched_getaffinity": 0,
+    "sched_setparam": 0,
+    "sched_getparam": 0,
+    "sched_setscheduler": 0,
+    "sched_getscheduler": 0,
+    "sched_setattr": 0,
+    "sched_getattr": 0,
+    "sched_rr_get_interval": 0,
+    "migrate_pages": 0,
+    "move_pages": 0,
+    "get_robust_list": 0,
+}
+# name -> the allowed values of ``which`` (argument 0), each only with who (argument 1) = 0
+WHICH_WHO = {
+    "setpriority": (0, 1),  # PRIO_PROCESS, PRIO_PGRP; never PRIO_USER (2)
+    "getpriority": (0, 1),
+    "ioprio_set": (1, 2),  # IOPRIO_WHO_PROCESS, IOPRIO_WHO_PGRP; never IOPRIO_WHO_USER (3)
+    "ioprio_get": (1, 2),
+}
+KERNEL_CONFINED = frozenset(
+    """kill tkill tgkill rt_sigqueueinfo rt_tgsigqueueinfo wait4 waitid setpgid getpgid getsid capget capset""".split()  # noqa: SIM905 - a table, one name per word
+)
+DENIED = frozenset(
+    """ptrace process_vm_readv process_vm_writev kcmp pidfd_open pidfd_getfd pidfd_send_signal process_madvise
+    process_mrelease socket mount umount2 pivot_root chroot unshare setns setsid fsopen fsmount fsconfig fspick
+    move_mount open_tree mount_setattr open_by_handle_at name_to_handle_at openat2 io_uring_setup io_uring_enter
+    io_uring_register userfaultfd bpf perf_event_open keyctl add_key request_key kexec_load kexec_file_load
+    init_module finit_module delete_module create_module query_module get_kernel_syms reboot swapon swapoff acct
+    quotactl quotactl_fd syslog iopl ioperm vhangup modify_ldt uselib lookup_dcookie _sysctl nfsservctl getpmsg
+    putpmsg afs_syscall tuxcall security vserver epoll_ctl_old epoll_wait_old settimeofday clock_settime
+    adjtimex clock_adjtime sethostname setdomainname fanotify_init fanotify_mark memfd_secret shmget shmat
+    shmctl shmdt semget semop semctl semtimedop msgget msgsnd msgrcv msgctl mq_open mq_unlink mq_timedsend
+    mq_timedreceive mq_notify mq_getsetattr setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr""".split()  # noqa: SIM905 - a table, one name per word
+)
+MODE_CHECKED = {"mkdir": 1, "mkdirat": 2, "chmod": 1, "fchmod": 1, "fchmodat": 2, "fchmodat2": 2}
+NO_PROCESS_TARGET = frozenset(
+    """read write close stat fstat lstat poll lseek mmap mprotect munmap brk rt_sigaction rt_sigprocmask
+    rt_sigreturn ioctl pread64 pwrite64 readv writev access pipe select sched_yield mremap msync mincore madvise
+    dup dup2 pause nanosleep getitimer alarm setitimer getpid sendfile connect accept sendto recvfrom sendmsg
+    recvmsg shutdown bind listen getsockname getpeername socketpair setsockopt getsockopt fork vfork execve exit
+    uname flock fsync fdatasync truncate ftruncate getdents getcwd chdir fchdir rename rmdir creat link unlink
+    symlink readlink chown fchown lchown gettimeofday getrlimit getrusage sysinfo times getuid getgid setuid
+    setgid geteuid getegid getppid getpgrp setreuid setregid getgroups setgroups setresuid getresuid setresgid
+    getresgid setfsuid setfsgid rt_sigpending rt_sigtimedwait rt_sigsuspend sigaltstack utime mknod personality
+    ustat statfs fstatfs sysfs sched_get_priority_max sched_get_priority_min mlock munlock mlockall munlockall
+    prctl arch_prctl setrlimit sync gettid readahead getxattr lgetxattr fgetxattr listxattr llistxattr
+    flistxattr time futex set_thread_area io_setup io_destroy io_getevents io_submit io_cancel get_thread_area
+    epoll_create remap_file_pages getdents64 set_tid_address restart_syscall fadvise64 timer_create
+    timer_settime timer_gettime timer_getoverrun timer_delete clock_gettime clock_getres clock_nanosleep
+    exit_group epoll_wait epoll_ctl utimes mbind set_mempolicy get_mempolicy inotify_init inotify_add_watch
+    inotify_rm_watch mknodat fchownat futimesat newfstatat unlinkat renameat linkat symlinkat readlinkat
+    faccessat pselect6 ppoll set_robust_list splice tee sync_file_range vmsplice utimensat epoll_pwait signalfd
+    timerfd_create eventfd fallocate timerfd_settime timerfd_gettime accept4 signalfd4 eventfd2 epoll_create1
+    dup3 pipe2 inotify_init1 preadv pwritev recvmmsg syncfs sendmmsg getcpu renameat2 seccomp getrandom execveat
+    membarrier mlock2 copy_file_range preadv2 pwritev2 pkey_mprotect pkey_alloc pkey_free statx io_pgetevents
+    rseq close_range faccessat2 epoll_pwait2 landlock_create_ruleset landlock_add_rule landlock_restrict_self
+    futex_waitv set_mempolicy_home_node cachestat map_shadow_stack futex_wake futex_wait futex_requeue""".split()  # noqa: SIM905 - a table, one name per word
+)
+# checked by argument below: clone (namespace flags), clone3 (ENOSYS: flags hidden in a struct, libc falls back to
+# clone), open/openat (O_TMPFILE), fcntl (F_SETPIPE_SZ), umask, memfd_create (needs a memory cgroup)
+ARGUMENT_CHECKED = frozenset({"clone", "clone3", "open", "openat", "fcntl", "umask", "memfd_create"})
+
+# CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
+_NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
+_O_TMPFILE = 0o20000000
+_F_SETPIPE_SZ = 1031
+_OWNER_RX = 0o500
+
+
+def classified() -> set[str]:
+    """Every syscall name the filter has a rule for."""
+    return {*TARGETS_SELF_ONLY, *WHICH_WHO, *KERNEL_CONFINED, *DENIED, *MODE_CHECKED, *NO_PROCESS_TARGET} | set(
+        ARGUMENT_CHECKED
+    )
+
+
+@functools.cache
+def bpf(allow_memfd: bool) -> bytes:
+    """The filter as a classic BPF program (what bubblewrap's ``--seccomp FD`` and ``seccomp(2)`` load); built
+    once per process."""
+    import pyseccomp as sc
+
+    rules = sc.SyscallFilter(sc.ERRNO(errno.ENOSYS))
+    allow, deny = sc.ALLOW, sc.ERRNO(errno.EPERM)
+    for name in NO_PROCESS_TARGET | KERNEL_CONFINED:
+        rules.add_rule(allow, name)
+    for name in DENIED:
+        rules.add_rule(deny, name)
+    for name, index in TARGETS_SELF_ONLY.items():
+        rules.add_rule(allow, name, sc.Arg(index, sc.EQ, 0))
+        rules.add_rule(deny, name, sc.Arg(index, sc.NE, 0))
+    for name, whiches in WHICH_WHO.items():
+        rules.add_rule(deny, name, sc.Arg(1, sc.NE, 0))
+        for which in range(4):
+            action = allow if which in whiches else deny
+            rules.add_rule(action, name, sc.Arg(0, sc.EQ, which), sc.Arg(1, sc.EQ, 0))
+        rules.add_rule(deny, name, sc.Arg(0, sc.GT, 3), sc.Arg(1, sc.EQ, 0))
+    for name, index in MODE_CHECKED.items():
+        rules.add_rule(allow, name, sc.Arg(index, sc.MASKED_EQ, _OWNER_RX, _OWNER_RX))
+        for kept in (0, 0o100, 0o400):
+            rules.add_rule(deny, name, sc.Arg(index, sc.MASKED_EQ, _OWNER_RX, kept))
+    rules.add_rule(allow, "umask", sc.Arg(0, sc.MASKED_EQ, _OWNER_RX, 0))
+    for taken in (0o100, 0o400, 0o500):
+        rules.add_rule(deny, "umask", sc.Arg(0, sc.MASKED_EQ, _OWNER_RX, taken))
+    _add_argument_rules(rules, sc, allow, deny, allow_memfd)
+    with tempfile.TemporaryFile() as out:  # libseccomp writes to a file descriptor
+        rules.export_bpf(out)
+        out.seek(0)
+        return out.read()
+
+
+def _add_argument_rules(rules, sc, allow, deny, allow_memfd: bool) -> None:
+    namespaces = 0
+    for flag in _NAMESPACE_FLAGS:
+        namespaces |= flag
+        rules.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    rules.add_rule(allow, "clone", sc.Arg(0, sc.MASKED_EQ, namespaces, 0))
+    # clone3: no rule, the default (ENOSYS) applies
+    for name, index in (("open", 1), ("openat", 2)):
+        rules.add_rule(allow, name, sc.Arg(index, sc.MASKED_EQ, _O_TMPFILE, 0))
+        rules.add_rule(deny, name, sc.Arg(index, sc.MASKED_EQ, _O_TMPFILE, _O_TMPFILE))
+    rules.add_rule(allow, "fcntl", sc.Arg(1, sc.NE, _F_SETPIPE_SZ))
+    rules.add_rule(deny, "fcntl", sc.Arg(1, sc.EQ, _F_SETPIPE_SZ))
+    rules.add_rule(allow if allow_memfd else deny, "memfd_create")
+
+
+def memfd_allowed() -> bool:
+    """Whether runs may create memfds. Yes for now: the harness's stdio mode and the remote bootstrap pass data on
+    memfds. Where a memory cgroup bounds the run their pages are counted; elsewhere each memfd is capped by
+    RLIMIT_FSIZE only (see docs/sandbox.md, class 6)."""
+    return True
