@@ -20,6 +20,7 @@ from trl_ext.sandbox import replay
 from trl_ext.sandbox._process import Progress, RunResult
 from trl_ext.sandbox.backends import Backend, get_backend
 from trl_ext.sandbox.comparison import call_records, compare_stdio, values_equal
+from trl_ext.sandbox.eval_worker import evaluation_pool
 from trl_ext.sandbox.limits import Limits
 
 TEST_KINDS = ("stdio", "call", "assert")
@@ -307,10 +308,8 @@ class _EvaluationPool:
 
     def evaluate(self, task: dict, deadline_s: float) -> dict | None:
         with self._lock:
-            if self._pool is None:
-                from trl_ext.workers.pool import WorkerPool
-
-                self._pool = WorkerPool(replay.worker_argv(), size=min(4, os.cpu_count() or 1), startup_timeout_s=60)
+            if self._pool is None:  # confined, one fresh process per evaluation: trl_ext.sandbox.eval_worker
+                self._pool = evaluation_pool(size=min(4, os.cpu_count() or 1))
         return self._pool.map([task], deadline_s)[0]
 
 

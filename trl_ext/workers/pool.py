@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import queue
@@ -11,26 +12,35 @@ import subprocess
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 _POOLS: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
+
+# A custom start: returns the worker process (stdin and stdout pipes, unbuffered) and what to call after killing it.
+Spawn = Callable[[], "tuple[subprocess.Popen, Callable[[], None] | None]"]
 
 
 class _Worker:
     """One worker process. Not thread-safe: the pool hands each worker to one thread at a time."""
 
-    def __init__(self, argv: list[str], startup_timeout_s: float) -> None:
+    def __init__(self, argv: list[str], startup_timeout_s: float, spawn: Spawn | None = None) -> None:
         self.argv = argv
         self.startup_timeout_s = startup_timeout_s
+        self.spawn = spawn
         self.proc: subprocess.Popen | None = None
         self.ready = False
         self._buffer = b""
+        self._cleanup: Callable[[], None] | None = None
 
     def start(self) -> None:
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-        self.proc = subprocess.Popen(
-            self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, bufsize=0
-        )
+        if self.spawn is not None:
+            self.proc, self._cleanup = self.spawn()
+        else:
+            env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+            self.proc = subprocess.Popen(
+                self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, bufsize=0
+            )
         self.ready, self._buffer = False, b""
 
     def kill(self) -> None:
@@ -39,7 +49,9 @@ class _Worker:
             self.proc.wait()
             self.proc.stdin.close()
             self.proc.stdout.close()
-        self.proc, self.ready = None, False
+        if self._cleanup is not None:
+            self._cleanup()
+        self.proc, self.ready, self._cleanup = None, False, None
 
     def _readline(self, deadline: float) -> bytes | None:
         fd = self.proc.stdout.fileno()
@@ -77,14 +89,25 @@ class _Worker:
 
 
 class WorkerPool:
-    """``size`` worker processes running ``argv``, started lazily on first use, shared safely by any number of
-    threads. ``map`` runs tasks concurrently, one per idle worker."""
+    """``size`` worker processes running ``argv`` (or started by ``spawn``), started lazily on first use, shared
+    safely by any number of threads. ``map`` runs tasks concurrently, one per idle worker. With
+    ``fresh_each_task`` a worker serves one task only: it is killed after it and a new process (started at once,
+    so its start-up overlaps the wait for the next task) takes its place; nothing one task did reaches the next."""
 
-    def __init__(self, argv: list[str], size: int = 2, startup_timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        size: int = 2,
+        startup_timeout_s: float = 120.0,
+        spawn: Spawn | None = None,
+        fresh_each_task: bool = False,
+    ) -> None:
         if size < 1:
             raise ValueError(f"`num_workers` must be >= 1, got {size}.")
         self.size = size
         self._argv = argv
+        self._spawn = spawn
+        self._fresh = fresh_each_task
         self._startup_timeout_s = startup_timeout_s
         self._lock = threading.Lock()
         self._idle: queue.Queue[_Worker] | None = None
@@ -96,7 +119,7 @@ class WorkerPool:
         with self._lock:
             if self._idle is not None:
                 return
-            self._workers = [_Worker(self._argv, self._startup_timeout_s) for _ in range(self.size)]
+            self._workers = [_Worker(self._argv, self._startup_timeout_s, self._spawn) for _ in range(self.size)]
             for worker in self._workers:
                 worker.start()  # all at once, so their imports overlap
             self._idle = queue.Queue()
@@ -109,6 +132,10 @@ class WorkerPool:
         try:
             return worker.request(task, deadline_s)
         finally:
+            if self._fresh:
+                worker.kill()
+                with contextlib.suppress(OSError):  # else started again (or its error reported) by the next request
+                    worker.start()
             self._idle.put(worker)
 
     def map(self, tasks: list[dict], deadline_s: float) -> list[dict | None]:

@@ -1,0 +1,98 @@
+"""Class 4: the evaluation worker of assert tests is a sandboxed process of its own (whatever backend runs the
+programs): a dataset test that executes a program's result cannot read the trainer's environment or files, reach
+the network, write outside its scratch, or leave anything behind for the next program; where no local sandbox can
+run, such a test is refused (status unsupported_test), never run unconfined."""
+
+import logging
+import os
+import socket
+import threading
+
+import pytest
+
+from trl_ext.sandbox import eval_worker, judge, run_tests
+
+from .._backends import EACH_BACKEND, sandbox_backend, sandbox_server  # noqa: F401
+
+SECRET = "hf_FAKE_EVAL_WORKER_SECRET"
+
+
+def _fresh_workers(monkeypatch, how: str | None = None) -> None:
+    """Start the evaluation pool afresh (optionally with a forced confinement) and forget cached first passes."""
+    if judge.EVALUATORS._pool is not None:
+        judge.EVALUATORS._pool.close()
+    monkeypatch.setattr(judge.EVALUATORS, "_pool", None)
+    judge._first_pass.cache_clear()
+    if how is not None:
+        monkeypatch.setattr(eval_worker, "confinement", lambda: how)
+
+
+def _probe(expression: str):
+    """The verdict of a test that evaluates the program's answer (a probe run in the evaluation worker)."""
+    program = f"def answer():\n    return {expression!r}\n"
+    return run_tests(program, {"kind": "assert", "code": "ns = {}\nexec(answer(), ns)\nassert ns['ok'] is True"})
+
+
+@pytest.fixture
+def host(tmp_path, monkeypatch):
+    """A secret in the environment and in a file, a listening socket on loopback, a path to (not) write."""
+    monkeypatch.setenv("HF_TOKEN", SECRET)
+    secret_file = tmp_path / "token"
+    secret_file.write_text(SECRET)
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    accepted = []
+    threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True).start()
+    yield {"file": secret_file, "port": server.getsockname()[1], "marker": tmp_path / "written", "accepted": accepted}
+    server.close()
+
+
+def _confined_checks(host) -> dict[str, str]:
+    return {
+        "env": "import os\nok = 'HF_TOKEN' not in os.environ and all('FAKE' not in v for v in os.environ.values())",
+        "file": f"try:\n    open({str(host['file'])!r}).read()\n    ok = False\nexcept OSError:\n    ok = True",
+        "network": f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {host['port']}), 2)\n"
+        "    ok = False\nexcept OSError:\n    ok = True",
+        "write": f"try:\n    open({str(host['marker'])!r}, 'w').write('x')\n    ok = False\nexcept OSError:\n    ok = True",
+        "system": "try:\n    open('/usr/trl_ext_probe', 'w')\n    ok = False\nexcept OSError:\n    ok = True",
+        "uid": "import os\nok = os.getuid() != 0 and os.geteuid() != 0" if os.geteuid() == 0 else "ok = True",
+    }
+
+
+@EACH_BACKEND
+@pytest.mark.parametrize("how", ["auto", "landlock"])
+def test_a_test_that_executes_program_data_runs_confined(host, monkeypatch, how):
+    _fresh_workers(monkeypatch, None if how == "auto" else how)
+    failed = {name: r.statuses for name, check in _confined_checks(host).items() if not (r := _probe(check)).all_passed}
+    assert failed == {}
+    assert not host["marker"].exists() and host["accepted"] == []
+    assert not os.path.exists("/usr/trl_ext_probe")
+
+
+@EACH_BACKEND
+def test_nothing_one_program_does_in_the_worker_reaches_the_next(monkeypatch):
+    _fresh_workers(monkeypatch)
+    patch = "import builtins\nbuiltins.len = lambda x: 3\nbuiltins.sorted = lambda x: [1, 2, 3]\nok = True"
+    assert _probe(patch).all_passed  # the patch ran, in that program's own worker
+    spec = {"kind": "assert", "code": "assert len(items()) == 3 and sorted(items()) == [1, 2, 3]"}
+    assert not run_tests("def items():\n    return [3, 1]\n", spec).all_passed
+    assert run_tests("def items():\n    return [3, 1, 2]\n", spec).all_passed
+    pool = judge.EVALUATORS._pool
+    before = set(pool.pids())
+    run_tests("def items():\n    return [3, 1, 2]\n", spec)
+    assert before - set(pool.pids())  # the worker that evaluated was replaced by a fresh process
+
+
+def test_without_a_local_sandbox_executing_tests_are_refused_and_logged(monkeypatch, caplog, host):
+    _fresh_workers(monkeypatch, "none")
+    with caplog.at_level(logging.WARNING, logger="trl_ext.sandbox"):
+        report = _probe("import os\nos.system('touch " + str(host["marker"]) + "')\nok = True")
+    assert not report.all_passed and "unsupported_test" in report.statuses
+    assert not host["marker"].exists()
+    assert any("unconfined" in r.getMessage() for r in caplog.records)
+    for expression in ("__import__('pickle').loads(__import__('pickle').dumps(print))", "eval('1')"):
+        spec = {"kind": "assert", "code": f"assert {expression} == thing()"}
+        assert "unsupported_test" in run_tests("def thing():\n    return 1\n", spec).statuses
+    plain = {"kind": "assert", "code": "import collections\nassert collections.Counter(thing()) == {'a': 2}"}
+    assert run_tests("def thing():\n    return 'aa'\n", plain).all_passed  # ordinary tests still run there

@@ -1,0 +1,213 @@
+"""The evaluation worker of assert tests, confined: ``replay.py``'s JSON-lines worker (unchanged protocol) started
+under the strongest local sandbox, one fresh process per evaluation.
+
+A dataset's assert test runs in this worker against stand-ins of the program's functions; a test that passes a
+result to ``eval``/``exec``/``pickle.loads`` runs program-chosen code here. So the worker is sandboxed like a
+program (whatever backend runs the programs, remote included): bubblewrap where it works, else landlock, with the
+run's seccomp filter, no network, a read-only system, an unprivileged uid of its own when the trainer is root, an
+environment built from nothing (never the trainer's: no token), rlimits, and a fresh process for every evaluation
+(``WorkerPool(fresh_each_task=True)``), so nothing one program's data did reaches the next program's verdict.
+
+Where neither backend can run, the worker runs unconfined (scrubbed environment, own uid as root) under an audit
+hook: an evaluation that compiles or executes anything but the test itself (``compile``/``eval``/``exec`` of data,
+``pickle`` globals, ``marshal``, new code objects, processes, sockets, ctypes) is stopped and answered
+"unsupported" (the case fails with status ``unsupported_test``, counted in the reward's outcomes), and a warning is
+logged once per process.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from trl_ext.sandbox import landlock, seccomp
+from trl_ext.sandbox._process import memfd_with
+from trl_ext.sandbox.base import SandboxUnavailable, python_roots, sandbox_interpreter
+from trl_ext.sandbox.limits import SAFE_ENV, UIDS, Limits
+from trl_ext.sandbox.reaper import kill_session
+from trl_ext.sandbox.scratch import remove_scratch
+from trl_ext.sandbox.selection import get_backend
+from trl_ext.workers.pool import WorkerPool
+
+_REPLAY = str(Path(__file__).with_name("replay.py").resolve())
+_REPLAY_IN_BWRAP = "/trl_ext_replay.py"
+_LIMITS = Limits(timeout_s=60.0, memory_mb=2048, nproc=16, nofile=256)
+_ENV = {**SAFE_ENV, "PYTHONHASHSEED": "0"}  # replay.py needs a fixed hash seed (set orders agree between passes)
+_LOGGER = logging.getLogger("trl_ext.sandbox")
+UNCONFINED_DETAIL = "refused: the test executes data and no local sandbox can confine the evaluation worker here"
+
+# Runs in the confined interpreter: rlimits, the uid drop (bubblewrap as root), then replay.py's worker loop.
+_BOOT = """
+import json, os, resource, runpy, sys
+path, uid, limits, guard = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4] == "1"
+for name, value in limits.items():
+    resource.setrlimit(getattr(resource, name), value)
+if uid >= 0 and os.geteuid() == 0:
+    os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
+sys.argv = [path]
+replay = runpy.run_path(path, run_name="trl_ext_replay_worker")
+if guard:
+    import ast
+    getframe, TEST_FILES = sys._getframe, ("tests.py", "prefix.py")
+    evaluate, compiled, state = replay["evaluate"], replay["_compiled"], {"armed": False, "refused": False}
+    REFUSED = ("pickle.find_class", "marshal.load", "marshal.loads", "code.__new__", "os.system", "os.exec",
+               "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "subprocess.Popen", "socket.", "ctypes.",
+               "os.kill", "os.putenv", "sys.setprofile", "sys.settrace", "object.__setattr__")
+    class Refused(BaseException):
+        pass
+    def hook(event, args):
+        if not state["armed"] or state.get("inside"):
+            return
+        state["inside"] = True  # what the hook itself does raises events too
+        try:
+            check(event, args)
+        finally:
+            state["inside"] = False
+    def check(event, args):
+        if getframe(2).f_code.co_filename not in TEST_FILES:
+            return  # only what the test itself does (imports and library internals compile and run code)
+        bad = event.startswith(REFUSED)
+        first = args[0] if args else None
+        source = first.decode(errors="replace") if isinstance(first, bytes) else first
+        bad = bad or (event == "compile" and not isinstance(source, ast.AST) and source not in state["sources"])
+        bad = bad or (event == "exec" and id(first) not in state["codes"])
+        if bad:
+            state["refused"], state["event"] = True, event
+            raise Refused(event)
+    sys.addaudithook(hook)
+    def guarded(task):
+        codes = compiled(task["test"], task.get("prefix"))  # cached: evaluate() runs these very objects
+        state["codes"], state["sources"] = {id(code) for code in codes}, {task.get("test"), task.get("prefix")}
+        state["armed"], state["refused"] = True, False
+        try:
+            answer = evaluate(task)
+        finally:
+            state["armed"] = False
+        if state["refused"]:
+            return {"verdict": "unsupported", "detail": DETAIL + " (" + state["event"] + ")", "calls": []}
+        return answer
+    replay["worker_main"].__globals__["evaluate"] = guarded
+replay["worker_main"]()
+"""
+
+
+def confinement() -> str:
+    """The strongest local backend that works here: "bwrap", "landlock" or "none"."""
+    for name in ("bwrap", "landlock"):
+        try:
+            get_backend(name)
+        except SandboxUnavailable:
+            continue
+        return name
+    return "none"
+
+
+def _rlimits() -> str:
+    return json.dumps({k: v for k, v in _LIMITS.rlimits().items() if k != "RLIMIT_CPU"})  # the pool's deadline kills
+
+
+def _boot_args(path: str, uid: int, guard: bool) -> list[str]:
+    boot = _BOOT.replace("DETAIL", repr(UNCONFINED_DETAIL))
+    return [sandbox_interpreter(), "-s", "-c", boot, path, str(uid), _rlimits(), "1" if guard else "0"]
+
+
+def _popen(argv: list[str], env: dict, pass_fds=(), cwd: str | None = None) -> subprocess.Popen:
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=cwd,
+        pass_fds=pass_fds,
+        start_new_session=True,
+        bufsize=0,
+    )
+
+
+def _spawn_bwrap():
+    backend = get_backend("bwrap")
+    uid = UIDS.acquire() if os.geteuid() == 0 else -1
+    argv = backend.argv(_boot_args(_REPLAY_IN_BWRAP, uid, guard=False), _LIMITS)
+    filter_fd = memfd_with(seccomp.bpf(allow_memfd=seccomp.memfd_allowed()), "eval-seccomp")
+    at = argv.index("--remount-ro")
+    argv[at:at] = [
+        "--ro-bind",
+        _REPLAY,
+        _REPLAY_IN_BWRAP,
+        "--seccomp",
+        str(filter_fd),
+        "--setenv",
+        "PYTHONHASHSEED",
+        "0",
+    ]
+    try:
+        proc = _popen(argv, _ENV, pass_fds=(filter_fd,))
+    finally:
+        os.close(filter_fd)
+    return proc, lambda: _finish(proc, uid, None)
+
+
+def _spawn_landlock():
+    as_root = os.geteuid() == 0
+    uid = UIDS.acquire() if as_root else -1
+    scratch = landlock.make_scratch(uid if as_root else None)
+    filter_fd = memfd_with(seccomp.bpf(allow_memfd=seccomp.memfd_allowed()), "eval-seccomp")
+    pid_r, pid_w = os.pipe()
+    roots = python_roots()
+    config = {
+        "pid_fd": pid_w,
+        "uid": uid if as_root else None,
+        "keep_read_search": as_root and not all(landlock.world_searchable(r) for r in [*roots, _REPLAY]),
+        "read_only": [*landlock.read_only_paths(roots), _REPLAY],
+        "scratch": scratch,
+        "min_abi": landlock.min_abi(),
+        "seccomp_fd": filter_fd,
+    }
+    argv = landlock.launcher_argv(config, _boot_args(_REPLAY, -1, guard=False))
+    env = {**landlock.env(scratch), "PYTHONHASHSEED": "0"}
+    try:
+        proc = _popen(argv, env, pass_fds=(filter_fd, pid_w), cwd=scratch)
+    finally:
+        os.close(filter_fd)
+        os.close(pid_w)
+    return proc, lambda: _finish(proc, uid, scratch, pid_r)
+
+
+def _spawn_unconfined():
+    # no uid drop: without Landlock's CAP_DAC_READ_SEARCH hand-over the interpreter may sit where others cannot read
+    proc = _popen(_boot_args(_REPLAY, -1, guard=True), _ENV, cwd="/")
+    return proc, lambda: _finish(proc, -1, None)
+
+
+def _finish(proc: subprocess.Popen, uid: int, scratch: str | None, pid_r: int | None = None) -> None:
+    """After the worker was killed: every process of its session, its scratch directory, its uid."""
+    kill_session(proc.pid)
+    remove_scratch(scratch)
+    if pid_r is not None:
+        os.close(pid_r)
+    if uid >= 0:
+        UIDS.release(uid)
+
+
+_SPAWNERS = {"bwrap": _spawn_bwrap, "landlock": _spawn_landlock, "none": _spawn_unconfined}
+
+
+def evaluation_pool(size: int) -> WorkerPool:
+    """A pool of ``size`` confined evaluation workers, each serving one evaluation (see the module docstring)."""
+    how = confinement()
+    if how == "none":
+        _LOGGER.warning(
+            "trl_ext sandbox: neither bubblewrap nor landlock can run here; assert tests are evaluated unconfined, "
+            "and a test that executes data (eval/exec/pickle of a program's result) is refused and fails "
+            "(status unsupported_test)"
+        )
+    else:
+        _LOGGER.info("trl_ext sandbox: evaluation workers confined by %s", how)
+    return WorkerPool(
+        [sys.executable, _REPLAY], size=size, startup_timeout_s=60, spawn=_SPAWNERS[how], fresh_each_task=True
+    )
