@@ -77,9 +77,7 @@ def fresh_selection(monkeypatch):
 
 
 def _break_bwrap(monkeypatch):
-    monkeypatch.setattr(
-        bwrap.BwrapBackend, "__init__", lambda self, bwrap=None: setattr(self, "bwrap", "/no/bwrap")
-    )
+    monkeypatch.setattr(bwrap.BwrapBackend, "__init__", lambda self, bwrap=None: setattr(self, "bwrap", "/no/bwrap"))
 
 
 def test_auto_takes_landlock_when_bwrap_fails_and_logs_it_once(fresh_selection, monkeypatch, caplog):

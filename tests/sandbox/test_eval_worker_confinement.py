@@ -64,7 +64,9 @@ def _confined_checks(host) -> dict[str, str]:
 @pytest.mark.parametrize("how", ["auto", "landlock"])
 def test_a_test_that_executes_program_data_runs_confined(host, monkeypatch, how):
     _fresh_workers(monkeypatch, None if how == "auto" else how)
-    failed = {name: r.statuses for name, check in _confined_checks(host).items() if not (r := _probe(check)).all_passed}
+    failed = {
+        name: r.statuses for name, check in _confined_checks(host).items() if not (r := _probe(check)).all_passed
+    }
     assert failed == {}
     assert not host["marker"].exists() and host["accepted"] == []
     assert not os.path.exists("/usr/trl_ext_probe")

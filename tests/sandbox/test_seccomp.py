@@ -70,7 +70,7 @@ def _targeted_probes(target: int) -> list[tuple[str, int, list[int]]]:
     probes = [(name, table[name], [target, 0, 0, 0, 0, 0]) for name in seccomp.TARGETS_SELF_ONLY]
     for name in seccomp.WHICH_WHO:  # the process, its group and the user of another process
         probes += [(f"{name}/{which}", table[name], [which, target, 0, 0]) for which in range(4)]
-        probes += [(f"{name}/user-self", table[name], [2 if "prio" == name[-4:] else 3, 0, 0, 0])]
+        probes += [(f"{name}/user-self", table[name], [2 if name[-4:] == "prio" else 3, 0, 0, 0])]
     process_denied = [n for n in seccomp.DENIED if n.startswith(("ptrace", "process_", "pidfd_", "kcmp"))]
     probes += [(name, table[name], [target, target, 0, 0, 0, 0]) for name in process_denied]
     return probes
@@ -83,7 +83,11 @@ def test_no_syscall_reaches_a_process_outside_the_run():
     failed = {name: os.strerror(err) for name, err in got.items() if err != 1}  # EPERM from the filter
     assert failed == {}
     assert len(got) >= 30
-    assert (resource.getrlimit(resource.RLIMIT_CPU), os.sched_getaffinity(0), os.getpriority(os.PRIO_PROCESS, 0)) == before
+    assert (
+        resource.getrlimit(resource.RLIMIT_CPU),
+        os.sched_getaffinity(0),
+        os.getpriority(os.PRIO_PROCESS, 0),
+    ) == before
 
 
 @EACH_BACKEND

@@ -57,6 +57,7 @@ class _Collected:
     ready: bool = False
     stopped: bool = False
     deadline: float = 0.0
+    pid: int = 0  # of the launcher: the run's session id
 
 
 def memfd_with(data: bytes, name: str) -> int:
@@ -174,6 +175,7 @@ def execute(
             os.close(fd)
     try:
         got = _drain(proc, limits, ready_fd, progress)
+        got.pid = proc.pid
         if not (got.timed_out or got.overflow or got.stopped):
             try:
                 _wait_exit(proc, max(got.deadline - time.monotonic(), 0.0))

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from trl_ext.sandbox._process import Progress, RunResult, classify, execute, memfd_with
 from trl_ext.sandbox.limits import SAFE_ENV, UIDS, Limits
+from trl_ext.sandbox.reaper import reap_run
 
 _HARNESS_SOURCE = (Path(__file__).parent / "_harness.py").read_text()
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -109,12 +110,15 @@ class Backend:
                 cwd=run.scratch,
                 progress=progress,
             )
+            run.extra["sid"] = got.pid
         except OSError as exc:
             return RunResult("infra_error", "", f"could not launch the sandbox: {exc}", None, 0.0)
         finally:
             for fd in [ready_r, *fds, *run.fds]:
                 os.close(fd)
             self.finish(run)
+            if run.extra.get("sid"):  # where orphans come here (PID 1, a subreaper): no zombie is left
+                reap_run(run.extra["sid"], run.extra.get("orphans", ()))
             self.cleanup(uid, run.scratch)
             UIDS.release(uid)
         decode = functools.partial(bytes.decode, encoding="utf-8", errors="replace")

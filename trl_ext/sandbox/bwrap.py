@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 
@@ -36,9 +38,20 @@ class BwrapBackend(Backend):
         """The argv, with the run's seccomp filter (``seccomp.bpf``) handed to bubblewrap on a descriptor."""
         argv = self.argv(harness_args, limits)
         filter_fd = memfd_with(seccomp.bpf(allow_memfd=seccomp.memfd_allowed()), "sandbox-seccomp")
-        run.fds.append(filter_fd)
+        info_r, info_w = os.pipe()  # bubblewrap reports the pid of its namespace's init: a zombie to reap after it
+        os.set_blocking(info_r, False)
+        run.fds += [filter_fd, info_w]
+        run.extra["info_r"] = info_r
         at = argv.index("--")
-        return [*argv[:at], "--seccomp", str(filter_fd), *argv[at:]]
+        return [*argv[:at], "--seccomp", str(filter_fd), "--info-fd", str(info_w), *argv[at:]]
+
+    def finish(self, run: Run) -> None:
+        info_r = run.extra.pop("info_r", None)
+        if info_r is None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            run.extra["orphans"] = [json.loads(os.read(info_r, 4096))["child-pid"]]
+        os.close(info_r)
 
     def argv(self, harness_args: list[str], limits: Limits) -> list[str]:
         if self.bwrap is None or not os.access(self.bwrap, os.X_OK):

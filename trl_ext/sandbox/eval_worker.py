@@ -17,6 +17,7 @@ logged once per process.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -28,7 +29,7 @@ from trl_ext.sandbox import landlock, seccomp
 from trl_ext.sandbox._process import memfd_with
 from trl_ext.sandbox.base import SandboxUnavailable, python_roots, sandbox_interpreter
 from trl_ext.sandbox.limits import SAFE_ENV, UIDS, Limits
-from trl_ext.sandbox.reaper import kill_session
+from trl_ext.sandbox.reaper import kill_session, reap_run
 from trl_ext.sandbox.scratch import remove_scratch
 from trl_ext.sandbox.selection import get_backend
 from trl_ext.workers.pool import WorkerPool
@@ -134,22 +135,16 @@ def _spawn_bwrap():
     uid = UIDS.acquire() if os.geteuid() == 0 else -1
     argv = backend.argv(_boot_args(_REPLAY_IN_BWRAP, uid, guard=False), _LIMITS)
     filter_fd = memfd_with(seccomp.bpf(allow_memfd=seccomp.memfd_allowed()), "eval-seccomp")
+    info_r, info_w = os.pipe()  # the namespace init's pid: to reap where orphans come here
     at = argv.index("--remount-ro")
-    argv[at:at] = [
-        "--ro-bind",
-        _REPLAY,
-        _REPLAY_IN_BWRAP,
-        "--seccomp",
-        str(filter_fd),
-        "--setenv",
-        "PYTHONHASHSEED",
-        "0",
-    ]
+    argv[at:at] = ["--ro-bind", _REPLAY, _REPLAY_IN_BWRAP, "--seccomp", str(filter_fd), "--info-fd", str(info_w)]
+    argv[at:at] = ["--setenv", "PYTHONHASHSEED", "0"]
     try:
-        proc = _popen(argv, _ENV, pass_fds=(filter_fd,))
+        proc = _popen(argv, _ENV, pass_fds=(filter_fd, info_w))
     finally:
         os.close(filter_fd)
-    return proc, lambda: _finish(proc, uid, None)
+        os.close(info_w)
+    return proc, lambda: _finish(proc, uid, None, info_r)
 
 
 def _spawn_landlock():
@@ -175,7 +170,7 @@ def _spawn_landlock():
     finally:
         os.close(filter_fd)
         os.close(pid_w)
-    return proc, lambda: _finish(proc, uid, scratch, pid_r)
+    return proc, lambda: _finish(proc, uid, scratch, pid_r, info=False)
 
 
 def _spawn_unconfined():
@@ -184,12 +179,19 @@ def _spawn_unconfined():
     return proc, lambda: _finish(proc, -1, None)
 
 
-def _finish(proc: subprocess.Popen, uid: int, scratch: str | None, pid_r: int | None = None) -> None:
-    """After the worker was killed: every process of its session, its scratch directory, its uid."""
+def _finish(proc: subprocess.Popen, uid: int, scratch: str | None, fd: int | None = None, info: bool = True) -> None:
+    """After the worker was killed: every process of its session (reaped where orphans come here), its scratch
+    directory, its uid. ``fd``: bubblewrap's info pipe (``info``) or the landlock launcher's pid pipe."""
+    orphans = []
+    if fd is not None:
+        if info:
+            with contextlib.suppress(OSError, ValueError):
+                os.set_blocking(fd, False)
+                orphans.append(json.loads(os.read(fd, 4096))["child-pid"])
+        os.close(fd)
     kill_session(proc.pid)
+    reap_run(proc.pid, orphans)
     remove_scratch(scratch)
-    if pid_r is not None:
-        os.close(pid_r)
     if uid >= 0:
         UIDS.release(uid)
 

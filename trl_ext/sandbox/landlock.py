@@ -115,7 +115,7 @@ def env(scratch: str) -> dict[str, str]:
 def nproc_limit(limits: Limits) -> int:
     """RLIMIT_NPROC for a run as a non-root uid: the uid's current threads plus the run's own budget."""
     uid = os.getuid()
-    return sum(threads for _, _, _, threads, owner in processes() if owner == uid) + limits.nproc
+    return sum(p.threads for p in processes() if p.uid == uid) + limits.nproc
 
 
 class LandlockBackend(Backend):

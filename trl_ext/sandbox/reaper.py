@@ -4,14 +4,28 @@ re-parented here and would stay zombies (counting against the sandbox uid's RLIM
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import signal
 import time
 from pathlib import Path
+from typing import NamedTuple
+
+_PR_GET_CHILD_SUBREAPER = 37
 
 
-def processes() -> list[tuple[int, int, str, int, int]]:
-    """(pid, session id, state, threads, uid) of every process; vanished ones are skipped."""
+class Proc(NamedTuple):
+    pid: int
+    sid: int
+    state: str
+    threads: int
+    uid: int
+    ppid: int
+
+
+def processes() -> list[Proc]:
+    """Every process (pid, session id, state, threads, uid, parent); vanished ones are skipped."""
     found = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -22,15 +36,60 @@ def processes() -> list[tuple[int, int, str, int, int]]:
         except OSError:
             continue
         fields = stat[stat.rfind(b")") + 2 :].split()
-        found.append((int(entry.name), int(fields[3]), fields[0].decode(), int(fields[17]), uid))
+        found.append(Proc(int(entry.name), int(fields[3]), fields[0].decode(), int(fields[17]), uid, int(fields[1])))
     return found
+
+
+def adopts_orphans() -> bool:
+    """Whether orphans are re-parented to this process: it is PID 1 (a container's init) or a child subreaper."""
+    if os.getpid() == 1:
+        return True
+    flag = ctypes.c_int(0)
+    return _LIBC.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0 and flag.value != 0
+
+
+def reap_run(sid: int, orphans: tuple[int, ...] | list[int] = (), timeout_s: float = 2.0) -> int:
+    """Kill what is left of the run whose processes are in session ``sid`` (plus ``orphans``: processes of the run
+    in sessions of their own, e.g. bubblewrap's namespace init) and reap those re-parented here (only they: another
+    zombie child may belong to a ``Popen`` that will wait for it). A no-op unless this process adopts orphans.
+    Returns how many were reaped."""
+    if not adopts_orphans():
+        return 0
+    reaped, me, deadline = 0, os.getpid(), time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        # the leader itself was waited for already
+        left = [p for p in processes() if (p.sid == sid and p.pid != sid) or p.pid in orphans]
+        if not left:
+            break
+        for proc in left:
+            if proc.state in "ZX" and proc.ppid == me:
+                reaped += _reap(proc.pid)
+            elif proc.state not in "ZX":
+                _kill(proc.pid)
+        time.sleep(0.001)
+    return reaped
+
+
+def _reap(pid: int) -> int:
+    try:
+        return int(os.waitpid(pid, os.WNOHANG)[0] == pid)
+    except ChildProcessError:
+        return 0
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 def kill_session(sid: int, timeout_s: float = 5.0) -> int:
     """SIGKILL every live process of session ``sid`` until none is left; returns how many were killed."""
     killed, deadline = 0, time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        alive = [pid for pid, session, state, _, _ in processes() if session == sid and state not in "ZX"]
+        alive = [p.pid for p in processes() if p.sid == sid and p.state not in "ZX"]
         if not alive:
             break
         for pid in alive:
