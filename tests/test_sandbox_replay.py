@@ -7,7 +7,8 @@ import pytest
 
 from trl_ext.rewards import CodeTests
 from trl_ext.sandbox import Limits, parse_tests, run_tests
-from trl_ext.sandbox.replay import call_key, decode, encode, evaluate, program_names
+from trl_ext.sandbox.assert_plan import program_names
+from trl_ext.sandbox.replay import decode, encode, evaluate
 
 FAST = Limits(timeout_s=3.0)
 
@@ -17,12 +18,13 @@ def _evaluate_with(test, fn, entry_point=None, prefix=None, rounds=5):
     sandbox); returns the final answer and the number of rounds it took."""
     names, modules = program_names(test, prefix, entry_point)
     task = {"test": test, "prefix": prefix, "entry_point": entry_point, "names": names, "modules": modules}
-    task["results"] = {}
+    task.update(calls=[], results=[])
     for round_ in range(rounds):
         answer = evaluate(task)
         if answer["verdict"] != "incomplete":
             return answer, round_
-        for name, args, kwargs, want_args in answer["calls"]:
+        task.update(calls=answer["calls"], results=[])  # the whole sequence, run again in order
+        for _name, args, kwargs, want_args in answer["calls"]:
             call_args, call_kwargs = decode(args), decode(kwargs)
             try:
                 record = {"ok": True, "value": encode(fn(*call_args, **call_kwargs))}
@@ -30,7 +32,7 @@ def _evaluate_with(test, fn, entry_point=None, prefix=None, rounds=5):
                 record = {"ok": False, "raised": type(exc).__name__}
             if want_args and record["ok"]:
                 record.update(args=encode(call_args), kwargs=encode(call_kwargs))
-            task["results"][call_key(name, args, kwargs)] = json.loads(json.dumps(record))
+            task["results"].append(json.loads(json.dumps(record)))
     return answer, rounds
 
 
@@ -93,9 +95,13 @@ def test_run_tests_outcomes():
     nothing = run_tests("x = 1\n", {"kind": "assert", "code": "assert True\n"}, limits=FAST)
     assert nothing.passed == 0 and "unsupported_test" in nothing.statuses
     # a result that makes the (trusted) test loop forever: the evaluation worker is killed at its deadline
-    loop = {"kind": "assert", "code": "n = 0\nwhile n != f():\n    pass\n"}
+    loop = {"kind": "assert", "code": "x = f()\nwhile isinstance(x, int):\n    pass\n"}
     hung = run_tests("def f():\n    return 1\n", loop, limits=Limits(timeout_s=1.0))
     assert hung.passed == 0 and hung.statuses[-1] == "timeout"
+    # a test calling the program without end: every call counts (none is merged), so it is cut at 20,000
+    endless = {"kind": "assert", "code": "n = 0\nwhile n != f():\n    pass\n"}
+    cut = run_tests("def f():\n    return 1\n", endless, limits=Limits(timeout_s=1.0))
+    assert cut.passed == 0 and cut.statuses == ["unsupported_test"] and "20000 calls" in cut.detail
     inplace = {
         "kind": "assert",
         "code": "xs = [3, 1, 2]\nsort_in_place(xs)\nassert xs == [1, 2, 3]\ntry:\n    parse('x')\nexcept ValueError:\n"

@@ -34,6 +34,7 @@ _OUTCOMES = (
     "timeout",
     "memory",
     "output_limit",
+    "invalid_result",
     "unsupported_test",
     "infra_error",
 )
@@ -139,7 +140,8 @@ class CodeTests(RewardFunction):
         """(score, outcome) for one completion against one parsed test spec. ``outcome`` is "passed",
         "no_code", "infra_error", "wrong" (ran but the output differed), "unsupported_test" (an assert test the
         judge cannot evaluate outside the program) or the status of the failing run ("runtime_error",
-        "timeout", "memory", "output_limit")."""
+        "timeout", "memory", "output_limit"), or "invalid_result" (a result that is no plain data, or a forged or
+        garbled result record)."""
         program = self.program(completion_text(completion, index), tests)
         if program is None or not program.strip():
             return self.no_code_value, "no_code"

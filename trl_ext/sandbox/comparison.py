@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from fractions import Fraction
 from typing import Any
 
 
@@ -40,47 +41,70 @@ def compare_stdio(actual: str, expected: str, float_tol: float | None = None) ->
     return len(got) == len(want) and all(_line_equal(g, w, float_tol) for g, w in zip(got, want))
 
 
-def values_equal(actual: Any, expected: Any, float_tol: float | None = None) -> bool:
-    """Typed equality of an actual plain value with an expected JSON value: bools only equal bools, numbers
-    compare by value (within ``float_tol`` when one side is a float), strings exactly, lists and tuples
-    element-wise (JSON has no tuples, so either kind matches either), dicts key-wise, anything else by type and
-    value. Both sides are judge-side plain data, so no user-defined ``__eq__`` is involved."""
+def _close(actual: Any, expected: Any, tol: float) -> bool:
+    """``math.isclose`` with ``tol`` as both tolerances, exact (with fractions) where a value is beyond floats."""
+    try:
+        return math.isclose(actual, expected, rel_tol=tol, abs_tol=tol)
+    except OverflowError:  # an int (or a fraction) too large for a float: never converted, compared exactly
+        if any(isinstance(v, float) and not math.isfinite(v) for v in (actual, expected)):
+            return False
+        a, e = Fraction(actual), Fraction(expected)
+        return abs(a - e) <= max(Fraction(tol) * max(abs(a), abs(e)), Fraction(tol))
+
+
+def _json_key(key: Any) -> str | None:
+    """The text JSON writes for a dict key (``json.dumps`` rules), None for a key JSON cannot write."""
+    if isinstance(key, str):
+        return key
+    if key is True or key is False or key is None:
+        return json.dumps(key)
+    if type(key) is int and key.bit_length() < 10000:
+        return str(key)
+    if type(key) is float:
+        return json.dumps(key)
+    return None
+
+
+def _json_keyed(mapping: dict) -> dict | None:
+    keyed = {_json_key(k): v for k, v in mapping.items()}
+    return keyed if None not in keyed and len(keyed) == len(mapping) else None
+
+
+_NUMBERS = (int, float, Fraction)
+
+
+def values_equal(actual: Any, expected: Any, float_tol: float | None = None, depth: int = 0) -> bool:
+    """Typed equality of an actual plain value with an expected JSON value: bools only equal bools; numbers
+    (int, float, Fraction) compare by exact value as Python's ``==`` does, or within ``float_tol`` (absolute or
+    relative) when one side is a float and a tolerance is given; NaN equals NaN; strings exactly; lists and
+    tuples element-wise (JSON has no tuples, so either kind matches either); dicts (Counter, OrderedDict,
+    defaultdict included) key-wise, where keys written as JSON writes them (``1`` -> ``"1"``, ``True`` ->
+    ``"true"``, ``None`` -> ``"null"``) match JSON's string keys, and two keys that write the same text never
+    match; anything else by type and value. Both sides are judge-side plain data, so no user-defined ``__eq__``
+    is involved. Total: never raises, whatever the values."""
+    if depth > 200:
+        return False
     if isinstance(expected, bool) or isinstance(actual, bool):
         return type(actual) is type(expected) and actual == expected
-    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
+    if isinstance(expected, _NUMBERS) and isinstance(actual, _NUMBERS):
         if isinstance(expected, float) or isinstance(actual, float):
-            if math.isnan(expected) or math.isnan(actual):
-                return math.isnan(expected) and math.isnan(actual)
-            tol = float_tol or 0.0
-            return math.isclose(actual, expected, rel_tol=tol, abs_tol=tol)
-        return actual == expected
+            if expected != expected or actual != actual:  # NaN (only a float can be one here)
+                return expected != expected and actual != actual
+            if float_tol:
+                return _close(actual, expected, float_tol)
+        return actual == expected  # exact, even for an int beyond 2**53 against a float
     if isinstance(expected, (list, tuple)):
         return (
             isinstance(actual, (list, tuple))
             and len(actual) == len(expected)
-            and all(values_equal(a, e, float_tol) for a, e in zip(actual, expected))
+            and all(values_equal(a, e, float_tol, depth + 1) for a, e in zip(actual, expected))
         )
     if isinstance(expected, dict):
-        return (
-            isinstance(actual, dict)
-            and actual.keys() == expected.keys()
-            and all(values_equal(actual[k], expected[k], float_tol) for k in expected)
-        )
+        if not isinstance(actual, dict) or len(actual) != len(expected):
+            return False
+        if actual.keys() != expected.keys():
+            actual, expected = _json_keyed(actual), _json_keyed(expected)
+            if actual is None or expected is None or actual.keys() != expected.keys():
+                return False
+        return all(values_equal(actual[k], expected[k], float_tol, depth + 1) for k in expected)
     return type(actual) is type(expected) and actual == expected
-
-
-def call_records(stdout: str, marker: str) -> dict[int, dict]:
-    """The per-case records the harness wrote to stdout, by case index (first record wins: a program that forges
-    records can only claim results it could have returned, since expected values never enter the sandbox)."""
-    records: dict[int, dict] = {}
-    for line in stdout.splitlines():
-        if not line.startswith(marker):
-            continue
-        try:
-            record = json.loads(line[len(marker) :])
-            index = record["i"]
-        except (ValueError, KeyError, TypeError):
-            continue
-        if type(index) is int and index not in records:
-            records[index] = record
-    return records

@@ -18,10 +18,12 @@ from typing import Any
 
 from trl_ext.sandbox import replay
 from trl_ext.sandbox._process import Progress, RunResult
+from trl_ext.sandbox.assert_plan import program_names
 from trl_ext.sandbox.backends import Backend, get_backend
-from trl_ext.sandbox.comparison import call_records, compare_stdio, values_equal
+from trl_ext.sandbox.comparison import compare_stdio, values_equal
 from trl_ext.sandbox.eval_worker import evaluation_pool
 from trl_ext.sandbox.limits import Limits
+from trl_ext.sandbox.records import RecordStream
 
 TEST_KINDS = ("stdio", "call", "assert")
 _MAX_ROUNDS = 4  # sandbox runs per assert test: calls whose arguments depend on earlier results take more
@@ -139,7 +141,7 @@ def _parse_assert(tests: dict, where: str) -> None:
 
 @functools.lru_cache(maxsize=4096)
 def _assert_plan(code: str, prefix: str | None, entry_point: str | None) -> tuple[list[str], list[str]]:
-    return replay.program_names(code, prefix, entry_point)
+    return program_names(code, prefix, entry_point)
 
 
 def target_names(spec: dict) -> list[str]:
@@ -199,28 +201,30 @@ def harness_runtime() -> dict:
 
 class _StreamingGrader:
     """Grades the per-case records of a stdio or call run as they arrive (``Progress.stop``), so that a
-    binary reward stops the run at the first failing case instead of running the rest."""
+    binary reward stops the run at the first failing case instead of running the rest. Only the records a
+    ``RecordStream`` accepts count, one per real case in order; a forged or garbled record fails the program."""
 
-    def __init__(self, marker: str, check: Callable[[int, dict], bool], stop_on_failure: bool) -> None:
-        self.marker, self.check, self.stop_on_failure = marker, check, stop_on_failure
-        self.results: dict[int, bool] = {}
-        self.records: dict[int, dict] = {}
+    def __init__(self, stream: RecordStream, check: Callable[[dict], bool], stop_on_failure: bool) -> None:
+        self.stream, self.check, self.stop_on_failure = stream, check, stop_on_failure
+        self.results: list[bool] = []
+        self.invalid_values = False  # a value that is no plain data: those cases failed
 
-    def feed(self, stdout: bytes) -> bool:
+    def feed(self, stdout: bytes | str) -> bool:
         """Grade every complete new record; True when the run can stop (a case failed in binary mode)."""
-        complete = stdout[: stdout.rfind(b"\n") + 1].decode("utf-8", errors="replace")
-        for index, record in call_records(complete, self.marker).items():
-            if index not in self.results:
-                self.records[index] = record
-                self.results[index] = self.check(index, record)
-        return self.stop_on_failure and not all(self.results.values())
+        for record in self.stream.feed(stdout):
+            self.invalid_values |= record.get("invalid", False)
+            self.results.append(self.check(record))
+        return bool(self.stream.invalid) or (self.stop_on_failure and not all(self.results))
 
     def report(self, result: RunResult, total: int, statuses: list[str]) -> TestReport:
-        self.feed(result.stdout.encode())
-        report = TestReport(passed=sum(self.results.values()), total=total, statuses=statuses)
+        self.feed(result.stdout)
+        report = TestReport(passed=sum(self.results), total=total, statuses=statuses)
         report.infra_error = result.status == "infra_error"
-        if report.infra_error:
+        if report.infra_error or self.stream.invalid:
             report.passed = 0
+        if not report.infra_error and (self.stream.invalid or self.invalid_values):
+            statuses.insert(0, "invalid_result")
+            report.detail = self.stream.invalid or "a result is no plain data"
         return report
 
 
@@ -238,14 +242,8 @@ def _launch_streaming(runner, payload, limits, n_cases, grader, step_slack_s=0.0
 def _run_stdio(runner, program, spec, limits, stop_on_failure, float_tol) -> TestReport:
     cases = spec["cases"]
 
-    def check(index: int, record: dict) -> bool:
-        if index >= len(cases) or record.get("status") != "ok":
-            return False
-        try:
-            output = base64.b64decode(record.get("out", ""), validate=True).decode("utf-8", errors="replace")
-        except ValueError:
-            return False
-        return compare_stdio(output, cases[index]["output"], float_tol)
+    def check(record: dict) -> bool:
+        return record["status"] == "ok" and compare_stdio(record["output"], cases[record["i"]]["output"], float_tol)
 
     marker = f"@@trl-ext-{secrets.token_hex(8)}@@"
     payload = {
@@ -259,11 +257,11 @@ def _run_stdio(runner, program, spec, limits, stop_on_failure, float_tol) -> Tes
         "stop_on_failure": stop_on_failure,
         "kill_all": runner.kill_all_safe,  # a private pid namespace or signal scope: kill(-1) reaches only the run
     }
-    grader = _StreamingGrader(marker, check, stop_on_failure)
+    grader = _StreamingGrader(RecordStream(marker, "stdio", len(cases)), check, stop_on_failure)
     max_output = len(cases) * (limits.max_output_bytes * 4 // 3 + 256) + 4096  # base64 records
     result = _launch_streaming(runner, payload, limits, len(cases), grader, step_slack_s=1.0, max_output=max_output)
-    grader.feed(result.stdout.encode())
-    statuses = [grader.records[i].get("status", "runtime_error") for i in sorted(grader.records)]
+    grader.feed(result.stdout)
+    statuses = [record["status"] for record in grader.stream.records]
     if result.status in ("infra_error", "output_limit") or not statuses:
         statuses.append(result.status)
     return grader.report(result, len(cases), statuses)
@@ -284,19 +282,19 @@ def _calls_payload(program: str, calls: list[list], stop_on_failure: bool) -> di
 def _run_call(runner, program, spec, limits, stop_on_failure, float_tol) -> TestReport:
     cases = spec["cases"]
 
-    def check(index: int, record: dict) -> bool:
-        if index >= len(cases) or record.get("ok") is not True:
-            return False
-        try:
-            return values_equal(replay.decode(record.get("value")), cases[index]["expected"], float_tol)
-        except ValueError:
-            return False
+    def check(record: dict) -> bool:
+        return record["ok"] is True and values_equal(record["decoded"], cases[record["i"]]["expected"], float_tol)
 
     calls = [[spec["fn_name"], replay.encode(list(case["args"])), {"d": []}, False] for case in cases]
     payload = _calls_payload(program, calls, stop_on_failure)
-    grader = _StreamingGrader(payload["marker"], check, stop_on_failure)
+    grader = _StreamingGrader(RecordStream(payload["marker"], "calls", len(cases)), check, stop_on_failure)
     result = _launch_streaming(runner, payload, limits, len(cases), grader)
     return grader.report(result, len(cases), [result.status])
+
+
+class EvaluatorUnavailable(Exception):
+    """The evaluation worker could not be started: the one failure of an assert test that is infrastructure's
+    (``TestReport.infra_error``). Nothing a program returns can raise it: decoding and comparing are total."""
 
 
 class _EvaluationPool:
@@ -310,7 +308,12 @@ class _EvaluationPool:
         with self._lock:
             if self._pool is None:  # confined, one fresh process per evaluation: trl_ext.sandbox.eval_worker
                 self._pool = evaluation_pool(size=min(4, os.cpu_count() or 1))
-        return self._pool.map([task], deadline_s)[0]
+        try:
+            return self._pool.map([task], deadline_s)[0]
+        except RuntimeError as exc:
+            if type(exc) is RuntimeError:  # the pool's own "did not start"; RecursionError & co are not
+                raise EvaluatorUnavailable(str(exc)) from exc
+            raise
 
 
 EVALUATORS = _EvaluationPool()
@@ -347,7 +350,7 @@ _first_pass = _FirstPasses()
 def _run_assert(runner, program, spec, limits) -> TestReport:
     names, modules = _assert_plan(spec["code"], spec.get("prefix"), spec.get("entry_point"))
     task = {"test": spec["code"], "prefix": spec.get("prefix"), "entry_point": spec.get("entry_point")}
-    task.update(names=names, modules=modules, results={})
+    task.update(names=names, modules=modules, calls=[], results=[])
     deadline_s = limits.timeout_s + 5.0  # a trusted test on plain data; the margin covers a busy machine
     report = TestReport(passed=0, total=1)
     if not names:  # nothing of the program would be judged: never a pass
@@ -356,7 +359,7 @@ def _run_assert(runner, program, spec, limits) -> TestReport:
         return report
     try:
         answer = _evaluate_in_rounds(runner, program, task, limits, deadline_s, report)
-    except RuntimeError:  # the evaluation worker could not start: not the program's fault
+    except EvaluatorUnavailable:  # the evaluation worker could not start: not the program's fault
         report.infra_error = True
         return report
     if report.infra_error:
@@ -372,25 +375,32 @@ def _run_assert(runner, program, spec, limits) -> TestReport:
 
 
 def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> dict | None:
-    """Evaluate, run the calls the evaluation still needs in a fresh sandbox, evaluate again, ... The last
-    answer (None: the evaluation hit its deadline); ``report`` collects the run statuses."""
+    """Evaluate; run the calls the evaluation made, all of them in order, in one fresh sandbox; evaluate again
+    with their results; ... The last answer (None: the evaluation hit its deadline); ``report`` collects the
+    run statuses. A result is used only for the call at its own position (see ``replay._Session``)."""
     answer = _first_pass(task, deadline_s)
     for _ in range(_MAX_ROUNDS):
         if answer is None or answer["verdict"] != "incomplete":
             return answer
-        known = task["results"]
-        calls = [call for call in answer["calls"] if replay.call_key(*call[:3]) not in known]
-        if not calls:
+        calls = answer["calls"]
+        if calls == task["calls"]:
             return {"verdict": "unsupported", "detail": "the test's calls depend on results in a cycle"}
         payload = _calls_payload(program, calls, False)
+        stream = RecordStream(payload["marker"], "calls", len(calls))
         result = runner.launch(payload, b"", limits)
         report.statuses.append(result.status)
         if result.status == "infra_error":
             report.infra_error = True
             return None
-        records = call_records(result.stdout, payload["marker"])
-        for index, call in enumerate(calls):
-            known[replay.call_key(*call[:3])] = records.get(index, {"ok": False, "missing": True})
+        stream.feed(result.stdout)
+        if stream.invalid:
+            report.statuses.insert(0, "invalid_result")
+            return {"verdict": "failed", "detail": stream.invalid}
+        if any(record.get("invalid") for record in stream.records):
+            report.statuses.insert(0, "invalid_result")
+        results = [{k: v for k, v in record.items() if k not in ("i", "decoded")} for record in stream.records]
+        results += [{"ok": False, "missing": True}] * (len(calls) - len(results))
+        task = {**task, "calls": calls, "results": results}
         answer = EVALUATORS.evaluate(task, deadline_s)
     if answer is None or answer["verdict"] != "incomplete":
         return answer

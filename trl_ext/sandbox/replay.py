@@ -1,14 +1,13 @@
 """Judge-side evaluation of assert-style tests (HumanEval's ``check(candidate)``, MBPP's asserts) by record
 and replay: the test code runs here, in a trusted process that never executes the program, against stand-ins
 of the program's functions; the sandbox only runs the calls the stand-ins asked for and sends the results
-back as plain data (``decode`` accepts exact builtin types only).
+back as plain data (``decode`` accepts exact builtin types and a few standard-library types only).
 
-One evaluation of a test with the results known so far either finishes (passed / failed) or lists the calls
-whose results it still needs ("incomplete"): a stand-in meeting an unknown call records it and returns a
-``_Pending`` placeholder that absorbs every operation, and a failing ``assert`` is skipped while placeholders
-are about, so one pass usually finds every call of the test (loops and computed arguments included). The judge
-runs those calls in the sandbox and evaluates again; the verdict comes only from a pass that met no
-placeholder. Calls whose arguments depend on earlier results take one more round per level.
+One evaluation either finishes (passed / failed) or lists the calls it made ("incomplete"): a stand-in meeting a
+call with no result yet returns a ``_Pending`` placeholder that absorbs every operation, and a failing ``assert``
+is skipped while placeholders are about, so one pass usually finds every call of the test. The judge runs the
+whole sequence of calls, in order, in one fresh sandbox (stateful functions behave as in one interpreter) and
+evaluates again; the verdict comes only from a pass that met no placeholder.
 
 Stdlib only and no trl_ext import: ``judge.py`` imports it as a module, and the evaluation worker runs its
 file (``python -s replay.py``), killed at a deadline so that no test can hang the trainer.
@@ -19,6 +18,8 @@ from __future__ import annotations
 import ast
 import base64
 import builtins
+import collections
+import fractions
 import functools
 import json
 import math
@@ -30,8 +31,10 @@ import time
 from typing import Any
 
 _BIG_INT_BITS = 12000  # beyond ~3600 digits ints travel as hex: int('...') has a 4300-digit limit
+_MAX_HEX_DIGITS = 1 << 18  # a bigger int (over a million bits) is no answer: refused, not decoded
 _MAX_DEPTH = 100
 _MAX_CALLS = 20000
+_MAX_SHARED_HASHES = 64  # elements of one set or dict beyond this many sharing a hash: a quadratic build, refused
 ASSERT_HOOK = "__trl_ext_assert_failed__"
 
 
@@ -67,7 +70,8 @@ def encode(value: Any, depth: int = 0) -> Any:
 
 
 def decode(obj: Any, depth: int = 0) -> Any:
-    """Plain data from its tagged JSON form (as ``json.loads`` returns it); ValueError on anything malformed."""
+    """Plain data from its tagged JSON form (as ``json.loads`` returns it). Total on untrusted input: bounded
+    depth, big-int size and hash sharing; anything malformed raises ValueError and nothing else."""
     if depth > _MAX_DEPTH:
         raise ValueError("value nested too deeply")
     kind = type(obj)
@@ -79,36 +83,92 @@ def decode(obj: Any, depth: int = 0) -> Any:
         raise ValueError("malformed plain data")
     ((tag, inner),) = obj.items()
     try:
-        return _decode_tagged(tag, inner, depth)
-    except (TypeError, ValueError, KeyError, IndexError) as exc:
-        raise ValueError(f"malformed plain data ({tag!r}: {exc})") from None
+        return _decode_tagged(tag, inner, depth + 1)
+    except (TypeError, ValueError, KeyError, IndexError, OverflowError, ZeroDivisionError) as exc:
+        raise ValueError(f"malformed plain data ({tag!r:.20}: {type(exc).__name__})") from None
+
+
+def _items(inner: Any, depth: int) -> list:
+    if type(inner) is not list:
+        raise ValueError("a container tag needs a list")
+    return [decode(v, depth) for v in inner]
+
+
+def _pairs(inner: Any, depth: int) -> list[tuple]:
+    if type(inner) is not list or not all(type(item) is list and len(item) == 2 for item in inner):
+        raise ValueError("mapping items must be [key, value] pairs")
+    pairs = [(decode(k, depth), decode(v, depth)) for k, v in inner]
+    _hashed([k for k, _ in pairs])
+    return pairs
+
+
+def _hashed(keys: list) -> list:
+    """``keys``, refused when they share hashes beyond a small bound (a set of them builds in quadratic time)."""
+    hashes = [hash(k) for k in keys]  # TypeError for an unhashable key: malformed
+    if len(hashes) - len(set(hashes)) > _MAX_SHARED_HASHES:
+        raise ValueError("too many elements share a hash")
+    return keys
+
+
+def _name(value: Any) -> str:
+    if type(value) is not str or not value.isidentifier() or len(value) > 100:
+        raise ValueError("not a name")
+    return value
+
+
+@functools.lru_cache(maxsize=256)
+def _namedtuple(name: str, fields: tuple[str, ...]) -> type:
+    return collections.namedtuple(name, fields)
+
+
+_FACTORIES = {f.__name__: f for f in (int, float, str, list, dict, set, tuple, bool, bytes, frozenset)}
 
 
 def _decode_tagged(tag: str, inner: Any, depth: int) -> Any:
-    if tag in ("t", "s", "fs", "d") and type(inner) is not list:
-        raise ValueError("a container tag needs a list")
-    if tag == "t":
-        return tuple(decode(v, depth + 1) for v in inner)
-    if tag == "s":
-        return {decode(v, depth + 1) for v in inner}
-    if tag == "fs":
-        return frozenset(decode(v, depth + 1) for v in inner)
-    if tag == "d":
-        if not all(type(item) is list and len(item) == 2 for item in inner):
-            raise ValueError("dict items must be [key, value] pairs")
-        return {decode(k, depth + 1): decode(v, depth + 1) for k, v in inner}
+    simple = _SIMPLE_TAGS.get(tag)
+    if simple is not None:
+        return simple(inner, depth)
+    if tag == "dd" and type(inner) is list and len(inner) == 2:
+        factory = None if inner[0] is None else _FACTORIES[inner[0]]
+        return collections.defaultdict(factory, _pairs(inner[1], depth))
+    if tag == "dq" and type(inner) is list and len(inner) == 2 and (inner[1] is None or type(inner[1]) is int):
+        return collections.deque(_items(inner[0], depth), inner[1])
+    if tag == "nt" and type(inner) is list and len(inner) == 3 and type(inner[1]) is list:
+        fields = tuple(_name(f) for f in inner[1])
+        return _namedtuple(_name(inner[0]), fields)(*_items(inner[2], depth))
+    if tag == "q" and type(inner) is list and len(inner) == 2 and all(type(v) in (int, dict) for v in inner):
+        numerator, denominator = decode(inner[0], depth), decode(inner[1], depth)
+        if type(numerator) is not int or type(denominator) is not int or denominator <= 0:
+            raise ValueError("a fraction needs integer parts and a positive denominator")
+        return fractions.Fraction(numerator, denominator)
+    if tag == "r" and type(inner) is list and len(inner) == 3:
+        bounds = [decode(v, depth) for v in inner]
+        if not all(type(v) is int for v in bounds):
+            raise ValueError("a range needs integer bounds")
+        return range(*bounds)
     if tag == "b" and type(inner) is str:
         return base64.b64decode(inner, validate=True)
     if tag == "c" and type(inner) is list and len(inner) == 2:
-        real, imag = decode(inner[0], depth + 1), decode(inner[1], depth + 1)
+        real, imag = decode(inner[0], depth), decode(inner[1], depth)
         if type(real) is not float or type(imag) is not float:
             raise ValueError("complex parts must be floats")
         return complex(real, imag)
     if tag == "f" and inner in ("nan", "inf", "-inf"):
         return float(inner)
-    if tag == "i" and type(inner) is str:
+    if tag == "i" and type(inner) is str and len(inner) <= _MAX_HEX_DIGITS:
         return int(inner, 16)
     raise ValueError("unknown tag")
+
+
+_SIMPLE_TAGS = {
+    "t": lambda inner, depth: tuple(_items(inner, depth)),
+    "s": lambda inner, depth: set(_hashed(_items(inner, depth))),
+    "fs": lambda inner, depth: frozenset(_hashed(_items(inner, depth))),
+    "d": lambda inner, depth: dict(_pairs(inner, depth)),
+    "C": lambda inner, depth: collections.Counter(dict(_pairs(inner, depth))),
+    "od": lambda inner, depth: collections.OrderedDict(_pairs(inner, depth)),
+    "g": lambda inner, depth: iter(_items(inner, depth)),  # a generator's items: an iterator, equal only to itself
+}
 
 
 def call_key(name: str, args: Any, kwargs: Any) -> str:
@@ -125,43 +185,7 @@ def _has_mutable(value: Any) -> bool:
     return False
 
 
-# -- which names of a test are the program's -------------------------------------------------------------------
-
-
-def _bound_names(tree: ast.AST) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            names.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.arg):
-            names.add(node.arg)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            names.add(node.name)
-    return names
-
-
-def program_names(test: str, prefix: str | None, entry_point: str | None) -> tuple[list[str], list[str]]:
-    """(the program's functions the test uses, standard modules it uses without importing them): names the test
-    reads but neither defines nor imports, that are no builtins and not defined by ``prefix``; plus
-    ``entry_point`` (without one, the last function ``prefix`` defines: the one the completion continues).
-    The prefix's other definitions are the test's helpers, taken from the prefix, never from the program.
-    Raises SyntaxError when ``test`` or ``prefix`` does not parse."""
-    tree = ast.parse(test)
-    defined = _bound_names(tree) | set(dir(builtins))
-    if prefix:
-        prefix_tree = ast.parse(prefix)
-        stubs = [s.name for s in prefix_tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        entry_point = entry_point or (stubs[-1] if stubs else None)
-        defined |= _bound_names(prefix_tree) - {entry_point}
-    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    free = read - defined - {ASSERT_HOOK}
-    modules = sorted(n for n in free if n in sys.stdlib_module_names)
-    names = sorted((free - set(modules)) | ({entry_point} if entry_point else set()))
-    return names, modules
+# -- the test, rewritten -------------------------------------------------------------------------------------
 
 
 class _AssertToCall(ast.NodeTransformer):
@@ -212,11 +236,10 @@ class _Pending:
     __getitem__ = __getattr__ = _same
     __hash__ = object.__hash__
 
-    def __setitem__(self, key: Any, value: Any) -> None:
-        pass
-
-    def __contains__(self, item: Any) -> bool:
+    def __contains__(self, *item: Any) -> bool:
         return True
+
+    __setitem__ = __contains__
 
     def __len__(self) -> int:
         return 0
@@ -232,11 +255,10 @@ class _Pending:
     def __float__(self) -> float:
         return 0.0
 
-    def __repr__(self) -> str:
+    def __repr__(self, *spec: Any) -> str:
         return "<pending>"
 
-    def __format__(self, spec: str) -> str:
-        return "<pending>"
+    __format__ = __repr__
 
 
 def _contains_pending(value: Any, depth: int = 0) -> bool:
@@ -255,11 +277,14 @@ _EXCEPTIONS = {
 
 
 class _Session:
-    """The stand-ins' shared state for one evaluation."""
+    """The stand-ins' shared state for one evaluation. Calls form one ordered sequence, as one interpreter would
+    make them (identical calls are not merged: a function may keep state); the k-th result of the last sandbox
+    run is used only by the k-th call, and only while this pass has made the same calls in the same order."""
 
-    def __init__(self, results: dict[str, dict]) -> None:
+    def __init__(self, calls: list[list], results: list[dict]) -> None:
+        self.known = [call_key(*call[:3]) for call in calls]
         self.results = results
-        self.calls: dict[str, list] = {}  # key -> [name, args, kwargs, want_args], in order of first call
+        self.calls: list[list] = []  # [name, args, kwargs, want_args] of every call of this pass, in order
         self.pending = False  # a placeholder was handed out: no verdict from this pass
         self.blocked = False  # a call's arguments hold a placeholder: run what is known, then go on
         self.rejected = ""  # the program's fault: a result that is no plain data, or a call with no record
@@ -285,17 +310,16 @@ class _Session:
         except TypeError as exc:
             self.unsupported = f"an argument of {name}() is not plain data ({exc})"
             raise _Stop from None
-        key = call_key(name, encoded_args, encoded_kwargs)
-        if key not in self.calls:
-            if len(self.calls) >= _MAX_CALLS:
-                self.unsupported = f"the test makes more than {_MAX_CALLS} distinct calls"
-                raise _Stop
-            self.calls[key] = [name, encoded_args, encoded_kwargs, _has_mutable((args, kwargs))]
-        record = self.results.get(key)
-        if record is None:
-            self.pending = True
+        position = len(self.calls)
+        if position >= _MAX_CALLS:
+            self.unsupported = f"the test makes more than {_MAX_CALLS} calls"
+            raise _Stop
+        self.calls.append([name, encoded_args, encoded_kwargs, _has_mutable((args, kwargs))])
+        same_so_far = not self.pending and position < len(self.known) and position < len(self.results)
+        if not same_so_far or self.known[position] != call_key(name, encoded_args, encoded_kwargs):
+            self.pending = True  # from here on this pass differs from the run: the next run replays it all
             return _Pending()
-        return self._replay(name, record, args, kwargs)
+        return self._replay(name, self.results[position], args, kwargs)
 
     def _replay(self, name: str, record: dict, args: tuple, kwargs: dict) -> Any:
         if record.get("ok") is True:
@@ -308,10 +332,20 @@ class _Session:
                 self.rejected = f"{name}() returned no plain data"
                 raise _Stop from None
             return value
-        if record.get("raised"):
-            raise _EXCEPTIONS.get(record["raised"], ProgramError)(f"raised by the program's {name}()")
+        raised = record.get("raised")
+        if raised in ("StopIteration", "StopAsyncIteration"):  # PEP 479: it must not end the test's loop
+            raise RuntimeError(f"the program's {name}() raised {raised}")
+        if raised:
+            raise _program_exception(raised, name)
         self.rejected = f"{name}() " + ("returned no plain data" if record.get("unencodable") else "gave no result")
         raise _Stop
+
+
+def _program_exception(raised: str, name: str) -> BaseException:
+    try:  # a few builtin exceptions need more arguments (UnicodeDecodeError): those become ProgramError
+        return _EXCEPTIONS.get(raised, ProgramError)(f"raised by the program's {name}()")
+    except TypeError:
+        return ProgramError(f"{raised} raised by the program's {name}()")
 
 
 def _apply_mutations(mine: Any, theirs: Any) -> None:
@@ -334,11 +368,12 @@ def evaluate(task: dict) -> dict:
     """Evaluate one assert test with the results known so far.
 
     ``task``: {"test", "prefix", "entry_point", "names" (the program's functions), "modules" (standard modules
-    the test uses without importing them), "results" (call key -> record)}. Returns {"verdict": "passed" |
+    the test uses without importing them), "calls" (the calls of the last sandbox run, in order) and "results"
+    (their records, in the same order)}. Returns {"verdict": "passed" |
     "failed" | "incomplete" | "unsupported", "detail", "calls": [[name, args, kwargs, want_args], ...]} (the
     worker answers "error" if this function itself fails)."""
     random.seed(0)  # tests that draw random inputs draw the same ones in every pass
-    session = _Session(task["results"])
+    session = _Session(task.get("calls", []), task.get("results", []))
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
     error = ""
     try:
@@ -357,7 +392,7 @@ def evaluate(task: dict) -> dict:
         error = "stopped"
     except BaseException as exc:  # noqa: B036 - the test's own SystemExit is a failure too
         error = f"{type(exc).__name__}: {exc}"[:500]
-    calls = list(session.calls.values())
+    calls = session.calls
     if session.rejected:
         return {"verdict": "failed", "detail": session.rejected, "calls": calls}
     if session.unsupported:
@@ -404,11 +439,7 @@ def worker_main() -> None:
         try:
             answer = evaluate(json.loads(line))
         except Exception as exc:  # a bug here must not look like the program's timeout
-            answer = {
-                "verdict": "error",
-                "detail": f"evaluation failed: {type(exc).__name__}: {exc}"[:500],
-                "calls": [],
-            }
+            answer = {"verdict": "error", "detail": f"evaluation failed: {type(exc).__name__}"[:500], "calls": []}
         out.write(json.dumps(answer) + "\n")
 
 

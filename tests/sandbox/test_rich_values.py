@@ -1,0 +1,168 @@
+"""Class 9: right answers are not scored 0. Counter, defaultdict, OrderedDict, deque, namedtuples, Fraction,
+range and generators cross the sandbox boundary as tagged plain data (converted inside the sandbox) and are
+rebuilt as the same standard types, so assert tests judge them exactly as CPython would: a differential test
+runs the same assert tests in plain CPython and through the judge and requires identical verdicts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests._backends import ISOLATED
+from trl_ext.rewards import CodeTests
+
+PROGRAM = """
+from collections import Counter, OrderedDict, defaultdict, deque, namedtuple
+from fractions import Fraction
+P = namedtuple("P", "x y")
+def counts(s):
+    return Counter(s)
+def groups():
+    d = defaultdict(list)
+    d[1].append(2)
+    return d
+def ordered():
+    return OrderedDict([(1, 2), (3, 4)])
+def point():
+    return P(1, 2)
+def third():
+    return Fraction(1, 3)
+def upto(n):
+    return range(n)
+def gen(n):
+    yield from range(n)
+def strs():
+    return map(str, [1, 2])
+def window():
+    return deque([1, 2], maxlen=3)
+def int_keys():
+    return {1: "a", 2: "b"}
+def pair_set():
+    return {1, 2}
+def big():
+    return 10**18 + 1
+def negative_zero():
+    return -0.0
+def nan():
+    return float("nan")
+def yes():
+    return True
+def nested():
+    return {"k": [Counter("ab"), (P(0, 1), range(2))]}
+"""
+TESTS = [
+    'assert counts("aab") == {"a": 2, "b": 1}',
+    'assert counts("aab") == Counter(a=2, b=1)',
+    'assert counts("aab") == {"a": 2}',
+    'assert counts("aab")["z"] == 0',
+    'assert counts("aab").most_common(1) == [("a", 2)]',
+    'assert isinstance(counts("ab"), dict) and type(counts("ab")) is Counter',
+    "assert groups() == {1: [2]}",
+    "assert groups()[5] == []",
+    "assert groups() == {1: [3]}",
+    "assert ordered() == OrderedDict([(3, 4), (1, 2)])",
+    "assert ordered() == {3: 4, 1: 2}",
+    "assert list(ordered()) == [1, 3]",
+    "assert point() == (1, 2)",
+    "assert point().x == 1 and point()._fields == ('x', 'y')",
+    "assert point() == [1, 2]",
+    "assert third() == Fraction(2, 6)",
+    "assert third() == 1 / 3",
+    "assert third() * 3 == 1",
+    "assert upto(3) == [0, 1, 2]",
+    "assert list(upto(3)) == [0, 1, 2]",
+    "assert upto(3) == range(0, 3) and len(upto(3)) == 3",
+    "assert list(gen(3)) == [0, 1, 2]",
+    "assert gen(3) == [0, 1, 2]",
+    "assert sum(gen(4)) == 6 and next(gen(2)) == 0",
+    "assert list(strs()) == ['1', '2']",
+    "assert window() == deque([1, 2]) and window().maxlen == 3",
+    "assert window() == [1, 2]",
+    "assert int_keys() == {1: 'a', 2: 'b'}",
+    "assert int_keys() == {'1': 'a', '2': 'b'}",
+    "assert pair_set() == frozenset({1, 2})",
+    "assert big() == 1e18",
+    "assert big() == 10**18 + 1",
+    "assert negative_zero() == 0 and str(negative_zero()) == '-0.0'",
+    "assert nan() != nan()",
+    "assert yes() == 1 and yes() is True",
+    "assert nested() == {'k': [{'a': 1, 'b': 1}, ((0, 1), range(0, 2))]}",
+    "assert nested() == {'k': [{'a': 1, 'b': 1}, ((0, 1), [0, 1])]}",
+]
+TEST_IMPORTS = "from collections import Counter, OrderedDict, deque\nfrom fractions import Fraction\n"
+
+_PLAIN_CPYTHON = """
+import json, sys
+program, tests = json.load(sys.stdin)
+verdicts = []
+for test in tests:
+    namespace = {"__name__": "__main__"}
+    exec(program, namespace)
+    try:
+        exec(test, namespace)
+        verdicts.append(1.0)
+    except AssertionError:
+        verdicts.append(0.0)
+print(json.dumps(verdicts))
+"""
+
+
+def plain_cpython_verdicts(program: str, tests: list[str]) -> list[float]:
+    """The verdict of each assert test run directly on the program in plain CPython (our own trusted code)."""
+    done = subprocess.run([sys.executable, "-c", _PLAIN_CPYTHON], input=json.dumps([program, tests]),
+                          capture_output=True, text=True, check=True, timeout=60)  # fmt: skip
+    return json.loads(done.stdout)
+
+
+def test_the_plain_cpython_verdicts_are_mixed():
+    verdicts = plain_cpython_verdicts(PROGRAM, [TEST_IMPORTS + t for t in TESTS])
+    assert 0 < sum(verdicts) < len(verdicts)  # the differential test below compares both outcomes
+
+
+# rlimit is left out here: as root it runs programs under a sandbox uid that cannot read this machine's Python
+# standard library (it lives under /root), so PROGRAM's `import collections` fails there for every test alike.
+@pytest.mark.parametrize("backend", ISOLATED, indirect=True)
+def test_the_judge_gives_the_verdicts_of_plain_cpython(backend):
+    tests = [TEST_IMPORTS + t for t in TESTS]
+    expected = plain_cpython_verdicts(PROGRAM, tests)
+    specs = [{"kind": "assert", "code": t} for t in tests]
+    judged = CodeTests(timeout_s=5.0)([f"```python\n{PROGRAM}\n```"] * len(specs), tests=specs)
+    assert dict(zip(TESTS, judged)) == dict(zip(TESTS, expected))
+
+
+CALLS = [  # (function, expected JSON value, verdict): the documented rule for JSON expected values
+    ("int_keys", {"1": "a", "2": "b"}, 1.0),  # int keys match JSON's string keys as JSON writes them
+    ("colliding_keys", {"1": "a", "2": "a"}, 0.0),  # {1: .., "1": ..} writes one key twice: never a match
+    ("bool_keys", {"true": 1, "null": 2}, 1.0),
+    ("counts", {"a": 2, "b": 1}, 1.0),  # a Counter is a dict
+    ("point", [1, 2], 1.0),  # JSON has no tuples: a tuple (a namedtuple too) matches a list
+    ("third", 0.5, 0.0),
+    ("half", 0.5, 1.0),  # Fraction(1, 2) == 0.5 exactly
+    ("upto", [0, 1, 2], 0.0),  # range(3) != [0, 1, 2], as in CPython
+    ("gen", [0, 1, 2], 0.0),  # a generator equals only itself
+]
+CALL_PROGRAM = (
+    PROGRAM
+    + """
+def colliding_keys():
+    return {1: "a", "1": "a"}
+def bool_keys():
+    return {True: 1, None: 2}
+def half():
+    return Fraction(1, 2)
+"""
+)
+
+
+@pytest.mark.parametrize("backend", ISOLATED, indirect=True)
+def test_call_tests_follow_the_json_key_rule(backend):
+    specs = [
+        {"kind": "call", "fn_name": name, "cases": [{"args": [3] if name in ("upto", "gen") else [], "expected": exp}]}
+        for name, exp, _ in CALLS
+    ]
+    specs[3]["cases"][0]["args"] = ["aab"]
+    judged = CodeTests(timeout_s=5.0)([f"```python\n{CALL_PROGRAM}\n```"] * len(specs), tests=specs)
+    assert dict(zip([c[0] for c in CALLS], judged)) == {name: verdict for name, _, verdict in CALLS}

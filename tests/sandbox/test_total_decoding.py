@@ -1,0 +1,187 @@
+"""Class 2: nothing a program prints, returns or forges raises out of the judge. Every decode and comparison is
+total (bounded depth, size and element count, no quadratic path); a value that fails to decode fails its case
+and is counted as the "invalid_result" outcome."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+import pytest
+
+from trl_ext.rewards import CodeTests
+from trl_ext.sandbox import Backend, RunResult, compare_stdio, run_tests, values_equal
+from trl_ext.sandbox.replay import decode
+
+PRIME = 2**61 - 1  # ints that are multiples of it all hash to 0
+BIG_INTS = (10**309, -(10**400), 10**1000)
+HEX_INTS = ("f", "f" * 3000, "f" * 300_000)
+COLLIDING = tuple([PRIME * k for k in range(n)] for n in (3, 66, 400))
+BOUND_S = 2.0  # generous per-program time bound (a program's whole output parsed, decoded and compared)
+
+
+def _value(rng: random.Random, depth: int = 0):
+    """A random tagged-JSON value: valid plain data, hostile shapes (huge ints, deep nesting, hash-colliding sets
+    and dict keys) and malformed tags (wrong inner types, unknown tags, wrong arity)."""
+    leaves = [
+        lambda: rng.randint(-(2**70), 2**70),
+        lambda: rng.choice(BIG_INTS),
+        lambda: rng.choice([0.5, -0.0, 1e308, 5e-324, 1e18]),
+        lambda: "".join(rng.choice('ab\u00e9\U0001f600\\"\n') for _ in range(rng.randint(0, 8))),
+        lambda: rng.choice([True, False, None]),
+        lambda: {"i": rng.choice(HEX_INTS)},
+        lambda: {"f": rng.choice(["nan", "inf", "-inf", "NaN", 1])},
+        lambda: {"s": rng.choice(COLLIDING)},
+        lambda: {"d": [[k, 1] for k in rng.choice(COLLIDING)]},
+        lambda: {"q": [rng.randint(-9, 9), rng.choice([0, -1, 3, "x", 10**500])]},
+        lambda: {"r": [0, rng.choice([10**100, 5, "x"]), rng.choice([0, 1, -1])]},
+        lambda: {"nt": [rng.choice(["P", "class", "_x", 1]), rng.choice([["a"], ["a", "a"], "a"]), [1]]},
+        lambda: {"dd": [rng.choice(["int", "eval", None, 3]), [[1, 2]]]},
+        lambda: {"dq": [[1, 2], rng.choice([None, -1, 2, "x"])]},
+        lambda: {"c": [rng.choice([1.0, 1, "x"]), 2.0]},
+        lambda: {"b": rng.choice(["AA==", "@@", 1])},
+        lambda: {rng.choice(["t", "s", "fs", "C", "od", "g", "zz"]): rng.choice([1, "x", None, {}])},
+        lambda: {"t": [1], "s": [2]},
+        lambda: {"s": [[1], [2]]},  # unhashable elements
+    ]
+    if depth > 3 or rng.random() < 0.4:
+        return rng.choice(leaves)()
+    containers = [
+        lambda: [_value(rng, depth + 1) for _ in range(rng.randint(0, 4))],
+        lambda: {rng.choice(["t", "s", "fs", "g"]): [_value(rng, depth + 1) for _ in range(rng.randint(0, 4))]},
+        lambda: {rng.choice(["d", "C", "od"]): [[_value(rng, depth + 1), _value(rng, depth + 1)]]},
+    ]
+    return rng.choice(containers)()
+
+
+def _deep(depth: int, tagged: bool) -> str:
+    return ('{"t": [' * depth + "]}" * depth) if tagged else ("[" * depth + "]" * depth)
+
+
+def _record_text(rng: random.Random, index: int, mode: str) -> str:
+    """One record as the harness might write it, or forged, garbled or truncated."""
+    if rng.random() < 0.1:
+        return _deep(rng.choice([50, 101, 5000, 100_000]), rng.random() < 0.5)
+    record = {"i": rng.choice([index] * 6 + [-1, index + 1, 10**30, True, "0", 0.0, None])}
+    if mode == "calls":
+        record["ok"] = rng.choice([True] * 6 + [False, 1, "true", None])
+        if record["ok"] is True or rng.random() < 0.2:
+            record["value"] = _value(rng)
+        else:
+            record[rng.choice(["raised", "unencodable", "x"])] = rng.choice(["ValueError", True, ["x"], "a b"])
+    else:
+        record["status"] = rng.choice(["ok", "ok", "timeout", "memory", "passed", 1, ["ok"]])
+        record["out"] = rng.choice(["MQ==", "", "@@", 5, "QQ==" * 10_000])
+    if rng.random() < 0.1:
+        record[rng.choice(["extra", "i2"])] = 1
+    text = json.dumps(record)
+    if rng.random() < 0.1:
+        text = text[: rng.randint(0, len(text))]
+    if rng.random() < 0.05:
+        text = "".join(rng.choice('{}[]",:0123456789aeflnrstu\\') for _ in range(rng.randint(1, 200)))
+    return text
+
+
+class StubBackend(Backend):
+    """Answers every run with the stdout the fuzzer wrote for it (no sandbox: the judge alone is under test)."""
+
+    name = "stub"
+    kill_all_safe = False
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def launch(self, payload, stdin, limits, nonce=None, progress=None):
+        marker = payload.get("marker", "")
+        stdout = "".join(f"\n{marker}{line}\n" for line in self.lines)
+        if progress is not None and progress.stop is not None:
+            progress.stop(stdout.encode())
+        return RunResult("ok", stdout, "", 0, 0.0)
+
+
+def test_fuzzed_records_and_values_never_raise_and_stay_within_a_time_bound():
+    rng, stub = random.Random(20), StubBackend()
+    n_cases, programs, records, slowest = 4, 0, 0, 0.0
+    call = {"kind": "call", "fn_name": "f", "cases": [{"args": [k], "expected": 0.5} for k in range(n_cases)]}
+    exact = {**call, "cases": [{"args": [k], "expected": {"1": [1, 2.0]}} for k in range(n_cases)]}
+    stdio = {"kind": "stdio", "cases": [{"input": "", "output": "1.0 2"} for _ in range(n_cases)]}
+    while records < 10_000:
+        mode = rng.choice(["calls", "stdio"])
+        stub.lines = [_record_text(rng, k, mode) for k in range(rng.randint(1, n_cases + 2))]
+        records += len(stub.lines)
+        start = time.perf_counter()
+        if mode == "calls":
+            for spec, tol in ((call, None), (call, 1e-6), (exact, None)):
+                report = run_tests(
+                    "def f(x): pass", spec, backend=stub, stop_on_failure=rng.random() < 0.5, float_tol=tol
+                )
+                assert 0 <= report.passed <= report.total and not report.infra_error
+        else:
+            report = run_tests("pass", stdio, backend=stub, stop_on_failure=False, float_tol=rng.choice([None, 1e-3]))
+            assert 0 <= report.passed <= report.total and not report.infra_error
+        slowest = max(slowest, time.perf_counter() - start)
+        programs += 1
+    assert slowest < BOUND_S, f"slowest program took {slowest:.2f} s"
+    assert programs >= 2000
+
+
+def test_fuzzed_values_decode_or_fail_cleanly_and_compare_totally():
+    rng, failures = random.Random(9), 0
+    for _ in range(3_000):  # on top of the 10,000 records above, which carry such values too
+        raw = _value(rng)
+        start = time.perf_counter()
+        try:
+            value = decode(json.loads(json.dumps(raw)))
+        except ValueError:
+            failures += 1
+            continue
+        for expected in (0.5, 10**400, [1, 2.0], {"1": 2}, "x", None, float("nan")):
+            for tol in (None, 1e-9, 0.5):
+                assert values_equal(value, expected, tol) in (True, False)
+        assert time.perf_counter() - start < BOUND_S
+    assert 0 < failures < 3_000  # both paths were exercised
+
+
+def test_stdio_comparison_is_total_on_hostile_outputs():
+    for output in ("9" * 200_000, "1e999 -1e999 nan", "\x00\ud800" * 1000, "1\n" * 200_000, "0x10 1_0 ∞"):
+        for tol in (None, 1e-6):
+            start = time.perf_counter()
+            assert compare_stdio(output, "1e999 2", tol) in (True, False)
+            assert time.perf_counter() - start < BOUND_S
+
+
+def test_the_comparison_of_numbers_never_overflows():
+    assert values_equal(10**400, 1.0, 1e-9) is False
+    assert values_equal(2 * 10**308, 1.7e308, 0.5) is True  # beyond floats: exact arithmetic, relative tolerance
+    assert values_equal(10**400, float("inf"), 1e-3) is False
+    assert values_equal(-(10**400), 1e308, 0.5) is False
+    assert values_equal(decode({"q": [10**400, 3]}), 1e300, 1e-9) is False
+
+
+HOSTILE_RESULTS = {
+    "huge int for a float": "def f(x):\n    return 10**400\n",
+    "deep nesting": "def f(x):\n    v = []\n    for _ in range(5000):\n        v = [v]\n    return v\n",
+    "nested just inside the bound": "def f(x):\n    v = 0.5\n    for _ in range(99):\n        v = [v]\n    return v\n",
+    "hash-colliding set": f"def f(x):\n    return {{{PRIME} * k for k in range(2000)}}\n",
+    "hash-colliding dict": f"def f(x):\n    return {{{PRIME} * k: k for k in range(2000)}}\n",
+    "huge hex int": "def f(x):\n    return 16 ** 300000\n",
+    "recursive list": "def f(x):\n    v = []\n    v.append(v)\n    return v\n",
+    "unencodable object": "def f(x):\n    return object()\n",
+}
+
+
+def test_hostile_results_score_zero_with_a_logged_outcome(backend):
+    spec = {"kind": "call", "fn_name": "f", "cases": [{"args": [1], "expected": 0.5}]}
+    logged: dict[str, float] = {}
+    reward = CodeTests(timeout_s=5.0, float_tol=1e-6)
+    programs = list(HOSTILE_RESULTS.values())
+    scores = reward([f"```python\n{p}\n```" for p in programs], tests=[spec] * len(programs),
+                    log_metric=lambda key, value: logged.__setitem__(key, value))  # fmt: skip
+    assert scores == [0.0] * len(programs)
+    # refused by the decoder: the colliding set and dict, and the int of over a million bits
+    assert logged["code_tests/invalid_result"] == pytest.approx(3 / len(programs))
+    assert logged["code_tests/infra_error"] == 0.0
+    assert_spec = {"kind": "assert", "code": "assert f(1) == 0.5\n"}
+    scores = reward([f"```python\n{p}\n```" for p in programs], tests=[assert_spec] * len(programs))
+    assert scores == [0.0] * len(programs)

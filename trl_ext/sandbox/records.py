@@ -1,0 +1,104 @@
+"""Strict parsing of the per-case records a judged run writes on stdout (untrusted input: the program's side).
+
+The harness writes one marker-prefixed JSON record per case, in case order: the k-th record carries ``"i": k``.
+Anything else on a marker line (a negative, repeated, skipped or out-of-range index, malformed JSON, an unknown
+field or a field of the wrong type) is a forgery or a garbled channel, and makes the whole run invalid: the
+program then passes no case. Every function here is total: it returns or records a reason, it never raises on
+what the program wrote.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from trl_ext.sandbox import replay
+
+STDIO_STATUSES = frozenset({"ok", "timeout", "runtime_error", "memory", "output_limit"})
+_STDIO_KEYS = frozenset({"i", "status", "out"})
+_VALUE_KEYS = (frozenset({"i", "ok", "value"}), frozenset({"i", "ok", "value", "args", "kwargs"}))
+_MAX_NAME = 64  # an exception class name
+
+
+def _load(text: bytes) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):  # malformed, not UTF-8, or nested past the scanner's recursion limit
+        return None
+
+
+def _stdio_record(record: dict) -> dict | None:
+    if record.keys() != _STDIO_KEYS or type(record["status"]) is not str or type(record["out"]) is not str:
+        return None
+    if record["status"] not in STDIO_STATUSES:
+        return None
+    try:
+        output = base64.b64decode(record["out"], validate=True)
+    except (ValueError, binascii.Error):
+        return None
+    return {"i": record["i"], "status": record["status"], "output": output.decode("utf-8", errors="replace")}
+
+
+def _call_record(record: dict) -> dict | None:
+    """A call record with its value decoded (``"invalid"`` when the value is no plain data: the case fails)."""
+    keys, ok = record.keys(), record.get("ok")
+    if ok is True and keys in _VALUE_KEYS:
+        checked = dict(record)
+        try:
+            checked["decoded"] = replay.decode(record["value"])
+            if "args" in record:
+                replay.decode(record["args"]), replay.decode(record["kwargs"])
+        except ValueError:
+            return {"i": record["i"], "ok": False, "invalid": True}
+        return checked
+    if ok is not False:
+        return None
+    if keys == {"i", "ok", "raised"} and type(record["raised"]) is str and record["raised"].isidentifier():
+        return record if len(record["raised"]) <= _MAX_NAME else None
+    if keys == {"i", "ok", "unencodable"} and record["unencodable"] is True:
+        return record
+    return None
+
+
+class RecordStream:
+    """The records of one run, parsed as its stdout grows (``feed`` is given successive prefixes of stdout and
+    parses each complete line once: linear in the output, however often it is called)."""
+
+    def __init__(self, marker: str, mode: str, n_cases: int) -> None:
+        self.marker, self.mode, self.n_cases = marker.encode(), mode, n_cases
+        self.records: list[dict] = []
+        self.invalid = ""  # why the run is invalid ("" when it is not)
+        self._offset = 0
+
+    def feed(self, stdout: bytes | str) -> list[dict]:
+        """The records completed since the last call (none once the run is invalid)."""
+        data = stdout.encode("utf-8", errors="surrogateescape") if isinstance(stdout, str) else stdout
+        end = data.rfind(b"\n") + 1
+        if end <= self._offset:
+            return []
+        chunk, self._offset = data[self._offset : end], end
+        new: list[dict] = []
+        for line in chunk.split(b"\n"):
+            if self.invalid or not line.startswith(self.marker):
+                continue
+            record = self._parse(line[len(self.marker) :])
+            if record is None:
+                continue
+            self.records.append(record)
+            new.append(record)
+        return new
+
+    def _parse(self, text: bytes) -> dict | None:
+        record, index = _load(text), len(self.records)
+        if type(record) is not dict or type(record.get("i")) is not int:
+            self.invalid = "a result record is malformed"
+        elif record["i"] != index or index >= self.n_cases:
+            self.invalid = f"a result record claims another case than case {index} of {self.n_cases}"
+        else:
+            checked = _stdio_record(record) if self.mode == "stdio" else _call_record(record)
+            if checked is not None:
+                return checked
+            self.invalid = f"result record {index} does not match the record format"
+        return None
