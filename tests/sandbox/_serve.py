@@ -8,13 +8,15 @@ import json
 import threading
 from collections.abc import Iterator
 
+from trl_ext.sandbox.backends import Backend
 from trl_ext.sandbox.server import ServeConfig, make_server
 
 
 @contextlib.contextmanager
-def serving(**settings) -> Iterator[str]:
-    """The URL of a running server with ``settings`` (ServeConfig fields); stopped and closed on exit."""
-    server = make_server(ServeConfig(host="127.0.0.1", port=0, **settings))
+def serving(runner: Backend | None = None, **settings) -> Iterator[str]:
+    """The URL of a running server with ``settings`` (ServeConfig fields) running programs on ``runner`` (default:
+    the configured backend); stopped and closed on exit."""
+    server = make_server(ServeConfig(host="127.0.0.1", port=0, **settings), runner)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
     thread.start()
     try:
