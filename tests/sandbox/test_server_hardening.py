@@ -103,21 +103,56 @@ def _threads_named(prefix: str) -> int:
     return sum(1 for thread in threading.enumerate() if thread.name.startswith(prefix))
 
 
-def test_idle_connections_cost_at_most_the_bounded_threads_and_time_out():
+def test_idle_connections_cost_no_thread_and_do_not_delay_real_clients():
+    """Connections that send nothing (or trickle their headers) wait without a thread: a real request is served
+    at once while 300 of them are still open, and they are dropped at their deadline."""
     before = _threads_named("Thread-")
-    with serving(workers=1, queue=1, read_timeout_s=1.5) as url:  # at most 1 + 1 + 32 connection threads
+    with serving(workers=1, queue=1, read_timeout_s=3.0) as url:
         port = int(url.rsplit(":", 1)[1])
-        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(60)]
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(300)]
         try:
-            time.sleep(0.5)
+            time.sleep(0.3)
             busy = _threads_named("Thread-") - before
-            print(f"60 idle connections: {busy} server threads (bound 34 + the accept loop)")
-            assert busy <= 34 + 1
-            status, reply = post(url, {"code": "print(3)", "language": "python"})  # waits in the backlog
-            assert (status, reply["run_result"]["stdout"]) == (200, "3\n")
+            status, reply = post(url, {"code": "print(3)", "language": "python"})
+            still_open = _open(idle[-1])  # served while the idle ones are held, not after they timed out
+            print(f"300 idle connections: {busy} server threads; a real request answered {status}")
+            assert busy <= 1  # the accept loop; the header gate's thread is not counted here
+            assert (status, reply["run_result"]["stdout"], still_open) == (200, "3\n", True)
+            idle[0].settimeout(10)
+            assert idle[0].recv(1) == b""  # dropped at the deadline, without an answer
         finally:
             for sock in idle:
                 sock.close()
+
+
+def test_clients_that_stall_their_bodies_hold_at_most_the_bounded_threads():
+    before = _threads_named("Thread-")
+    with serving(workers=1, queue=1, read_timeout_s=2.0) as url:  # at most 1 + 1 + 32 handler threads
+        port = int(url.rsplit(":", 1)[1])
+        stalled = [socket.create_connection(("127.0.0.1", port)) for _ in range(80)]
+        try:
+            for sock in stalled:
+                sock.sendall(b"POST /run_code HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
+            time.sleep(1.0)
+            busy = _threads_named("Thread-") - before
+            print(f"80 clients stalling their bodies: {busy} server threads (bound 34 + the accept loop)")
+            assert 2 <= busy <= 34 + 1
+            for sock in stalled:  # each gets an answer: 408 (admitted, body too slow) or 429 (no place)
+                sock.settimeout(30)
+                assert sock.recv(64).split(b" ")[1] in (b"408", b"429")
+        finally:
+            for sock in stalled:
+                sock.close()
+
+
+def _open(sock: socket.socket) -> bool:
+    sock.settimeout(0.01)
+    try:
+        return sock.recv(1) != b""
+    except TimeoutError:
+        return True
+    except OSError:
+        return False
 
 
 BAD_BODIES = [

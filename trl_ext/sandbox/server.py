@@ -6,17 +6,13 @@ protocol (request decoding, ``files``/``fetch_files``, the answer's shape) lives
 ``GET /health`` (and SandboxFusion's ``GET /v1/ping``) answer while the service is up.
 
 The service is reachable by anyone who reaches its port, so every limit holds before any work is done for a
-client (docs/sandbox.md, class 10):
-- at most ``workers + queue + 32`` connections are served at once; further clients wait in the listen backlog
-  (never reset) until a thread is free;
-- request line, headers and body must arrive within ``read_timeout_s`` of the connection, whatever the pace;
-- with a shared secret, a ``POST`` without ``Authorization: Bearer <secret>`` gets 401 before its body is read;
-- a place among ``workers`` running and ``queue`` waiting requests is taken before the body is read (else 429),
-  so at most that many bodies of at most ``max_request_bytes`` are ever held;
-- every bad body gets 400 (``run_code.decode_body`` is total).
-
-The HTTP layer is the standard library's ThreadingHTTPServer (one thread per connection, bounded as above): each
-request is one bounded JSON exchange that blocks a thread for the run.
+client (docs/sandbox.md, class 10). The HTTP layer (``serve_http.py``) keeps a connection off the handler threads
+until its headers are in, serves at most ``workers + queue + 32`` connections with threads, holds further ones in
+the listen backlog (never reset), and bounds each request's reading by ``read_timeout_s`` from the connection.
+Then, from the headers alone: with a shared secret, a ``POST`` without ``Authorization: Bearer <secret>`` gets
+401; a place among ``workers`` running and ``queue`` waiting requests is taken (else 429), so at most that many
+bodies of at most ``max_request_bytes`` are ever held; only then is the body read. Every bad body gets 400
+(``run_code.decode_body`` is total).
 """
 
 from __future__ import annotations
@@ -30,11 +26,12 @@ import logging
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 from trl_ext.sandbox.backends import Backend, get_backend
 from trl_ext.sandbox.remote import SECRET_ENV
 from trl_ext.sandbox.run_code import BadRequest, RunRequest, answer, decode_body, program, unavailable_language
+from trl_ext.sandbox.serve_http import BoundedHTTPServer, DeadlineReader
 
 _SPARE_CONNECTIONS = 32  # threads beyond workers + queue: they answer 429, 400, 401 while the queue is full
 _DRAIN_BYTES = 1 << 20  # an unread body is read and dropped up to this size, so the client gets the answer
@@ -97,62 +94,7 @@ class _Admission:
         return self._running
 
 
-class _DeadlineReader(io.RawIOBase):
-    """A socket's reading side that fails with TimeoutError once ``deadline`` (monotonic) has passed, however
-    slowly the client trickles its bytes (a plain socket timeout restarts with every byte)."""
-
-    def __init__(self, sock, deadline: float) -> None:
-        self._sock, self.deadline = sock, deadline
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError("the client did not send its request in time")
-        self._sock.settimeout(remaining)
-        return self._sock.recv_into(buffer)
-
-
-class _Server(ThreadingHTTPServer):
-    """ThreadingHTTPServer with a real listen backlog and a bound on the threads serving connections."""
-
-    daemon_threads = True
-    request_queue_size = 1024  # the kernel caps it at net.core.somaxconn
-
-    def __init__(self, address: tuple[str, int], handler: type, connections: int) -> None:
-        self._slots = threading.BoundedSemaphore(connections)
-        self._closing = False
-        super().__init__(address, handler)
-
-    def process_request(self, request, client_address) -> None:
-        # waiting here stops accepting: further clients queue in the backlog instead of costing a thread
-        while not self._slots.acquire(timeout=0.2):
-            if self._closing:
-                self.shutdown_request(request)
-                return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._slots.release()
-            raise
-
-    def process_request_thread(self, request, client_address) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
-
-    def handle_error(self, request, client_address) -> None:
-        _LOGGER.debug("sandbox-serve: connection from %s ended with an error", client_address, exc_info=True)
-
-    def shutdown(self) -> None:
-        self._closing = True
-        super().shutdown()
-
-
-def make_server(config: ServeConfig, backend: Backend | None = None) -> ThreadingHTTPServer:
+def make_server(config: ServeConfig, backend: Backend | None = None) -> BoundedHTTPServer:
     """A bound, not yet serving, HTTP server (``server.server_address`` holds the port when ``config.port`` is 0)."""
     runner = backend or get_backend(config.backend)
     if runner.name == "remote":
@@ -167,8 +109,8 @@ def make_server(config: ServeConfig, backend: Backend | None = None) -> Threadin
         def setup(self) -> None:
             super().setup()
             self.rfile.close()
-            reader = _DeadlineReader(self.connection, time.monotonic() + config.read_timeout_s)
-            self.rfile = io.BufferedReader(reader)
+            prefix, deadline = self.server.request_start(self.request)  # the headers, read by the gate
+            self.rfile = io.BufferedReader(DeadlineReader(self.connection, deadline, prefix))
 
         def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base class's signature
             pass  # one line per run would flood the log of a busy node
@@ -188,12 +130,13 @@ def make_server(config: ServeConfig, backend: Backend | None = None) -> Threadin
                 pass
             self.close_connection = True
 
-        def _refuse(self, code: int, error: str, unread: int = 0) -> None:
-            """Answer without reading the body, then read and drop (up to a bound) what the client still
-            sends, so that closing the socket does not reset the connection before it reads the answer."""
+        def _refuse(self, code: int, error: str, unread: int = 0, wait_s: float = 0.0) -> None:
+            """Answer without reading the body, then drop what the client has sent of it (waiting up to
+            ``wait_s`` for the rest, at most ``_DRAIN_BYTES``), so that closing the socket does not reset the
+            connection before the client reads the answer."""
             self._reply(code, {"error": error})
             reader, unread = self.rfile.raw, min(unread, _DRAIN_BYTES)
-            reader.deadline = min(reader.deadline, time.monotonic() + _DRAIN_S)
+            reader.deadline, reader.drain = min(reader.deadline, time.monotonic() + wait_s), True
             try:
                 while unread > 0 and (chunk := self.rfile.read1(min(unread, 1 << 16))):
                     unread -= len(chunk)
@@ -222,7 +165,7 @@ def make_server(config: ServeConfig, backend: Backend | None = None) -> Threadin
             if not self._authorized():
                 return self._refuse(401, "a valid `Authorization: Bearer <secret>` header is required", length)
             if not admission.reserve():
-                return self._refuse(429, "queue full, retry later", length)
+                return self._refuse(429, "queue full, retry later", length, _DRAIN_S)
             try:
                 self._run(length)
             finally:
@@ -249,8 +192,7 @@ def make_server(config: ServeConfig, backend: Backend | None = None) -> Threadin
                 return self._reply(500, {"error": "internal error of the execution service"})
             self._reply(200, reply)
 
-    server = _Server((config.host, config.port), Handler, config.connections)
-    return server
+    return BoundedHTTPServer((config.host, config.port), Handler, config.connections, config.read_timeout_s)
 
 
 def _execute(runner: Backend, request: RunRequest, running: threading.Semaphore) -> dict:
