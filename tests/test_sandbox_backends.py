@@ -257,7 +257,7 @@ def test_remote_programs_cannot_pass_for_an_infra_error(small_server):
 
 def test_serve_rejects_bad_and_oversized_requests(small_server):
     assert _post(small_server + "/run_code", b"{not json")[0] == 400
-    assert _post(small_server + "/run_code", json.dumps({"code": "1", "language": "cpp"}).encode())[0] == 400
+    assert _post(small_server + "/run_code", json.dumps({"code": "1", "language": "klingon"}).encode())[0] == 400
     huge = json.dumps({"code": "#" + "x" * 100_000, "language": "python"}).encode()
     code, body = _post(small_server + "/run_code", huge)
     assert code == 413 and "bytes" in body

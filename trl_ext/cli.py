@@ -207,6 +207,15 @@ def _command_parser() -> argparse.ArgumentParser:
     serve.add_argument("--queue", type=int, default=64, help="requests waiting beyond the workers (then 429)")
     serve.add_argument("--backend", default=None, help="local sandbox: auto (default), bwrap or landlock")
     serve.add_argument("--max-request-mb", dest="max_request_mb", type=float, default=16.0, help="else 413")
+    serve.add_argument(
+        "--read-timeout", dest="read_timeout", type=float, default=30.0,
+        help="seconds a client has to send its whole request (else the connection is dropped or gets 408)",
+    )  # fmt: skip
+    serve.add_argument(
+        "--secret-env", dest="secret_env", default="TRL_EXT_SANDBOX_SECRET",
+        help="environment variable holding the shared secret clients must send (Authorization: Bearer ...); "
+        "unset: no secret (a warning when listening beyond 127.0.0.1)",
+    )  # fmt: skip
     return parser
 
 
@@ -214,7 +223,9 @@ def _sandbox_serve(args: argparse.Namespace) -> None:
     from trl_ext.sandbox.server import ServeConfig, serve
 
     request_bytes = int(args.max_request_mb * (1 << 20))
-    serve(ServeConfig(args.host, args.port, args.workers, args.queue, args.backend, max_request_bytes=request_bytes))
+    secret = os.environ.get(args.secret_env) or None  # never on the command line, where `ps` shows it
+    limits = {"max_request_bytes": request_bytes, "read_timeout_s": args.read_timeout, "secret": secret}
+    serve(ServeConfig(args.host, args.port, args.workers, args.queue, args.backend, **limits))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,6 +22,7 @@ own retry policy; no HTTP library is pinned next to TRL's for it.
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import threading
@@ -43,6 +44,7 @@ _RETRIABLE_HTTP = (429, 500, 502, 503, 504)
 _STEP_TIMEOUT = "trl-ext-bootstrap: step_timeout"
 _NOT_READY = 125  # the relay's exit code when the harness never reported ready (a program's 125 becomes 1)
 _OVERFLOW = "trl-ext-bootstrap: output_limit"
+SECRET_ENV = "TRL_EXT_SANDBOX_SECRET"  # the shared secret of `trl-ext sandbox-serve`, sent as a bearer token
 
 _BOOTSTRAP = """import os, sys
 try:
@@ -177,14 +179,26 @@ class RemoteBackend(Backend):
             ``backoff_s``, with jitter), all within the request's deadline.
         queue_s: how long a request may wait at the service (and in retries) on top of the run's own time:
             the request's deadline is ``timeout_s`` + start-up slack + ``queue_s``.
+        secret: the service's shared secret, sent as ``Authorization: Bearer <secret>`` (default: the
+            ``TRL_EXT_SANDBOX_SECRET`` environment variable; none when unset). It never enters a sandbox.
     """
 
     name = "remote"
 
     def __init__(
-        self, url: str, max_concurrency: int = 64, retries: int = 4, backoff_s: float = 0.5, queue_s: float = 60.0
+        self,
+        url: str,
+        max_concurrency: int = 64,
+        retries: int = 4,
+        backoff_s: float = 0.5,
+        queue_s: float = 60.0,
+        secret: str | None = None,
     ) -> None:
         self.url = url.rstrip("/")
+        secret = secret if secret is not None else os.environ.get(SECRET_ENV)
+        self._headers = {"Content-Type": "application/json"}
+        if secret:
+            self._headers["Authorization"] = f"Bearer {secret}"
         self.retries, self.backoff_s, self.queue_s = retries, backoff_s, queue_s
         self._slots = threading.BoundedSemaphore(max_concurrency)
 
@@ -236,17 +250,17 @@ class RemoteBackend(Backend):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            request = urllib.request.Request(
-                self.url + "/run_code", data=body, headers={"Content-Type": "application/json"}
-            )
+            request = urllib.request.Request(self.url + "/run_code", data=body, headers=self._headers)
             try:
                 with urllib.request.urlopen(request, timeout=remaining) as reply:
                     return json.loads(reply.read()), ""
             except urllib.error.HTTPError as exc:
                 error = f"HTTP {exc.code} {exc.reason}"
+                if exc.code in (401, 403):
+                    error += f" (the service wants its shared secret: set {SECRET_ENV} to it)"
                 if exc.code not in _RETRIABLE_HTTP:
                     return None, error
-            except (OSError, ValueError) as exc:  # refused, reset, timed out, not JSON
+            except (OSError, ValueError, RecursionError) as exc:  # refused, reset, timed out, not JSON, too deep
                 error = f"{type(exc).__name__}: {exc}"
             pause = self.backoff_s * 2**attempt * random.uniform(0.5, 1.5)
             if attempt < self.retries and time.monotonic() + pause < deadline:

@@ -1,34 +1,47 @@
 """``trl-ext sandbox-serve``: SandboxFusion's ``POST /run_code`` served by trl_ext's own local sandbox.
 
 A CPU machine becomes an execution node for the remote backend with one command. Every program runs in the
-local sandbox ("auto": bubblewrap, else landlock) exactly like a local run; the service judges nothing.
-Bounded: a request body over ``max_request_bytes`` gets 413, more than ``workers`` running plus ``queue`` waiting
-requests get 429 (clients back off and retry), ``run_timeout`` is capped at ``max_timeout_s``.
+local sandbox ("auto": bubblewrap, else landlock) exactly like a local run; the service judges nothing. The
+protocol (request decoding, ``files``/``fetch_files``, the answer's shape) lives in ``run_code.py``.
 ``GET /health`` (and SandboxFusion's ``GET /v1/ping``) answer while the service is up.
 
-The HTTP layer is the standard library's ThreadingHTTPServer: each request is one bounded JSON exchange that
-blocks a thread for the run, and the admission control above caps the threads doing work.
+The service is reachable by anyone who reaches its port, so every limit holds before any work is done for a
+client (docs/sandbox.md, class 10). The HTTP layer (``serve_http.py``) keeps a connection off the handler threads
+until its headers are in, serves at most ``workers + queue + 32`` connections with threads, holds further ones in
+the listen backlog (never reset), and bounds each request's reading by ``read_timeout_s`` from the connection.
+Then, from the headers alone: with a shared secret, a ``POST`` without ``Authorization: Bearer <secret>`` gets
+401; a place among ``workers`` running and ``queue`` waiting requests is taken (else 429), so at most that many
+bodies of at most ``max_request_bytes`` are ever held; only then is the body read. Every bad body gets 400
+(``run_code.decode_body`` is total).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hmac
+import io
+import ipaddress
 import json
+import logging
+import sys
 import threading
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import time
+from http.server import BaseHTTPRequestHandler
 
-from trl_ext.sandbox._process import RunResult
 from trl_ext.sandbox.backends import Backend, get_backend
-from trl_ext.sandbox.limits import Limits
+from trl_ext.sandbox.remote import SECRET_ENV
+from trl_ext.sandbox.run_code import BadRequest, RunRequest, answer, decode_body, program, unavailable_language
+from trl_ext.sandbox.serve_http import BoundedHTTPServer, DeadlineReader
 
-_MAX_OUTPUT_BYTES = 64 << 20
-_HEADROOM_BYTES = 1 << 17
+_SPARE_CONNECTIONS = 32  # threads beyond workers + queue: they answer 429, 400, 401 while the queue is full
+_DRAIN_BYTES = 1 << 20  # an unread body is read and dropped up to this size, so the client gets the answer
+_DRAIN_S = 5.0
+_LOGGER = logging.getLogger("trl_ext.sandbox.server")
 
 
 @dataclasses.dataclass
 class ServeConfig:
-    """Settings of one ``sandbox-serve`` process."""
+    """Settings of one ``sandbox-serve`` process (``secret``: required as ``Authorization: Bearer <secret>``)."""
 
     host: str = "127.0.0.1"
     port: int = 8080
@@ -38,15 +51,23 @@ class ServeConfig:
     max_request_bytes: int = 16 << 20
     max_timeout_s: float = 300.0
     max_memory_mb: int = 8192
+    read_timeout_s: float = 30.0
+    secret: str | None = dataclasses.field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        for name in ("workers", "queue", "max_request_bytes", "max_timeout_s", "max_memory_mb"):
+        for name in ("workers", "queue", "max_request_bytes", "max_timeout_s", "max_memory_mb", "read_timeout_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(
                     f"sandbox-serve `--{name.replace('_', '-')}` must be > 0, got {getattr(self, name)!r}."
                 )
         if not 0 <= self.port <= 65535:
             raise ValueError(f"sandbox-serve `--port` must be in 0..65535, got {self.port}.")
+        if self.secret is not None and (not self.secret or not self.secret.isprintable()):
+            raise ValueError(f"the sandbox-serve secret (${SECRET_ENV}) must be non-empty printable text.")
+
+    @property
+    def connections(self) -> int:
+        return self.workers + self.queue + _SPARE_CONNECTIONS
 
 
 class _Admission:
@@ -56,127 +77,160 @@ class _Admission:
         self._lock, self._admitted, self._limit = threading.Lock(), 0, workers + queue
         self._running = threading.Semaphore(workers)
 
-    def enter(self) -> bool:
+    def reserve(self) -> bool:
+        """Take a place (running or waiting) without waiting; False when every place is taken."""
         with self._lock:
             if self._admitted >= self._limit:
                 return False
             self._admitted += 1
-        self._running.acquire()
-        return True
+            return True
 
-    def leave(self) -> None:
-        self._running.release()
+    def release(self) -> None:
         with self._lock:
             self._admitted -= 1
 
-
-class BadRequest(ValueError):
-    """A request that does not follow the /run_code protocol (400, with what is wrong)."""
-
-
-def parse_request(body: dict, config: ServeConfig) -> tuple[str, bytes, Limits]:
-    """(code, stdin, limits) of a /run_code request."""
-    if not isinstance(body, dict):
-        raise BadRequest("the body must be a JSON object")
-    code, language, stdin = body.get("code"), body.get("language"), body.get("stdin") or ""
-    if not isinstance(code, str):
-        raise BadRequest("`code` must be a string")
-    if language != "python":
-        raise BadRequest(f"`language` must be 'python' (the only language served), got {language!r}")
-    if not isinstance(stdin, str):
-        raise BadRequest("`stdin` must be a string or null")
-    timeout, memory = body.get("run_timeout", 10), body.get("memory_limit_MB", -1)
-    output = body.get("output_limit_bytes", Limits().max_output_bytes)
-    for name, value in (("run_timeout", timeout), ("memory_limit_MB", memory), ("output_limit_bytes", output)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise BadRequest(f"`{name}` must be a number, got {value!r}")
-    if not 0 < timeout <= config.max_timeout_s:
-        raise BadRequest(f"`run_timeout` must be in (0, {config.max_timeout_s}], got {timeout}")
-    memory = Limits().memory_mb if memory <= 0 else int(memory)
-    if memory > config.max_memory_mb:
-        raise BadRequest(f"`memory_limit_MB` must be at most {config.max_memory_mb}, got {memory}")
-    # headroom over the client's caps: trl_ext's bootstrap enforces them itself and says so on stderr
-    output = min(max(int(output), 1), _MAX_OUTPUT_BYTES) + _HEADROOM_BYTES
-    limits = Limits(timeout_s=float(timeout), memory_mb=memory, max_output_bytes=output, max_stderr_bytes=1 << 20)
-    return code, stdin.encode(), limits
+    @property
+    def running(self) -> threading.Semaphore:
+        return self._running
 
 
-def response_for(result: RunResult) -> dict:
-    """SandboxFusion's RunCodeResponse for one run (plus ``trl_ext_status``, our own exact status)."""
-    if result.status == "infra_error":
-        run = {"status": "Error", "return_code": None, "stdout": "", "stderr": result.stderr}
-        status, message = "SandboxError", result.stderr[-1000:]
-    else:
-        timed_out = result.status == "timeout"
-        run = {"status": "TimeLimitExceeded" if timed_out else "Finished", "return_code": result.exit_code}
-        run.update(stdout=result.stdout, stderr=result.stderr)
-        status, message = ("Success" if result.status == "ok" else "Failed"), ""
-    run.update(execution_time=result.wall_s, trl_ext_status=result.status)
-    return {"status": status, "message": message, "compile_result": None, "run_result": run, "files": {}}
-
-
-def make_server(config: ServeConfig, backend: Backend | None = None) -> ThreadingHTTPServer:
+def make_server(config: ServeConfig, backend: Backend | None = None) -> BoundedHTTPServer:
     """A bound, not yet serving, HTTP server (``server.server_address`` holds the port when ``config.port`` is 0)."""
     runner = backend or get_backend(config.backend)
     if runner.name == "remote":
         raise ValueError("sandbox-serve runs programs locally: `--backend` cannot be remote.")
     admission = _Admission(config.workers, config.queue)
+    expected = f"Bearer {config.secret}".encode() if config.secret else None
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "trl-ext-sandbox"
+        timeout = config.read_timeout_s  # each socket operation; the reader below bounds the whole request
+
+        def setup(self) -> None:
+            super().setup()
+            self.rfile.close()
+            prefix, deadline = self.server.request_start(self.request)  # the headers, read by the gate
+            self.rfile = io.BufferedReader(DeadlineReader(self.connection, deadline, prefix))
 
         def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base class's signature
             pass  # one line per run would flood the log of a busy node
 
         def _reply(self, code: int, body: dict | str) -> None:
             data = (json.dumps(body) if isinstance(body, dict) else body).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json" if isinstance(body, dict) else "text/plain")
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.wfile.write(data)
+            self.connection.settimeout(config.read_timeout_s)  # writing, too, is bounded
+            try:
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json" if isinstance(body, dict) else "text/plain")
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(data)
+                self.wfile.flush()
+            except OSError:  # the client left or stopped reading
+                pass
+            self.close_connection = True
+
+        def _refuse(self, code: int, error: str, unread: int = 0, wait_s: float = 0.0) -> None:
+            """Answer without reading the body, then drop what the client has sent of it (waiting up to
+            ``wait_s`` for the rest, at most ``_DRAIN_BYTES``), so that closing the socket does not reset the
+            connection before the client reads the answer."""
+            self._reply(code, {"error": error})
+            reader, unread = self.rfile.raw, min(unread, _DRAIN_BYTES)
+            reader.deadline, reader.drain = min(reader.deadline, time.monotonic() + wait_s), True
+            try:
+                while unread > 0 and (chunk := self.rfile.read1(min(unread, 1 << 16))):
+                    unread -= len(chunk)
+            except OSError:
+                pass
+
+        def _authorized(self) -> bool:
+            given = (self.headers.get("Authorization") or "").encode("utf-8", "replace")
+            return expected is None or hmac.compare_digest(given, expected)
 
         def do_GET(self) -> None:
             if self.path in ("/health", "/v1/ping"):
                 self._reply(200, {"status": "ok", "backend": runner.name} if self.path == "/health" else "pong")
             else:
-                self._reply(404, {"error": f"no such endpoint {self.path}"})
+                self._reply(404, {"error": f"no such endpoint {self.path[:200]}"})
 
         def do_POST(self) -> None:
-            if self.path.rstrip("/") not in ("/run_code", "/v1/run_code"):
-                return self._reply(404, {"error": f"no such endpoint {self.path}"})
             try:
                 length = int(self.headers.get("Content-Length", ""))
             except ValueError:
-                return self._reply(HTTPStatus.LENGTH_REQUIRED, {"error": "Content-Length is required"})
-            if length > config.max_request_bytes or length < 0:
-                self.close_connection = True
-                return self._reply(413, {"error": f"request body over {config.max_request_bytes} bytes"})
+                return self._refuse(411, "Content-Length is required")
+            if length < 0 or length > config.max_request_bytes:
+                return self._refuse(413, f"request body over {config.max_request_bytes} bytes", length)
+            if self.path.rstrip("/") not in ("/run_code", "/v1/run_code"):
+                return self._refuse(404, f"no such endpoint {self.path[:200]}", length)
+            if not self._authorized():
+                return self._refuse(401, "a valid `Authorization: Bearer <secret>` header is required", length)
+            if not admission.reserve():
+                return self._refuse(429, "queue full, retry later", length, _DRAIN_S)
             try:
-                code, stdin, limits = parse_request(json.loads(self.rfile.read(length)), config)
-            except (ValueError, UnicodeDecodeError) as exc:
-                return self._reply(400, {"error": str(exc)})
-            if not admission.enter():
-                return self._reply(429, {"error": "queue full, retry later"})
-            try:
-                result = runner.launch({"mode": "script", "code": code}, stdin, limits)
+                self._run(length)
             finally:
-                admission.leave()
-            self._reply(200, response_for(result))
+                admission.release()
 
-    server = ThreadingHTTPServer((config.host, config.port), Handler)
-    server.daemon_threads = True
-    return server
+        def _run(self, length: int) -> None:
+            try:
+                data = self.rfile.read(length)
+            except TimeoutError:
+                return self._reply(408, {"error": f"the request was not sent within {config.read_timeout_s} s"})
+            if len(data) < length:
+                return self._reply(400, {"error": "the body is shorter than its Content-Length"})
+            try:
+                request = decode_body(data, config.max_timeout_s, config.max_memory_mb)
+            except BadRequest as exc:
+                return self._reply(400, {"error": str(exc)})
+            del data
+            if request.language != "python":
+                return self._reply(200, unavailable_language(request.language))
+            try:
+                reply = _execute(runner, request, admission.running)
+            except Exception:  # a fault of this service, not of the request: the client retries 500
+                _LOGGER.exception("sandbox-serve: the run failed")
+                return self._reply(500, {"error": "internal error of the execution service"})
+            self._reply(200, reply)
+
+    return BoundedHTTPServer((config.host, config.port), Handler, config.connections, config.read_timeout_s)
+
+
+def _execute(runner: Backend, request: RunRequest, running: threading.Semaphore) -> dict:
+    code, marker = program(request)
+    with running:
+        result = runner.launch({"mode": "script", "code": code}, request.stdin, request.limits)
+    return answer(result, request, marker)
+
+
+def exposure_warning(host: str, secret: str | None) -> str | None:
+    """The warning for a service that anyone on the network can use, or None."""
+    if secret:
+        return None
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if loopback:
+        return None
+    return (
+        f"WARNING: trl-ext sandbox-serve listens on {host or 'every interface'} WITHOUT A SECRET: anyone who can "
+        f"reach this port can run code on this machine and use its CPUs. Set {SECRET_ENV} here and on the "
+        "trainers (they send it as `Authorization: Bearer ...`), or listen on 127.0.0.1 only."
+    )
 
 
 def serve(config: ServeConfig) -> None:
     """Serve until interrupted."""
     server = make_server(config)
     host, port = server.server_address[:2]
+    warning = exposure_warning(config.host, config.secret)
+    if warning:
+        banner = "!" * 100
+        print(f"{banner}\n{warning}\n{banner}", file=sys.stderr, flush=True)
+        _LOGGER.warning(warning)
     print(
         f"trl-ext sandbox-serve: http://{host}:{port} (backend {get_backend(config.backend).name}, "
-        f"{config.workers} workers, queue {config.queue})",
+        f"{config.workers} workers, queue {config.queue}, {'secret required' if config.secret else 'no secret'})",
         flush=True,
     )
     try:

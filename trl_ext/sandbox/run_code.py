@@ -1,0 +1,325 @@
+"""SandboxFusion's ``POST /run_code`` protocol as ``trl-ext sandbox-serve`` speaks it.
+
+Checked field by field against SandboxFusion's server (``sandbox/server/sandbox_api.py`` and
+``sandbox/runners/types.py`` in bytedance/SandboxFusion): the request's ``code``, ``language``, ``stdin``,
+``run_timeout``, ``compile_timeout``, ``memory_limit_MB``, ``files`` (path -> base64, null skipped) and
+``fetch_files``; the answer's ``status`` (Success / Failed / SandboxError), ``message``, ``compile_result``,
+``run_result`` (``status`` Finished / TimeLimitExceeded / Error, ``execution_time``, ``return_code``, ``stdout``,
+``stderr``), ``executor_pod_name`` and ``files``. ``output_limit_bytes`` (request) and ``run_result.trl_ext_status``
+(answer) are trl_ext's own additions; SandboxFusion's client ignores the latter.
+
+Decoding is total: whatever a client sends, ``decode_body`` returns a ``RunRequest`` or raises ``BadRequest``.
+``files`` and ``fetch_files`` are handled INSIDE the sandbox by a wrapper that runs as the program (same uid,
+limits and walls), so no path a client names is ever opened by the service itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import json
+import math
+import secrets
+
+from trl_ext.sandbox._process import RunResult
+from trl_ext.sandbox.limits import Limits
+
+# SandboxFusion's `Language` values (its server's and its client's lists): anything else is a bad request
+LANGUAGES = frozenset(
+    [
+        "python",
+        "python2",
+        "cpp",
+        "nodejs",
+        "go",
+        "go_test",
+        "java",
+        "php",
+        "csharp",
+        "bash",
+        "typescript",
+        "sql",
+        "rust",
+        "cuda",
+        "lua",
+        "R",
+        "perl",
+        "D_ut",
+        "ruby",
+        "scala",
+        "julia",
+        "pytest",
+        "junit",
+        "kotlin_script",
+        "jest",
+        "verilog",
+        "python_gpu",
+        "lean",
+        "swift",
+        "racket",
+        "gtest",
+        "react",
+    ]
+)
+COMPILED_LANGUAGES = frozenset({"cpp", "go", "java"})  # SandboxFusion reports their toolchain in compile_result
+FETCH_CAP_BYTES = 8 << 20  # all fetched files of one run together
+_MAX_OUTPUT_BYTES = 64 << 20
+_HEADROOM_BYTES = 1 << 17
+_MAX_FILES = 1000
+_MAX_PATH_CHARS = 4096
+
+
+class BadRequest(ValueError):
+    """A request that does not follow the /run_code protocol (400, with what is wrong)."""
+
+
+@dataclasses.dataclass
+class RunRequest:
+    """One decoded /run_code request."""
+
+    language: str
+    code: str
+    stdin: bytes
+    limits: Limits
+    files: dict[str, bytes]
+    fetch_files: list[str]
+    output_cap: int  # the client's stdout cap (the sandbox's own cap also carries fetched files)
+
+
+def decode_body(data: bytes, max_timeout_s: float, max_memory_mb: int) -> RunRequest:
+    """The request in ``data`` (a JSON body), or ``BadRequest`` saying what is wrong; never any other error."""
+    try:
+        body = json.loads(data)
+    except RecursionError:  # the C decoder's own depth bound (the interpreter's recursion limit)
+        raise BadRequest("the body is nested too deeply") from None
+    except ValueError as exc:  # not UTF-8 (UnicodeDecodeError) or not JSON
+        raise BadRequest(f"the body is not JSON: {str(exc)[:200]}") from None
+    return parse_request(body, max_timeout_s, max_memory_mb)
+
+
+def parse_request(body: object, max_timeout_s: float, max_memory_mb: int) -> RunRequest:
+    """Check every field of a decoded body against the protocol."""
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object")
+    code, language, stdin = body.get("code"), body.get("language"), body.get("stdin")
+    if not isinstance(code, str):
+        raise BadRequest("`code` must be a string")
+    if not isinstance(language, str) or language not in LANGUAGES:
+        raise BadRequest(f"`language` must be one of SandboxFusion's languages, got {_short(language)}")
+    if stdin is not None and not isinstance(stdin, str):
+        raise BadRequest("`stdin` must be a string or null")
+    timeout = _number(body, "run_timeout", 10)
+    _number(body, "compile_timeout", 10)  # nothing is compiled here; checked as SandboxFusion checks it
+    memory = _number(body, "memory_limit_MB", -1)
+    output = _number(body, "output_limit_bytes", Limits().max_output_bytes)
+    if not 0 < timeout <= max_timeout_s:
+        raise BadRequest(f"`run_timeout` must be in (0, {max_timeout_s}], got {timeout}")
+    memory = Limits().memory_mb if memory <= 0 else math.ceil(memory)
+    if memory > max_memory_mb:
+        raise BadRequest(f"`memory_limit_MB` must be at most {max_memory_mb}, got {memory}")
+    if output <= 0:
+        raise BadRequest(f"`output_limit_bytes` must be > 0, got {output}")
+    files, fetch = _files(body.get("files")), _fetch_files(body.get("fetch_files"))
+    output_cap = min(math.ceil(output), _MAX_OUTPUT_BYTES)
+    # headroom over the client's cap: trl_ext's remote bootstrap enforces it itself and says so on stderr;
+    # fetched files come back on stdout after the program's own output
+    sandbox_cap = output_cap + _HEADROOM_BYTES + (FETCH_CAP_BYTES * 4 // 3 + (8 << 10) if fetch else 0)
+    limits = Limits(timeout_s=float(timeout), memory_mb=memory, max_output_bytes=sandbox_cap, max_stderr_bytes=1 << 20)
+    return RunRequest(language, code, (stdin or "").encode(), limits, files, fetch, output_cap)
+
+
+def _short(value: object) -> str:
+    return repr(value)[:80] if isinstance(value, (str, int, float, bool, type(None))) else type(value).__name__
+
+
+def _number(body: dict, name: str, default: float) -> float:
+    value = body.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadRequest(f"`{name}` must be a number, got {_short(value)}")
+    if isinstance(value, int):
+        value = max(min(value, 1 << 62), -(1 << 62))  # a 400-digit int is as out of range as 2**62
+    if not math.isfinite(value):
+        raise BadRequest(f"`{name}` must be a finite number, got {value}")
+    return value
+
+
+def _path(name: object, field: str) -> str:
+    if not isinstance(name, str) or not name or "\x00" in name or len(name) > _MAX_PATH_CHARS:
+        raise BadRequest(f"each path in `{field}` must be a non-empty string without NUL, got {_short(name)}")
+    return name
+
+
+def _files(files: object) -> dict[str, bytes]:
+    if files is None:
+        return {}
+    if not isinstance(files, dict) or len(files) > _MAX_FILES:
+        raise BadRequest(f"`files` must be an object of at most {_MAX_FILES} path -> base64 content entries")
+    decoded = {}
+    for name, content in files.items():
+        if content is None:  # SandboxFusion skips null entries
+            continue
+        if not isinstance(content, str):
+            raise BadRequest(f"`files[{_short(name)}]` must be a base64 string or null")
+        try:
+            decoded[_path(name, "files")] = base64.b64decode(content, validate=True)
+        except (binascii.Error, ValueError):
+            raise BadRequest(f"`files[{_short(name)}]` is not valid base64") from None
+    return decoded
+
+
+def _fetch_files(names: object) -> list[str]:
+    if names is None:
+        return []
+    if not isinstance(names, list) or len(names) > _MAX_FILES:
+        raise BadRequest(f"`fetch_files` must be a list of at most {_MAX_FILES} paths")
+    return [_path(name, "fetch_files") for name in names]
+
+
+# The program, wrapped when `files` or `fetch_files` are given. It runs in the sandbox as the program itself:
+# writes the files into the working directory (the run's scratch), puts that directory first on sys.path (as
+# `python file.py` would), runs the code; with `fetch_files` in a child, after which it writes each requested
+# file as base64 (or "-" when it is not a readable file) after MARKER on stdout, within the cap, and exits as the
+# child did. Only the program's own output can be forged this way.
+_WRAPPER = """import os as _os, sys as _sys, binascii as _binascii
+def _trl_ext_put(files):
+    for name, data in files:
+        try:
+            folder = _os.path.dirname(name)
+            if folder:
+                _os.makedirs(folder, exist_ok=True)
+            with open(name, "wb") as handle:
+                handle.write(_binascii.a2b_base64(data))
+        except (OSError, ValueError) as exc:
+            _sys.stderr.write("trl-ext sandbox-serve: cannot write `files` entry %r: %s\\n" % (name, exc))
+            _sys.stderr.flush()
+            _os._exit(1)
+def _trl_ext_fetch(pid, names, marker, cap):
+    status = _os.waitpid(pid, 0)[1]
+    entries = []
+    for name in names:
+        data = None
+        try:
+            if _os.path.isfile(name):
+                with open(name, "rb") as handle:
+                    data = handle.read(cap + 1)
+        except OSError:
+            pass
+        if data is None or len(data) > cap:
+            entries.append(b"-")
+            continue
+        cap -= len(data)
+        entries.append(_binascii.b2a_base64(data, newline=False))
+    out = marker + b"\\n".join(entries)
+    while out:
+        out = out[_os.write(1, out):]
+    code = _os.waitstatus_to_exitcode(status)
+    if code < 0:
+        import signal
+        try:
+            signal.signal(-code, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass
+        _os.kill(_os.getpid(), -code)
+    _os._exit(code & 255)
+_trl_ext_put({files!r})
+if {fetch!r}:
+    _sys.stdout.flush()
+    _trl_ext_pid = _os.fork()
+    if _trl_ext_pid:
+        _trl_ext_fetch(_trl_ext_pid, {fetch!r}, {marker!r}, {cap!r})
+_sys.path.insert(0, _os.getcwd())
+exec(compile({code!r}, "solution.py", "exec"), {{"__name__": "__main__", "__builtins__": __builtins__}})
+"""
+
+
+def program(request: RunRequest) -> tuple[str, bytes | None]:
+    """(the code the sandbox runs, the marker its fetched files follow on stdout, or None)."""
+    if not request.files and not request.fetch_files:
+        return request.code, None
+    marker = b"\n\x00trl-ext-files:" + secrets.token_hex(16).encode() + b"\n"
+    files = [(name, binascii.b2a_base64(data, newline=False).decode()) for name, data in request.files.items()]
+    wrapped = _WRAPPER.format(
+        files=files, fetch=request.fetch_files, marker=marker, cap=FETCH_CAP_BYTES, code=request.code
+    )
+    return wrapped, marker if request.fetch_files else None
+
+
+def split_fetched(stdout: str, marker: bytes | None, names: list[str]) -> tuple[str, dict[str, str]]:
+    """(the program's own stdout, the fetched files as SandboxFusion returns them: path -> base64).
+
+    Total on any output: without the marker, or with a malformed tail (a program that forged it), no file."""
+    if marker is None:
+        return stdout, {}
+    at = stdout.rfind(marker.decode())
+    if at < 0:
+        return stdout, {}
+    entries = stdout[at + len(marker) :].split("\n")
+    files = {}
+    if len(entries) == len(names):
+        for name, entry in zip(names, entries):
+            try:
+                if entry != "-":
+                    base64.b64decode(entry, validate=True)
+                    files[name] = entry
+            except (binascii.Error, ValueError):
+                return stdout[:at], {}
+    return stdout[:at], files
+
+
+def answer(result: RunResult, request: RunRequest, marker: bytes | None) -> dict:
+    """The answer to ``request`` whose program (see ``program``) ran with ``result``."""
+    stdout, files = split_fetched(result.stdout, marker, request.fetch_files)
+    if marker is not None and len(stdout.encode()) > request.output_cap + _HEADROOM_BYTES:
+        stdout = stdout.encode()[: request.output_cap + _HEADROOM_BYTES].decode("utf-8", errors="ignore")
+        result = dataclasses.replace(result, status="output_limit")
+    return response_for(dataclasses.replace(result, stdout=stdout), files)
+
+
+def response_for(result: RunResult, files: dict[str, str] | None = None) -> dict:
+    """SandboxFusion's RunCodeResponse for one run (plus ``run_result.trl_ext_status``, our own exact status)."""
+    if result.status == "infra_error":
+        run = {
+            "status": "Error",
+            "execution_time": result.wall_s,
+            "return_code": None,
+            "stdout": "",
+            "stderr": result.stderr,
+        }
+        status, message = "SandboxError", result.stderr[-1000:]
+    else:
+        timed_out = result.status == "timeout"  # SandboxFusion: TimeLimitExceeded carries no return code
+        run = {
+            "status": "TimeLimitExceeded" if timed_out else "Finished",
+            "execution_time": result.wall_s,
+            "return_code": None if timed_out else result.exit_code,
+            "stdout": result.stdout,
+            "stderr": result.stderr,
+        }
+        status, message = ("Success" if result.status == "ok" else "Failed"), ""
+    run["trl_ext_status"] = result.status
+    return _answer(status, message, None, run, files or {})
+
+
+def unavailable_language(language: str) -> dict:
+    """The answer of a SandboxFusion node without ``language``'s toolchain: the command is not found (127)."""
+    run = {
+        "status": "Finished",
+        "execution_time": 0.0,
+        "return_code": 127,
+        "stdout": "",
+        "stderr": f"trl-ext sandbox-serve: language {language!r} is not available here (this service runs python)\n",
+    }
+    compiled = language in COMPILED_LANGUAGES
+    return _answer("Failed", "", run if compiled else None, None if compiled else run, {})
+
+
+def _answer(status: str, message: str, compile_result: dict | None, run_result: dict | None, files: dict) -> dict:
+    return {
+        "status": status,
+        "message": message,
+        "compile_result": compile_result,
+        "run_result": run_result,
+        "executor_pod_name": None,
+        "files": files,
+    }
