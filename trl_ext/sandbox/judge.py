@@ -297,6 +297,12 @@ class EvaluatorUnavailable(Exception):
     (``TestReport.infra_error``). Nothing a program returns can raise it: decoding and comparing are total."""
 
 
+def _start_evaluators():
+    """The confined evaluation workers (``trl_ext.sandbox.eval_worker``: one fresh process per evaluation); their
+    ``map`` raises ``RuntimeError`` itself (exactly that class) when a worker does not start."""
+    return evaluation_pool(size=min(4, os.cpu_count() or 1))
+
+
 class _EvaluationPool:
     """Trusted worker processes that evaluate assert tests (``replay.evaluate``), killed at a deadline."""
 
@@ -306,8 +312,8 @@ class _EvaluationPool:
 
     def evaluate(self, task: dict, deadline_s: float) -> dict | None:
         with self._lock:
-            if self._pool is None:  # confined, one fresh process per evaluation: trl_ext.sandbox.eval_worker
-                self._pool = evaluation_pool(size=min(4, os.cpu_count() or 1))
+            if self._pool is None:
+                self._pool = _start_evaluators()
         try:
             return self._pool.map([task], deadline_s)[0]
         except RuntimeError as exc:
