@@ -11,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from trl_ext.sandbox import memory
 from trl_ext.sandbox._process import Progress, RunResult, classify, execute, memfd_with
 from trl_ext.sandbox.limits import SAFE_ENV, UIDS, Limits
 from trl_ext.sandbox.reaper import reap_run
@@ -79,6 +80,7 @@ class Backend:
         sandbox binary cannot be executed) is reported as status "infra_error", never raised."""
         uid = UIDS.acquire()
         run = Run(uid=uid, scratch=self.make_scratch(uid))
+        run.extra["cgroup"] = memory.create(limits)
         ready_r, ready_w = os.pipe()
         os.set_blocking(ready_r, False)
         fds: list[int] = [ready_w]  # handed to the child, closed by execute(); closed here if it is never called
@@ -98,6 +100,8 @@ class Backend:
                 str(nonce_fd),
             ]
             argv = self.command(harness_args, limits, run)
+            if run.extra["cgroup"] is not None:
+                argv = memory.enter_argv(run.extra["cgroup"], argv)
             handed, fds = (*fds, *run.fds), []
             run.fds = []
             got, returncode, wall = execute(
@@ -119,12 +123,18 @@ class Backend:
             self.finish(run)
             if run.extra.get("sid"):  # where orphans come here (PID 1, a subreaper): no zombie is left
                 reap_run(run.extra["sid"], run.extra.get("orphans", ()))
+            if run.extra["cgroup"] is not None:
+                run.extra["oom"] = memory.oom_killed(run.extra["cgroup"])
+                memory.release(run.extra["cgroup"])
             self.cleanup(uid, run.scratch)
             UIDS.release(uid)
         decode = functools.partial(bytes.decode, encoding="utf-8", errors="replace")
-        return RunResult(
-            classify(got, returncode), decode(bytes(got.stdout)), decode(bytes(got.stderr)), returncode, wall
-        )
+        status = classify(got, returncode)
+        if run.extra.get("over_limit") and status == "ok":
+            status = "runtime_error"  # past a limit only measured from outside (landlock's scratch size)
+        if run.extra.get("oom") and status in ("runtime_error", "timeout"):
+            status = "memory"  # the run's total (all its processes, tmpfs, memfds, pipes) hit memory.total_bytes
+        return RunResult(status, decode(bytes(got.stdout)), decode(bytes(got.stderr)), returncode, wall)
 
     def command(self, harness_args: list[str], limits: Limits, run: Run) -> list[str]:
         """The argv of one run (``run`` may carry extra descriptors to hand over in ``run.fds``)."""

@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from trl_ext.sandbox import seccomp
+from trl_ext.sandbox import memory, seccomp
 from trl_ext.sandbox._process import memfd_with
 from trl_ext.sandbox.base import Backend, Run, SandboxUnavailable, python_roots
 from trl_ext.sandbox.limits import SAFE_ENV, Limits
@@ -139,7 +139,8 @@ class LandlockBackend(Backend):
         os.set_inheritable(pid_w, True)
         run.fds.append(pid_w)
         run.extra["pid_r"] = pid_r
-        run.extra["watch"] = ScratchWatch(pid_r, run.scratch, limits.scratch_mb << 20)
+        memory_cap = None if run.extra.get("cgroup") else memory.total_bytes(limits)  # no cgroup: sum the session
+        run.extra["watch"] = ScratchWatch(pid_r, run.scratch, limits.scratch_mb << 20, memory_cap)
         filter_fd = memfd_with(seccomp.bpf(allow_memfd=seccomp.memfd_allowed()), "sandbox-seccomp")
         run.fds.append(filter_fd)
         roots = python_roots()
@@ -172,6 +173,8 @@ class LandlockBackend(Backend):
         watch = run.extra.pop("watch", None)
         if watch is not None:
             sid = watch.stop()
+            run.extra["oom"] = watch.oom
+            run.extra["over_limit"] = watch.exceeded
             os.close(run.extra.pop("pid_r"))
             if sid:
                 kill_session(sid)

@@ -1,26 +1,39 @@
-"""The run's scratch directory where no capped tmpfs can be mounted (landlock): a size watcher and a clean-up that
-always succeeds."""
+"""The run's scratch directory where no capped tmpfs can be mounted (landlock): a watcher that bounds its size (and,
+without a memory cgroup, the run's memory) and a clean-up that always succeeds."""
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shutil
+import stat
 import threading
 
-from trl_ext.sandbox.reaper import kill_session
+from trl_ext.sandbox import memory
+from trl_ext.sandbox.reaper import kill_session, processes
+
+_UNIQUE = itertools.count()
+MAX_DEPTH = 512  # directories open at once while measuring; deeper nesting counts as hiding
+
+
+class Hidden(Exception):
+    """A directory of the scratch cannot be listed: what it holds cannot be measured."""
 
 
 class ScratchWatch:
     """Learns the run's session id from the launcher and, while the run lasts, kills the session once the scratch
-    directory holds more than ``cap_bytes`` (no tmpfs of its own without a mount namespace). Polled every 20 ms,
-    so a run can overshoot by what it writes in that time (bounded per file by RLIMIT_FSIZE)."""
+    directory holds more than ``cap_bytes`` or has a directory it cannot list (the seccomp filter refuses modes
+    that take read or search from the owner, so only a hiding attempt makes one), or, with ``memory_cap`` (no
+    memory cgroup), once the session's processes hold more than that (``oom`` is then set). Polled every 20 ms,
+    so a run can overshoot by what it writes or allocates in that time (per file bounded by RLIMIT_FSIZE, per
+    process by RLIMIT_AS)."""
 
     _POLL_S = 0.02
 
-    def __init__(self, pid_fd: int, scratch: str, cap_bytes: int) -> None:
-        self.pid_fd, self.scratch, self.cap_bytes = pid_fd, scratch, cap_bytes
-        self.sid = 0
+    def __init__(self, pid_fd: int, scratch: str, cap_bytes: int, memory_cap: int | None = None) -> None:
+        self.pid_fd, self.scratch, self.cap_bytes, self.memory_cap = pid_fd, scratch, cap_bytes, memory_cap
+        self.sid, self.oom, self.exceeded = 0, False, False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="trl-ext-scratch-watch", daemon=True)
         self._thread.start()
@@ -30,35 +43,133 @@ class ScratchWatch:
             with contextlib.suppress(BlockingIOError, ValueError, OSError):
                 self.sid = int(os.read(self.pid_fd, 32) or 0)
 
+    def _over(self) -> bool:
+        try:
+            self.exceeded = scratch_bytes(self.scratch, strict=True) > self.cap_bytes
+        except Hidden:
+            self.exceeded = True
+        if self.exceeded:
+            return True
+        if self.memory_cap is not None:
+            pids = [p.pid for p in processes() if p.sid == self.sid]
+            self.oom = memory.session_bytes(pids) > self.memory_cap
+        return self.oom
+
     def _watch(self) -> None:
         while not self._stop.wait(self._POLL_S):
             self._read_sid()
-            if self.sid and scratch_bytes(self.scratch) > self.cap_bytes:
+            if self.sid and self._over():
                 kill_session(self.sid)
                 return
 
     def stop(self) -> int:
-        """Stop watching; the run's session id (0 if the launcher never reported it)."""
+        """Stop watching, measuring once more (a burst between two polls still counts: ``exceeded``); the run's
+        session id (0 if the launcher never reported it)."""
         self._stop.set()
         self._thread.join()
         self._read_sid()
+        if not self.exceeded:
+            self._over()
         return self.sid
 
 
-def scratch_bytes(root: str) -> int:
-    """Disk space held by the files under ``root``."""
-    total, stack = 0, [root]
-    while stack:
-        with contextlib.suppress(OSError), os.scandir(stack.pop()) as entries:
-            for entry in entries:
-                with contextlib.suppress(OSError):
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-                    else:
-                        total += entry.stat(follow_symlinks=False).st_blocks * 512
+def scratch_bytes(root: str, strict: bool = False) -> int:
+    """Disk space held by the files under ``root``, walked by descriptors (no path grows past PATH_MAX). With
+    ``strict``, a directory that cannot be listed, or nesting deeper than ``MAX_DEPTH``, raises ``Hidden``."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    total, stack = 0, []
+    try:
+        top = os.open(root, flags)
+        stack.append((top, list(os.scandir(top))))
+        while stack:
+            fd, entries = stack[-1]
+            if not entries:
+                os.close(stack.pop()[0])
+                continue
+            entry = entries.pop()
+            try:
+                if not entry.is_dir(follow_symlinks=False):
+                    total += entry.stat(follow_symlinks=False).st_blocks * 512
+                    continue
+                if len(stack) >= MAX_DEPTH:
+                    if strict:
+                        raise Hidden(f"nesting deeper than {MAX_DEPTH}")
+                    continue
+                sub = os.open(entry.name, flags, dir_fd=fd)
+                stack.append((sub, []))
+                stack[-1] = (sub, list(os.scandir(sub)))
+            except FileNotFoundError:
+                continue
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        if strict:
+            raise Hidden(str(exc)) from exc
+    finally:
+        for fd, _ in stack:
+            os.close(fd)
     return total
 
 
 def remove_scratch(scratch: str | None) -> None:
-    if scratch:
-        shutil.rmtree(scratch, ignore_errors=True)
+    """Remove ``scratch`` whatever it holds: directories without read or search permission (the owner gives them
+    back), nesting deeper than any path or recursion limit (every subdirectory's entries move up to the top one,
+    an O(1) rename, so nothing recurses), any names; a writer still running is the caller's to kill first, and
+    what it adds meanwhile is removed on the next pass."""
+    if not scratch:
+        return
+    for _ in range(10):
+        try:
+            top = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return
+        except PermissionError:
+            with contextlib.suppress(OSError):
+                os.chmod(scratch, 0o700)
+            continue
+        try:
+            _empty(top)
+            os.rmdir(scratch)
+            return
+        except OSError:
+            continue
+        finally:
+            os.close(top)
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _empty(top: int) -> None:
+    """Delete everything in the directory open as ``top``, flattening nested directories into it."""
+    while names := os.listdir(top):
+        for name in names:
+            try:
+                mode = os.stat(name, dir_fd=top, follow_symlinks=False).st_mode
+                if not stat.S_ISDIR(mode):
+                    os.unlink(name, dir_fd=top)
+                    continue
+                with contextlib.suppress(OSError):
+                    os.rmdir(name, dir_fd=top)
+                    continue
+                sub = _open_dir(top, name)
+                try:
+                    for child in os.listdir(sub):
+                        os.rename(child, f".trl-ext-rm-{next(_UNIQUE)}", src_dir_fd=sub, dst_dir_fd=top)
+                finally:
+                    os.close(sub)
+                os.rmdir(name, dir_fd=top)
+            except FileNotFoundError:
+                continue
+
+
+def _open_dir(parent: int, name: str) -> int:
+    """Open a subdirectory for listing, giving the owner read, write and search on it first if needed."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        return os.open(name, flags, dir_fd=parent)
+    except PermissionError:
+        handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+        try:
+            os.chmod(f"/proc/self/fd/{handle}", 0o700)  # fchmod refuses O_PATH descriptors; the link does not
+        finally:
+            os.close(handle)
+        return os.open(name, flags, dir_fd=parent)

@@ -1,0 +1,85 @@
+"""Class 6 (scratch): what a run writes is measured in a way it cannot hide from, and its scratch directory is
+always removed: unreadable directories, nesting deeper than PATH_MAX, odd names, a writer still running."""
+
+import os
+
+from trl_ext.sandbox import Limits, run
+from trl_ext.sandbox.scratch import remove_scratch, scratch_bytes
+
+from .._backends import EACH_BACKEND, sandbox_backend, sandbox_server  # noqa: F401
+
+LIMITS = Limits(timeout_s=5.0)
+
+HIDE = """
+import errno, os
+tries = {
+    "mkdir 0300": lambda: os.mkdir("h1", 0o300),
+    "chmod 0300": lambda: (os.mkdir("h2"), os.chmod("h2", 0o300)),
+    "chmod 0000": lambda: (os.mkdir("h3"), os.chmod("h3", 0)),
+    "umask 0777": lambda: os.umask(0o777),
+    "O_TMPFILE": lambda: os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o600),
+    "setxattr": lambda: (open("f", "w").close(), os.setxattr("f", "system.posix_acl_access", b"\\x02")),
+}
+for name, attempt in tries.items():
+    try:
+        attempt()
+        print("ALLOWED", name)
+    except OSError as e:
+        print("refused", name, e.errno)
+"""
+
+
+@EACH_BACKEND
+def test_no_directory_can_be_hidden_from_the_scratch_accounting():
+    result = run(HIDE, limits=LIMITS)
+    assert result.status == "ok" and "ALLOWED" not in result.stdout and result.stdout.count("refused") == 6
+
+
+@EACH_BACKEND
+def test_scratch_is_capped():
+    code = "import os\nos.makedirs('a/b', exist_ok=True)\nfor i in range(6):\n"
+    code += "    with open(f'a/b/{i}', 'wb') as f:\n        f.write(b'x' * (15 << 20))\nprint('WROTE ALL')"
+    result = run(code, limits=LIMITS)  # 90 MiB against scratch_mb=64
+    assert "WROTE ALL" not in result.stdout and result.status != "ok"
+
+
+def test_clean_up_removes_unreadable_deep_and_oddly_named_trees(tmp_path):
+    root = tmp_path / "scratch"
+    root.mkdir()
+    outside = tmp_path / "outside"
+    outside.write_text("keep")
+    deep = os.open(root, os.O_RDONLY)
+    for _ in range(1500):  # far past PATH_MAX and the recursion limit
+        os.mkdir("d" * 20, dir_fd=deep)
+        nxt = os.open("d" * 20, os.O_RDONLY, dir_fd=deep)
+        os.close(deep)
+        deep = nxt
+    os.close(deep)
+    for name in ("a\nb", "-rf", " ", "x" * 255, "\udcff"):
+        (root / name).mkdir()
+        (root / name / "f").write_text("1")
+    (root / "link").symlink_to(outside)
+    (root / "dirlink").symlink_to(tmp_path)
+    for mode in (0o000, 0o300, 0o100, 0o600):
+        locked = root / f"locked-{mode:o}"
+        (locked / "inner").mkdir(parents=True)
+        (locked / "inner" / "f").write_bytes(b"x" * 5000)
+        (locked / "inner").chmod(mode)
+        locked.chmod(mode)
+    assert scratch_bytes(str(root)) > 0
+    remove_scratch(str(root))
+    assert not root.exists() and outside.read_text() == "keep"
+
+
+def test_a_run_leaving_a_writer_and_a_deep_tree_leaves_nothing(monkeypatch):
+    code = (
+        "import os, time\nprint(os.getcwd(), flush=True)\n"
+        "for name in ('a\\nb', '-rf', '\\udcff'):\n    os.mkdir(name)\n"
+        "if os.fork() == 0:\n    i = 0\n    while True:\n        i += 1\n        open(f'w{i % 50}', 'w').write('x' * 1000)\n"
+        "for _ in range(400):\n    os.mkdir('deep' * 10)\n    os.chdir('deep' * 10)\n"
+        "time.sleep(0.2)\n"
+    )
+    result = run(code, backend="landlock", limits=LIMITS)
+    assert result.status == "ok", result.stderr
+    scratch = result.stdout.splitlines()[0]
+    assert scratch.startswith("/") and not os.path.exists(scratch)

@@ -1,0 +1,125 @@
+"""The memory bound of a run as a total: every process of it, its scratch tmpfs, memfds and pipe buffers together
+stay within ``total_bytes(limits)`` = 2 x ``Limits.memory_mb`` (RLIMIT_AS bounds only one process's address space:
+``nproc`` children, or memfd pages that are never mapped, escape it).
+
+Where a memory cgroup can be had (root, cgroup v1 or v2 with the memory controller) every run gets one: the
+launcher enters it before it execs (``enter_argv``), so everything the run creates is charged to it, tmpfs and
+memfd pages and pipe buffers included; the kernel's OOM killer acts inside it only, and an OOM kill makes the run's
+status "memory". Elsewhere (an unprivileged container) the run's processes are summed instead (``session_bytes``,
+polled by ``scratch.ScratchWatch``, anonymous + shared resident memory) and the run is killed past the bound.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import os
+import signal
+import time
+from pathlib import Path
+
+from trl_ext.sandbox.limits import Limits
+
+_COUNTER = itertools.count()
+
+
+def total_bytes(limits: Limits) -> int:
+    return 2 * limits.memory_mb << 20
+
+
+@functools.cache
+def _parent() -> tuple[Path, int] | None:
+    """This process's directory for run cgroups and the cgroup version, or None where none can be made."""
+    if os.geteuid() != 0:
+        return None
+    own = {}
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        own[controllers] = path
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        mount, fstype, options = fields[4], fields[fields.index("-") + 1], fields[-1]
+        if fstype == "cgroup" and "memory" in options.split(","):
+            found = (Path(mount), 1, next((p for c, p in own.items() if "memory" in c.split(",")), "/"))
+        elif fstype == "cgroup2" and "memory" in _read(Path(mount, "cgroup.controllers")).split():
+            found = (Path(mount), 2, own.get("", "/"))
+        else:
+            continue
+        for base in (found[0] / found[2].lstrip("/"), found[0]):
+            parent = base / f"trl-ext-{os.getpid()}"
+            with contextlib.suppress(OSError):
+                parent.mkdir(exist_ok=True)
+                if found[1] == 2:
+                    (parent / "cgroup.subtree_control").write_text("+memory")
+                return parent, found[1]
+    return None
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def available() -> bool:
+    return _parent() is not None
+
+
+def create(limits: Limits) -> Path | None:
+    """A fresh cgroup bounding one run at ``total_bytes(limits)``, or None where none can be made."""
+    parent = _parent()
+    if parent is None:
+        return None
+    path, version = parent[0] / f"run-{next(_COUNTER)}", parent[1]
+    try:
+        path.mkdir()
+        if version == 1:
+            (path / "memory.limit_in_bytes").write_text(str(total_bytes(limits)))
+            with contextlib.suppress(OSError):  # absent without swap accounting
+                (path / "memory.memsw.limit_in_bytes").write_text(str(total_bytes(limits)))
+        else:
+            (path / "memory.max").write_text(str(total_bytes(limits)))
+            (path / "memory.swap.max").write_text("0")
+    except OSError:
+        release(path)
+        return None
+    return path
+
+
+def enter_argv(cgroup: Path, argv: list[str]) -> list[str]:
+    """``argv`` started inside ``cgroup``: the shell moves itself there, then execs (same pid, so the same session)."""
+    return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cgroup / "cgroup.procs"), *argv]
+
+
+def oom_killed(cgroup: Path) -> bool:
+    text = _read(cgroup / "memory.oom_control") or _read(cgroup / "memory.events")
+    return any(line.split()[:1] == ["oom_kill"] and line.split()[1] != "0" for line in text.splitlines())
+
+
+def release(cgroup: Path, timeout_s: float = 5.0) -> None:
+    """SIGKILL whatever is left in ``cgroup`` and remove it."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        pids = [int(p) for p in _read(cgroup / "cgroup.procs").split()]
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            cgroup.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.002)
+
+
+def session_bytes(pids: list[int]) -> int:
+    """Resident anonymous and shared memory (memfd, tmpfs mappings) of ``pids``, in bytes."""
+    total = 0
+    for pid in pids:
+        for line in _read(Path(f"/proc/{pid}/status")).splitlines():
+            if line.startswith(("RssAnon:", "RssShmem:")):
+                total += int(line.split()[1]) << 10
+    return total
