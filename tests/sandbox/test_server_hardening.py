@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import resource
 import socket
 import threading
 import time
@@ -14,6 +15,7 @@ import urllib.request
 
 import pytest
 
+from trl_ext.sandbox import serve_http
 from trl_ext.sandbox.limits import Limits
 from trl_ext.sandbox.remote import SECRET_ENV, RemoteBackend
 from trl_ext.sandbox.run_code import BadRequest, RunRequest, decode_body
@@ -300,3 +302,12 @@ def test_a_loud_warning_when_listening_beyond_loopback_without_a_secret(host, se
     assert (warning is not None) == warns
     if warns:
         assert "WITHOUT A SECRET" in warning and SECRET_ENV in warning
+
+
+def test_held_connections_leave_descriptors_for_the_runs(monkeypatch):
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (1024, 4096))
+    assert serve_http.held_connections(34) == (1024 - 256) // 2
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (300, 4096))
+    assert serve_http.held_connections(34) == 34
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    assert serve_http.held_connections(34) == 1024

@@ -283,21 +283,40 @@ def _until_stop(stdout: str, progress: Progress) -> str:
 
 def to_run_result(response: dict, limits: Limits, wall: float) -> RunResult:
     """Map a SandboxFusion ``/run_code`` response onto a RunResult. Only a run whose harness reported ready on
-    stdout can be charged to the program; anything else is an infrastructure fault."""
+    stdout can be charged to the program; anything else (a malformed answer included) is an infrastructure fault.
+    Total: any JSON value gives a RunResult, never an exception."""
     if not isinstance(response, dict):
-        return RunResult("infra_error", "", f"execution service sent {response!r:.200}", None, wall)
+        return RunResult("infra_error", "", f"execution service sent {_describe(response)}", None, wall)
     run = response.get("run_result")
     if response.get("status") == "SandboxError" or not isinstance(run, dict) or run.get("status") == "Error":
-        message = response.get("message") or repr(response)[:500]
+        message = response.get("message")
+        message = message[:2000] if isinstance(message, str) and message else _describe(response)
         return RunResult("infra_error", "", f"execution service error: {message}", None, wall)
     stdout, stderr = run.get("stdout") or "", run.get("stderr") or ""
-    code = run.get("return_code")
+    code, elapsed = run.get("return_code"), run.get("execution_time")
+    if not isinstance(stdout, str) or not isinstance(stderr, str) or not _int_or_none(code):
+        return RunResult(
+            "infra_error", "", f"execution service sent a malformed run_result {_describe(run)}", None, wall
+        )
+    if isinstance(elapsed, (int, float)) and not isinstance(elapsed, bool) and 0 < elapsed < 1e9:
+        wall = float(elapsed)
     if not stdout.startswith(_READY) or (code == _NOT_READY and "trl-ext-bootstrap: harness_not_ready" in stderr):
         return RunResult("infra_error", "", f"the sandbox did not come up remotely: {stderr[-500:]}", code, wall)
     stdout = stdout[len(_READY) :]
     status = _status(run, stdout, stderr, code, limits)
     stdout, stderr = stdout[: limits.max_output_bytes], stderr[: limits.max_stderr_bytes]
-    return RunResult(status, stdout, stderr, code, float(run.get("execution_time") or wall))
+    return RunResult(status, stdout, stderr, code, wall)
+
+
+def _describe(value: object) -> str:
+    try:
+        return repr(value)[:500]
+    except RecursionError:  # nested deeper than repr goes (json.loads goes as deep as the recursion limit)
+        return f"a {type(value).__name__} nested too deeply to show"
+
+
+def _int_or_none(value: object) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def _status(run: dict, stdout: str, stderr: str, code: int | None, limits: Limits) -> str:

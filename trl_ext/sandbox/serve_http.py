@@ -3,9 +3,9 @@
 - A connection costs a thread only once its request line and headers have arrived: until then it waits in one
   selector thread (``_HeaderGate``), so clients that connect and send nothing, or trickle their headers, hold a
   socket and at most ``_HEADER_BYTES`` of memory each, never a thread, and are dropped at their deadline.
-- At most ``threads`` connections are served by threads at once; at most ``_HELD`` are held in all. Beyond that
-  the accept loop stops accepting and further clients wait in the kernel's listen backlog (``request_queue_size``),
-  never reset.
+- At most ``threads`` connections are served by threads at once; at most ``held_connections`` (1024, fewer under a
+  low RLIMIT_NOFILE) are held in all. Beyond that the accept loop stops accepting and further clients wait in the
+  kernel's listen backlog (``request_queue_size``), never reset.
 - Every read of a request happens before one deadline counted from the connection (``DeadlineReader``),
   however slowly the client sends.
 """
@@ -16,6 +16,7 @@ import collections
 import contextlib
 import io
 import logging
+import resource
 import selectors
 import socket
 import threading
@@ -112,9 +113,13 @@ class _HeaderGate:
         with self._lock:
             incoming, self._incoming = self._incoming, []
         for sock, address in incoming:
-            sock.setblocking(False)
             self._waiting[sock] = [address, bytearray(), time.monotonic() + self._timeout]
-            self._selector.register(sock, selectors.EVENT_READ)
+            try:
+                sock.setblocking(False)
+                self._selector.register(sock, selectors.EVENT_READ)
+            except (OSError, ValueError):  # closed meanwhile
+                del self._waiting[sock]
+                self._server.release(sock)
 
     def _receive(self, sock: socket.socket) -> None:
         entry = self._waiting[sock]
@@ -140,6 +145,15 @@ class _HeaderGate:
         self._server.release(sock)
 
 
+def held_connections(threads: int) -> int:
+    """How many connections may be held at once: ``_HELD``, fewer where RLIMIT_NOFILE would run out first (each
+    connection is a descriptor; runs and the process itself need some), never fewer than the handler threads."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return _HELD
+    return max(threads, min(_HELD, (soft - 256) // 2))
+
+
 class BoundedHTTPServer(ThreadingHTTPServer):
     """ThreadingHTTPServer whose connections wait for their headers without a thread, with at most ``threads``
     handler threads, a real listen backlog, and handlers given ``(prefix, deadline)`` by ``request_start``."""
@@ -148,7 +162,7 @@ class BoundedHTTPServer(ThreadingHTTPServer):
     request_queue_size = 1024  # the kernel caps it at net.core.somaxconn
 
     def __init__(self, address: tuple[str, int], handler: type, threads: int, read_timeout_s: float) -> None:
-        self._held = threading.BoundedSemaphore(_HELD)
+        self._held = threading.BoundedSemaphore(held_connections(threads))
         self._slots = threading.BoundedSemaphore(threads)
         self._starts: dict[socket.socket, tuple[bytes, float]] = {}
         self._closing = False
@@ -167,10 +181,10 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         self._starts[request] = (prefix, deadline)
         try:
             super().process_request(request, client_address)
-        except BaseException:
+        except Exception:  # no thread could be started: this connection is dropped, the gate goes on
+            _LOGGER.exception("sandbox-serve: could not start a thread for %s", client_address)
             self._slots.release()
             self.release(request)
-            raise
 
     def request_start(self, request) -> tuple[bytes, float]:
         """(bytes already received, deadline of the whole request) of a dispatched connection."""
