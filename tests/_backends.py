@@ -90,8 +90,10 @@ def _uid_ranges() -> list[range]:
 def sandbox_pids(since_ticks: int = 0) -> list[int]:
     """Live processes left by sandboxes of this test process (or its sandbox-serve): under a sandbox uid (root),
     bubblewrap children, or, as a non-root uid, processes of this uid in another session started after
-    ``since_ticks`` (each landlock run is a session of its own)."""
+    ``since_ticks`` (each landlock run is a session of its own). Idle evaluation workers (each started ahead of
+    its task) and their descendants are not left-overs."""
     pids, parents, uid = [], {os.getpid(), *SERVER_PIDS}, os.getuid()
+    table = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) <= 2:
             continue
@@ -100,16 +102,38 @@ def sandbox_pids(since_ticks: int = 0) -> list[int]:
             owner = Path(entry.path, "status").read_text().split("\nUid:")[1].split()[0]
         except (OSError, IndexError):
             continue
+        table[int(entry.name)] = (stat, int(owner))
+    workers = _evaluation_workers()
+    for pid, (stat, owner) in table.items():
         name = stat[stat.find("(") + 1 : stat.rfind(")")]
         state, ppid, _, sid, *rest = stat[stat.rfind(")") + 2 :].split()
-        if state in "ZX":
+        if state in "ZX" or _descends_from(pid, workers, table):
             continue
         started = int(rest[15])  # field 22
-        as_root = int(owner) in {u for r in _uid_ranges() for u in r} or (int(ppid) in parents and name == "bwrap")
-        as_user = uid != 0 and int(owner) == uid and int(sid) != os.getsid(0) and started >= since_ticks
+        as_root = owner in {u for r in _uid_ranges() for u in r} or (int(ppid) in parents and name == "bwrap")
+        as_user = uid != 0 and owner == uid and int(sid) != os.getsid(0) and started >= since_ticks
         if as_root or as_user:
-            pids.append(int(entry.name))
+            pids.append(pid)
     return pids
+
+
+def _descends_from(pid: int, ancestors: set[int], table: dict) -> bool:
+    for _ in range(16):
+        if pid in ancestors:
+            return True
+        if pid not in table:
+            return False
+        stat = table[pid][0]
+        pid = int(stat[stat.rfind(")") + 2 :].split()[1])
+    return False
+
+
+def _evaluation_workers() -> set[int]:
+    """Session ids (= pids) of this process's live evaluation workers (each a session of its own)."""
+    from trl_ext.sandbox import judge  # noqa: PLC0415 - only where the judge is in use
+
+    pool = judge.EVALUATORS._pool
+    return set(pool.pids()) if pool is not None else set()
 
 
 def now_ticks() -> int:

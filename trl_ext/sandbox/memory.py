@@ -11,17 +11,22 @@ polled by ``scratch.ScratchWatch``, anonymous + shared resident memory) and the 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import itertools
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
 from trl_ext.sandbox.limits import Limits
 
 _COUNTER = itertools.count()
+_LOCK = threading.Lock()
+_FREE: list[Path] = []  # empty run cgroups, reused
+_OOM_BEFORE: dict[Path, int] = {}
 
 
 def total_bytes(limits: Limits) -> int:
@@ -68,23 +73,28 @@ def available() -> bool:
 
 
 def create(limits: Limits) -> Path | None:
-    """A fresh cgroup bounding one run at ``total_bytes(limits)``, or None where none can be made."""
+    """A cgroup of its own bounding one run at ``total_bytes(limits)`` (empty ones are reused: making and removing
+    one per run costs milliseconds), or None where none can be made."""
     parent = _parent()
     if parent is None:
         return None
-    path, version = parent[0] / f"run-{next(_COUNTER)}", parent[1]
+    with _LOCK:
+        path = _FREE.pop() if _FREE else parent[0] / f"run-{next(_COUNTER)}"
     try:
-        path.mkdir()
-        if version == 1:
-            (path / "memory.limit_in_bytes").write_text(str(total_bytes(limits)))
+        path.mkdir(exist_ok=True)
+        limit = str(total_bytes(limits))
+        if parent[1] == 1:
+            (path / "memory.limit_in_bytes").write_text(limit)
             with contextlib.suppress(OSError):  # absent without swap accounting
-                (path / "memory.memsw.limit_in_bytes").write_text(str(total_bytes(limits)))
+                (path / "memory.memsw.limit_in_bytes").write_text(limit)
         else:
-            (path / "memory.max").write_text(str(total_bytes(limits)))
-            (path / "memory.swap.max").write_text("0")
+            (path / "memory.max").write_text(limit)
+            with contextlib.suppress(OSError):
+                (path / "memory.swap.max").write_text("0")
     except OSError:
-        release(path)
+        _remove(path)
         return None
+    _OOM_BEFORE[path] = _oom_kills(path)
     return path
 
 
@@ -93,26 +103,44 @@ def enter_argv(cgroup: Path, argv: list[str]) -> list[str]:
     return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cgroup / "cgroup.procs"), *argv]
 
 
-def oom_killed(cgroup: Path) -> bool:
+def _oom_kills(cgroup: Path) -> int:
     text = _read(cgroup / "memory.oom_control") or _read(cgroup / "memory.events")
-    return any(line.split()[:1] == ["oom_kill"] and line.split()[1] != "0" for line in text.splitlines())
+    return sum(int(line.split()[1]) for line in text.splitlines() if line.startswith("oom_kill "))
+
+
+def oom_killed(cgroup: Path) -> bool:
+    """Whether the kernel killed a process of the run for memory since ``create``."""
+    return _oom_kills(cgroup) > _OOM_BEFORE.get(cgroup, 0)
 
 
 def release(cgroup: Path, timeout_s: float = 5.0) -> None:
-    """SIGKILL whatever is left in ``cgroup`` and remove it."""
+    """SIGKILL whatever is left in ``cgroup``; once it is empty it serves the next run."""
     deadline = time.monotonic() + timeout_s
+    _OOM_BEFORE.pop(cgroup, None)
     while time.monotonic() < deadline:
         pids = [int(p) for p in _read(cgroup / "cgroup.procs").split()]
+        if not pids:
+            with _LOCK:
+                _FREE.append(cgroup)
+            return
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-        try:
-            cgroup.rmdir()
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(0.002)
+        time.sleep(0.002)
+    _remove(cgroup)
+
+
+def _remove(cgroup: Path) -> None:
+    with contextlib.suppress(OSError):
+        cgroup.rmdir()
+
+
+@atexit.register
+def _remove_all() -> None:
+    parent = _parent.cache_info().currsize and _parent()
+    if parent:
+        for path in [*_FREE, parent[0]]:
+            _remove(path)
 
 
 def session_bytes(pids: list[int]) -> int:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import shutil
 import stat
 import threading
 
@@ -45,14 +44,14 @@ class ScratchWatch:
 
     def _over(self) -> bool:
         try:
-            self.exceeded = scratch_bytes(self.scratch, strict=True) > self.cap_bytes
+            self.exceeded = self.exceeded or scratch_bytes(self.scratch, strict=True) > self.cap_bytes
         except Hidden:
             self.exceeded = True
         if self.exceeded:
             return True
         if self.memory_cap is not None:
             pids = [p.pid for p in processes() if p.sid == self.sid]
-            self.oom = memory.session_bytes(pids) > self.memory_cap
+            self.oom = self.oom or memory.session_bytes(pids) > self.memory_cap
         return self.oom
 
     def _watch(self) -> None:
@@ -118,7 +117,7 @@ def remove_scratch(scratch: str | None) -> None:
     what it adds meanwhile is removed on the next pass."""
     if not scratch:
         return
-    for _ in range(10):
+    for _ in range(100):
         try:
             top = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         except FileNotFoundError:
@@ -135,7 +134,6 @@ def remove_scratch(scratch: str | None) -> None:
             continue
         finally:
             os.close(top)
-    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _empty(top: int) -> None:
@@ -153,6 +151,8 @@ def _empty(top: int) -> None:
                 sub = _open_dir(top, name)
                 try:
                     for child in os.listdir(sub):
+                        if stat.S_ISDIR(os.stat(child, dir_fd=sub, follow_symlinks=False).st_mode):
+                            _give_back(sub, child)  # moving a directory rewrites its "..": needs write on it
                         os.rename(child, f".trl-ext-rm-{next(_UNIQUE)}", src_dir_fd=sub, dst_dir_fd=top)
                 finally:
                     os.close(sub)
@@ -162,14 +162,15 @@ def _empty(top: int) -> None:
 
 
 def _open_dir(parent: int, name: str) -> int:
-    """Open a subdirectory for listing, giving the owner read, write and search on it first if needed."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    """Open a subdirectory for listing and moving its entries, giving the owner rwx on it first."""
+    _give_back(parent, name)
+    return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+
+
+def _give_back(parent: int, name: str) -> None:
+    """chmod 0700 a directory that may not be readable (only its owner or root can: the caller is one of them)."""
+    handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
     try:
-        return os.open(name, flags, dir_fd=parent)
-    except PermissionError:
-        handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
-        try:
-            os.chmod(f"/proc/self/fd/{handle}", 0o700)  # fchmod refuses O_PATH descriptors; the link does not
-        finally:
-            os.close(handle)
-        return os.open(name, flags, dir_fd=parent)
+        os.chmod(f"/proc/self/fd/{handle}", 0o700)  # fchmod refuses O_PATH descriptors; the link does not
+    finally:
+        os.close(handle)
