@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import multiprocessing
 import os
 import signal
@@ -156,6 +157,46 @@ def bench_code_grading(n_problems: int, rounds: int, concurrency: int, timeout_s
     return figures
 
 
+def _kind_batches(problems: list[dict]) -> dict[str, list[tuple[str, dict]]]:
+    """(completion, spec) pairs of each test kind on the same problems: HumanEval-style assert specs, the same
+    cases as call specs, and stdio specs (a program reading the arguments, printing the result)."""
+    batches: dict[str, list[tuple[str, dict]]] = {"assert": [], "call": [], "stdio": []}
+    for k, p in enumerate(problems):
+        factor, name = k % 7 + 2, p["entry_point"]
+        cases = [([3, 1, 2], k), ([], 1), ([5, -5], -k), (list(range(10)), 3), ([7], 0), ([2, 2], 2)]
+        call = {"kind": "call", "fn_name": name, "cases": [
+            {"args": [xs, y], "expected": sorted(x * factor + y for x in xs)} for xs, y in cases]}  # fmt: skip
+        stdio = {"kind": "stdio", "cases": [
+            {"input": f"{xs}\n{y}\n", "output": str(sorted(x * factor + y for x in xs))} for xs, y in cases]}  # fmt: skip
+        spec = {"kind": "assert", "code": p["test"], "entry_point": name, "prefix": p["prompt"]}
+        for completion in p["completions"]:
+            program = "```python\n" + p["prompt"] + completion + "```"
+            reader = "\nimport ast\nprint(" + name + "(ast.literal_eval(input()), int(input())))\n"
+            batches["assert"].append((completion, spec))
+            batches["call"].append((program, call))
+            batches["stdio"].append(("```python\n" + p["prompt"] + completion + reader + "```", stdio))
+    return batches
+
+
+def sandboxed_rates(n_problems: int, rounds: int, concurrency: int, timeout_s: float = 3.0) -> dict[str, float]:
+    """Programs graded per second by ``CodeTests`` for each test kind (best of ``rounds``), and their verdicts'
+    count of passes (a check that the code under test grades as expected)."""
+    reward = CodeTests(timeout_s=timeout_s, workers=concurrency)
+    batches = _kind_batches(humaneval_like(n_problems))
+    for batch in batches.values():  # start the sandbox and the evaluation workers outside the timing
+        reward([batch[0][0]], tests=[batch[0][1]])
+    rates: dict[str, float] = {}
+    for _ in range(rounds):
+        for kind, batch in batches.items():
+            judge._first_pass.cache_clear()
+            start = time.perf_counter()
+            scores = reward([c for c, _ in batch], tests=[s for _, s in batch])
+            rate = len(batch) / (time.perf_counter() - start)
+            rates[kind] = max(rates.get(kind, 0.0), rate)
+            rates[kind + " passes"] = sum(score == 1.0 for score in scores)
+    return rates
+
+
 def print_code_grading(n_problems: int, rounds: int, concurrency: int) -> None:
     print(f"code grading, {n_problems} HumanEval-style problems, {concurrency} concurrent, best of {rounds}:")
     for name, (count, classic, bare, sandboxed) in bench_code_grading(n_problems, rounds, concurrency).items():
@@ -176,8 +217,13 @@ def main() -> None:
         default=0,
         help="memory this process holds, as a trainer's would (fork copies its page tables)",
     )
+    parser.add_argument("--rates_json", action="store_true", help="print only sandboxed programs/s per kind, as JSON")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if args.rates_json:  # used by bench_rewards.py --baseline, also against an older checkout of trl_ext
+        concurrency = (args.concurrency or [2 * (os.cpu_count() or 1)])[0]
+        print(json.dumps(sandboxed_rates(args.problems, args.rounds, concurrency)))
+        return
     ballast = bytearray(args.parent_mb << 20)
     ballast[:: 1 << 12] = b"\x01" * len(range(0, len(ballast), 1 << 12))  # resident, not lazily mapped
     print(f"this process holds {len(ballast) >> 20} MiB of ballast (--parent_mb)")

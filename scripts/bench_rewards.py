@@ -1,6 +1,7 @@
 """Throughput of the verifiable rewards: math verifications/s and sandbox overhead/runs per second.
 
     OMP_NUM_THREADS=1 python scripts/bench_rewards.py [--workers N] [--items 192] [--runs 40]
+    OMP_NUM_THREADS=1 python scripts/bench_rewards.py --baseline /tmp/base   # graded programs/s vs older code
 
 Prints: math verifications/s with 1 worker and with N workers (and the ratio; the target is >= 1.8x with
 2 workers) on decimals (math-verify's parser in the workers) and on integer fractions (decided exactly in
@@ -14,6 +15,7 @@ by ``CodeTests`` against the classic unsandboxed harness on the same problems (`
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -152,6 +154,36 @@ def bench_stdio_cases(cases: int, rounds: int) -> float:
     return best
 
 
+def _rates(tree: str, problems: int, rounds: int) -> dict[str, float]:
+    """Graded programs/s per test kind, measured in a subprocess importing trl_ext from ``tree``."""
+    script = Path(__file__).with_name("bench_code_grading.py")
+    env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve()), "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, str(script), "--rates_json", "--problems", str(problems), "--rounds", "1"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, timeout=1800)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def compare_with_baseline(baseline: str, problems: int, rounds: int) -> None:
+    """Graded programs/s of this checkout against ``baseline`` (another checkout of trl_ext), in one run:
+    alternating subprocess timings, the best of ``rounds`` each, per test kind and in total."""
+    here = str(Path(__file__).resolve().parents[1])
+    best: dict[str, dict[str, float]] = {"current": {}, "baseline": {}}
+    passes: dict[str, dict[str, float]] = {"current": {}, "baseline": {}}
+    for _ in range(rounds):
+        for side, tree in (("current", here), ("baseline", baseline)):
+            for kind, value in _rates(tree, problems, 1).items():
+                target = passes if kind.endswith(" passes") else best
+                target[side][kind] = max(target[side].get(kind, 0.0), value)
+    print(f"graded programs/s, this checkout vs the baseline at {baseline} ({problems} problems x 4 programs):")
+    for kind in best["current"]:
+        now, then = best["current"][kind], best["baseline"][kind]
+        print(f"  {kind:7s}: {now:6.1f}/s vs {then:6.1f}/s -> {now / then:.2f}x "
+              f"(passes {passes['current'][kind + ' passes']:.0f} vs {passes['baseline'][kind + ' passes']:.0f})")  # fmt: skip
+    total_now = len(best["current"]) / sum(1 / r for r in best["current"].values())
+    total_then = len(best["baseline"]) / sum(1 / r for r in best["baseline"].values())
+    print(f"  all kinds (harmonic mean): {total_now:.1f}/s vs {total_then:.1f}/s -> {total_now / total_then:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", type=int, default=2, help="math worker processes for the parallel figure")
@@ -160,8 +192,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=40, help="sandbox runs per timing")
     parser.add_argument("--backends", default="bwrap,landlock,remote", help="isolated backends to time (runs/s)")
     parser.add_argument("--code_problems", type=int, default=40, help="HumanEval-style problems, code grading")
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        help="a checkout of older trl_ext code (e.g. `git worktree add /tmp/base <commit>`): print only graded "
+        "programs/s of this checkout against it, measured in this run",
+    )
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if args.baseline:
+        compare_with_baseline(args.baseline, args.code_problems, args.rounds)
+        return
 
     load = os.getloadavg()[0]
     print(f"machine: {os.cpu_count()} CPU cores, load average {load:.2f}, python {sys.version.split()[0]}")

@@ -190,3 +190,14 @@ def test_a_fraction_reward_never_exceeds_one(backend):
     scores = CodeTests(timeout_s=3.0, mode="fraction")([f"```python\n{p}\n```" for p in programs], tests=[spec] * 3)
     assert all(0.0 <= s <= 1.0 for s in scores), scores
     assert scores[0] == pytest.approx(0.25) and scores[2] == pytest.approx(0.25)
+
+
+def test_the_marker_is_not_found_by_walking_frames_or_the_gc(backend):
+    """Defence in depth: the program's process (a fork of the harness) keeps nothing of the channel in its
+    frames or gc-tracked objects (its memory may still hold freed copies: the channel itself is closed)."""
+    call = {"kind": "call", "fn_name": "found", "cases": [{"args": [], "expected": []}]}
+    calls = run_tests(CHANNEL_ATTACK + "def found():\n    return sorted(_markers())\n", call, limits=FAST)
+    assert calls.all_passed, calls
+    stdio = {"kind": "stdio", "cases": [{"input": "", "output": "[]"}]}
+    cases = run_tests(CHANNEL_ATTACK + "print(sorted(_markers()))\n", stdio, limits=FAST)
+    assert cases.all_passed, cases

@@ -254,6 +254,7 @@ def _calls_mode(payload, out_fd):
     if pid == 0:
         _quietly(os.close, read_fd)
         _quietly(os.close, out_fd)
+        marker = out_fd = None  # noqa: F841 - nothing of the channel in the program's frames
         _calls_child(payload, write_fd)
     os.close(write_fd)
     for index, body in enumerate(_lines(read_fd, pid)):
@@ -268,7 +269,7 @@ def _calls_mode(payload, out_fd):
 
 def _lines(fd, pid, cap=1 << 26):
     """The lines the child writes to ``fd``, until it closes the pipe or exits (a grandchild may hold it)."""
-    buffer, exited = b"", False
+    buffer, exited = bytearray(), False  # the unfinished line (appended to, never copied whole: linear)
     while len(buffer) <= cap:
         if not select.select([fd], [], [], 0.05)[0]:
             if exited:
@@ -278,8 +279,13 @@ def _lines(fd, pid, cap=1 << 26):
         chunk = os.read(fd, 1 << 16)
         if not chunk:
             return
-        *lines, buffer = (buffer + chunk).split(b"\n")
-        yield from lines
+        *lines, rest = chunk.split(b"\n")
+        if lines:
+            lines[0] = bytes(buffer) + lines[0]
+            buffer = bytearray(rest)
+            yield from lines
+        else:
+            buffer += rest
 
 
 def _calls_child(payload, write_fd):
@@ -403,7 +409,7 @@ def _case_status(wait_status):
 def _stdio_mode(payload, out_fd):
     """Run the program once per input, each in a fresh fork of this (program-free) harness; write one
     marker-prefixed record per case with the status and the base64 output. Outputs are compared outside."""
-    marker, timeout, cap = payload["marker"].encode(), payload["case_timeout"], payload["max_output"]
+    marker, timeout, cap = payload.pop("marker").encode(), payload["case_timeout"], payload["max_output"]
     cpu_s = int(timeout) + 1
     for index, data in enumerate(payload["inputs"]):
         stdin_fd = os.memfd_create("stdin", 0)
@@ -412,6 +418,7 @@ def _stdio_mode(payload, out_fd):
         out_r, out_w = os.pipe()
         pid = os.fork()
         if pid == 0:
+            marker = None  # noqa: F841 - nothing of the channel in the program's frames (out_fd: closed there)
             _case_child(payload["code"], stdin_fd, out_w, cpu_s)
         os.close(stdin_fd)
         os.close(out_w)
