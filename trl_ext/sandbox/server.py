@@ -116,11 +116,11 @@ def make_server(config: ServeConfig, backend: Backend | None = None) -> BoundedH
             pass  # one line per run would flood the log of a busy node
 
         def _reply(self, code: int, body: dict | str) -> None:
-            data = (json.dumps(body) if isinstance(body, dict) else body).encode()
+            data = json.dumps(body).encode()  # JSON always, as SandboxFusion's FastAPI answers ("pong" included)
             self.connection.settimeout(config.read_timeout_s)  # writing, too, is bounded
             try:
                 self.send_response(code)
-                self.send_header("Content-Type", "application/json" if isinstance(body, dict) else "text/plain")
+                self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.send_header("Connection", "close")
                 self.end_headers()
@@ -134,7 +134,7 @@ def make_server(config: ServeConfig, backend: Backend | None = None) -> BoundedH
             """Answer without reading the body, then drop what the client has sent of it (waiting up to
             ``wait_s`` for the rest, at most ``_DRAIN_BYTES``), so that closing the socket does not reset the
             connection before the client reads the answer."""
-            self._reply(code, {"error": error})
+            self._reply(code, {"detail": error})
             reader, unread = self.rfile.raw, min(unread, _DRAIN_BYTES)
             reader.deadline, reader.drain = min(reader.deadline, time.monotonic() + wait_s), True
             try:
@@ -151,7 +151,7 @@ def make_server(config: ServeConfig, backend: Backend | None = None) -> BoundedH
             if self.path in ("/health", "/v1/ping"):
                 self._reply(200, {"status": "ok", "backend": runner.name} if self.path == "/health" else "pong")
             else:
-                self._reply(404, {"error": f"no such endpoint {self.path[:200]}"})
+                self._reply(404, {"detail": f"no such endpoint {self.path[:200]}"})
 
         def do_POST(self) -> None:
             try:
@@ -175,13 +175,13 @@ def make_server(config: ServeConfig, backend: Backend | None = None) -> BoundedH
             try:
                 data = self.rfile.read(length)
             except TimeoutError:
-                return self._reply(408, {"error": f"the request was not sent within {config.read_timeout_s} s"})
+                return self._reply(408, {"detail": f"the request was not sent within {config.read_timeout_s} s"})
             if len(data) < length:
-                return self._reply(400, {"error": "the body is shorter than its Content-Length"})
+                return self._reply(400, {"detail": "the body is shorter than its Content-Length"})
             try:
                 request = decode_body(data, config.max_timeout_s, config.max_memory_mb)
             except BadRequest as exc:
-                return self._reply(400, {"error": str(exc)})
+                return self._reply(400, {"detail": str(exc)})
             del data
             if request.language != "python":
                 return self._reply(200, unavailable_language(request.language))
@@ -189,7 +189,7 @@ def make_server(config: ServeConfig, backend: Backend | None = None) -> BoundedH
                 reply = _execute(runner, request, admission.running)
             except Exception:  # a fault of this service, not of the request: the client retries 500
                 _LOGGER.exception("sandbox-serve: the run failed")
-                return self._reply(500, {"error": "internal error of the execution service"})
+                return self._reply(500, {"detail": "internal error of the execution service"})
             self._reply(200, reply)
 
     return BoundedHTTPServer((config.host, config.port), Handler, config.connections, config.read_timeout_s)
