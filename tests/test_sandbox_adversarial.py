@@ -67,7 +67,7 @@ def test_runaway_programs_time_out(secrets_on_host, code):
 @EACH_BACKEND
 def test_fork_bomb_is_contained(secrets_on_host):
     code = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
-    assert _run(code).status in ("timeout", "runtime_error")
+    assert _run(code).status in ("timeout", "runtime_error", "memory")  # memory: the run's total bound
     assert _wait_no_strays() == []
 
 

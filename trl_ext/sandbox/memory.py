@@ -144,10 +144,18 @@ def _remove_all() -> None:
 
 
 def session_bytes(pids: list[int]) -> int:
-    """Resident anonymous and shared memory (memfd, tmpfs mappings) of ``pids``, in bytes."""
-    total = 0
+    """Memory held by ``pids``: resident anonymous and shared pages (memfd and tmpfs mappings), plus memfds they
+    hold open without mapping them (each counted once). A process whose descriptors cannot be read (not dumpable)
+    shows its resident pages only."""
+    total, memfds = 0, {}
     for pid in pids:
         for line in _read(Path(f"/proc/{pid}/status")).splitlines():
             if line.startswith(("RssAnon:", "RssShmem:")):
                 total += int(line.split()[1]) << 10
-    return total
+        with contextlib.suppress(OSError), os.scandir(f"/proc/{pid}/fd") as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    if os.readlink(entry.path).startswith("/memfd:"):
+                        info = os.stat(entry.path)
+                        memfds[info.st_dev, info.st_ino] = info.st_blocks * 512
+    return total + sum(memfds.values())
