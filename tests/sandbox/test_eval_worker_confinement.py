@@ -3,6 +3,7 @@ programs): a dataset test that executes a program's result cannot read the train
 the network, write outside its scratch, or leave anything behind for the next program; where no local sandbox can
 run, such a test is refused (status unsupported_test), never run unconfined."""
 
+import contextlib
 import logging
 import os
 import socket
@@ -52,7 +53,12 @@ def host(tmp_path, monkeypatch):
     server.bind(("127.0.0.1", 0))
     server.listen(8)
     accepted = []
-    threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True).start()
+
+    def accept():
+        with contextlib.suppress(OSError):  # closed at the end of the test
+            accepted.append(server.accept())
+
+    threading.Thread(target=accept, daemon=True).start()
     yield {"file": secret_file, "port": server.getsockname()[1], "marker": tmp_path / "written", "accepted": accepted}
     server.close()
 

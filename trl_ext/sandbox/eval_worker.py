@@ -134,7 +134,10 @@ def confinement() -> str:
 
 
 def _rlimits() -> str:
-    return json.dumps({k: v for k, v in _LIMITS.rlimits().items() if k != "RLIMIT_CPU"})  # the pool's deadline kills
+    """The worker's rlimits: no CPU limit (the pool's deadline kills it); RLIMIT_NPROC counts every process of
+    the uid, so only where the worker has a uid of its own (root)."""
+    skip = {"RLIMIT_CPU"} | ({"RLIMIT_NPROC"} if os.geteuid() != 0 else set())
+    return json.dumps({k: v for k, v in _LIMITS.rlimits().items() if k not in skip})
 
 
 def _boot_args(path: str, uid: int, guard: bool) -> list[str]:
