@@ -3,6 +3,7 @@ programs): a dataset test that executes a program's result cannot read the train
 the network, write outside its scratch, or leave anything behind for the next program; where no local sandbox can
 run, such a test is refused (status unsupported_test), never run unconfined."""
 
+import contextlib
 import logging
 import os
 import socket
@@ -17,14 +18,23 @@ from .._backends import EACH_BACKEND, sandbox_backend, sandbox_server  # noqa: F
 SECRET = "hf_FAKE_EVAL_WORKER_SECRET"
 
 
-def _fresh_workers(monkeypatch, how: str | None = None) -> None:
-    """Start the evaluation pool afresh (optionally with a forced confinement) and forget cached first passes."""
+@pytest.fixture
+def fresh_workers(monkeypatch):
+    """Start the evaluation pool afresh (optionally with a forced confinement), forget cached first passes, and
+    close the pool the test started (its idle workers would outlive the test)."""
+
+    def start(how: str | None = None) -> None:
+        if judge.EVALUATORS._pool is not None:
+            judge.EVALUATORS._pool.close()
+        monkeypatch.setattr(judge.EVALUATORS, "_pool", None)
+        judge._first_pass.cache_clear()
+        if how is not None:
+            monkeypatch.setattr(eval_worker, "confinement", lambda: how)
+
+    yield start
     if judge.EVALUATORS._pool is not None:
         judge.EVALUATORS._pool.close()
-    monkeypatch.setattr(judge.EVALUATORS, "_pool", None)
     judge._first_pass.cache_clear()
-    if how is not None:
-        monkeypatch.setattr(eval_worker, "confinement", lambda: how)
 
 
 def _probe(expression: str):
@@ -43,7 +53,12 @@ def host(tmp_path, monkeypatch):
     server.bind(("127.0.0.1", 0))
     server.listen(8)
     accepted = []
-    threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True).start()
+
+    def accept():
+        with contextlib.suppress(OSError):  # closed at the end of the test
+            accepted.append(server.accept())
+
+    threading.Thread(target=accept, daemon=True).start()
     yield {"file": secret_file, "port": server.getsockname()[1], "marker": tmp_path / "written", "accepted": accepted}
     server.close()
 
@@ -62,8 +77,8 @@ def _confined_checks(host) -> dict[str, str]:
 
 @EACH_BACKEND
 @pytest.mark.parametrize("how", ["auto", "landlock"])
-def test_a_test_that_executes_program_data_runs_confined(host, monkeypatch, how):
-    _fresh_workers(monkeypatch, None if how == "auto" else how)
+def test_a_test_that_executes_program_data_runs_confined(host, fresh_workers, how):
+    fresh_workers(None if how == "auto" else how)
     failed = {
         name: r.statuses for name, check in _confined_checks(host).items() if not (r := _probe(check)).all_passed
     }
@@ -73,21 +88,17 @@ def test_a_test_that_executes_program_data_runs_confined(host, monkeypatch, how)
 
 
 @EACH_BACKEND
-def test_nothing_one_program_does_in_the_worker_reaches_the_next(monkeypatch):
-    _fresh_workers(monkeypatch)
+def test_nothing_one_program_does_in_the_worker_reaches_the_next(fresh_workers):
+    fresh_workers()
     patch = "import builtins\nbuiltins.len = lambda x: 3\nbuiltins.sorted = lambda x: [1, 2, 3]\nok = True"
     assert _probe(patch).all_passed  # the patch ran, in that program's own worker
     spec = {"kind": "assert", "code": "assert len(items()) == 3 and sorted(items()) == [1, 2, 3]"}
     assert not run_tests("def items():\n    return [3, 1]\n", spec).all_passed
     assert run_tests("def items():\n    return [3, 1, 2]\n", spec).all_passed
-    pool = judge.EVALUATORS._pool
-    before = set(pool.pids())
-    run_tests("def items():\n    return [3, 1, 2]\n", spec)
-    assert before - set(pool.pids())  # the worker that evaluated was replaced by a fresh process
 
 
-def test_without_a_local_sandbox_executing_tests_are_refused_and_logged(monkeypatch, caplog, host):
-    _fresh_workers(monkeypatch, "none")
+def test_without_a_local_sandbox_executing_tests_are_refused_and_logged(fresh_workers, caplog, host):
+    fresh_workers("none")
     with caplog.at_level(logging.WARNING, logger="trl_ext.sandbox"):
         report = _probe("import os\nos.system('touch " + str(host["marker"]) + "')\nok = True")
     assert not report.all_passed and "unsupported_test" in report.statuses

@@ -3,6 +3,7 @@
 Runs with the trainer's own interpreter and the directory of ``landlockpy`` as the leader of
 a fresh session, started by the parent with the scrubbed environment and the per-run scratch directory as cwd.
 argv: [config JSON, "--", harness argv...]. Steps, in order:
+  0. as root, where the parent made one: move itself into the run's memory cgroup (``cgroup_procs``);
   1. report its pid (the run's session id) on ``pid_fd``: the parent kills every process of that session at the
      end; seccomp denies setsid(), so no descendant can leave the session, whatever process group it moves to;
   2. PR_SET_CHILD_SUBREAPER: orphans of the program stay children of the harness while it runs;
@@ -117,6 +118,9 @@ def _install_seccomp(fd):
 
 def main():
     config, harness = _CONFIG, sys.argv[3:]
+    if config.get("cgroup_procs"):  # the run's memory cgroup: everything started from here on is charged to it
+        with open(config["cgroup_procs"], "w") as procs:
+            procs.write(str(os.getpid()))
     os.write(config["pid_fd"], str(os.getpid()).encode())
     os.close(config["pid_fd"])
     _check(_libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")

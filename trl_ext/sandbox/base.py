@@ -64,6 +64,8 @@ class Backend:
     name = "base"
     # whether the harness may kill(-1) between stdio cases: only where that reaches the run's own processes
     kill_all_safe = False
+    # whether the launcher moves itself into the run's memory cgroup (``config["cgroup_procs"]``) before it execs
+    enters_cgroup = False
 
     def argv(self, harness_args: list[str], limits: Limits) -> list[str]:
         raise NotImplementedError
@@ -100,7 +102,7 @@ class Backend:
                 str(nonce_fd),
             ]
             argv = self.command(harness_args, limits, run)
-            if run.extra["cgroup"] is not None:
+            if run.extra["cgroup"] is not None and not self.enters_cgroup:
                 argv = memory.enter_argv(run.extra["cgroup"], argv)
             handed, fds = (*fds, *run.fds), []
             run.fds = []

@@ -5,8 +5,9 @@ A dataset's assert test runs in this worker against stand-ins of the program's f
 result to ``eval``/``exec``/``pickle.loads`` runs program-chosen code here. So the worker is sandboxed like a
 program (whatever backend runs the programs, remote included): bubblewrap where it works, else landlock, with the
 run's seccomp filter, no network, a read-only system, an unprivileged uid of its own when the trainer is root, an
-environment built from nothing (never the trainer's: no token), rlimits, and a fresh process for every evaluation
-(``WorkerPool(fresh_each_task=True)``), so nothing one program's data did reaches the next program's verdict.
+environment built from nothing (never the trainer's: no token), rlimits, and a fresh process for every evaluation:
+the worker imports ``replay.py`` once and forks a child per task (a fork server: milliseconds, where a new
+interpreter costs tens), so nothing one program's data did reaches the next program's verdict.
 
 Where neither backend can run, the worker runs unconfined (scrubbed environment, own uid as root) under an audit
 hook: an evaluation that compiles or executes anything but the test itself (``compile``/``eval``/``exec`` of data,
@@ -92,6 +93,31 @@ if guard:
             return {"verdict": "unsupported", "detail": DETAIL + " (" + state["event"] + ")", "calls": []}
         return answer
     replay["worker_main"].__globals__["evaluate"] = guarded
+one_evaluation = replay["worker_main"].__globals__["evaluate"]
+def in_a_fresh_process(task):
+    # every evaluation in a fork of this process, which never ran a test: nothing one leaves reaches the next
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        try:
+            answer = one_evaluation(task)
+        except BaseException as exc:
+            answer = {"verdict": "error", "detail": "evaluation failed: " + type(exc).__name__, "calls": []}
+        data = memoryview(json.dumps(answer).encode())
+        while data:
+            data = data[os.write(write_end, data):]
+        os._exit(0)
+    os.close(write_end)
+    chunks = []
+    while chunk := os.read(read_end, 1 << 16):
+        chunks.append(chunk)
+    os.close(read_end)
+    os.waitpid(pid, 0)
+    if not chunks:
+        return {"verdict": "error", "detail": "the evaluation process died", "calls": []}
+    return json.loads(b"".join(chunks))
+replay["worker_main"].__globals__["evaluate"] = in_a_fresh_process
 replay["worker_main"]()
 """
 
@@ -108,7 +134,10 @@ def confinement() -> str:
 
 
 def _rlimits() -> str:
-    return json.dumps({k: v for k, v in _LIMITS.rlimits().items() if k != "RLIMIT_CPU"})  # the pool's deadline kills
+    """The worker's rlimits: no CPU limit (the pool's deadline kills it); RLIMIT_NPROC counts every process of
+    the uid, so only where the worker has a uid of its own (root)."""
+    skip = {"RLIMIT_CPU"} | ({"RLIMIT_NPROC"} if os.geteuid() != 0 else set())
+    return json.dumps({k: v for k, v in _LIMITS.rlimits().items() if k not in skip})
 
 
 def _boot_args(path: str, uid: int, guard: bool) -> list[str]:
@@ -210,6 +239,4 @@ def evaluation_pool(size: int) -> WorkerPool:
         )
     else:
         _LOGGER.info("trl_ext sandbox: evaluation workers confined by %s", how)
-    return WorkerPool(
-        [sys.executable, _REPLAY], size=size, startup_timeout_s=60, spawn=_SPAWNERS[how], fresh_each_task=True
-    )
+    return WorkerPool([sys.executable, _REPLAY], size=size, startup_timeout_s=60, spawn=_SPAWNERS[how])

@@ -124,6 +124,7 @@ class LandlockBackend(Backend):
     it isolates and how it bounds what needs namespaces (process count, pid visibility)."""
 
     name = "landlock"
+    enters_cgroup = True  # the launcher does it first thing (no shell in between)
 
     @property
     def kill_all_safe(self) -> bool:
@@ -153,6 +154,7 @@ class LandlockBackend(Backend):
             "scratch": run.scratch,
             "min_abi": min_abi(),
             "seccomp_fd": filter_fd,
+            "cgroup_procs": str(run.extra["cgroup"] / "cgroup.procs") if run.extra.get("cgroup") else None,
         }
         return launcher_argv(config, harness_args)
 

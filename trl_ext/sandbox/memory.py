@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import functools
 import itertools
 import os
@@ -99,7 +100,10 @@ def create(limits: Limits) -> Path | None:
 
 
 def enter_argv(cgroup: Path, argv: list[str]) -> list[str]:
-    """``argv`` started inside ``cgroup``: the shell moves itself there, then execs (same pid, so the same session)."""
+    """``argv`` started inside ``cgroup``: the shell moves itself there, then execs (same pid, so the same session).
+    Raises ``FileNotFoundError`` here, like a direct launch would, when ``argv[0]`` cannot be executed."""
+    if not os.access(argv[0], os.X_OK):
+        raise FileNotFoundError(errno.ENOENT, "cannot execute", argv[0])
     return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cgroup / "cgroup.procs"), *argv]
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import atexit
-import contextlib
 import json
 import os
 import queue
@@ -90,9 +89,7 @@ class _Worker:
 
 class WorkerPool:
     """``size`` worker processes running ``argv`` (or started by ``spawn``), started lazily on first use, shared
-    safely by any number of threads. ``map`` runs tasks concurrently, one per idle worker. With
-    ``fresh_each_task`` a worker serves one task only: it is killed after it and a new process (started at once,
-    so its start-up overlaps the wait for the next task) takes its place; nothing one task did reaches the next."""
+    safely by any number of threads. ``map`` runs tasks concurrently, one per idle worker."""
 
     def __init__(
         self,
@@ -100,14 +97,12 @@ class WorkerPool:
         size: int = 2,
         startup_timeout_s: float = 120.0,
         spawn: Spawn | None = None,
-        fresh_each_task: bool = False,
     ) -> None:
         if size < 1:
             raise ValueError(f"`num_workers` must be >= 1, got {size}.")
         self.size = size
         self._argv = argv
         self._spawn = spawn
-        self._fresh = fresh_each_task
         self._startup_timeout_s = startup_timeout_s
         self._lock = threading.Lock()
         self._idle: queue.Queue[_Worker] | None = None
@@ -132,10 +127,6 @@ class WorkerPool:
         try:
             return worker.request(task, deadline_s)
         finally:
-            if self._fresh:
-                worker.kill()
-                with contextlib.suppress(OSError):  # else started again (or its error reported) by the next request
-                    worker.start()
             self._idle.put(worker)
 
     def map(self, tasks: list[dict], deadline_s: float) -> list[dict | None]:
