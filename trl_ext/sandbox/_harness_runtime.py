@@ -322,8 +322,10 @@ def _calls_child(payload, write_fd):
 def _undumpable():
     """prctl(PR_SET_DUMPABLE, 0) through the C module of ctypes (importing ctypes itself costs ~10 ms): no
     process of the sandbox's uid may then open /proc/<harness>/fd/* or read the harness's memory. Best effort
-    (an interpreter without _ctypes): the judge's strict record parsing is the fix, this is depth."""
+    (no /proc, an interpreter without _ctypes): the judge's strict record parsing is the fix, this is depth."""
     try:
+        if os.stat("/proc/self/fd").st_uid != os.geteuid():  # /proc/<pid> is root's once it is not dumpable
+            return  # already so: dropping root to the sandbox uid made it (the kernel's suid_dumpable rule)
         import _ctypes
 
         class _Int(_ctypes._SimpleCData):
