@@ -35,6 +35,7 @@ def _train(trainer_cls, config_cls, model_path, tmp_path, dataset, **overrides):
     watch.assert_trained_on_engine_completions()
     watch.assert_weights_equal_at_every_generation(STEPS)
     watch.assert_one_push_per_step(STEPS)
+    print("engine watch:", watch.summary())  # shown with pytest -rP
     return trainer, watch
 
 
