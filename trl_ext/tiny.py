@@ -69,8 +69,16 @@ def build_tiny_tokenizer(vocab_size: int = 512) -> PreTrainedTokenizerFast:
     return tokenizer
 
 
+# vLLM's CPU attention kernels need a head size of at least 32; the default 64 / 4 heads = 16 is refused. These
+# overrides keep hidden 64 with 2 heads (1 KV head): head size 32, the smallest vLLM loads, on CPU and GPU.
+VLLM_LOADABLE: dict[str, int] = {"num_attention_heads": 2, "num_key_value_heads": 1}
+
+
 def tiny_qwen2_config(tokenizer: PreTrainedTokenizerFast, **overrides) -> Qwen2Config:
-    """hidden 64, 2 layers, 4 heads (2 KV heads), tied embeddings: a few hundred thousand parameters."""
+    """hidden 64, 2 layers, 4 heads (2 KV heads), tied embeddings: a few hundred thousand parameters.
+
+    ``overrides`` replace any Qwen2Config field; ``**VLLM_LOADABLE`` gives a model vLLM can load (head size 32).
+    """
     settings = dict(
         vocab_size=len(tokenizer),
         hidden_size=64,
@@ -104,18 +112,19 @@ def build_tiny_reward_model(
     return Qwen2ForSequenceClassification(tiny_qwen2_config(tokenizer, num_labels=1, **overrides))
 
 
-def save_tiny_models(directory: str | os.PathLike, seed: int = 0) -> dict[str, Path]:
+def save_tiny_models(directory: str | os.PathLike, seed: int = 0, **overrides) -> dict[str, Path]:
     """Build and save the tiny policy and reward model (each with the tokenizer) under ``directory``.
 
     Returns {"policy": path, "reward_model": path}. Saving matters: TRL re-creates the reference model from
-    ``config._name_or_path``, so an in-memory model that was never saved fails with β > 0.
+    ``config._name_or_path``, so an in-memory model that was never saved fails with β > 0. ``overrides`` replace
+    Qwen2Config fields of both models: ``save_tiny_models(path, **VLLM_LOADABLE)`` saves models vLLM can load.
     """
     directory = Path(directory)
     tokenizer = build_tiny_tokenizer()
     paths = {"policy": directory / "tiny-policy", "reward_model": directory / "tiny-reward-model"}
     builders = {"policy": build_tiny_causal_lm, "reward_model": build_tiny_reward_model}
     for name, path in paths.items():
-        model = builders[name](tokenizer, seed=seed + (name == "reward_model"))
+        model = builders[name](tokenizer, seed=seed + (name == "reward_model"), **overrides)
         model.save_pretrained(path)
         tokenizer.save_pretrained(path)
     return paths
