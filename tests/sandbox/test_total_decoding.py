@@ -185,3 +185,19 @@ def test_hostile_results_score_zero_with_a_logged_outcome(backend):
     assert_spec = {"kind": "assert", "code": "assert f(1) == 0.5\n"}
     scores = reward([f"```python\n{p}\n```" for p in programs], tests=[assert_spec] * len(programs))
     assert scores == [0.0] * len(programs)
+
+
+def test_the_decoder_bounds_depth_elements_and_big_ints():
+    too_many = (1 << 20) + 1
+    for hostile in (
+        [0] * too_many,
+        {"t": [0] * too_many},
+        {"d": [[k, 0] for k in range(too_many)]},
+        {"i": "f" * ((1 << 18) + 1)},
+        json.loads(_deep(150, True)),
+        json.loads(_deep(150, False)),
+        {"s": [PRIME * k for k in range(66)]},
+    ):
+        with pytest.raises(ValueError):
+            decode(hostile)
+    assert len(decode([0] * (1 << 20))) == 1 << 20 and len(decode({"s": [PRIME * k for k in range(64)]})) == 64

@@ -8,9 +8,9 @@ file descriptors given in argv:
   argv[3]  unused, kept for compatibility (-1; a descriptor given here is closed before the program runs)
 Mode "script" runs the code as __main__. The judged modes ("calls", "stdio") live in ``_harness_runtime.py``,
 which the payload carries as {"runtime": {"source", "bytecode", "tag"}}: its bytecode is used when ``tag``
-names this very interpreter, else its source is compiled (a remote executor may run another Python). Nothing in
-the sandbox is secret: expected values never enter it and every comparison happens in the judge, so a program
-that forges records on stdout can only claim values it could have returned.
+names this very interpreter, else its source is compiled (a remote executor may run another Python). Expected
+values never enter the sandbox and every comparison happens in the judge, which accepts exactly one well-formed
+record per case in order (``records.py``): a record a program manages to inject can only fail that program.
 """
 
 import _json

@@ -4,9 +4,10 @@ The judge compiles this file once and sends its bytecode (and source, for an int
 every payload, so a run does not pay for compiling it. Stdlib C modules only, no trl_ext import; the harness
 executes it before the program runs, so the names captured below are the genuine ones.
 
-"calls" runs the program once, calls its functions on each payload call's arguments and writes one record per
-call with the result as plain data (exact builtin types only: a subclass, or any object with methods of the
-program's own, cannot even be encoded). "stdio" runs the program once per input in a fresh fork of the harness
+"calls" runs the program once in a forked child (which never holds the run's stdout), calls its functions on
+each payload call's arguments and sends each result as plain data (exact builtin types, and a few standard types
+converted to tagged plain data: a subclass, or any object with methods of the program's own, cannot be
+encoded); the harness numbers the results and writes one record per call. "stdio" runs the program once per input in a fresh fork of the harness
 and writes each case's status and raw output. Records are marker-prefixed lines on the harness's stdout.
 """
 

@@ -33,6 +33,7 @@ from typing import Any
 _BIG_INT_BITS = 12000  # beyond ~3600 digits ints travel as hex: int('...') has a 4300-digit limit
 _MAX_HEX_DIGITS = 1 << 18  # a bigger int (over a million bits) is no answer: refused, not decoded
 _MAX_DEPTH = 100
+_MAX_ITEMS = 1 << 20  # elements of one list, set or mapping (the run's output cap bounds them all together too)
 _MAX_CALLS = 20000
 _MAX_SHARED_HASHES = 64  # elements of one set or dict beyond this many sharing a hash: a quadratic build, refused
 ASSERT_HOOK = "__trl_ext_assert_failed__"
@@ -71,13 +72,13 @@ def encode(value: Any, depth: int = 0) -> Any:
 
 def decode(obj: Any, depth: int = 0) -> Any:
     """Plain data from its tagged JSON form (as ``json.loads`` returns it). Total on untrusted input: bounded
-    depth, big-int size and hash sharing; anything malformed raises ValueError and nothing else."""
+    depth, element count, big-int size and hash sharing; anything malformed raises ValueError and nothing else."""
     if depth > _MAX_DEPTH:
         raise ValueError("value nested too deeply")
     kind = type(obj)
     if obj is None or kind in (bool, int, float, str):
         return obj
-    if kind is list:
+    if kind is list and len(obj) <= _MAX_ITEMS:
         return [decode(v, depth + 1) for v in obj]
     if kind is not dict or len(obj) != 1:
         raise ValueError("malformed plain data")
@@ -89,13 +90,13 @@ def decode(obj: Any, depth: int = 0) -> Any:
 
 
 def _items(inner: Any, depth: int) -> list:
-    if type(inner) is not list:
+    if type(inner) is not list or len(inner) > _MAX_ITEMS:
         raise ValueError("a container tag needs a list")
     return [decode(v, depth) for v in inner]
 
 
 def _pairs(inner: Any, depth: int) -> list[tuple]:
-    if type(inner) is not list or not all(type(item) is list and len(item) == 2 for item in inner):
+    if type(inner) is not list or len(inner) > _MAX_ITEMS or not all(type(i) is list and len(i) == 2 for i in inner):
         raise ValueError("mapping items must be [key, value] pairs")
     pairs = [(decode(k, depth), decode(v, depth)) for k, v in inner]
     _hashed([k for k, _ in pairs])
