@@ -9,13 +9,14 @@ so that a TRL upgrade that changes one fails loudly instead of drifting silently
 from __future__ import annotations
 
 import inspect
-import os
 from collections import defaultdict
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 import torch
 from transformers import TrainerCallback
+
+from trl_ext.trainers._trl_checkpoint import checkpoint_dir  # noqa: F401  (its old home)
 
 # hook name -> the parameter names trl_ext relies on, in order (``self`` first).
 GRPO_HOOKS: dict[str, tuple[str, ...]] = {
@@ -47,47 +48,6 @@ GENERATE_OUTPUTS = (
 )
 GRPO_ATTRIBUTES = ("_metrics", "_logs", "_pending_extra_logs", "tools", "environment_factories", "rollout_func")
 
-# The TRL/transformers methods trainers/ppo.py wraps or calls, with the parameters it relies on. The two
-# private calls are ``_get_per_token_logps_and_entropies`` (logπ_old when TRL skipped it) and ``_get_output_dir``.
-PPO_TRL_HOOKS: dict[str, tuple[str, ...]] = {
-    "_generate_and_score_completions": ("self", "inputs"),
-    "_get_per_token_logps_and_entropies": (
-        "self",
-        "model",
-        "input_ids",
-        "attention_mask",
-        "logits_to_keep",
-        "batch_size",
-    ),
-    "_get_output_dir": ("self", "trial"),
-    "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
-    "training_step": ("self", "model", "inputs", "num_items_in_batch"),
-    "create_scheduler": ("self", "num_training_steps", "optimizer"),
-    "save_model": ("self", "output_dir", "_internal_call"),
-    "_save_checkpoint": ("self", "model", "trial"),
-    "_load_optimizer_and_scheduler": ("self", "checkpoint"),
-}
-
-# Everything of TRL's DPOTrainer trainers/dpo.py relies on, in one place. Methods: name -> leading
-# parameters, checked at import. Attributes: read (and, for the first, set for one call), checked at init.
-DPO_HOOKS: dict[str, tuple[str, ...]] = {
-    "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
-    "compute_ref_log_probs": ("self", "model", "inputs"),
-    "_set_signature_columns_if_needed": ("self",),
-    # wrapped by ReferenceResetMixin
-    "_save_checkpoint": ("self", "model", "trial"),
-    "_load_optimizer_and_scheduler": ("self", "checkpoint"),
-    "log": ("self", "logs", "start_time"),
-}
-DPO_ATTRIBUTES = ("precompute_ref_logps", "ref_model", "beta", "loss_types", "f_divergence_type", "_metrics")
-
-# Everything of TRL's RewardTrainer trainers/reward.py relies on, in one place: name -> leading parameters.
-REWARD_HOOKS: dict[str, tuple[str, ...]] = {
-    "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
-    "_prepare_dataset": ("self", "dataset", "processing_class", "args", "dataset_name"),
-    "_set_signature_columns_if_needed": ("self",),
-}
-
 # transformers.Trainer's checkpoint upload, which ``CompleteCheckpointPushMixin`` holds back until the checkpoint is
 # complete: it is called from inside ``Trainer._save_checkpoint``, before trl_ext's own checkpoint files exist.
 TRAINER_PUSH_HOOKS: dict[str, tuple[str, ...]] = {"_push_from_checkpoint": ("self", "checkpoint_folder")}
@@ -101,13 +61,6 @@ GENERATION_OUTPUT_KEYS = (
     "advantages",
     "num_items_in_batch",
 )
-
-
-def checkpoint_dir(trainer) -> str:
-    """The folder ``Trainer._save_checkpoint`` writes for the current step (no hyper-parameter search trials)."""
-    from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
-
-    return os.path.join(trainer.args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{trainer.state.global_step}")
 
 
 def check_trl_hooks(trainer_cls: type | None = None, hooks: dict[str, tuple[str, ...]] | None = None) -> list[str]:
@@ -372,3 +325,16 @@ def vllm_sleep_once(trainer):
     finally:
         trainer._trl_ext_vllm_rounds = None
         deferral.close()
+
+
+class SignatureColumnMixin:
+    """Keeps one extra dataset column (``extra_signature_column``) that transformers' Trainer would drop: it keeps only
+    the columns named in the model's forward signature (``_set_signature_columns_if_needed`` fills the private
+    ``_signature_columns``)."""
+
+    extra_signature_column: str
+
+    def _set_signature_columns_if_needed(self):
+        super()._set_signature_columns_if_needed()
+        if self.extra_signature_column not in self._signature_columns:
+            self._signature_columns = [*self._signature_columns, self.extra_signature_column]
