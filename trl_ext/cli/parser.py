@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 
 from trl_ext.compare import add_compare_arguments
-from trl_ext.recipes import RECIPES
+from trl_ext.recipes import DEMO_RECIPES, RECIPES
 
 CLI_HELP = """`trl-ext` console script: train a recipe, run the offline demo, evaluate a model, push an output directory.
 
@@ -59,7 +59,7 @@ def command_parser() -> argparse.ArgumentParser:
     compare = sub.add_parser("compare", help="train several recipes x seeds on one task; table and plot")
     add_compare_arguments(compare)
     demo = sub.add_parser("demo", help="offline demo: a tiny policy learns boxed arithmetic (a few minutes on CPU)")
-    demo.add_argument("--recipe", default="dapo", help="grpo, dapo, dr_grpo, rloo or magistral")
+    demo.add_argument("--recipe", default="dapo", help=", ".join(DEMO_RECIPES))
     demo.add_argument("--output_dir", default="trl_ext_demo")
     demo.add_argument("--warmup_steps", type=int, default=140)
     demo.add_argument("--steps", type=int, default=300)

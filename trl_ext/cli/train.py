@@ -8,7 +8,7 @@ from typing import Any
 
 from trl_ext.cli.parser import ScriptArguments
 from trl_ext.data.loading import load_any_dataset
-from trl_ext.recipes import RECIPES, recipe_classes
+from trl_ext.recipes import get_recipe, recipe_classes
 
 
 def resolve_reward(name: str) -> Any:
@@ -57,7 +57,7 @@ def train(recipe: str, argv: list[str]) -> Any:
         kwargs["eval_dataset"] = load_any_dataset(
             script_args.dataset_name, script_args.dataset_config, script_args.dataset_test_split
         )
-    if RECIPES[recipe][2]:
+    if get_recipe(recipe).takes_rewards:
         kwargs["reward_funcs"] = [resolve_reward(name) for name in script_args.reward_funcs]
     trainer = trainer_cls(**kwargs)
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)

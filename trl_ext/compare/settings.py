@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trl_ext.recipes import RECIPES
+from trl_ext.recipes import COMPARE_RECIPES, RECIPES
 
-COMPARE_RECIPES = ("grpo", "dapo", "dr_grpo", "rloo", "prorl", "magistral", "ppo")
 DEFAULT_RECIPES = COMPARE_RECIPES
 POLICY_CRITIC = "policy"  # --value_model_name_or_path policy: the critic starts from the policy's weights
 ACCURACY_KEY = "math_accuracy/correct"  # the share of correct samples, whatever values the recipe's reward gives
