@@ -1,4 +1,4 @@
-"""Two-process ZeRO-3 reference resets that scale (launched by tests/test_resets_zero3.py with accelerate).
+"""Two-process ZeRO-3 reference resets that scale (launched by tests/resets/test_zero3.py with accelerate).
 
 ``python reset_zero3_scale.py POLICY OUTPUT_DIR [CHECKPOINT]``: trains a tiny GRPO run to step 3 with a reset at step 2
 and a checkpoint right after it (or resumes from CHECKPOINT). DeepSpeed's parameter gathers are counted while the
