@@ -16,8 +16,8 @@ from deepspeed.runtime.zero import partition_parameters  # noqa: E402
 
 from tests._launch import write_report_and_exit  # noqa: E402
 from tests._reset_trainers import ResetGRPOTrainer, length_reward, prompts, tiny_config  # noqa: E402
+from trl_ext.resets import mixin as reference_resets  # noqa: E402  (the module whose names the reset mixin calls)
 from trl_ext.resets.weights import _is_gathered, gathered_parameters, is_partitioned  # noqa: E402
-from trl_ext.trainers import reference_resets  # noqa: E402
 
 
 class GatherCounter:
