@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 from collections import defaultdict
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import torch
@@ -110,6 +111,27 @@ class Rollout(NamedTuple):
         ))  # fmt: skip
 
 
+@dataclass
+class Replay:
+    """The one state of a replay: what TRL's next generation call (``_generate_single_turn``) and its next reward call
+    (``_calculate_rewards``) return instead of generating and scoring again; each part is taken once."""
+
+    generation: tuple | None  # (prompt_ids, completion_ids, logprobs)
+    rewards: torch.Tensor | None  # the gathered (P·B, F) rewards of the kept rows
+
+    def take_generation(self) -> tuple | None:
+        generation, self.generation = self.generation, None
+        return generation
+
+    def take_rewards(self) -> torch.Tensor | None:
+        rewards, self.rewards = self.rewards, None
+        return rewards
+
+    @property
+    def consumed(self) -> bool:
+        return self.generation is None and self.rewards is None
+
+
 class GRPOHookMixin:
     """Routes the private hooks of ``trl.GRPOTrainer`` to trl_ext; list it before ``trl.GRPOTrainer`` in the bases.
 
@@ -121,20 +143,20 @@ class GRPOHookMixin:
     gathered advantages of the last batch, shown in the completions table); tests exercise both.
     """
 
-    _trl_ext_rewards_per_func = None
-    _trl_ext_replay = None  # (prompt_ids, completion_ids, logprobs) that TRL's next generation call returns
-    _trl_ext_cached_rewards = None  # the gathered rewards TRL's next reward call returns (no function runs again)
+    _trl_ext_rewards_per_func = None  # what TRL's reward call returned during the current trl_generate_round
+    _trl_ext_replay: Replay | None = None  # while TRL's step runs on rows dynamic sampling already generated
     _trl_ext_vllm_rounds = None
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        rewards_per_func, self._trl_ext_cached_rewards = self._trl_ext_cached_rewards, None
+        replay = self._trl_ext_replay
+        rewards_per_func = None if replay is None else replay.take_rewards()
         if rewards_per_func is None:
             rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         self._trl_ext_rewards_per_func = rewards_per_func
         return rewards_per_func
 
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs):
-        replay, self._trl_ext_replay = self._trl_ext_replay, None
+        replay = None if self._trl_ext_replay is None else self._trl_ext_replay.take_generation()
         if replay is None:
             output = super()._generate_single_turn(
                 prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs
@@ -170,14 +192,13 @@ class GRPOHookMixin:
         """TRL's whole ``_generate_and_score_completions`` on rows already generated and scored: its generation hook
         returns ``rollout``'s completions and its reward hook ``gathered_rewards`` (the kept rows of every rank, in
         rank order), so the log-prob passes, advantages, metrics and completions table are TRL's, of these rows."""
-        self._trl_ext_replay = (rollout.prompt_ids, rollout.completion_ids, rollout.logprobs)
-        self._trl_ext_cached_rewards = gathered_rewards
+        self._trl_ext_replay = Replay((rollout.prompt_ids, rollout.completion_ids, rollout.logprobs), gathered_rewards)
         seen = self.state.num_input_tokens_seen  # the rounds already counted these tokens
         try:
             output = self.trl_generate_round(inputs)[0]
         finally:
-            unused = self._trl_ext_replay is not None or self._trl_ext_cached_rewards is not None
-            self._trl_ext_replay = self._trl_ext_cached_rewards = None
+            unused = not self._trl_ext_replay.consumed
+            self._trl_ext_replay = None
         if unused:
             raise RuntimeError(
                 "TRL's _generate_and_score_completions no longer generates through _generate_single_turn and scores "
