@@ -31,7 +31,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from trl_ext.compare import CompareSettings, _curve, _smoothed, _task, train_one  # noqa: E402
+from trl_ext.compare import CompareSettings, curve, smoothed, task_of_seed, train_one  # noqa: E402
 
 WRONG_LENGTH_KEY = "wrong_length_probe/wrong_length"
 
@@ -69,9 +69,9 @@ def second_half_mean(run: dict, key: str) -> float:
 
 
 def steps_to_threshold(run: dict, threshold: float) -> float:
-    samples, accuracy, _ = _curve(run)
+    samples, accuracy, _ = curve(run)
     steps = [record["step"] for record in run["log"] if "math_accuracy/correct" in record]
-    for step, value in zip(steps, _smoothed(accuracy), strict=True):
+    for step, value in zip(steps, smoothed(accuracy), strict=True):
         if value >= threshold:
             return float(step)
     return float("inf")  # not reached within the budget
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = []  # every run's log, for other measures afterwards
     started = time.perf_counter()
     for seed in range(args.seeds):
-        policy, dataset = _task(base, seed, root)
+        policy, dataset = task_of_seed(base, seed, root)
         for claim in claims:
             recipe, variants, _ = CLAIMS[claim]
             for variant, overrides in variants.items():

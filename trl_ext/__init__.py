@@ -8,29 +8,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from trl_ext.recipes import public_names
+
 __version__ = "0.1.0"
 
-# public name -> module that defines it
-_LAZY: dict[str, str] = {
-    "GRPOConfig": "trl_ext.trainers.grpo",
-    "GRPOTrainer": "trl_ext.trainers.grpo",
-    "DAPOConfig": "trl_ext.trainers.dapo",
-    "DAPOTrainer": "trl_ext.trainers.dapo",
-    "DrGRPOConfig": "trl_ext.trainers.dr_grpo",
-    "DrGRPOTrainer": "trl_ext.trainers.dr_grpo",
-    "RLOOConfig": "trl_ext.trainers.rloo",
-    "RLOOTrainer": "trl_ext.trainers.rloo",
-    "MagistralConfig": "trl_ext.trainers.magistral",
-    "MagistralTrainer": "trl_ext.trainers.magistral",
-    "ProRLConfig": "trl_ext.trainers.prorl",
-    "ProRLTrainer": "trl_ext.trainers.prorl",
-    "PPOConfig": "trl_ext.trainers.ppo",
-    "PPOTrainer": "trl_ext.trainers.ppo",
-    "DPOConfig": "trl_ext.trainers.dpo",
-    "DPOTrainer": "trl_ext.trainers.dpo",
-    "RewardConfig": "trl_ext.trainers.reward",
-    "RewardTrainer": "trl_ext.trainers.reward",
-}
+# public name -> module that defines it, from the recipe registry
+_LAZY: dict[str, str] = public_names()
 
 __all__ = sorted(_LAZY) + ["__version__"]
 

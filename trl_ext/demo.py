@@ -13,7 +13,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-DEMO_RECIPES = ("grpo", "dapo", "dr_grpo", "rloo", "magistral")
+from trl_ext.recipes import DEMO_RECIPES, recipe_classes
+from trl_ext.recipes import task_reward as _registry_task_reward
+
 CPU_SETTINGS = dict(use_cpu=True, bf16=False, gradient_checkpointing=False, report_to="none", disable_tqdm=True)
 
 
@@ -43,10 +45,7 @@ def warm_start(output_dir: Path, steps: int, seed: int) -> Path:
 
 def task_reward(recipe: str) -> Any:
     """The math reward a recipe's paper uses on the demo task: ±1 for DAPO, 1 / 0 for the others."""
-    from trl_ext.rewards import math_accuracy
-    from trl_ext.trainers.dapo import dapo_math_accuracy
-
-    return dapo_math_accuracy if recipe == "dapo" else math_accuracy
+    return _registry_task_reward(recipe)
 
 
 def measure(model: Any, tokenizer: Any, seed: int) -> float:
@@ -72,7 +71,6 @@ def run_demo(
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from trl_ext.data.demo import arithmetic_prompts
     from trl_ext.hub import write_model_card
-    from trl_ext.recipes import recipe_classes
 
     if recipe not in DEMO_RECIPES:
         raise ValueError(f"Unknown demo `recipe`={recipe!r}; choose one of {', '.join(DEMO_RECIPES)}.")

@@ -1,27 +1,90 @@
-"""The recipe registry shared by the command line, the demo and ``trl-ext compare``: name -> (Config, Trainer)."""
+"""The recipe registry: every recipe trl_ext ships, in one place, read by ``trl_ext.__init__`` (its public names), the
+command line (its sub-commands), ``trl-ext demo`` and ``trl-ext compare`` (which recipes they run, with which reward).
+
+Nothing here imports a trainer: the classes are imported on first use (``recipe_classes``), so reading the registry
+stays light.
+"""
 
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 
-# recipe -> (Config, Trainer) names in trl_ext, and whether it takes reward functions
-RECIPES: dict[str, tuple[str, str, bool]] = {
-    "grpo": ("GRPOConfig", "GRPOTrainer", True),
-    "dapo": ("DAPOConfig", "DAPOTrainer", True),
-    "dr_grpo": ("DrGRPOConfig", "DrGRPOTrainer", True),
-    "rloo": ("RLOOConfig", "RLOOTrainer", True),
-    "prorl": ("ProRLConfig", "ProRLTrainer", True),
-    "magistral": ("MagistralConfig", "MagistralTrainer", True),
-    "ppo": ("PPOConfig", "PPOTrainer", True),
-    "dpo": ("DPOConfig", "DPOTrainer", False),
-    "reward": ("RewardConfig", "RewardTrainer", False),
+
+@dataclass(frozen=True)
+class Recipe:
+    """One recipe: where its Config and Trainer live, and how the command line, the demo and compare use it."""
+
+    name: str
+    module: str  # the trl_ext module defining both classes
+    config: str  # class names in that module, exported as trl_ext.<name>
+    trainer: str
+    takes_rewards: bool = True  # RL recipes take reward functions; DPO and reward modelling take preference data
+    in_demo: bool = False  # `trl-ext demo --recipe`
+    in_compare: bool = False  # `trl-ext compare --recipes`
+    task_reward: str = "trl_ext.rewards:math_accuracy"  # the math reward on the demo/compare task (module:name)
+
+    def classes(self) -> tuple[type, type]:
+        module = importlib.import_module(self.module)
+        return getattr(module, self.config), getattr(module, self.trainer)
+
+
+REGISTRY: dict[str, Recipe] = {
+    recipe.name: recipe
+    for recipe in (
+        Recipe("grpo", "trl_ext.trainers.grpo", "GRPOConfig", "GRPOTrainer", in_demo=True, in_compare=True),
+        Recipe(
+            "dapo",
+            "trl_ext.trainers.dapo",
+            "DAPOConfig",
+            "DAPOTrainer",
+            in_demo=True,
+            in_compare=True,
+            task_reward="trl_ext.trainers.dapo:dapo_math_accuracy",
+        ),  # fmt: skip
+        Recipe("dr_grpo", "trl_ext.trainers.dr_grpo", "DrGRPOConfig", "DrGRPOTrainer", in_demo=True, in_compare=True),
+        Recipe("rloo", "trl_ext.trainers.rloo", "RLOOConfig", "RLOOTrainer", in_demo=True, in_compare=True),
+        Recipe("prorl", "trl_ext.trainers.prorl", "ProRLConfig", "ProRLTrainer", in_compare=True),
+        Recipe(
+            "magistral",
+            "trl_ext.trainers.magistral",
+            "MagistralConfig",
+            "MagistralTrainer",
+            in_demo=True,
+            in_compare=True,
+        ),  # fmt: skip
+        Recipe("ppo", "trl_ext.trainers.ppo", "PPOConfig", "PPOTrainer", in_compare=True),
+        Recipe("dpo", "trl_ext.trainers.dpo", "DPOConfig", "DPOTrainer", takes_rewards=False),
+        Recipe("reward", "trl_ext.trainers.reward", "RewardConfig", "RewardTrainer", takes_rewards=False),
+    )
 }
+
+# recipe -> (Config, Trainer) names in trl_ext, and whether it takes reward functions (the registry's older form)
+RECIPES: dict[str, tuple[str, str, bool]] = {
+    name: (recipe.config, recipe.trainer, recipe.takes_rewards) for name, recipe in REGISTRY.items()
+}
+DEMO_RECIPES = tuple(name for name, recipe in REGISTRY.items() if recipe.in_demo)
+COMPARE_RECIPES = tuple(name for name, recipe in REGISTRY.items() if recipe.in_compare)
+
+
+def public_names() -> dict[str, str]:
+    """trl_ext's public class names -> the module that defines each (``trl_ext.__init__`` imports them lazily)."""
+    return {name: recipe.module for recipe in REGISTRY.values() for name in (recipe.config, recipe.trainer)}
+
+
+def get_recipe(recipe: str) -> Recipe:
+    """The registry entry of a recipe name; SystemExit naming the choices for an unknown one."""
+    if recipe not in REGISTRY:
+        raise SystemExit(f"trl-ext: unknown recipe {recipe!r}; choose one of {', '.join(REGISTRY)}.")
+    return REGISTRY[recipe]
 
 
 def recipe_classes(recipe: str) -> tuple[type, type]:
     """(Config class, Trainer class) of a recipe name; SystemExit naming the choices for an unknown one."""
-    if recipe not in RECIPES:
-        raise SystemExit(f"trl-ext: unknown recipe {recipe!r}; choose one of {', '.join(RECIPES)}.")
-    trl_ext = importlib.import_module("trl_ext")
-    config_name, trainer_name, _ = RECIPES[recipe]
-    return getattr(trl_ext, config_name), getattr(trl_ext, trainer_name)
+    return get_recipe(recipe).classes()
+
+
+def task_reward(recipe: str):
+    """The math reward a recipe's paper uses on the demo task: ±1 for DAPO, 1 / 0 for the others."""
+    module, name = get_recipe(recipe).task_reward.split(":")
+    return getattr(importlib.import_module(module), name)

@@ -1,4 +1,4 @@
-"""Two-process PPO (launched by tests/test_ppo_distributed.py with accelerate on CPU over gloo: DDP or DeepSpeed ZeRO-2).
+"""Two-process PPO (launched by tests/trainers/test_ppo_distributed.py with accelerate on CPU over gloo: DDP or DeepSpeed ZeRO-2).
 
 Trains 3 steps with a checkpoint at step 2, records each rank's whitening sums of every rollout, resumes a second run
 from the checkpoint, and writes a JSON report per rank: the sums, fingerprints of the policy and critic parameters of

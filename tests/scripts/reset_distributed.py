@@ -1,4 +1,4 @@
-"""Two-process reference reset (launched by tests/test_resets_distributed.py with accelerate; DDP or DeepSpeed).
+"""Two-process reference reset (launched by tests/resets/test_distributed.py with accelerate; DDP or DeepSpeed).
 
 Trains a tiny GRPO run with ``ref_reset_steps=2`` and, right after the reset, checks on every rank that the
 reference equals the policy and that every optimizer state tensor is zero. Writes a JSON report per rank.

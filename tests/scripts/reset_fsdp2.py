@@ -1,4 +1,4 @@
-"""Two-process FSDP2 (DTensor) reference copy and checkpoint on CPU (launched by tests/test_resets_fsdp2.py).
+"""Two-process FSDP2 (DTensor) reference copy and checkpoint on CPU (launched by tests/resets/test_fsdp2.py).
 
 Policy and reference are sharded with ``fully_shard`` over the same processes; the copy moves local shards (exactly),
 each process saves its own shards, and the saved reference loads back exactly into a third sharded model.

@@ -1,4 +1,4 @@
-"""Two-process ZeRO-3 reference resets that scale (launched by tests/test_resets_zero3.py with accelerate).
+"""Two-process ZeRO-3 reference resets that scale (launched by tests/resets/test_zero3.py with accelerate).
 
 ``python reset_zero3_scale.py POLICY OUTPUT_DIR [CHECKPOINT]``: trains a tiny GRPO run to step 3 with a reset at step 2
 and a checkpoint right after it (or resumes from CHECKPOINT). DeepSpeed's parameter gathers are counted while the
@@ -16,8 +16,8 @@ from deepspeed.runtime.zero import partition_parameters  # noqa: E402
 
 from tests._launch import write_report_and_exit  # noqa: E402
 from tests._reset_trainers import ResetGRPOTrainer, length_reward, prompts, tiny_config  # noqa: E402
-from trl_ext.resets import _is_gathered, gathered_parameters, is_partitioned  # noqa: E402
-from trl_ext.trainers import reference_resets  # noqa: E402
+from trl_ext.resets import mixin as reference_resets  # noqa: E402  (the module whose names the reset mixin calls)
+from trl_ext.resets.weights import _is_gathered, gathered_parameters, is_partitioned  # noqa: E402
 
 
 class GatherCounter:

@@ -22,6 +22,9 @@ def clipped_surrogate(
     ρ = exp(logp − old_logp); ℓ = max(−A·ρ, −A·clip(ρ, 1 − ε_low, 1 + ε_high)), with ε_high = ε_low when None
     (DAPO's clip-higher sets ε_high > ε_low). Dual clip (Ye et al. 2020, arXiv 1912.09729 Eq. 5) with c > 1:
     where A < 0, ℓ = min(ℓ, −A·c). ``advantages`` is (B,) (one per sequence) or the shape of ``logp``.
+
+    Stated reference: in training TRL computes this loss (GRPOTrainer._compute_loss, with ``epsilon``,
+    ``epsilon_high`` and ``delta``); trainers never call this function. It states the formula TRL's loss is held to.
     """
     check_same_shape(logp=logp, old_logp=old_logp)
     if advantages.dim() == 1 and logp.dim() == 2:
@@ -55,6 +58,8 @@ def aggregate(
     seq_mean_token_mean (GRPO, DeepSeekMath Eq. 3):     mean_i(Σ_t m·ℓ / Σ_t m)  (an empty row counts as 0)
     seq_mean_token_sum_norm (Dr GRPO arXiv 2503.20783 §3.1): mean_i(Σ_t m·ℓ) / max_tokens
     In training these are TRL's loss_type "dapo", "grpo" and "dr_grpo": trainers reuse TRL's, not this.
+
+    Stated reference: trainers never call this function; it states the normalisers TRL's loss is held to.
     """
     check_choice("mode", mode, AGGREGATION_MODES)
     check_2d("per_token_loss", per_token_loss)

@@ -30,6 +30,9 @@ def dpo_margin_loss(
       (robust DPO, Chowdhury et al. 2024, arXiv 2403.00409, Eq. 8) with the same offset.
 
     With m = 0 each is TRL 1.16's DPOTrainer loss of the same name. Returns a tensor of the shape of ``delta``.
+
+    Stated reference: in training TRL's DPOTrainer computes this loss (the margin reaches it through the reference
+    log-probs, ``margin_as_logratio_offset``); trainers never call this function.
     """
     check_choice("loss_type", loss_type, MARGIN_LOSS_TYPES)
     check_same_shape(delta=delta, margin=margin)

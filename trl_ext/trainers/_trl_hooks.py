@@ -9,13 +9,15 @@ so that a TRL upgrade that changes one fails loudly instead of drifting silently
 from __future__ import annotations
 
 import inspect
-import os
 from collections import defaultdict
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import torch
 from transformers import TrainerCallback
+
+from trl_ext.trainers._trl_checkpoint import checkpoint_dir  # noqa: F401  (its old home)
 
 # hook name -> the parameter names trl_ext relies on, in order (``self`` first).
 GRPO_HOOKS: dict[str, tuple[str, ...]] = {
@@ -47,47 +49,6 @@ GENERATE_OUTPUTS = (
 )
 GRPO_ATTRIBUTES = ("_metrics", "_logs", "_pending_extra_logs", "tools", "environment_factories", "rollout_func")
 
-# The TRL/transformers methods trainers/ppo.py wraps or calls, with the parameters it relies on. The two
-# private calls are ``_get_per_token_logps_and_entropies`` (logπ_old when TRL skipped it) and ``_get_output_dir``.
-PPO_TRL_HOOKS: dict[str, tuple[str, ...]] = {
-    "_generate_and_score_completions": ("self", "inputs"),
-    "_get_per_token_logps_and_entropies": (
-        "self",
-        "model",
-        "input_ids",
-        "attention_mask",
-        "logits_to_keep",
-        "batch_size",
-    ),
-    "_get_output_dir": ("self", "trial"),
-    "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
-    "training_step": ("self", "model", "inputs", "num_items_in_batch"),
-    "create_scheduler": ("self", "num_training_steps", "optimizer"),
-    "save_model": ("self", "output_dir", "_internal_call"),
-    "_save_checkpoint": ("self", "model", "trial"),
-    "_load_optimizer_and_scheduler": ("self", "checkpoint"),
-}
-
-# Everything of TRL's DPOTrainer trainers/dpo.py relies on, in one place. Methods: name -> leading
-# parameters, checked at import. Attributes: read (and, for the first, set for one call), checked at init.
-DPO_HOOKS: dict[str, tuple[str, ...]] = {
-    "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
-    "compute_ref_log_probs": ("self", "model", "inputs"),
-    "_set_signature_columns_if_needed": ("self",),
-    # wrapped by ReferenceResetMixin
-    "_save_checkpoint": ("self", "model", "trial"),
-    "_load_optimizer_and_scheduler": ("self", "checkpoint"),
-    "log": ("self", "logs", "start_time"),
-}
-DPO_ATTRIBUTES = ("precompute_ref_logps", "ref_model", "beta", "loss_types", "f_divergence_type", "_metrics")
-
-# Everything of TRL's RewardTrainer trainers/reward.py relies on, in one place: name -> leading parameters.
-REWARD_HOOKS: dict[str, tuple[str, ...]] = {
-    "compute_loss": ("self", "model", "inputs", "return_outputs", "num_items_in_batch"),
-    "_prepare_dataset": ("self", "dataset", "processing_class", "args", "dataset_name"),
-    "_set_signature_columns_if_needed": ("self",),
-}
-
 # transformers.Trainer's checkpoint upload, which ``CompleteCheckpointPushMixin`` holds back until the checkpoint is
 # complete: it is called from inside ``Trainer._save_checkpoint``, before trl_ext's own checkpoint files exist.
 TRAINER_PUSH_HOOKS: dict[str, tuple[str, ...]] = {"_push_from_checkpoint": ("self", "checkpoint_folder")}
@@ -101,13 +62,6 @@ GENERATION_OUTPUT_KEYS = (
     "advantages",
     "num_items_in_batch",
 )
-
-
-def checkpoint_dir(trainer) -> str:
-    """The folder ``Trainer._save_checkpoint`` writes for the current step (no hyper-parameter search trials)."""
-    from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
-
-    return os.path.join(trainer.args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{trainer.state.global_step}")
 
 
 def check_trl_hooks(trainer_cls: type | None = None, hooks: dict[str, tuple[str, ...]] | None = None) -> list[str]:
@@ -157,6 +111,27 @@ class Rollout(NamedTuple):
         ))  # fmt: skip
 
 
+@dataclass
+class Replay:
+    """The one state of a replay: what TRL's next generation call (``_generate_single_turn``) and its next reward call
+    (``_calculate_rewards``) return instead of generating and scoring again; each part is taken once."""
+
+    generation: tuple | None  # (prompt_ids, completion_ids, logprobs)
+    rewards: torch.Tensor | None  # the gathered (P·B, F) rewards of the kept rows
+
+    def take_generation(self) -> tuple | None:
+        generation, self.generation = self.generation, None
+        return generation
+
+    def take_rewards(self) -> torch.Tensor | None:
+        rewards, self.rewards = self.rewards, None
+        return rewards
+
+    @property
+    def consumed(self) -> bool:
+        return self.generation is None and self.rewards is None
+
+
 class GRPOHookMixin:
     """Routes the private hooks of ``trl.GRPOTrainer`` to trl_ext; list it before ``trl.GRPOTrainer`` in the bases.
 
@@ -168,20 +143,20 @@ class GRPOHookMixin:
     gathered advantages of the last batch, shown in the completions table); tests exercise both.
     """
 
-    _trl_ext_rewards_per_func = None
-    _trl_ext_replay = None  # (prompt_ids, completion_ids, logprobs) that TRL's next generation call returns
-    _trl_ext_cached_rewards = None  # the gathered rewards TRL's next reward call returns (no function runs again)
+    _trl_ext_rewards_per_func = None  # what TRL's reward call returned during the current trl_generate_round
+    _trl_ext_replay: Replay | None = None  # while TRL's step runs on rows dynamic sampling already generated
     _trl_ext_vllm_rounds = None
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        rewards_per_func, self._trl_ext_cached_rewards = self._trl_ext_cached_rewards, None
+        replay = self._trl_ext_replay
+        rewards_per_func = None if replay is None else replay.take_rewards()
         if rewards_per_func is None:
             rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         self._trl_ext_rewards_per_func = rewards_per_func
         return rewards_per_func
 
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs):
-        replay, self._trl_ext_replay = self._trl_ext_replay, None
+        replay = None if self._trl_ext_replay is None else self._trl_ext_replay.take_generation()
         if replay is None:
             output = super()._generate_single_turn(
                 prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs
@@ -217,14 +192,13 @@ class GRPOHookMixin:
         """TRL's whole ``_generate_and_score_completions`` on rows already generated and scored: its generation hook
         returns ``rollout``'s completions and its reward hook ``gathered_rewards`` (the kept rows of every rank, in
         rank order), so the log-prob passes, advantages, metrics and completions table are TRL's, of these rows."""
-        self._trl_ext_replay = (rollout.prompt_ids, rollout.completion_ids, rollout.logprobs)
-        self._trl_ext_cached_rewards = gathered_rewards
+        self._trl_ext_replay = Replay((rollout.prompt_ids, rollout.completion_ids, rollout.logprobs), gathered_rewards)
         seen = self.state.num_input_tokens_seen  # the rounds already counted these tokens
         try:
             output = self.trl_generate_round(inputs)[0]
         finally:
-            unused = self._trl_ext_replay is not None or self._trl_ext_cached_rewards is not None
-            self._trl_ext_replay = self._trl_ext_cached_rewards = None
+            unused = not self._trl_ext_replay.consumed
+            self._trl_ext_replay = None
         if unused:
             raise RuntimeError(
                 "TRL's _generate_and_score_completions no longer generates through _generate_single_turn and scores "
@@ -372,3 +346,16 @@ def vllm_sleep_once(trainer):
     finally:
         trainer._trl_ext_vllm_rounds = None
         deferral.close()
+
+
+class SignatureColumnMixin:
+    """Keeps one extra dataset column (``extra_signature_column``) that transformers' Trainer would drop: it keeps only
+    the columns named in the model's forward signature (``_set_signature_columns_if_needed`` fills the private
+    ``_signature_columns``)."""
+
+    extra_signature_column: str
+
+    def _set_signature_columns_if_needed(self):
+        super()._set_signature_columns_if_needed()
+        if self.extra_signature_column not in self._signature_columns:
+            self._signature_columns = [*self._signature_columns, self.extra_signature_column]

@@ -10,7 +10,6 @@ anyway), shifts them, and lets TRL read them from the batch as it does with ``pr
 from __future__ import annotations
 
 import copy
-from contextlib import contextmanager
 from dataclasses import dataclass, fields
 
 import torch
@@ -21,8 +20,10 @@ from trl_ext.core.preference import MARGIN_LOSS_TYPES, margin_as_logratio_offset
 from trl_ext.data.collators import FloatColumnCollator
 from trl_ext.hub import ModelCardMixin
 from trl_ext.models import resolve_model
-from trl_ext.trainers._trl_hooks import DPO_ATTRIBUTES, DPO_HOOKS, require_trl_hooks
-from trl_ext.trainers.reference_resets import ReferenceResetArguments, ReferenceResetMixin
+from trl_ext.resets import ReferenceResetArguments, ReferenceResetMixin
+from trl_ext.trainers._trl_checkpoint import CheckpointHooksMixin
+from trl_ext.trainers._trl_dpo import DPO_ATTRIBUTES, DPO_HOOKS, DPOHookMixin  # noqa: F401  (DPO_ATTRIBUTES: old home)
+from trl_ext.trainers._trl_hooks import CompleteCheckpointPushMixin, require_trl_hooks
 
 # A margin needs a loss of β·Δ alone; "sft" ignores the reference, so the shift does not touch it.
 MARGIN_COMPATIBLE_LOSS_TYPES = (*MARGIN_LOSS_TYPES, "sft")
@@ -54,7 +55,9 @@ class DPOConfig(ReferenceResetArguments, TRLDPOConfig):
             )
 
 
-class DPOTrainer(ModelCardMixin, ReferenceResetMixin, TRLDPOTrainer):
+class DPOTrainer(
+    ModelCardMixin, CompleteCheckpointPushMixin, ReferenceResetMixin, CheckpointHooksMixin, DPOHookMixin, TRLDPOTrainer
+):
     """TRL's DPOTrainer plus an optional per-pair ``margin`` column (see the module docstring) and ProRL reference
     resets (see [`DPOConfig`]). A plain ``trl.DPOConfig`` works too, with resets off.
 
@@ -79,9 +82,7 @@ class DPOTrainer(ModelCardMixin, ReferenceResetMixin, TRLDPOTrainer):
             args = DPOConfig(output_dir=f"{name.split('/')[-1]}-DPO")
         model = resolve_model(model, args, kwargs)  # an adapter repo/dir: its base + the adapter, trainable
         super().__init__(model, ref_model, _with_reset_fields(args), *more, **kwargs)
-        missing = [name for name in DPO_ATTRIBUTES if not hasattr(self, name)]
-        if missing:
-            raise RuntimeError(f"trl_ext's DPOTrainer relies on TRL DPOTrainer attributes that are gone: {missing}.")
+        self.check_trl_dpo_attributes()
         self.data_collator = FloatColumnCollator(self.data_collator, MARGIN_COLUMN)
         if any(MARGIN_COLUMN in _column_names(dataset) for dataset in self._datasets()):
             self._check_margin_supported()
@@ -107,11 +108,6 @@ class DPOTrainer(ModelCardMixin, ReferenceResetMixin, TRLDPOTrainer):
         if self.beta <= 0:
             raise ValueError(f"A `margin` column needs `beta` > 0, got {self.beta}.")
 
-    def _set_signature_columns_if_needed(self):
-        super()._set_signature_columns_if_needed()
-        if MARGIN_COLUMN not in self._signature_columns:
-            self._signature_columns = [*self._signature_columns, MARGIN_COLUMN]
-
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         if MARGIN_COLUMN not in inputs:
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
@@ -123,29 +119,14 @@ class DPOTrainer(ModelCardMixin, ReferenceResetMixin, TRLDPOTrainer):
             inputs["ref_chosen_logps"], inputs["ref_rejected_logps"] = self.compute_ref_log_probs(ref_model, inputs)
         ref_chosen = inputs["ref_chosen_logps"]
         inputs["ref_chosen_logps"] = ref_chosen + margin_as_logratio_offset(margin.to(ref_chosen), self.beta)
-        with _reference_logps_from_batch(self):
+        with self.reference_logps_from_batch():
             result = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
         self._log_margin(margin)
         return result
 
     def _log_margin(self, margin: torch.Tensor) -> None:
         """Undo the margin in TRL's reward metrics (they saw the shifted reference) and log the mean margin."""
-        mode = "train" if self.model.training else "eval"
-        mean_margin = self.accelerator.gather(margin.detach()).mean().item()
-        for key in ("rewards/chosen", "rewards/margins"):
-            self._metrics[mode][key][-1] += mean_margin
-        self._metrics[mode]["margin"].append(mean_margin)
-
-
-@contextmanager
-def _reference_logps_from_batch(trainer: TRLDPOTrainer):
-    """For one call, make TRL read the reference log-probs from the batch, as with precomputed ones."""
-    saved = trainer.precompute_ref_logps
-    trainer.precompute_ref_logps = True
-    try:
-        yield
-    finally:
-        trainer.precompute_ref_logps = saved
+        self.shift_logged_rewards(self.accelerator.gather(margin.detach()).mean().item(), logged_as="margin")
 
 
 def _with_reset_fields(args: TRLDPOConfig) -> DPOConfig:

@@ -10,41 +10,35 @@ re-exported here). Every formula comes from ``trl_ext.core``.
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import textwrap
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from accelerate.utils import is_peft_model
 from torch import nn
-from torch.nn.parallel import DistributedDataParallel
 from transformers import (
-    AutoModelForSequenceClassification,
     PreTrainedModel,
-    ProcessorMixin,
-    get_scheduler,
 )
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, SchedulerType
-from trl.trainer.utils import disable_dropout_in_model
+from transformers.trainer_utils import SchedulerType
 
 from trl_ext.core.advantages import gae, whiten
 from trl_ext.core.kl import KL_KINDS, kl_estimate
 from trl_ext.core.losses import clipped_value_loss
 from trl_ext.core.ppo import adaptive_kl_coef, explained_variance, token_rewards, value_clip_fraction
-from trl_ext.trainers._trl_hooks import PPO_TRL_HOOKS, require_trl_hooks
-from trl_ext.trainers.critic import TokenValueModel, load_value_model
-from trl_ext.trainers.grpo import GRPOConfig, GRPOTrainer, weighted_total
+from trl_ext.core.preference import combine_rewards
+from trl_ext.trainers._trl_hooks import require_trl_hooks
+from trl_ext.trainers._trl_ppo import PPO_TRL_HOOKS, PPOHookMixin, reference_model_kept
+from trl_ext.trainers.critic import TokenValueModel, load_value_model  # noqa: F401  (re-exported)
+from trl_ext.trainers.critic_training import (  # noqa: F401  (re-exported)
+    CRITIC_DIR,
+    CRITIC_OPTIMIZER_NAME,
+    CRITIC_SCHEDULER_NAME,
+    PPO_STATE_NAME,
+    CriticTrainingMixin,
+)
+from trl_ext.trainers.grpo import GRPOConfig, GRPOTrainer
 
 require_trl_hooks(None, PPO_TRL_HOOKS)
-
-CRITIC_DIR = "critic"
-CRITIC_OPTIMIZER_NAME = "critic_optimizer.pt"
-CRITIC_SCHEDULER_NAME = "critic_scheduler.pt"
-PPO_STATE_NAME = "ppo_state.json"
 
 
 @dataclass
@@ -223,7 +217,7 @@ class PPOConfig(GRPOConfig):
         self.num_generations = stand_in
 
 
-class PPOTrainer(GRPOTrainer):
+class PPOTrainer(CriticTrainingMixin, PPOHookMixin, GRPOTrainer):
     """PPO with a learned critic (Schulman et al. 2017) and GAE, KL penalty in the reward (InstructGPT), on TRL's GRPO
     machinery: TRL's datasets (plain or conversational prompts), reward functions and reward-model ids, vLLM, PEFT
     for the policy, accelerate and the Hub.
@@ -286,12 +280,12 @@ class PPOTrainer(GRPOTrainer):
                 "not both."
             )
         self._needs_reference = args.kl_coef > 0 or args.kl_target is not None
-        with _reference_model_kept(args, self._needs_reference):
+        with reference_model_kept(args, self._needs_reference):
             super().__init__(
                 model, reward_funcs, args, train_dataset, eval_dataset, processing_class, reward_processing_classes,
                 **kwargs,
             )  # fmt: skip
-        self.beta = args.beta  # TRL's KL-in-loss coefficient; the reference model is kept either way
+        self.restore_loss_beta()
         if self.is_fsdp_enabled or (
             self.is_deepspeed_enabled and self.accelerator.state.deepspeed_plugin.zero_stage > 2
         ):
@@ -301,42 +295,16 @@ class PPOTrainer(GRPOTrainer):
         self.critic_optimizer: torch.optim.Optimizer | None = None
         self.critic_lr_scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
 
-    def _build_critic(self, value_model: str | PreTrainedModel | None) -> PreTrainedModel:
-        if isinstance(self.processing_class, ProcessorMixin):
-            raise NotImplementedError("PPOTrainer supports text-only policies; the critic reads token ids only.")
-        source = value_model if value_model is not None else self.args.value_model_name_or_path
-        kwargs = {"dtype": self.model.dtype} if isinstance(source, str) or is_peft_model(self.model) else {}
-        critic = load_value_model(source, self.model, self.processing_class, **kwargs)
-        if self.args.disable_dropout:
-            disable_dropout_in_model(critic)
-        if self.args.gradient_checkpointing:
-            critic.gradient_checkpointing_enable(gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs)
-        return critic
-
-    def _prepare_critic(self, critic: TokenValueModel) -> nn.Module:
-        """DDP through accelerate; under DeepSpeed (which engines the policy only) a plain DDP wrapper, so the critic's
-        gradients are all-reduced either way."""
-        if not self.is_deepspeed_enabled:
-            return self.accelerator.prepare_model(critic)
-        critic = critic.to(self.accelerator.device)
-        if self.accelerator.num_processes == 1:
-            return critic
-        device_ids = [self.accelerator.local_process_index] if self.accelerator.device.type == "cuda" else None
-        return DistributedDataParallel(critic, device_ids=device_ids)
-
-    @property
-    def value_model(self) -> PreTrainedModel:
-        """The critic, unwrapped (a ``*ForSequenceClassification`` model)."""
-        return self.accelerator.unwrap_model(self.critic).critic
-
     # --- rollout ----------------------------------------------------------------------------------------------------
 
     def generate_and_score(self, inputs: list[dict]) -> dict:
         """TRL's generation and scoring, then the PPO rollout: per-token rewards, V_old, GAE, whitened advantages."""
-        with self._reference_logps_requested():
+        with self.reference_logps_requested():
             output, rewards_per_func = self.trl_generate_round(inputs)
         local, rank = output["completion_ids"].shape[0], self.accelerator.process_index
-        scores = weighted_total(rewards_per_func, self.reward_weights)[rank * local : (rank + 1) * local]
+        scores = combine_rewards(rewards_per_func, self.reward_weights.to(rewards_per_func.device))[
+            rank * local : (rank + 1) * local
+        ]
         self.add_ppo_rollout(output, scores.to(output["completion_mask"].device))
         return output
 
@@ -347,7 +315,7 @@ class PPOTrainer(GRPOTrainer):
         input_ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
         attention_mask = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
         if output.get("old_per_token_logps") is None:
-            output["old_per_token_logps"] = self._policy_logps(input_ids, attention_mask, mask.shape[1])
+            output["old_per_token_logps"] = self.policy_logps(input_ids, attention_mask, mask.shape[1])
         with torch.no_grad():
             values = self._token_values(input_ids, attention_mask, mask.shape[1])
         kl = self._rollout_kl(output, mask)
@@ -368,18 +336,6 @@ class PPOTrainer(GRPOTrainer):
             )
         kl = kl_estimate(output["old_per_token_logps"], output["ref_per_token_logps"], self.args.kl_estimator)
         return kl * mask
-
-    def _policy_logps(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, length: int) -> torch.Tensor:
-        """logπ_old of the completion tokens, as TRL computes it (it skips this when the ratio is 1 by construction,
-        but the KL penalty in the reward needs it)."""
-        batch_size = (
-            self.args.per_device_train_batch_size if self.model.training else self.args.per_device_eval_batch_size
-        )
-        with torch.no_grad():
-            logps, _, _ = self._get_per_token_logps_and_entropies(
-                self.model, input_ids, attention_mask, length, batch_size
-            )
-        return logps
 
     def _token_values(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, length: int) -> torch.Tensor:
         """V(s_t) for each completion token t: the critic's value of the prefix ending just before t."""
@@ -420,19 +376,6 @@ class PPOTrainer(GRPOTrainer):
                 self.kl_coef, mean_kl, self.args.kl_target, self.args.kl_horizon, int(sums[1].item())
             )
 
-    @contextlib.contextmanager
-    def _reference_logps_requested(self) -> Iterator[None]:
-        """TRL computes reference log-probs during generation only when ``self.beta != 0`` and adds β·k3 to the loss
-        with the same attribute. PPO's KL lives in the reward: β is non-zero while TRL generates, restored for the
-        loss."""
-        beta = self.beta
-        if self._needs_reference and beta == 0.0:
-            self.beta = 1.0
-        try:
-            yield
-        finally:
-            self.beta = beta
-
     # --- loss and critic update -------------------------------------------------------------------------------------
 
     def compute_loss(
@@ -470,90 +413,6 @@ class PPOTrainer(GRPOTrainer):
             self._critic_optimizer_step()
         return loss
 
-    def _critic_optimizer_step(self) -> None:
-        if self.args.max_grad_norm and self.args.max_grad_norm > 0:
-            grad_norm = torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.args.max_grad_norm)
-            self.record_metric("ppo/critic_grad_norm", grad_norm.item())
-        self.critic_optimizer.step()
-        if not isinstance(self.critic_lr_scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):  # needs metrics
-            self.critic_lr_scheduler.step()
-        self.critic_optimizer.zero_grad(set_to_none=True)
-
-    def create_scheduler(
-        self, num_training_steps: int, optimizer: torch.optim.Optimizer | None = None
-    ) -> torch.optim.lr_scheduler.LRScheduler:
-        """The policy's scheduler (Trainer), and the critic's optimizer and scheduler (same schedule and warm-up)."""
-        creating = self.lr_scheduler is None
-        scheduler = super().create_scheduler(num_training_steps, optimizer)
-        if self.critic_optimizer is None:
-            optimizer = self._new_critic_optimizer()
-            # accelerate would hand a second optimizer to DeepSpeed's engine; the critic's stays a torch optimizer there
-            self.critic_optimizer = (
-                optimizer if self.is_deepspeed_enabled else self.accelerator.prepare_optimizer(optimizer)
-            )
-        if creating or self.critic_lr_scheduler is None:
-            self.critic_lr_scheduler = get_scheduler(
-                self.args.lr_scheduler_type,
-                optimizer=self.critic_optimizer,
-                num_warmup_steps=self.args.get_warmup_steps(num_training_steps),
-                num_training_steps=num_training_steps,
-                scheduler_specific_kwargs=self.args.lr_scheduler_kwargs,
-            )
-        return scheduler
-
-    def _new_critic_optimizer(self) -> torch.optim.Optimizer:
-        args = self.args
-        return torch.optim.AdamW(
-            [p for p in self.critic.parameters() if p.requires_grad],
-            lr=args.critic_learning_rate or args.learning_rate,
-            betas=(args.adam_beta1, args.adam_beta2),
-            eps=args.adam_epsilon,
-            weight_decay=args.weight_decay,
-        )
-
-    # --- saving and resuming ----------------------------------------------------------------------------------------
-
-    def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
-        """Save the policy (Trainer) and the critic in ``<output_dir>/critic`` (before any push, so it is included)."""
-        self.save_value_model(os.path.join(output_dir or self.args.output_dir, CRITIC_DIR))
-        super().save_model(output_dir, _internal_call)
-
-    def save_value_model(self, directory: str) -> None:
-        """Save the critic and the tokenizer, loadable with ``AutoModelForSequenceClassification.from_pretrained``."""
-        if self.args.should_save:
-            self.value_model.save_pretrained(directory)
-            self.processing_class.save_pretrained(directory)
-
-    def _save_checkpoint(self, model: nn.Module, trial: Any) -> None:
-        super()._save_checkpoint(model, trial)  # its save_model call wrote <checkpoint>/critic
-        if not self.args.should_save:
-            return
-        folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
-        with open(os.path.join(folder, PPO_STATE_NAME), "w") as handle:
-            json.dump({"kl_coef": self.kl_coef}, handle)
-        if not self.args.save_only_model and self.critic_optimizer is not None:
-            torch.save(self.critic_optimizer.state_dict(), os.path.join(folder, CRITIC_OPTIMIZER_NAME))
-            torch.save(self.critic_lr_scheduler.state_dict(), os.path.join(folder, CRITIC_SCHEDULER_NAME))
-
-    def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
-        super()._load_optimizer_and_scheduler(checkpoint)
-        if checkpoint is None:
-            return
-        critic_dir = os.path.join(checkpoint, CRITIC_DIR)
-        if not os.path.isdir(critic_dir):
-            raise FileNotFoundError(f"{checkpoint} has no {CRITIC_DIR}/ folder: it was not written by PPOTrainer.")
-        saved = AutoModelForSequenceClassification.from_pretrained(critic_dir, dtype=self.value_model.dtype)
-        self.value_model.load_state_dict(saved.state_dict())
-        state_path = os.path.join(checkpoint, PPO_STATE_NAME)
-        if os.path.isfile(state_path):
-            with open(state_path) as handle:
-                self.kl_coef = json.load(handle)["kl_coef"]
-        optimizer_path = os.path.join(checkpoint, CRITIC_OPTIMIZER_NAME)
-        if os.path.isfile(optimizer_path):
-            self.critic_optimizer.load_state_dict(torch.load(optimizer_path, map_location="cpu", weights_only=True))
-            scheduler_state = torch.load(os.path.join(checkpoint, CRITIC_SCHEDULER_NAME), weights_only=True)
-            self.critic_lr_scheduler.load_state_dict(scheduler_state)
-
 
 _UNSUPPORTED_MESSAGE = (
     "PPOTrainer trains its critic (a DDP replica on every process) with a second optimizer. Supported: a single "
@@ -567,16 +426,3 @@ def _check_supported_setup(args: PPOConfig) -> None:
     zero3 = args.deepspeed_plugin is not None and args.deepspeed_plugin.zero_stage == 3
     if zero3 or args.fsdp or args.fp16:
         raise NotImplementedError(_UNSUPPORTED_MESSAGE)
-
-
-@contextlib.contextmanager
-def _reference_model_kept(args: PPOConfig, needed: bool) -> Iterator[None]:
-    """TRL loads a reference model (or keeps a PEFT 'ref' adapter) only when ``args.beta != 0``; the KL penalty in the
-    reward needs one even when the KL-in-loss β is 0, so β is non-zero while TRL builds the trainer."""
-    beta = args.beta
-    if needed and beta == 0.0:
-        args.beta = 1.0
-    try:
-        yield
-    finally:
-        args.beta = beta

@@ -20,7 +20,8 @@ from trl_ext.core.preference import bradley_terry_loss
 from trl_ext.data.collators import FloatColumnCollator
 from trl_ext.data.listwise import expand_listwise, is_listwise
 from trl_ext.hub import ModelCardMixin
-from trl_ext.trainers._trl_hooks import REWARD_HOOKS, require_trl_hooks
+from trl_ext.trainers._trl_hooks import CompleteCheckpointPushMixin, require_trl_hooks
+from trl_ext.trainers._trl_reward import REWARD_HOOKS, RewardHookMixin
 
 WEIGHT_COLUMN = "weight"
 
@@ -61,7 +62,7 @@ class RewardConfig(TRLRewardConfig):
     )
 
 
-class RewardTrainer(ModelCardMixin, TRLRewardTrainer):
+class RewardTrainer(ModelCardMixin, CompleteCheckpointPushMixin, RewardHookMixin, TRLRewardTrainer):
     """TRL's RewardTrainer that also accepts listwise data (see the module docstring); pairwise data is unchanged."""
 
     _tag_names = ["trl", "trl-ext", "reward-trainer"]
@@ -83,7 +84,8 @@ class RewardTrainer(ModelCardMixin, TRLRewardTrainer):
         super().__init__(*args, **kwargs)
         self.data_collator = FloatColumnCollator(self.data_collator, WEIGHT_COLUMN)
 
-    def _prepare_dataset(self, dataset, processing_class, args, dataset_name):
+    def expand_dataset(self, dataset, args, dataset_name):
+        """Listwise data (K ranked completions per prompt) as weighted pairs; pairwise data as it is."""
         if is_listwise(getattr(dataset, "column_names", None) or []):
             if isinstance(dataset, IterableDataset):
                 raise ValueError(
@@ -96,12 +98,7 @@ class RewardTrainer(ModelCardMixin, TRLRewardTrainer):
             )
             if not getattr(args, "listwise_pair_weighting", True):
                 dataset = dataset.remove_columns(WEIGHT_COLUMN)
-        return super()._prepare_dataset(dataset, processing_class, args, dataset_name)
-
-    def _set_signature_columns_if_needed(self):
-        super()._set_signature_columns_if_needed()
-        if WEIGHT_COLUMN not in self._signature_columns:
-            self._signature_columns = [*self._signature_columns, WEIGHT_COLUMN]
+        return dataset
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         if WEIGHT_COLUMN not in inputs:

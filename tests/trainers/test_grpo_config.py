@@ -73,7 +73,7 @@ def test_every_field_has_a_help_string(config_cls):
 @pytest.mark.parametrize(
     ("overrides", "match"),
     [
-        (dict(advantage_estimator="ppo"), "advantage_estimator='ppo'"),
+        (dict(advantage_estimator="ppo"), "`advantage_estimator`='ppo'"),
         (dict(dynamic_sampling=True, dynamic_sampling_on_exhausted="skip"), "dynamic_sampling_on_exhausted"),
         (dict(dynamic_sampling=True, dynamic_sampling_max_rounds=0), "dynamic_sampling_max_rounds"),
         (dict(advantage_estimator="magistral", steps_per_generation=2), "gradient_accumulation_steps"),

@@ -153,7 +153,7 @@ def test_copy_works_in_a_process_where_accelerate_was_never_initialised():
 
 
 def test_reference_is_saved_in_bounded_shards_and_read_back_one_tensor_at_a_time(tmp_path, monkeypatch):
-    import trl_ext.resets as resets
+    import trl_ext.resets.weights as resets
 
     policy, reference = small_net(0), small_net(1)
     copy_policy_to_reference(policy, reference)

@@ -1,6 +1,4 @@
-"""Model cards, training plots and Hub uploads.
-
-trl_ext renders its own card instead of TRL's (TRL resolves its template inside the trl package and
+"""Model cards: trl_ext renders its own card instead of TRL's (TRL resolves its template inside the trl package and
 writes "fine-tuned version of None" for local base models). Trainers get it through ``ModelCardMixin``, which
 overrides the public ``create_model_card`` that Trainer calls at checkpoints and in ``push_to_hub``.
 """
@@ -8,21 +6,18 @@ overrides the public ``create_model_card`` that Trainer calls at checkpoints and
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from importlib import metadata
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import EvalResult, HfApi, ModelCard, ModelCardData
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-from trl_ext.trainers._trl_hooks import CompleteCheckpointPushMixin
+from trl_ext.hub.eval_results import load_eval_results
+from trl_ext.hub.plots import PLOT_FILE, try_plot
 
 CARD_TEMPLATE = files("trl_ext") / "model_cards" / "trl_ext_card.md"
-PLOT_FILE = "training_curves.png"
-EVAL_RESULTS_FILE = "eval_results.json"
-PLOTTED_METRICS = ("reward", "kl", "completions/mean_length")
 SUMMARY_METRICS = ("reward", "reward_std", "kl", "entropy", "completions/mean_length", "ref_reset/resets",
                    "dynamic_sampling/rounds", "dynamic_sampling/informative_fraction",
                    "dynamic_sampling/filled_uninformative", "ppo/value_loss", "ppo/explained_variance", "loss")  # fmt: skip
@@ -40,10 +35,6 @@ TRL_CITATION = """@software{vonwerra2020trl,
   year    = 2020,
   url     = {https://github.com/huggingface/trl}
 }"""
-
-
-class HubPushError(RuntimeError):
-    """A push to the Hub failed; the local output directory was not modified."""
 
 
 def changed_hyperparameters(args: Any) -> list[tuple[str, Any]]:
@@ -100,30 +91,6 @@ def final_metrics(log_history: list[dict[str, Any]]) -> list[tuple[str, float]]:
     return [(key, round(float(value), 4)) for key, value in last.items()]
 
 
-def plot_training_curves(log_history: list[dict[str, Any]], path: str | os.PathLike) -> bool:
-    """Write a PNG of reward, KL and completion length against the step; False if nothing was logged."""
-    series = {key: [(e["step"], e[key]) for e in log_history if isinstance(e.get(key), int | float) and "step" in e]
-              for key in PLOTTED_METRICS}  # fmt: skip
-    series = {key: points for key, points in series.items() if points}
-    if not series:
-        return False
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(1, len(series), figsize=(4.2 * len(series), 3.2), squeeze=False)
-    for axis, (key, points) in zip(axes[0], series.items(), strict=True):
-        axis.plot(*zip(*points, strict=True), marker="." if len(points) < 50 else None)
-        axis.set_title(key)
-        axis.set_xlabel("step")
-        axis.grid(alpha=0.3)
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return True
-
-
 def versions() -> dict[str, str]:
     found = {}
     for name in ("trl_ext", "trl", "transformers", "torch", "datasets", "accelerate"):
@@ -133,26 +100,6 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             found[name] = "not installed"
     return found
-
-
-def load_eval_results(output_dir: str | os.PathLike) -> list[EvalResult]:
-    path = Path(output_dir) / EVAL_RESULTS_FILE
-    if not path.exists():
-        return []
-    return [EvalResult(**row) for row in json.loads(path.read_text())]
-
-
-def add_eval_results_to_card(output_dir: str | os.PathLike) -> Path | None:
-    """Put ``eval_results.json`` into the metadata (model-index) of an existing card; None when there is no card."""
-    path = Path(output_dir) / "README.md"
-    results = load_eval_results(output_dir)
-    if not path.exists() or not results:
-        return None
-    card = ModelCard.load(path)
-    card.data.eval_results = results
-    card.data.model_name = card.data.model_name or Path(output_dir).resolve().name
-    card.save(path)
-    return path
 
 
 def _base_model(model_id: str | None) -> tuple[str | None, str]:
@@ -240,73 +187,15 @@ def write_model_card(
     output_dir = Path(output_dir or trainer.args.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     context = card_context(trainer, model_name=model_name, dataset_name=dataset_name, tags=tags)
-    context["plot_file"] = PLOT_FILE if _try_plot(trainer.state.log_history, output_dir / PLOT_FILE) else None
+    context["plot_file"] = PLOT_FILE if try_plot(trainer.state.log_history, output_dir / PLOT_FILE) else None
     card = render_model_card(context, load_eval_results(output_dir))
     path = output_dir / "README.md"
     card.save(path)
     return path
 
 
-def _try_plot(log_history: list[dict[str, Any]], path: Path) -> bool:
-    try:
-        return plot_training_curves(log_history, path)
-    except ImportError:  # matplotlib is the optional `plot` extra
-        return False
-
-
-# Never uploaded from the top level of an output directory: checkpoints (only with include_checkpoints, each in its
-# own commit), DeepSpeed shards and optimizer/RNG states (they belong inside checkpoints), and "_*" as Trainer does.
-TOP_LEVEL_IGNORE = ["checkpoint-*", "global_step*", "latest", "zero_to_fp32.py", "optimizer.pt", "scheduler.pt",
-                    "scaler.pt", "rng_state*.pth", "critic_optimizer.pt", "critic_scheduler.pt", "_*"]  # fmt: skip
-
-
-def checkpoint_folders(output_dir: str | os.PathLike) -> list[Path]:
-    """The ``checkpoint-<step>`` folders of an output directory, oldest first."""
-    found = [p for p in Path(output_dir).glob("checkpoint-*") if p.is_dir() and p.name.split("-")[-1].isdigit()]
-    return sorted(found, key=lambda p: int(p.name.split("-")[-1]))
-
-
-def push_folder(
-    output_dir: str | os.PathLike,
-    repo_id: str,
-    token: str | None = None,
-    private: bool | None = None,
-    commit_message: str = "Upload with trl_ext",
-    include_checkpoints: bool = False,
-) -> str:
-    """Upload a training output directory (model, tokenizer, critic/, card, plot, logs) to the Hub.
-
-    Checkpoints go up only with ``include_checkpoints``, one commit each, as ``<repo>/checkpoint-<step>/`` with
-    everything a resume needs. Raises HubPushError with the reason (no token, no network, permissions) and leaves
-    every local file as it was.
-    """
-    output_dir = Path(output_dir)
-    if not output_dir.is_dir():
-        raise HubPushError(f"Nothing to push: `{output_dir}` is not a directory.")
-    api = HfApi(token=token)
-    try:
-        api.create_repo(repo_id, private=private, exist_ok=True)
-        commit = api.upload_folder(
-            folder_path=str(output_dir), repo_id=repo_id, commit_message=commit_message,
-            ignore_patterns=TOP_LEVEL_IGNORE,
-        )  # fmt: skip
-        for checkpoint in checkpoint_folders(output_dir) if include_checkpoints else []:
-            api.upload_folder(
-                folder_path=str(checkpoint), path_in_repo=checkpoint.name, repo_id=repo_id,
-                commit_message=f"{commit_message}: {checkpoint.name}",
-            )  # fmt: skip
-    except Exception as error:  # the hub client raises many types (HTTP, offline mode, auth, OS errors)
-        raise HubPushError(
-            f"Could not push `{output_dir}` to the Hub repo `{repo_id}`: {type(error).__name__}: {error}. "
-            "The local output is intact; check your token (`hf auth login` or HF_TOKEN), your network and "
-            "HF_HUB_OFFLINE, then run `trl-ext push` again."
-        ) from error
-    return str(getattr(commit, "commit_url", commit))
-
-
-class ModelCardMixin(CompleteCheckpointPushMixin):
-    """Replaces TRL's model card with trl_ext's wherever Trainer writes one (checkpoints, push_to_hub), and uploads
-    a checkpoint only once every trl_ext file of it is written (see ``CompleteCheckpointPushMixin``)."""
+class ModelCardMixin:
+    """Replaces TRL's model card with trl_ext's wherever Trainer writes one (checkpoints, push_to_hub)."""
 
     def create_model_card(
         self, model_name: str | None = None, dataset_name: str | None = None, tags: str | list[str] | None = None

@@ -110,7 +110,7 @@ def test_zero2_launch_trains_with_two_cpu_processes(tmp_path, tiny_policy_path):
     command = [
         sys.executable, "-m", "trl_ext.cli", "grpo", "--accelerate_config", "zero2", "--num_processes", "2",
         "--mixed_precision", "no", "--main_process_port", "29641", "--model_name_or_path", tiny_policy_path,
-        "--dataset_name", str(data), "--reward_funcs", "tests.test_launch:rank_recording_reward", "--output_dir",
+        "--dataset_name", str(data), "--reward_funcs", "tests.cli.test_launch:rank_recording_reward", "--output_dir",
         str(tmp_path / "out"), "--num_generations", "4", "--per_device_train_batch_size", "4",
         "--max_completion_length", "4", "--max_steps", "1", "--bf16", "False", "--gradient_checkpointing", "False",
         "--report_to", "none", "--save_strategy", "no", "--use_cpu", "False", "--ddp_backend", "gloo",

@@ -37,7 +37,7 @@ def runs(tiny_policy_path, tmp_path_factory):
 
 
 def test_resume_with_refills_and_prompt_skipping_is_exact_on_two_processes(tiny_policy_path, tmp_path):
-    """(The one-process case is in test_grpo_dynamic_sampling.) Refill positions differ per process and are saved
+    """(The one-process case is in tests/trainers/test_dynamic_sampling.py.) Refill positions differ per process and are saved
     per process; the prompt history is the same on both processes and restored exactly."""
     _torchrun_two_processes(tiny_policy_path, str(tmp_path / "report.json"), "resume")
     report = json.loads((tmp_path / "report.json").read_text())

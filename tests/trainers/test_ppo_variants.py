@@ -12,7 +12,7 @@ from peft import LoraConfig
 from tests.scripts.ppo_common import even_token_reward, prompts, tiny_ppo_config
 from trl_ext.trainers.ppo import PPOTrainer
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class RolloutRecorder(PPOTrainer):

@@ -26,7 +26,9 @@ def test_guard_reports_a_changed_signature():
 def test_every_trainer_hook_table_matches_the_installed_trl():
     from trl import DPOTrainer, RewardTrainer
 
-    from trl_ext.trainers._trl_hooks import DPO_HOOKS, PPO_TRL_HOOKS, REWARD_HOOKS
+    from trl_ext.trainers._trl_dpo import DPO_HOOKS
+    from trl_ext.trainers._trl_ppo import PPO_TRL_HOOKS
+    from trl_ext.trainers._trl_reward import REWARD_HOOKS
 
     assert check_trl_hooks(None, PPO_TRL_HOOKS) == []
     assert check_trl_hooks(DPOTrainer, DPO_HOOKS) == []

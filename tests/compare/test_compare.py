@@ -7,6 +7,7 @@ import json
 import pytest
 
 import trl_ext.compare as compare
+import trl_ext.compare.run as compare_run
 from trl_ext.cli import main
 
 
@@ -51,8 +52,8 @@ def test_bad_input_names_the_flag_before_training(argv, flag, tmp_path, monkeypa
     def must_not_run(*args, **kwargs):
         raise AssertionError("training started")
 
-    monkeypatch.setattr(compare, "_task", must_not_run)
-    monkeypatch.setattr(compare, "train_one", must_not_run)
+    monkeypatch.setattr(compare_run, "task_of_seed", must_not_run)
+    monkeypatch.setattr(compare_run, "train_one", must_not_run)
     with pytest.raises(SystemExit, match=flag):
         main(["compare", "--output_dir", str(tmp_path), *argv])
     assert not (tmp_path / "results.json").exists()
@@ -63,7 +64,7 @@ def test_threshold_crossing_uses_the_smoothed_accuracy_and_counts_samples():
            for i, value in enumerate([0.2, 1.0, 0.4, 0.6, 0.8, 0.8, 0.8])]  # fmt: skip
     run = {"recipe": "grpo", "seed": 0, "wall_seconds": 7.0, "samples": 448, "final_accuracy": 0.5, "log": log}
     # moving average over 5 logs: 0.2, 0.6, 0.533, 0.55, 0.6 -> first >= 0.6 at the 2nd log (64 x 2 samples)
-    assert compare._first_crossing(run, 0.6) == (128, 1.0)
-    assert compare._first_crossing(run, 0.7) == (384, 5.0)  # (1+0.4+0.6+0.8+0.8)/5 = 0.72 at the 6th log
+    assert compare.first_crossing(run, 0.6) == (128, 1.0)
+    assert compare.first_crossing(run, 0.7) == (384, 5.0)  # (1+0.4+0.6+0.8+0.8)/5 = 0.72 at the 6th log
     settings = compare.CompareSettings(recipes=("grpo",), threshold=0.9)
     assert compare.summarise([run], settings)["grpo"]["reached"] == "0/1"

@@ -1,0 +1,112 @@
+"""The layout rules the README states hold for the code: no import circle (imports inside functions and importlib
+string imports counted), old import paths of moved names still work, and ``import trl_ext`` stays light."""
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+from tests.import_graph import circles, module_graph, part_graph
+
+
+def test_the_import_graph_sees_function_level_and_importlib_imports(tmp_path):
+    graph = module_graph()
+    assert "trl_ext.cli.launch" in graph["trl_ext.cli"]  # imported inside main()
+    assert "trl_ext.cli.demo" in graph["trl_ext.cli"]  # imported inside _command()
+    assert "trl_ext.rewards" in graph["trl_ext.cli.train"]  # importlib.import_module("trl_ext.rewards")
+
+
+def test_circles_are_found():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle_between_modules():
+    assert circles(module_graph()) == []
+
+
+def test_no_import_circle_between_first_level_parts():
+    assert circles(part_graph()) == []
+
+
+def test_core_imports_no_other_part():
+    assert part_graph()["core"] == set()
+
+
+OLD_PATHS = {
+    "trl_ext.cli": ["ScriptArguments", "load_any_dataset", "resolve_reward", "train", "main", "RECIPES",
+                    "recipe_classes", "DATA_FILE_BUILDERS"],
+    "trl_ext.launch": ["ACCELERATE_CONFIGS", "accelerate_config_path", "accelerate_launch_args", "launch"],
+    "trl_ext.hub": ["ModelCardMixin", "HubPushError", "card_context", "changed_hyperparameters", "final_metrics",
+                    "plot_training_curves", "push_folder", "render_model_card", "write_model_card",
+                    "add_eval_results_to_card", "load_eval_results", "checkpoint_folders", "CARD_TEMPLATE",
+                    "PLOT_FILE", "EVAL_RESULTS_FILE"],
+    "trl_ext.compare": ["CompareSettings", "CompareError", "add_compare_arguments", "compare_from_args", "run_compare",
+                        "train_one", "recipe_args", "summarise", "write_table", "plot_comparison", "write_example_card",
+                        "parse_recipes", "validate", "COMPARE_RECIPES", "ACCURACY_KEY"],
+    "trl_ext.resets": ["copy_policy_to_reference", "reset_optimizer_state", "save_reference", "load_reference",
+                       "gathered_parameters", "optimizer_chain", "adapter_pairs", "REFERENCE_DIR", "REFERENCE_INDEX"],
+    "trl_ext.callbacks": ["ReferenceResetCallback", "ResetBookkeeping", "RESET_STATE_FILE"],
+    "trl_ext.trainers.reference_resets": ["ReferenceResetArguments", "ReferenceResetMixin"],
+    "trl_ext.trainers.grpo": ["GRPOConfig", "GRPOTrainer", "is_shaping_reward", "DYNAMIC_SAMPLING_STATE_FILE"],
+    "trl_ext.trainers.ppo": ["PPOConfig", "PPOTrainer", "TokenValueModel", "load_value_model", "CRITIC_DIR"],
+    "trl_ext.trainers._trl_hooks": ["GRPO_HOOKS", "check_trl_hooks", "require_trl_hooks", "checkpoint_dir",
+                                    "GRPOHookMixin", "CompleteCheckpointPushMixin", "Rollout"],
+    "trl_ext.recipes": ["RECIPES", "recipe_classes"],
+    "trl_ext.demo": ["run_demo", "warm_start", "measure", "task_reward", "DEMO_RECIPES"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("module", sorted(OLD_PATHS))
+def test_old_import_paths_still_work(module):
+    loaded = importlib.import_module(module)
+    missing = [name for name in OLD_PATHS[module] if not hasattr(loaded, name)]
+    assert missing == []
+
+
+def test_import_trl_ext_is_light():
+    code = (
+        "import sys, trl_ext; heavy = [m for m in ('torch', 'trl', 'transformers', 'datasets', 'accelerate') "
+        "if m in sys.modules]; print(heavy); assert not heavy, heavy; trl_ext.__version__"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_no_file_in_the_package_is_over_450_lines():
+    from tests.import_graph import modules
+
+    long = {name: n for name, path in modules().items() if (n := len(path.read_text().splitlines())) > 450}
+    assert long == {}
+
+
+def test_the_recipe_registry_is_what_the_package_and_the_cli_expose():
+    import trl_ext
+    from trl_ext.cli.parser import command_parser
+    from trl_ext.recipes import REGISTRY, recipe_classes
+
+    for name, recipe in REGISTRY.items():
+        config_cls, trainer_cls = recipe_classes(name)
+        assert getattr(trl_ext, recipe.config) is config_cls and getattr(trl_ext, recipe.trainer) is trainer_cls
+    assert set(trl_ext.__all__) == {n for r in REGISTRY.values() for n in (r.config, r.trainer)} | {"__version__"}
+    commands = command_parser()._subparsers._group_actions[0].choices
+    assert set(REGISTRY) <= set(commands)
+
+
+def test_the_registry_points_down_the_graph():
+    """The registry names its trainer modules as strings (imported on first use); those modules must not import
+    the registry or its readers back, or the circle would only be hidden from the graph."""
+    from trl_ext.recipes import REGISTRY
+
+    graph = module_graph()
+    readers = {"trl_ext", "trl_ext.recipes", "trl_ext.demo"} | {m for m in graph if m.startswith(("trl_ext.cli",
+                                                                                                  "trl_ext.compare"))}  # fmt: skip
+    for recipe in REGISTRY.values():
+        assert recipe.module in graph
+        reachable, todo = set(), [recipe.module]
+        while todo:
+            for target in graph[todo.pop()] - reachable:
+                reachable.add(target)
+                todo.append(target)
+        assert not reachable & readers, (recipe.name, sorted(reachable & readers))
