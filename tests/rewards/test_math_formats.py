@@ -51,7 +51,7 @@ CLASSES = {
     "a word glued to the number": (
         "10",
         [r"\boxed{10weeks}", r"\boxed{10 square units}"],
-        [r"\boxed{10x}", r"\boxed{10t}"],
+        [r"\boxed{10x}", r"\boxed{10t}", r"\boxed{10sinx}"],
     ),
     "a different unit stays wrong": (
         r"5\text{ m}",

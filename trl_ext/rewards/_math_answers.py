@@ -18,7 +18,6 @@ would import torch in every worker).
 """
 
 import re
-from collections import Counter
 from fractions import Fraction
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
@@ -243,8 +242,8 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
     sign is dropped (``10\\%`` accepts 10 and 10%, not 0.1); an answer's is kept (``50\\%`` equals 1/2)."""
     content = _PERCENT.sub("" if gold else "\\%", content)
     content = strip_delimiters(repeating_decimals(join_thousands(content)))
-    content = _MEMBER_PREFIX.sub("", content)  # x \in (2, 12): the set is the answer
-    named = named_tuples(content)
+    content = _MEMBER_PREFIX.sub("", content) if "\\in" in content else content  # x \in (2, 12): the set
+    named = named_tuples(content) if ";" in content else None
     if named is not None:
         return named
     if _EMPTY_SET.fullmatch(content):
@@ -256,9 +255,10 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
     pieces = split_top_level(inner if inner is not None else content)
     parts: list[str] = []
     for piece in pieces:
-        piece = mixed_number(degrees_to_radians(strip_delimiters(_CURRENCY_LABEL.sub("", piece))))
+        piece = strip_delimiters(_CURRENCY_LABEL.sub("", piece) if "\\$" in piece else piece)
+        piece = mixed_number(degrees_to_radians(piece)) if " " in piece or "\\" in piece or "°" in piece else piece
         if piece:
-            parts.extend(dict.fromkeys(expand_plus_minus(piece)))
+            parts.extend(dict.fromkeys(expand_plus_minus(piece)) if "\\" in piece else (piece,))
     return parts  # a multiset: a part written twice is required twice
 
 
@@ -406,7 +406,8 @@ def split_unit(part: str) -> tuple[str, str | None]:
     if len(words) > 3 or any(word in _QUALIFIERS for word in words):
         return part, None
     word = "".join(words)
-    short = len(word) < 3 or (glued and (len(word) < 4 or not re.search("[aeiouy]", word)))
+    function = re.match(r"(?:arc)?(?:sin|cos|tan|sec|csc|cot|log|ln|exp|sqrt)", word)  # 2sinx is not a unit
+    short = len(word) < 3 or (glued and (len(word) < 4 or function or not re.search("[aeiouy]", word)))
     if short and word not in _SHORT_UNITS:  # 3t, 2xy, 5abc stay products; 5cm, 10weeks are units
         return part, None
     stem = word[:-2] if word.endswith("ches") else word[:-1] if word.endswith("s") and len(word) > 3 else word
@@ -442,7 +443,7 @@ def fraction_verdict(gold: tuple[str, ...], answer: tuple[str, ...], ordered: bo
         return None
     if len(answer_values) > len(gold_values):
         answer_values = list(dict.fromkeys(answer_values))
-    return answer_values == gold_values if ordered else Counter(answer_values) == Counter(gold_values)
+    return answer_values == gold_values if ordered else sorted(answer_values) == sorted(gold_values)
 
 
 def is_assignment(part: str) -> bool:
