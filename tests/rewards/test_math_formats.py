@@ -86,6 +86,16 @@ CLASSES = {
         [r"\boxed{\frac{1}{2} \$ = \frac{10}{9}}"],
         [r"\boxed{\frac{1}{2} = \frac{10}{9}}"],
     ),
+    "a solution that restates its boxed answer": (
+        r"so $\boxed{4}$. Hence the answer is $\boxed{4}$.",
+        [r"\boxed{4}"],
+        [r"\boxed{5}", r"\boxed{4, 5}"],
+    ),
+    "a gold with math delimiters and a unit": (
+        r"$125$ miles",
+        [r"\boxed{125\textnormal{ miles}}", r"\boxed{125}"],
+        [r"\boxed{125\text{ km}}"],
+    ),
     "named solution sets against tuples": (
         r"p=5,q=2;p=7,q=2",
         [r"\boxed{(5,2),(7,2)}", r"\boxed{(7, 2), (5, 2)}"],

@@ -200,9 +200,8 @@ def mixed_number(part: str) -> str:
 
 
 def significant_digits(part: str) -> int | None:
-    """The significant digits of a decimal printed with 6 or more (``2.314814814815 \\times 10^{-3}``,
-    ``0.0833333``), else None: such a gold is a rounded value, equal to an exact answer that rounds to it. A
-    short decimal (``0.33``) is exact."""
+    """The significant digits of a decimal printed with 6 or more (``2.314814814815 \\times 10^{-3}``): such a gold
+    is rounded, equal to an exact answer that rounds to it. A short decimal (``0.33``) is exact: None."""
     match = _LONG_DECIMAL.fullmatch(_SPACING.sub("", part))
     digits = len((match.group(1) + match.group(2)).lstrip("0")) if match else 0
     return digits if digits >= 6 else None
@@ -256,6 +255,7 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
     parts: list[str] = []
     for piece in pieces:
         piece = strip_delimiters(_CURRENCY_LABEL.sub("", piece) if "\\$" in piece else piece)
+        piece = re.sub(r"(?<!\\)\$", "", piece) if "$" in piece else piece  # "$125$ miles"
         piece = mixed_number(degrees_to_radians(piece)) if " " in piece or "\\" in piece or "°" in piece else piece
         if piece:
             parts.extend(dict.fromkeys(expand_plus_minus(piece)) if "\\" in piece else (piece,))
@@ -270,7 +270,7 @@ def gold_parts(gold: str, ordered_lists: bool = False) -> tuple[tuple[str, ...],
     if not balanced_braces(gold):
         return None
     boxes = _boxes(gold)
-    contents = [box for box in boxes if box.strip()] if boxes else [gold]
+    contents = list(dict.fromkeys(box for box in boxes if box.strip())) if boxes else [gold]  # a box twice: restated
     if any(len(content) > MAX_ANSWER_CHARS for content in contents):
         return None
     parts = tuple(part for content in contents for part in split_parts(content, gold=True))
