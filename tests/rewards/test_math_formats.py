@@ -96,6 +96,11 @@ CLASSES = {
         [r"\boxed{125\textnormal{ miles}}", r"\boxed{125}"],
         [r"\boxed{125\text{ km}}"],
     ),
+    "a brace group is a list of parts": (
+        r"\boxed{35\text{ cm}} \boxed{4}",
+        [r"\boxed{{35 cm,4}}", r"\boxed{4, 35}"],
+        [r"\boxed{{35 cm}}", r"\boxed{{a}{b}}"],
+    ),
     "named solution sets against tuples": (
         r"p=5,q=2;p=7,q=2",
         [r"\boxed{(5,2),(7,2)}", r"\boxed{(7, 2), (5, 2)}"],

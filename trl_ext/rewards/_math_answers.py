@@ -152,12 +152,12 @@ def outer_brackets(part: str) -> str | None:
 
 
 def _outer_set(text: str) -> str | None:
-    """The inside of ``\\{a, b\\}`` (a set written out), or None when ``text`` is not one whole such set."""
-    for open_, close in (("\\left\\{", "\\right\\}"), ("\\{", "\\}")):
-        if text.startswith(open_) and text.endswith(close):
-            inner = text[len(open_) : -len(close)]
-            if len(split_top_level("(" + inner + ")")) == 1 and not re.search(r"\\mid|\||:", inner):
-                return inner
+    """The inside of ``\\{a, b\\}`` (a set written out) or of a brace group ``{a, b}``, or None when ``text`` is
+    not one whole such set."""
+    for open_, close in (("\\left\\{", "\\right\\}"), ("\\{", "\\}"), ("{", "}")):
+        inner = text[len(open_) : -len(close)] if text.startswith(open_) and text.endswith(close) else None
+        if inner is not None and balanced_braces(inner) and not re.search(r"\\mid|\||:", inner):
+            return inner if len(split_top_level("(" + inner + ")")) == 1 else None
     return None
 
 
