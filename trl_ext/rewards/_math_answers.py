@@ -256,9 +256,10 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
     for piece in pieces:
         piece = strip_delimiters(_CURRENCY_LABEL.sub("", piece) if "\\$" in piece else piece)
         piece = re.sub(r"(?<!\\)\$", "", piece) if "$" in piece else piece  # "$125$ miles"
-        piece = mixed_number(degrees_to_radians(piece)) if " " in piece or "\\" in piece or "°" in piece else piece
+        piece = degrees_to_radians(piece) if "circ" in piece or "deg" in piece or "°" in piece else piece
+        piece = mixed_number(piece) if " " in piece and "/" in piece else piece
         if piece:
-            parts.extend(dict.fromkeys(expand_plus_minus(piece)) if "\\" in piece else (piece,))
+            parts.extend(dict.fromkeys(expand_plus_minus(piece)) if "p" in piece else (piece,))
     return parts  # a multiset: a part written twice is required twice
 
 
@@ -283,12 +284,10 @@ def gold_parts(gold: str, ordered_lists: bool = False) -> tuple[tuple[str, ...],
 
 def balanced_braces(text: str) -> bool:
     """True when every unescaped ``{`` of ``text`` is closed, in order (``\\frac{`` is not an answer)."""
-    depth = 0
-    for brace in _BRACE.finditer(text):
-        depth += 1 if brace.group() == "{" else -1
-        if depth < 0:
-            return False
-    return depth == 0
+    braces = "".join(_BRACE.findall(text))
+    while "{}" in braces:  # removing innermost pairs leaves nothing exactly when every brace is closed in order
+        braces = braces.replace("{}", "")
+    return not braces
 
 
 def answer_parts(region: str) -> tuple[str, ...] | None:
