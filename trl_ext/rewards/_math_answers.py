@@ -2,17 +2,17 @@
 
 math-verify parses and compares one expression at a time. What it does not do, and this module does (by hand,
 because no maintained library does it; all of it is plain string work, the maths stays in math-verify):
-
 - split an answer made of several parts (several ``\\boxed{}``, a bare comma list, ``\\{a, b\\}``, ``a \\pm b``,
-  "x = 1 or x = 2") into parts that are compared one by one: math-verify keeps one box, or compares a comma
-  list as a set that also equals a tuple or an interval;
-- read ``1\\,000``, ``1{,}000`` or ``1 000`` as one number (math-verify reads a product, i.e. 0);
+  "x = 1 or x = 2", ``p=5,q=2;p=7,q=2``) into a multiset of parts compared one by one: math-verify keeps one
+  box, or compares a comma list as a set that also equals a tuple or an interval;
+- read ``1\\,000``, ``1{,}000``, ``1,\\! 000`` or ``1 000`` as one number (math-verify reads a product or a list);
 - compare word answers as words: math-verify reads ``\\text{no}`` as the product n·o, so anagrams are equal;
-- option letters ((C), \\text{C}, c) and answers that do not parse (``12:00``, a ``cases`` block) by an exact
-  match of normalised strings, never by a number found somewhere in the text;
+- option letters ((C), \\text{C}, c) and answers that do not parse (a ``cases`` block) by an exact match of
+  normalised strings, never by a number found somewhere in the text; times of day as times;
 - strip units only after a plain number and refuse a different unit: math-verify strips units on both sides
-  (``5\\text{ cm}`` equals ``5\\text{ m}``) and reads ``3t`` or ``2\\text{ or more}`` as plain numbers.
-
+  (``5\\text{ cm}`` equals ``5\\text{ m}``) and reads ``3t`` or ``2\\text{ or more}`` as plain numbers;
+- keep a degree sign inside an expression as a value (math-verify drops it: ``\\sin(90^\\circ - x)`` would
+  equal ``\\sin(90 - x)``), read mixed numbers ``1 1/2``, and decide golds that are broken LaTeX.
 This file imports only the standard library: the math workers load it by path (importing the trl_ext package
 would import torch in every worker).
 """
@@ -22,12 +22,12 @@ from fractions import Fraction
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _BRACE = re.compile(r"(?<!\\)[{}]")
-_TEXT_COMMAND = re.compile(
-    r"\\(?:text(?:bf|it|rm|normal|sf|tt)?|mbox|mathrm|mathbf|mathit|mathsf|operatorname|textup)\s*\{"
-)
+# every text or font command (\text, \textbf, \textnormal, \mbox, \hbox, \mathrm, \operatorname, \rm, ...)
+_TEXT_COMMANDS = r"\\(?:text[a-z]*|math(?:rm|bf|it|sf|tt|normal)|[mh]box|operatorname\*?|rm|emph)"
+_TEXT_COMMAND = re.compile(_TEXT_COMMANDS + r"\s*\{")
 _ESCAPED = re.compile(r"\\[$%]")
 # groups of exactly three digits after a 1-3 digit head, joined by a comma, {,}, a thin/normal space or ~
-_THOUSANDS = re.compile(r"(?<![\d.])([1-9]\d{0,2})((?:(?:(?:,|\{,\})(?:\\!)?|\\[,!;: ]|~| )\d{3})+)(?![\d])")
+_THOUSANDS = re.compile(r"(?<![\d.])([1-9]\d{0,2})((?:(?:(?:,|\{,\})(?:\\!\s*)?|\\[,!;: ]|~| )\d{3})+)(?![\d])")
 _THOUSANDS_SEP = re.compile(r"\{,\}|\\[,!;: ]|[,~ ]")
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d+)\}")
 _SET_BUILDER = re.compile(r"(?:\\left)?\\\{\s*[A-Za-z]\s*(?:\\mid|\\middle\||\||:)\s*(.+?)\s*(?:\\right)?\\\}")
@@ -35,6 +35,14 @@ _PLAIN_FRACTION = re.compile(
     r"([-+]?)\s*(?:(\d+)|\\[dt]?frac\s*\{\s*([-+]?\d+)\s*\}\s*\{\s*([-+]?\d+)\s*\}|(\d+)\s*/\s*(\d+))"
 )
 _EMPTY_SET = re.compile(r"\\varnothing|\\emptyset|\\O|(?:\\left)?\\\{\s*(?:\\right)?\\\}")
+_DEGREE = r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\degree|°)"
+_DEGREE_NUMBER = re.compile(r"(\d+(?:\.\d+)?)\s*" + _DEGREE)
+_BARE_DEGREES = re.compile(r"\s*[-+]?\s*\d+(?:\.\d+)?\s*" + _DEGREE + r"\s*")
+_MIXED_NUMBER = re.compile(r"([-+]?)(\d+)\s+(\d+)\s*/\s*(\d+)")
+_CURRENCY_LABEL = re.compile(r"^[^=]*\\\$\s*=(?!=)")  # "\frac{1}{2} \$ = \frac{10}{9}": the value is after "="
+_MEMBER_PREFIX = re.compile(r"^\s*[A-Za-z]\s*\\in(?![A-Za-z])\s*")
+_LONG_DECIMAL = re.compile(r"[-+]?(\d*)\.(\d+)(?:(?:\\times|\\cdot|\*)10\^\{?[-+]?\d+\}?|[eE][-+]?\d+)?")
+_TIME = re.compile(r"(\d{1,2}):(\d\d)(?::(\d\d))?\s*(?:\\,|~)?\s*([ap])?\.?\s*(?:m\b\.?)?", re.IGNORECASE)
 _PERCENT = re.compile(r"\\text\s*\{\s*(?:\\?%|percent)\s*\}|\\?%|\bpercent\b")
 _OUTER_DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 # starts at the separator itself (spacing before it is stripped from the part): linear on long whitespace runs
@@ -54,35 +62,16 @@ _UNIT_ALIASES = {
     "second": "s", "sec": "s", "minute": "min", "hour": "h", "hr": "h", "kilogram": "kg", "gram": "g",
     "degree": "deg", "dollar": "$", "liter": "l", "litre": "l", "mile": "mi", "yard": "yd", "unit": "",
 }  # fmt: skip
-_SHORT_UNITS = {
-    "cm",
-    "m",
-    "km",
-    "mm",
-    "in",
-    "ft",
-    "s",
-    "min",
-    "h",
-    "hr",
-    "hrs",
-    "kg",
-    "g",
-    "mi",
-    "yd",
-    "l",
-    "ml",
-    "deg",
-}
+_SHORT_UNITS = {"cm", "m", "km", "mm", "in", "ft", "s", "min", "h", "hr", "hrs", "kg", "g", "mi", "yd", "l", "ml", "deg"}  # fmt: skip
 _QUALIFIERS = {
     "or", "and", "if", "when", "where", "for", "more", "less", "least", "most", "not", "only", "approximately",
     "approx", "about", "around", "at", "than", "all", "any", "each", "every", "but", "also", "unless", "otherwise",
     "is", "are", "be", "odd", "even", "none", "no", "yes", "exactly", "nearly", "roughly", "over", "under",
 }  # fmt: skip
 _UNIT_TAIL = re.compile(
-    r"(?:\\(?:text|mbox|mathrm|textrm|rm)\s*\{\s*([A-Za-z][A-Za-z ./]*?)\s*\}"  # 5\text{ cm}
-    r"|(?<=[\d}])\s+([A-Za-z]+)"  # 5 cm, 5 apples
-    r"|(?<=\d)([a-z]{2,3}))"  # 5cm
+    r"(?:(?:\\[,;: ]|~|\s)*" + _TEXT_COMMANDS + r"\s*\{\s*([A-Za-z][A-Za-z ./]*?)\s*\}"  # 5\textbf{ cm}
+    r"|(?<=[\d}])\s+([A-Za-z]+(?:\s+[A-Za-z]+){0,2})"  # 5 cm, 10 square units
+    r"|(?<=\d)([a-z]{2,}))"  # 5cm, 10weeks
     r"\s*((?:\^\s*\{?\s*[23]\s*\}?)?)\s*\.?\s*$"
 )
 MAX_PARTS = 16
@@ -104,8 +93,17 @@ def strip_delimiters(text: str) -> str:
 
 
 def join_thousands(text: str) -> str:
-    """``1,000``, ``1{,}000``, ``1\\,000``, ``1 000`` -> ``1000`` (only groups of exactly three digits)."""
-    return _THOUSANDS.sub(lambda m: m.group(1) + _THOUSANDS_SEP.sub("", m.group(2)), text)
+    """``1,000``, ``1{,}000``, ``1,\\!000``, ``1,\\! 000``, ``1\\,000``, ``1 000`` -> ``1000`` (only groups of
+    exactly three digits). A bare comma inside brackets stays a separator: ``(12,102)`` is a pair."""
+
+    def join(match: re.Match) -> str:
+        head = text[: match.start()]
+        depth = head.count("(") + head.count("[") - head.count(")") - head.count("]")
+        if depth > 0 and re.fullmatch(r"(?:,\d{3})+", match.group(2)):
+            return match.group(0)
+        return match.group(1) + _THOUSANDS_SEP.sub("", match.group(2))
+
+    return _THOUSANDS.sub(join, text)
 
 
 def split_top_level(text: str) -> list[str]:
@@ -154,12 +152,12 @@ def outer_brackets(part: str) -> str | None:
 
 
 def _outer_set(text: str) -> str | None:
-    """The inside of ``\\{a, b\\}`` (a set written out), or None when ``text`` is not one whole such set."""
-    for open_, close in (("\\left\\{", "\\right\\}"), ("\\{", "\\}")):
-        if text.startswith(open_) and text.endswith(close):
-            inner = text[len(open_) : -len(close)]
-            if len(split_top_level("(" + inner + ")")) == 1 and not re.search(r"\\mid|\||:", inner):
-                return inner
+    """The inside of ``\\{a, b\\}`` (a set written out) or of a brace group ``{a, b}``, or None when ``text`` is
+    not one whole such set."""
+    for open_, close in (("\\left\\{", "\\right\\}"), ("\\{", "\\}"), ("{", "}")):
+        inner = text[len(open_) : -len(close)] if text.startswith(open_) and text.endswith(close) else None
+        if inner is not None and balanced_braces(inner) and not re.search(r"\\mid|\||:", inner):
+            return inner if len(split_top_level("(" + inner + ")")) == 1 else None
     return None
 
 
@@ -183,12 +181,70 @@ def repeating_decimals(text: str) -> str:
     return _REPEATING.sub(fraction, text)
 
 
+def degrees_to_radians(part: str) -> str:
+    """A degree sign inside an expression or a function's argument is a value: ``\\sin(90^\\circ - x)`` ->
+    ``\\sin(\\frac{90\\pi}{180} - x)`` (math-verify drops the sign, which turns degrees into radians). A number
+    that is the whole value (``90^\\circ``, ``x = 90^\\circ``) keeps its sign, compared as a unit (90 equals it)."""
+    if not _DEGREE_NUMBER.search(part) or _BARE_DEGREES.fullmatch(re.split(r"(?<![<>!\\])=", part)[-1]):
+        return part
+    return _DEGREE_NUMBER.sub(lambda m: f"\\left(\\frac{{{m.group(1)}\\pi}}{{180}}\\right)", part)
+
+
+def mixed_number(part: str) -> str:
+    """``1 1/2`` -> ``\\frac{3}{2}`` (a whole number, a space, then a proper fraction); anything else unchanged."""
+    match = _MIXED_NUMBER.fullmatch(part.strip())
+    if match is None or int(match.group(3)) >= int(match.group(4)):
+        return part
+    sign, whole, top, bottom = match.groups()
+    return f"{sign}\\frac{{{int(whole) * int(bottom) + int(top)}}}{{{bottom}}}"
+
+
+def significant_digits(part: str) -> int | None:
+    """The significant digits of a decimal printed with 6 or more (``2.314814814815 \\times 10^{-3}``): such a gold
+    is rounded, equal to an exact answer that rounds to it. A short decimal (``0.33``) is exact: None."""
+    match = _LONG_DECIMAL.fullmatch(_SPACING.sub("", part))
+    digits = len((match.group(1) + match.group(2)).lstrip("0")) if match else 0
+    return digits if digits >= 6 else None
+
+
+def time_of_day(part: str) -> tuple[int, int, int] | None:
+    """(hours, minutes, seconds) of a time written ``20:34``, ``20:34:00`` or ``8:34 \\text{P.M.}``, else None."""
+    match = _TIME.fullmatch(_SPACING.sub(" ", unwrap_text(part)).strip())
+    if match is None:
+        return None
+    hours, minutes, seconds = int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
+    if match.group(4):
+        if not 1 <= hours <= 12:
+            return None
+        hours = hours % 12 + (12 if match.group(4).lower() == "p" else 0)
+    return (hours, minutes, seconds) if hours < 24 and minutes < 60 and seconds < 60 else None
+
+
+def named_tuples(content: str) -> list[str] | None:
+    """``p=5,q=2;p=7,q=2`` (solutions given as groups of named values) -> ``["(5,2)", "(7,2)"]``, else None."""
+    groups = [split_top_level(group) for group in content.split(";")] if ";" in content else []
+    if len(groups) < 2 or any(len(group) < 2 for group in groups):
+        return None
+    names, values = [], []
+    for group in groups:
+        matches = [_ASSIGNMENT.match(item) for item in group]
+        if not all(matches):
+            return None
+        names.append([match.group(1) for match in matches])
+        values.append("(" + ", ".join(item[match.end() :].strip() for item, match in zip(group, matches)) + ")")
+    return values if all(group == names[0] for group in names) and len(set(names[0])) == len(names[0]) else None
+
+
 def split_parts(content: str, gold: bool = False) -> list[str]:
     """The parts of one answer (the content of one box, or a bare gold): a comma/and/or list, a written-out set,
     ``\\pm``; each part keeps its brackets (a tuple, an interval or a matrix is one part). A gold's percent
     sign is dropped (``10\\%`` accepts 10 and 10%, not 0.1); an answer's is kept (``50\\%`` equals 1/2)."""
     content = _PERCENT.sub("" if gold else "\\%", content)
     content = strip_delimiters(repeating_decimals(join_thousands(content)))
+    content = _MEMBER_PREFIX.sub("", content) if "\\in" in content else content  # x \in (2, 12): the set
+    named = named_tuples(content) if ";" in content else None
+    if named is not None:
+        return named
     if _EMPTY_SET.fullmatch(content):
         return ["\\emptyset"]
     builder = _SET_BUILDER.fullmatch(content)
@@ -198,26 +254,40 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
     pieces = split_top_level(inner if inner is not None else content)
     parts: list[str] = []
     for piece in pieces:
-        piece = strip_delimiters(piece)
+        piece = strip_delimiters(_CURRENCY_LABEL.sub("", piece) if "\\$" in piece else piece)
+        piece = re.sub(r"(?<!\\)\$", "", piece) if "$" in piece else piece  # "$125$ miles"
+        piece = degrees_to_radians(piece) if "circ" in piece or "deg" in piece or "°" in piece else piece
+        piece = mixed_number(piece) if " " in piece and "/" in piece else piece
         if piece:
-            parts.extend(expand_plus_minus(piece))
-    return list(dict.fromkeys(parts))
+            parts.extend(dict.fromkeys(expand_plus_minus(piece)) if "p" in piece else (piece,))
+    return parts  # a multiset: a part written twice is required twice
 
 
-def gold_parts(gold: str) -> tuple[tuple[str, ...], bool] | None:
-    """(parts, ordered) of a gold answer, or None when it has no part. Every ``\\boxed{}`` of the gold is a part
-    (all are required); without a box the whole gold is one answer. ``ordered`` is True when the parts are
-    assignments to different variables (``a = 2, b = 3``): then bare values in the answer are taken in order."""
+def gold_parts(gold: str, ordered_lists: bool = False) -> tuple[tuple[str, ...], bool] | None:
+    """(parts, ordered) of a gold answer, or None when it has no part or is broken LaTeX (unbalanced braces).
+    Every ``\\boxed{}`` of the gold is a part (all are required); without a box the whole gold is one answer.
+    The parts are a multiset (``1, 1, 2`` needs two 1s). ``ordered`` is True when ``ordered_lists`` is or when the
+    parts are assignments to different variables (``a = 2, b = 3``): then bare values are taken in order."""
+    if not balanced_braces(gold):
+        return None
     boxes = _boxes(gold)
-    contents = [box for box in boxes if box.strip()] if boxes else [gold]
+    contents = list(dict.fromkeys(box for box in boxes if box.strip())) if boxes else [gold]  # a box twice: restated
     if any(len(content) > MAX_ANSWER_CHARS for content in contents):
         return None
-    parts = tuple(dict.fromkeys(part for content in contents for part in split_parts(content, gold=True)))
+    parts = tuple(part for content in contents for part in split_parts(content, gold=True))
     if not parts:
         return None
     names = [_ASSIGNMENT.match(part) for part in parts]
-    ordered = len(parts) > 1 and all(names) and len({name.group(1) for name in names}) == len(parts)
-    return parts, ordered
+    named = len(parts) > 1 and all(names) and len({name.group(1) for name in names}) == len(parts)
+    return parts, len(parts) > 1 and (ordered_lists or named)
+
+
+def balanced_braces(text: str) -> bool:
+    """True when every unescaped ``{`` of ``text`` is closed, in order (``\\frac{`` is not an answer)."""
+    braces = "".join(_BRACE.findall(text))
+    while "{}" in braces:  # removing innermost pairs leaves nothing exactly when every brace is closed in order
+        braces = braces.replace("{}", "")
+    return not braces
 
 
 def answer_parts(region: str) -> tuple[str, ...] | None:
@@ -226,7 +296,7 @@ def answer_parts(region: str) -> tuple[str, ...] | None:
     boxes = _boxes(region)
     if any(len(box) > MAX_ANSWER_CHARS for box in boxes):
         return None  # not an answer (and the string work stays cheap in the trainer's process)
-    parts = tuple(dict.fromkeys(part for content in boxes for part in split_parts(content)))
+    parts = tuple(part for content in boxes for part in split_parts(content))
     return parts or None
 
 
@@ -335,15 +405,12 @@ def split_unit(part: str) -> tuple[str, str | None]:
     if len(words) > 3 or any(word in _QUALIFIERS for word in words):
         return part, None
     word = "".join(words)
-    if (glued and word not in _SHORT_UNITS) or (spaced and len(word) < 3 and word not in _SHORT_UNITS):
+    function = re.match(r"(?:arc)?(?:sin|cos|tan|sec|csc|cot|log|ln|exp|sqrt)", word)  # 2sinx is not a unit
+    short = len(word) < 3 or (glued and (len(word) < 4 or function or not re.search("[aeiouy]", word)))
+    if short and word not in _SHORT_UNITS:  # 3t, 2xy, 5abc stay products; 5cm, 10weeks are units
         return part, None
     stem = word[:-2] if word.endswith("ches") else word[:-1] if word.endswith("s") and len(word) > 3 else word
     return head, _UNIT_ALIASES.get(stem, stem) + re.sub(r"[\s{}^]", "", power)
-
-
-def unit(part: str) -> str | None:
-    """The normalised unit of ``part`` (see ``split_unit``), or None."""
-    return split_unit(part)[1]
 
 
 def plain_fraction(part: str) -> Fraction | None:
@@ -365,14 +432,17 @@ def plain_fraction(part: str) -> Fraction | None:
     return -value if sign == "-" else value
 
 
-def fraction_verdict(gold: tuple[str, ...], answer: tuple[str, ...]) -> bool | None:
-    """The verdict when every gold and answer part is a plain integer or integer fraction (the same set of
-    values, an answer value written twice counting once), else None (the workers decide)."""
+def fraction_verdict(gold: tuple[str, ...], answer: tuple[str, ...], ordered: bool = False) -> bool | None:
+    """The verdict when every gold and answer part is a plain integer or integer fraction (the same multiset of
+    values, or the same sequence when ``ordered``; when the answer has more parts than the gold, a value it
+    writes twice counts once), else None (the workers decide)."""
     gold_values = [plain_fraction(part) for part in gold]
     answer_values = [plain_fraction(part) for part in answer]
-    if None in gold_values or None in answer_values or len(set(gold_values)) != len(gold_values):
+    if None in gold_values or None in answer_values:
         return None
-    return set(answer_values) == set(gold_values)
+    if len(answer_values) > len(gold_values):
+        answer_values = list(dict.fromkeys(answer_values))
+    return answer_values == gold_values if ordered else sorted(answer_values) == sorted(gold_values)
 
 
 def is_assignment(part: str) -> bool:

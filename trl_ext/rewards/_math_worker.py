@@ -17,6 +17,7 @@ import importlib.util
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -41,16 +42,18 @@ class Part:
     expression; parsed on first use when the part is a plain integer or integer fraction, which ``fraction``
     then holds) and what the string comparisons need."""
 
-    __slots__ = ("_expr", "_parse", "assignment", "brackets", "fraction", "key", "option", "unit", "word")
+    __slots__ = ("_expr", "_parse", "assignment", "brackets", "digits", "fraction", "key", "option", "time", "unit", "word")  # fmt: skip
 
     def __init__(self, text, expr, answers, gold, fraction=None, parse=None):
         self._expr, self._parse, self.fraction = expr, parse, fraction
         self.key = answers.text_key(text) if text is not None else None
         self.option = answers.option_letter(text, strict=gold) if text is not None else None
         self.word = text is not None and answers.is_word_answer(text)
-        self.unit = answers.unit(text) if text is not None else None
+        self.unit = answers.split_unit(text)[1] if text is not None else None
         self.assignment = text is not None and answers.is_assignment(text)
         self.brackets = answers.outer_brackets(text) if text is not None else None
+        self.time = answers.time_of_day(text) if text is not None else None
+        self.digits = answers.significant_digits(text) if text is not None and gold else None
 
     @property
     def expr(self):
@@ -110,15 +113,33 @@ class Grader:
         for text in texts:
             if not self.answers.looks_like_an_answer(text):
                 return None  # "See the proof above.", a sentence: not an answer (it would parse as letters)
+            start = time.monotonic()
             parsed = self._parts(text, True, timeout)
+            if any(self._unreadable(part, text, timeout, start) for part in parsed):
+                return None
             parts.extend(parsed)
         return parts
+
+    def _unreadable(self, part, text, timeout, start) -> bool:
+        """A gold part that no configuration reads: not a word, option, time or environment (compared as
+        strings), and neither math-verify's LaTeX nor its plain-expression parser gives it a value. Decided
+        only when the parses ended well within the timeout (a parse that timed out is not a verdict)."""
+        if part.word or part.option or part.time or part.fraction is not None or "\\begin" in text:
+            return False
+        if part.expr is not None:
+            return False
+        from math_verify import ExprExtractionConfig, LatexExtractionConfig
+
+        unread = self._parse(text, [LatexExtractionConfig(), ExprExtractionConfig()], timeout) is None
+        return unread and time.monotonic() - start < timeout / 2  # a parse that timed out is not a verdict
 
     def same(self, gold: Part, answer: Part, timeout: int) -> bool:
         from math_verify import verify
 
         if gold.option is not None:
             return answer.option == gold.option
+        if gold.time is not None and answer.time is not None:
+            return gold.time == answer.time  # 20:34 = 20:34:00 = 8:34 P.M.
         if gold.key is not None and gold.key == answer.key:
             return True  # the same answer written the same way (normalised), parsed or not
         if gold.word or answer.word:
@@ -137,28 +158,48 @@ class Grader:
             gold_expr, answer_expr = _as_tuples(gold.expr, answer.expr)
         else:
             gold_expr, answer_expr = gold.expr, answer.expr
-        return verify(gold_expr, answer_expr, timeout_seconds=timeout, allow_set_relation_comp=True)
+        if gold.digits and _rounds_to(gold.expr, answer.expr, gold.digits):
+            return True  # a gold printed with 6+ significant digits: an exact value that rounds to it
+        if verify(gold_expr, answer_expr, timeout_seconds=timeout, allow_set_relation_comp=True):
+            return True
+        return _same_complex(gold_expr, answer_expr, timeout)
 
     def grade(self, task: dict) -> str:
-        from sympy import FiniteSet
-
         timeout = int(task["timeout"])
         gold = self.gold_parts(tuple(task["gold"]), timeout)
         if gold is None:
             return "gold_error"
         if task.get("answer") is not None:
-            if sorted(map(self.answers.text_key, task["answer"])) == sorted(part.key or "" for part in gold):
+            keys, gold_keys = [self.answers.text_key(text) for text in task["answer"]], [p.key or "" for p in gold]
+            if (keys == gold_keys) if task["ordered"] else (sorted(keys) == sorted(gold_keys)):
                 return "correct"  # every part written as in the gold (normalised): nothing to parse
             answer = [part for text in task["answer"] for part in self._parts(text, False, timeout)]
         else:
-            expr = self._parse(task["region"], self.anchored, timeout)
-            if expr is None:
+            answer = self._anchored(task["region"], timeout)
+            if answer is None:
                 return "wrong"
-            elements = expr.args if isinstance(expr, FiniteSet) else (expr,)  # "$2$ and $3$"
-            answer = [Part(None, element, self.answers, False) for element in elements]
         if len(answer) > self.answers.MAX_PARTS:
             return "wrong"
         return "correct" if self.match(gold, answer, task["ordered"], timeout) else "wrong"
+
+    def _anchored(self, region: str, timeout: int):
+        """The answer Parts of a region without a box: the text math-verify's anchors ("the final answer is")
+        point at, split and read like a boxed answer (units, thousands, words); its value when that text does
+        not read."""
+        from math_verify import parse
+        from sympy import Basic, FiniteSet, MatrixBase
+
+        found = parse(_UNSIGNED.sub(r"\1", region), self.anchored, parsing_timeout=timeout)
+        if len(found) < 1 or not isinstance(found[0], (Basic, MatrixBase)):
+            return None
+        if len(found) > 1 and isinstance(found[1], str) and len(found[1]) <= self.answers.MAX_ANSWER_CHARS:
+            texts = self.answers.split_parts(found[1])
+            parts = [part for text in texts for part in self._parts(text, False, timeout)]
+            if parts and all(part.expr is not None or part.word or part.option or part.time for part in parts):
+                return parts
+        expr = found[0]
+        elements = expr.args if isinstance(expr, FiniteSet) else (expr,)  # "$2$ and $3$"
+        return [Part(None, element, self.answers, False) for element in elements]
 
     def match(self, gold: list, answer: list, ordered: bool, timeout: int) -> bool:
         """All gold parts answered, each by its own answer part, nothing more (in order when ``ordered`` and the
@@ -179,6 +220,40 @@ class Grader:
             return all(self.same(g, a, timeout) for g, a in zip(gold, answer))
         fits = [[self.same(g, a, timeout) for a in answer] for g in gold]
         return _perfect_matching(fits)
+
+
+# "the answer is +7": math-verify's anchored extraction does not read an explicit plus sign
+_UNSIGNED = re.compile(r"(\b(?:is|are|be|equals)\s*:?\s*\$?\s*)\+\s*(?=\d)", re.IGNORECASE)
+
+
+def _rounds_to(gold, answer, digits: int) -> bool:
+    """True when the number ``answer`` rounded to ``digits`` significant digits is the number ``gold``."""
+    try:
+        if not (gold.is_number and answer.is_number):
+            return False
+        gold_value, answer_value = complex(gold.evalf(30)), complex(answer.evalf(30))
+        if gold_value.imag or answer_value.imag:
+            return False
+        return f"{answer_value.real:.{digits - 1}e}" == f"{gold_value.real:.{digits - 1}e}"
+    except Exception:
+        return False
+
+
+def _same_complex(gold, answer, timeout: int) -> bool:
+    """``i(2-i)`` for ``1+2i``: both sides use the letter i and nothing else, read as the imaginary unit."""
+    from math_verify import verify
+    from sympy import I
+
+    try:
+        gold_symbols, answer_symbols = gold.free_symbols, answer.free_symbols
+        if len(gold_symbols) != 1 or len(answer_symbols) != 1:
+            return False
+        (gold_i,), (answer_i,) = gold_symbols, answer_symbols
+        if gold_i.name != "i" or answer_i.name != "i":
+            return False
+        return verify(gold.subs(gold_i, I), answer.subs(answer_i, I), timeout_seconds=timeout)
+    except Exception:
+        return False
 
 
 def _false_numeric_equation(expr, timeout: int) -> bool:
@@ -252,7 +327,7 @@ def main() -> None:
     grader = Grader(sys.argv[1])
     # warm the LaTeX parser up (its first use loads the grammar) so that deadlines measure verification only
     with contextlib.suppress(Exception):  # a broken install shows up on the first real task instead
-        grader.grade({"gold": ["1"], "ordered": False, "answer": ["1"], "timeout": 5})
+        grader.grade({"gold": ["1"], "ordered": False, "answer": ["\\sqrt{1}"], "timeout": 5})
     out.write('{"ready": true}\n')
     for line in sys.stdin:
         task = json.loads(line)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 import sys
 import threading
 import warnings
@@ -25,6 +26,7 @@ _OUTCOMES = ("correct", "wrong", "no_answer", "timeout", "gold_error")
 _WARNED_GOLDS: set[str] = set()
 _POOLS: dict[int, WorkerPool] = {}
 _POOLS_LOCK = threading.Lock()
+_LOG = logging.getLogger(__name__)
 
 
 def shared_pool(num_workers: int) -> WorkerPool:
@@ -39,11 +41,13 @@ def shared_pool(num_workers: int) -> WorkerPool:
         return _POOLS[num_workers]
 
 
-def normalize_gold(gold: Any) -> tuple[tuple[str, ...], bool] | None:
-    """(parts, ordered) to verify for a gold answer, or None when it is empty or not a string/number.
+def normalize_gold(gold: Any, ordered_lists: bool = False) -> tuple[tuple[str, ...], bool] | None:
+    """(parts, ordered) to verify for a gold answer, or None when it is empty, not a string/number, or broken
+    LaTeX (unbalanced braces).
 
     Every ``\\boxed{}`` of the gold is a required part (without a box the whole gold is the answer); a part
-    that is a comma/"and"/"or" list, a written-out set ``\\{a, b\\}`` or ``a \\pm b`` is split further.
+    that is a comma/"and"/"or" list, a written-out set ``\\{a, b\\}`` or ``a \\pm b`` is split further. The
+    parts are a multiset (a part written twice is required twice), in order when ``ordered_lists``.
     Tuples, intervals and matrices stay whole. See ``trl_ext.rewards._math_answers``.
     """
     if gold is None or isinstance(gold, bool):
@@ -52,7 +56,7 @@ def normalize_gold(gold: Any) -> tuple[tuple[str, ...], bool] | None:
         gold = repr(gold)
     if not isinstance(gold, str) or not gold.strip():
         return None
-    return gold_parts(gold)
+    return gold_parts(gold, ordered_lists)
 
 
 def _warn_gold(gold: Any) -> None:
@@ -61,8 +65,9 @@ def _warn_gold(gold: Any) -> None:
         return
     _WARNED_GOLDS.add(text)
     warnings.warn(
-        f"math_accuracy: the gold answer {text} is not a parseable answer; its rows score None (TRL drops them). "
-        "Give the final answer (e.g. in \\boxed{}) in the `solution`/`answer` column.",
+        f"math_accuracy: the gold answer {text} is not a parseable answer (broken LaTeX, or nothing math-verify "
+        "reads); its rows score None (TRL drops them). Give the final answer (e.g. in \\boxed{}) in the "
+        "`solution`/`answer` column.",
         stacklevel=3,
     )
 
@@ -89,6 +94,8 @@ class MathAccuracy(RewardFunction):
         correct_value / wrong_value: scores (DAPO uses 1 / -1).
         timeout_value: score when the deadline expires (``wrong_value`` by default, or None to drop the row).
         think_tags: (open, close) reasoning delimiters, or None to score the whole completion.
+        ordered_lists: compare a bare list gold (``10, 4, -2``) in order (MATH's own grader does); by default
+            a list is an unordered multiset. A boolean dataset column ``ordered_lists`` overrides it per row.
     """
 
     name = "math_accuracy"
@@ -104,6 +111,7 @@ class MathAccuracy(RewardFunction):
         think_tags: tuple[str, str] | None = (THINK_OPEN, THINK_CLOSE),
         num_workers: int = 2,
         name: str | None = None,
+        ordered_lists: bool = False,
     ) -> None:
         super().__init__(name)
         if extraction not in ("boxed", "anchored"):
@@ -119,6 +127,7 @@ class MathAccuracy(RewardFunction):
         self.extraction = extraction
         self.think_tags = think_tags
         self.num_workers = num_workers
+        self.ordered_lists = ordered_lists
         self._gold_cache: OrderedDict | None = None
         self._gold_lock: threading.Lock | None = None
 
@@ -126,17 +135,17 @@ class MathAccuracy(RewardFunction):
     def pool(self) -> WorkerPool:
         return shared_pool(self.num_workers)
 
-    def _gold(self, gold: Any) -> tuple[str, str] | None:
+    def _gold(self, gold: Any, ordered: bool) -> tuple[tuple[str, ...], bool] | None:
         if self._gold_lock is None:
             self._gold_lock = threading.Lock()
-        key = gold if isinstance(gold, (str, int, float)) and not isinstance(gold, bool) else None
+        key = (gold, ordered) if isinstance(gold, (str, int, float)) and not isinstance(gold, bool) else None
         with self._gold_lock:
             if self._gold_cache is None:
                 self._gold_cache = OrderedDict()
             if key is not None and key in self._gold_cache:
                 self._gold_cache.move_to_end(key)
                 return self._gold_cache[key]
-        normalized = normalize_gold(gold)
+        normalized = normalize_gold(gold, ordered)
         if key is not None:
             with self._gold_lock:
                 self._gold_cache[key] = normalized
@@ -159,11 +168,15 @@ class MathAccuracy(RewardFunction):
 
     def __call__(self, completions: list, **kwargs: Any) -> list[float | None]:
         golds = column(kwargs, ("solution", "answer"), len(completions), self.__name__)
+        ordered = kwargs.get("ordered_lists")
+        ordered = [self.ordered_lists] * len(golds) if ordered is None else [bool(flag) for flag in ordered]
+        if len(ordered) != len(golds):
+            raise ValueError(f"{self.__name__}: column `ordered_lists` has {len(ordered)} rows, not {len(golds)}.")
         keys: list[tuple | str | None] = []
         unique: dict[tuple, int] = {}
         raw_gold: dict[tuple, Any] = {}
         for i, (completion, gold) in enumerate(zip(completions, golds)):
-            gold_norm = self._gold(gold)
+            gold_norm = self._gold(gold, ordered[i])
             answer = self.extract(completion_text(completion, i))
             if gold_norm is None:
                 keys.append(None)
@@ -177,8 +190,8 @@ class MathAccuracy(RewardFunction):
                 keys.append(key)
         answers: list[dict | None] = [None] * len(unique)
         to_verify = []  # pairs of plain integers/fractions are decided here: exact, no worker round trip
-        for (gold_parts_, _ordered, answer), index in unique.items():
-            verdict = fraction_verdict(gold_parts_, answer) if isinstance(answer, tuple) else None
+        for (gold_parts_, in_order, answer), index in unique.items():
+            verdict = fraction_verdict(gold_parts_, answer, in_order) if isinstance(answer, tuple) else None
             if verdict is None:
                 to_verify.append(index)
             else:
@@ -193,6 +206,13 @@ class MathAccuracy(RewardFunction):
             if outcome == "gold_error" and key is not None:
                 _warn_gold(raw_gold[key])
         log_outcomes(self.__name__, outcomes, _OUTCOMES, kwargs.get("log_metric"))
+        if "gold_error" in outcomes:  # so that an over-eager broken-gold rule shows up in the logs
+            _LOG.warning(
+                "%s: %d of %d rows scored None (gold not an answer)",
+                self.__name__,
+                outcomes.count("gold_error"),
+                len(outcomes),
+            )
         values = {"correct": self.correct_value, "wrong": self.wrong_value, "no_answer": self.wrong_value}
         values.update(timeout=self.timeout_value, gold_error=None)
         return [values[outcome] for outcome in outcomes]
