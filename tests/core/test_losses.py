@@ -82,6 +82,22 @@ def test_aggregate_matches_reference(mode, seed):
     assert aggregate(loss, mask, mode, max_tokens=16).item() == pytest.approx(expected, abs=1e-12)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_token_mean_with_num_tokens_divides_by_the_given_count_not_the_own(seed):
+    """A micro-batch of a larger step: Σ m·ℓ over its own valid tokens, divided by the step's token count."""
+    loss, mask = random_loss_and_mask(seed)
+    total = 0.0
+    for i in range(loss.shape[0]):
+        for t in range(loss.shape[1]):
+            if mask[i, t]:
+                total += float(loss[i, t])
+    own_count = int(mask.sum())
+    assert aggregate(loss, mask, "token_mean", num_tokens=37.5).item() == pytest.approx(total / 37.5, abs=1e-12)
+    assert aggregate(loss, mask, "token_mean", num_tokens=torch.tensor(37.5)).item() == pytest.approx(total / 37.5)
+    own = aggregate(loss, mask, "token_mean", num_tokens=own_count).item()
+    assert own == pytest.approx(aggregate(loss, mask, "token_mean").item(), abs=1e-12)
+
+
 def test_aggregate_is_differentiable():
     loss = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
     mask = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]])
@@ -114,6 +130,8 @@ def test_clipped_value_loss_matches_reference(seed, clip_range):
         (lambda: aggregate(torch.zeros(2, 3), torch.ones(2, 3), "sum"), "mode"),
         (lambda: aggregate(torch.zeros(2, 3), torch.ones(2, 3), "seq_mean_token_sum_norm"), "max_tokens"),
         (lambda: aggregate(torch.zeros(2, 3), torch.ones(3, 3), "token_mean"), "mask"),
+        (lambda: aggregate(torch.zeros(2, 3), torch.ones(2, 3), "token_mean", num_tokens=0), "num_tokens"),
+        (lambda: aggregate(torch.zeros(2, 3), torch.ones(2, 3), "seq_mean_token_mean", num_tokens=6), "num_tokens"),
         (lambda: clipped_value_loss(*(torch.zeros(2, 3),) * 3, torch.ones(2, 2), 0.2), "mask"),
         (lambda: clipped_value_loss(*(torch.zeros(2, 3),) * 3, torch.ones(2, 3), 0.0), "clip_range"),
     ],

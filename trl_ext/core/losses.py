@@ -50,13 +50,20 @@ def clipped_surrogate(
 
 
 def aggregate(
-    per_token_loss: torch.Tensor, mask: torch.Tensor, mode: str, max_tokens: int | None = None
+    per_token_loss: torch.Tensor,
+    mask: torch.Tensor,
+    mode: str,
+    max_tokens: int | None = None,
+    num_tokens: float | torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Reduce a (B, T) per-token loss to a scalar over valid tokens (m = mask).
 
-    token_mean (DAPO arXiv 2503.14476 Eq. 12):          Σ_{i,t} m·ℓ / Σ_{i,t} m
+    token_mean (DAPO arXiv 2503.14476 Eq. 12):          Σ_{i,t} m·ℓ / Σ_{i,t} m, or Σ_{i,t} m·ℓ / num_tokens
     seq_mean_token_mean (GRPO, DeepSeekMath Eq. 3):     mean_i(Σ_t m·ℓ / Σ_t m)  (an empty row counts as 0)
     seq_mean_token_sum_norm (Dr GRPO arXiv 2503.20783 §3.1): mean_i(Σ_t m·ℓ) / max_tokens
+    ``num_tokens`` (token_mean only) is the token count of the batch the mean is over when ``per_token_loss`` is
+    one micro-batch of it: DAPO averages over all tokens of the optimizer step, so each micro-batch divides by
+    the step's count, not its own. TRL's "dapo" uses num_items_in_batch / processes · grad_accum / steps_per_gen.
     In training these are TRL's loss_type "dapo", "grpo" and "dr_grpo": trainers reuse TRL's, not this.
 
     Stated reference: trainers never call this function; it states the normalisers TRL's loss is held to.
@@ -66,8 +73,14 @@ def aggregate(
     check_same_shape(per_token_loss=per_token_loss, mask=mask)
     m = mask.to(per_token_loss.dtype)
     masked = torch.where(mask.bool(), per_token_loss, torch.zeros_like(per_token_loss))
+    if num_tokens is not None and mode != "token_mean":
+        raise ValueError(f"`num_tokens` applies to mode='token_mean' only, got mode={mode!r}.")
     if mode == "token_mean":
-        return masked.sum() / m.sum().clamp(min=1.0)
+        if num_tokens is None:
+            return masked.sum() / m.sum().clamp(min=1.0)
+        if float(num_tokens) <= 0:
+            raise ValueError(f"`num_tokens` must be > 0 (a token count), got {float(num_tokens)}.")
+        return masked.sum() / num_tokens
     if mode == "seq_mean_token_mean":
         return (masked.sum(dim=1) / m.sum(dim=1).clamp(min=1.0)).mean()
     if max_tokens is None or max_tokens <= 0:
