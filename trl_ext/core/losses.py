@@ -24,7 +24,8 @@ def clipped_surrogate(
     where A < 0, ℓ = min(ℓ, −A·c). ``advantages`` is (B,) (one per sequence) or the shape of ``logp``.
 
     Stated reference: in training TRL computes this loss (GRPOTrainer._compute_loss, with ``epsilon``,
-    ``epsilon_high`` and ``delta``); trainers never call this function. It states the formula TRL's loss is held to.
+    ``epsilon_high`` and ``delta``); trainers never call this function. It states the formula TRL's loss is held to
+    (tests/core/test_trl_loss_matches_core.py: TRL's GRPO training loss equals it with ``aggregate``).
     """
     check_same_shape(logp=logp, old_logp=old_logp)
     if advantages.dim() == 1 and logp.dim() == 2:
@@ -66,7 +67,8 @@ def aggregate(
     the step's count, not its own. TRL's "dapo" uses num_items_in_batch / processes · grad_accum / steps_per_gen.
     In training these are TRL's loss_type "dapo", "grpo" and "dr_grpo": trainers reuse TRL's, not this.
 
-    Stated reference: trainers never call this function; it states the normalisers TRL's loss is held to.
+    Stated reference: trainers never call this function; it states the normalisers TRL's loss is held to
+    (tests/core/test_trl_loss_matches_core.py, every loss_type, one and two processes).
     """
     check_choice("mode", mode, AGGREGATION_MODES)
     check_2d("per_token_loss", per_token_loss)
