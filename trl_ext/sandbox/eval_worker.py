@@ -9,10 +9,11 @@ environment built from nothing (never the trainer's: no token), rlimits, and a f
 the worker imports ``replay.py`` once and forks a child per task (a fork server: milliseconds, where a new
 interpreter costs tens), so nothing one program's data did reaches the next program's verdict.
 
-Where neither backend can run, the worker runs unconfined (scrubbed environment, own uid as root) under an audit
-hook: an evaluation that compiles or executes anything but the test itself (``compile``/``eval``/``exec`` of data,
-``pickle`` globals, ``marshal``, new code objects, processes, sockets, ctypes) is stopped and answered
-"unsupported" (the case fails with status ``unsupported_test``, counted in the reward's outcomes), and a warning is
+In every mode, an audit hook refuses a test that executes data (``compile``/``eval``/``exec`` of anything but the
+test, ``pickle`` globals, ``marshal``, new code objects; from the test or any library it calls), before that code
+runs: code running in the evaluating interpreter could forge the verdict, so program data never runs there. The
+case fails with status ``unsupported_test`` (counted in the reward's outcomes); docs/sandbox.md, class 4. Where
+neither backend can run, the worker runs unconfined (scrubbed environment, own uid as root), and a warning is
 logged once per process.
 """
 
