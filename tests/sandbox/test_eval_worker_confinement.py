@@ -1,7 +1,8 @@
 """Class 4: the evaluation worker of assert tests is a sandboxed process of its own (whatever backend runs the
-programs): a dataset test that executes a program's result cannot read the trainer's environment or files, reach
-the network, write outside its scratch, or leave anything behind for the next program; where no local sandbox can
-run, such a test is refused (status unsupported_test), never run unconfined."""
+programs): what runs in it cannot read the trainer's environment or files, reach the network, write outside its
+scratch, or leave anything behind for the next program. A dataset test that executes a program's result is
+refused in every mode (status unsupported_test; tests/sandbox/test_eval_verdict_integrity.py), so these probes are
+the test's own code: the confinement is the second line, under the refusal."""
 
 import contextlib
 import logging
@@ -37,8 +38,13 @@ def fresh_workers(monkeypatch):
     judge._first_pass.cache_clear()
 
 
-def _probe(expression: str):
-    """The verdict of a test that evaluates the program's answer (a probe run in the evaluation worker)."""
+def _probe(check: str):
+    """The verdict of a test whose own code is ``check`` (a probe run in the evaluation worker)."""
+    return run_tests("def answer():\n    return 1\n", {"kind": "assert", "code": check + "\nassert ok and answer()"})
+
+
+def _data_probe(expression: str):
+    """The verdict of a test that executes the program's answer (refused: program data never runs)."""
     program = f"def answer():\n    return {expression!r}\n"
     return run_tests(program, {"kind": "assert", "code": "ns = {}\nexec(answer(), ns)\nassert ns['ok'] is True"})
 
@@ -90,9 +96,13 @@ def test_a_test_that_executes_program_data_runs_confined(host, fresh_workers, ho
 @EACH_BACKEND
 def test_nothing_one_program_does_in_the_worker_reaches_the_next(fresh_workers):
     fresh_workers()
-    patch = "import builtins\nbuiltins.len = lambda x: 3\nbuiltins.sorted = lambda x: [1, 2, 3]\nok = True"
-    assert _probe(patch).all_passed  # the patch ran, in that program's own worker
-    spec = {"kind": "assert", "code": "assert len(items()) == 3 and sorted(items()) == [1, 2, 3]"}
+    patch = "import builtins\nbuiltins.sorted = lambda x: [1, 2, 3]\nbuiltins.trl_ext_probe = 1\nok = True"
+    assert _probe(patch).all_passed  # the patch ran, in that evaluation's own process
+    assert "unsupported_test" in _data_probe(patch).statuses  # as program data it never runs
+    spec = {
+        "kind": "assert",
+        "code": "import builtins\nassert not hasattr(builtins, 'trl_ext_probe')\nassert sorted(items()) == [1, 2, 3]",
+    }
     assert not run_tests("def items():\n    return [3, 1]\n", spec).all_passed
     assert run_tests("def items():\n    return [3, 1, 2]\n", spec).all_passed
 
@@ -100,7 +110,7 @@ def test_nothing_one_program_does_in_the_worker_reaches_the_next(fresh_workers):
 def test_without_a_local_sandbox_executing_tests_are_refused_and_logged(fresh_workers, caplog, host):
     fresh_workers("none")
     with caplog.at_level(logging.WARNING, logger="trl_ext.sandbox"):
-        report = _probe("import os\nos.system('touch " + str(host["marker"]) + "')\nok = True")
+        report = _data_probe("import os\nos.system('touch " + str(host["marker"]) + "')\nok = True")
     assert not report.all_passed and "unsupported_test" in report.statuses
     assert not host["marker"].exists()
     assert any("unconfined" in r.getMessage() for r in caplog.records)

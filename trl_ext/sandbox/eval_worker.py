@@ -9,10 +9,11 @@ environment built from nothing (never the trainer's: no token), rlimits, and a f
 the worker imports ``replay.py`` once and forks a child per task (a fork server: milliseconds, where a new
 interpreter costs tens), so nothing one program's data did reaches the next program's verdict.
 
-Where neither backend can run, the worker runs unconfined (scrubbed environment, own uid as root) under an audit
-hook: an evaluation that compiles or executes anything but the test itself (``compile``/``eval``/``exec`` of data,
-``pickle`` globals, ``marshal``, new code objects, processes, sockets, ctypes) is stopped and answered
-"unsupported" (the case fails with status ``unsupported_test``, counted in the reward's outcomes), and a warning is
+In every mode, an audit hook refuses a test that executes data (``compile``/``eval``/``exec`` of anything but the
+test, ``pickle`` globals, ``marshal``, new code objects; from the test or any library it calls), before that code
+runs: code running in the evaluating interpreter could forge the verdict, so program data never runs there. The
+case fails with status ``unsupported_test`` (counted in the reward's outcomes); docs/sandbox.md, class 4. Where
+neither backend can run, the worker runs unconfined (scrubbed environment, own uid as root), and a warning is
 logged once per process.
 """
 
@@ -40,66 +41,90 @@ _REPLAY_IN_BWRAP = "/trl_ext_replay.py"
 _LIMITS = Limits(timeout_s=60.0, memory_mb=2048, nproc=16, nofile=256)
 _ENV = {**SAFE_ENV, "PYTHONHASHSEED": "0"}  # replay.py needs a fixed hash seed (set orders agree between passes)
 _LOGGER = logging.getLogger("trl_ext.sandbox")
-UNCONFINED_DETAIL = "refused: the test executes data and no local sandbox can confine the evaluation worker here"
+REFUSED_DETAIL = (
+    "refused: the test executes data (eval/exec/pickle of a program's result), which could forge the verdict"
+)
 
 # Runs in the confined interpreter: rlimits, the uid drop (bubblewrap as root), then replay.py's worker loop.
 _BOOT = """
 import json, os, resource, runpy, sys
-path, uid, limits, guard = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4] == "1"
+path, uid, limits = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
 for name, value in limits.items():
     resource.setrlimit(getattr(resource, name), value)
 if uid >= 0 and os.geteuid() == 0:
     os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
 sys.argv = [path]
 replay = runpy.run_path(path, run_name="trl_ext_replay_worker")
-if guard:
-    import ast
-    getframe, TEST_FILES = sys._getframe, ("tests.py", "prefix.py")
-    evaluate, compiled, state = replay["evaluate"], replay["_compiled"], {"armed": False, "refused": False}
-    REFUSED = ("pickle.find_class", "marshal.load", "marshal.loads", "code.__new__", "os.system", "os.exec",
-               "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "subprocess.Popen", "socket.", "ctypes.",
-               "os.kill", "os.putenv", "sys.setprofile", "sys.settrace", "object.__setattr__")
-    class Refused(BaseException):
-        pass
-    def hook(event, args):
-        if not state["armed"] or state.get("inside"):
-            return
-        state["inside"] = True  # what the hook itself does raises events too
-        try:
-            check(event, args)
-        finally:
-            state["inside"] = False
-    def check(event, args):
-        if getframe(2).f_code.co_filename not in TEST_FILES:
-            return  # only what the test itself does (imports and library internals compile and run code)
-        bad = event.startswith(REFUSED)
-        first = args[0] if args else None
-        source = first.decode(errors="replace") if isinstance(first, bytes) else first
-        bad = bad or (event == "compile" and not isinstance(source, ast.AST) and source not in state["sources"])
-        bad = bad or (event == "exec" and id(first) not in state["codes"])
-        if bad:
-            state["refused"], state["event"] = True, event
-            raise Refused(event)
-    sys.addaudithook(hook)
-    def guarded(task):
-        codes = compiled(task["test"], task.get("prefix"))  # cached: evaluate() runs these very objects
-        state["codes"], state["sources"] = {id(code) for code in codes}, {task.get("test"), task.get("prefix")}
-        state["armed"], state["refused"] = True, False
-        try:
-            answer = evaluate(task)
-        finally:
-            state["armed"] = False
-        if state["refused"]:
-            return {"verdict": "unsupported", "detail": DETAIL + " (" + state["event"] + ")", "calls": []}
-        return answer
-    replay["worker_main"].__globals__["evaluate"] = guarded
+import ast
+getframe, TEST_FILES = sys._getframe, ("tests.py", "prefix.py")
+evaluate, compiled, state = replay["evaluate"], replay["_compiled"], {"armed": False, "refused": False}
+# data becomes code through these: refused wherever the test is on the stack (timeit, runpy, doctest... included)
+CODE = ("compile", "exec", "pickle.find_class", "marshal.load", "marshal.loads", "code.__new__")
+# refused when the test itself calls them
+REFUSED = CODE + ("os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "subprocess.Popen",
+                  "socket.", "ctypes.", "os.kill", "os.putenv", "sys.setprofile", "sys.settrace", "object.__setattr__")
+# standard modules that generate code from checked identifiers (namedtuple, dataclasses), called by name only
+GENERATORS = tuple(os.path.join(os.path.dirname(os.__file__), name) for name in ("collections/__init__.py",
+                                                                                  "dataclasses.py"))
+class Refused(BaseException):
+    pass
+def hook(event, args):
+    if not state["armed"] or state.get("inside"):
+        return
+    state["inside"] = True  # what the hook itself does raises events too
+    try:
+        check(event, args)
+    finally:
+        state["inside"] = False
+def under_test(frame, whole_stack):
+    # the event's Python caller is the test, or (whole_stack) the test is up the stack and neither the import
+    # system nor a code generator of the standard library raised the event on its behalf
+    if not whole_stack:
+        return frame.f_code.co_filename in TEST_FILES
+    if frame.f_code.co_filename in GENERATORS:
+        return False
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name in TEST_FILES:
+            return True
+        if name.startswith("<frozen importlib"):
+            return False
+        frame = frame.f_back
+    return False
+def check(event, args):
+    if not event.startswith(REFUSED) or not under_test(getframe(2), event.startswith(CODE)):
+        return
+    first = args[0] if args else None
+    source = first.decode(errors="replace") if isinstance(first, bytes) else first
+    bad = event not in ("compile", "exec")
+    bad = bad or (event == "compile" and not isinstance(source, ast.AST) and source not in state["sources"])
+    bad = bad or (event == "exec" and id(first) not in state["codes"])
+    if bad:
+        state["refused"], state["event"] = True, event
+        raise Refused(event)
+sys.addaudithook(hook)
+def guarded(task):
+    codes = compiled(task["test"], task.get("prefix"))  # cached: evaluate() runs these very objects
+    state["codes"], state["sources"] = {id(code) for code in codes}, {task.get("test"), task.get("prefix")}
+    state["armed"], state["refused"] = True, False
+    try:
+        answer = evaluate(task)
+    finally:
+        state["armed"] = False
+    if state["refused"]:
+        return {"verdict": "unsupported", "detail": DETAIL + " (" + state["event"] + ")", "calls": []}
+    return answer
+replay["worker_main"].__globals__["evaluate"] = guarded
 one_evaluation = replay["worker_main"].__globals__["evaluate"]
 def in_a_fresh_process(task):
     # every evaluation in a fork of this process, which never ran a test: nothing one leaves reaches the next
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
-        os.close(read_end)
+        # the worker's task and answer pipes closed: nothing this evaluation writes reaches another's verdict
+        os.closerange(3, write_end)
+        os.closerange(write_end + 1, 1 << 16)
+        os.dup2(2, 0)
         try:
             answer = one_evaluation(task)
         except BaseException as exc:
@@ -140,9 +165,9 @@ def _rlimits() -> str:
     return json.dumps({k: v for k, v in _LIMITS.rlimits().items() if k not in skip})
 
 
-def _boot_args(path: str, uid: int, guard: bool) -> list[str]:
-    boot = _BOOT.replace("DETAIL", repr(UNCONFINED_DETAIL))
-    return [sandbox_interpreter(), "-s", "-c", boot, path, str(uid), _rlimits(), "1" if guard else "0"]
+def _boot_args(path: str, uid: int) -> list[str]:
+    boot = _BOOT.replace("DETAIL", repr(REFUSED_DETAIL))
+    return [sandbox_interpreter(), "-s", "-c", boot, path, str(uid), _rlimits()]
 
 
 def _popen(argv: list[str], env: dict, pass_fds=(), cwd: str | None = None) -> subprocess.Popen:
@@ -162,7 +187,7 @@ def _popen(argv: list[str], env: dict, pass_fds=(), cwd: str | None = None) -> s
 def _spawn_bwrap():
     backend = get_backend("bwrap")
     uid = UIDS.acquire() if os.geteuid() == 0 else -1
-    argv = backend.argv(_boot_args(_REPLAY_IN_BWRAP, uid, guard=False), _LIMITS)
+    argv = backend.argv(_boot_args(_REPLAY_IN_BWRAP, uid), _LIMITS)
     filter_fd = memfd_with(seccomp.bpf(allow_memfd=seccomp.memfd_allowed()), "eval-seccomp")
     info_r, info_w = os.pipe()  # the namespace init's pid: to reap where orphans come here
     at = argv.index("--remount-ro")
@@ -192,7 +217,7 @@ def _spawn_landlock():
         "min_abi": landlock.min_abi(),
         "seccomp_fd": filter_fd,
     }
-    argv = landlock.launcher_argv(config, _boot_args(_REPLAY, -1, guard=False))
+    argv = landlock.launcher_argv(config, _boot_args(_REPLAY, -1))
     env = {**landlock.env(scratch), "PYTHONHASHSEED": "0"}
     try:
         proc = _popen(argv, env, pass_fds=(filter_fd, pid_w), cwd=scratch)
@@ -204,7 +229,7 @@ def _spawn_landlock():
 
 def _spawn_unconfined():
     # no uid drop: without Landlock's CAP_DAC_READ_SEARCH hand-over the interpreter may sit where others cannot read
-    proc = _popen(_boot_args(_REPLAY, -1, guard=True), _ENV, cwd="/")
+    proc = _popen(_boot_args(_REPLAY, -1), _ENV, cwd="/")
     return proc, lambda: _finish(proc, -1, None)
 
 

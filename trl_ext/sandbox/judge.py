@@ -24,6 +24,7 @@ from trl_ext.sandbox.comparison import compare_stdio, values_equal
 from trl_ext.sandbox.eval_worker import evaluation_pool
 from trl_ext.sandbox.limits import Limits
 from trl_ext.sandbox.records import RecordStream
+from trl_ext.workers.pool import WorkerDied
 
 TEST_KINDS = ("stdio", "call", "assert")
 _MAX_ROUNDS = 4  # sandbox runs per assert test: calls whose arguments depend on earlier results take more
@@ -293,7 +294,7 @@ def _run_call(runner, program, spec, limits, stop_on_failure, float_tol) -> Test
 
 
 class EvaluatorUnavailable(Exception):
-    """The evaluation worker could not be started: the one failure of an assert test that is infrastructure's
+    """The evaluation worker could not be started, or died twice without answering: the one failure of an assert test that is infrastructure's
     (``TestReport.infra_error``). Nothing a program returns can raise it: decoding and comparing are total."""
 
 
@@ -317,7 +318,8 @@ class _EvaluationPool:
         try:
             return self._pool.map([task], deadline_s)[0]
         except RuntimeError as exc:
-            if type(exc) is RuntimeError:  # the pool's own "did not start"; RecursionError & co are not
+            # the pool's own "did not start" / "died twice without answering"; RecursionError & co are not
+            if type(exc) in (RuntimeError, WorkerDied):
                 raise EvaluatorUnavailable(str(exc)) from exc
             raise
 

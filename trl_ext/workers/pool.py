@@ -20,6 +20,10 @@ _POOLS: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
 Spawn = Callable[[], "tuple[subprocess.Popen, Callable[[], None] | None]"]
 
 
+class WorkerDied(RuntimeError):
+    """A worker exited (or wrote output nobody asked for) instead of answering, twice in a row."""
+
+
 class _Worker:
     """One worker process. Not thread-safe: the pool hands each worker to one thread at a time."""
 
@@ -53,6 +57,7 @@ class _Worker:
         self.proc, self.ready, self._cleanup = None, False, None
 
     def _readline(self, deadline: float) -> bytes | None:
+        """One line; None at the deadline; raises ``WorkerDied`` at end of file (the worker exited)."""
         fd = self.proc.stdout.fileno()
         while b"\n" not in self._buffer:
             remaining = deadline - time.monotonic()
@@ -60,31 +65,49 @@ class _Worker:
                 return None
             chunk = os.read(fd, 1 << 16)
             if not chunk:
-                return None
+                raise WorkerDied(f"worker {self.argv[:1]} exited without answering")
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line
 
-    def request(self, task: dict, deadline_s: float) -> dict | None:
-        """Send ``task`` and wait for the answer; None (after killing the worker) on deadline or crash."""
+    def _ensure_ready(self) -> None:
         if self.proc is None or self.proc.poll() is not None:
             self.kill()
             self.start()
         if not self.ready:
-            if self._readline(time.monotonic() + self.startup_timeout_s) is None:
+            try:
+                line = self._readline(time.monotonic() + self.startup_timeout_s)
+            except WorkerDied:
+                line = None
+            if line is None:
                 self.kill()
                 raise RuntimeError(f"worker {self.argv} did not start within {self.startup_timeout_s:.0f} s")
             self.ready = True
+
+    def _ask(self, task: dict, deadline_s: float) -> dict | None:
+        self._ensure_ready()
         try:
             self.proc.stdin.write(json.dumps(task).encode() + b"\n")
-        except BrokenPipeError:
+            line = self._readline(time.monotonic() + deadline_s)
+        except (BrokenPipeError, WorkerDied):
             self.kill()
-            return None
-        line = self._readline(time.monotonic() + deadline_s)
+            raise WorkerDied(f"worker {self.argv[:1]} exited without answering") from None
         if line is None:
             self.kill()  # a hard deadline: the next task gets a fresh process
             return None
+        if self._buffer:  # output nobody asked for: never read as a later task's answer
+            self.kill()
+            raise WorkerDied(f"worker {self.argv[:1]} wrote more than one answer")
         return json.loads(line)
+
+    def request(self, task: dict, deadline_s: float) -> dict | None:
+        """Send ``task`` and wait for the answer; None (after killing the worker) at the deadline. A worker that
+        dies without answering (or answers more than once) is replaced and asked once more; a second death
+        raises ``WorkerDied``: the infrastructure's failure, never the task's timeout."""
+        try:
+            return self._ask(task, deadline_s)
+        except WorkerDied:
+            return self._ask(task, deadline_s)
 
 
 class WorkerPool:
@@ -115,12 +138,15 @@ class WorkerPool:
             if self._idle is not None:
                 return
             self._workers = [_Worker(self._argv, self._startup_timeout_s, self._spawn) for _ in range(self.size)]
-            for worker in self._workers:
-                worker.start()  # all at once, so their imports overlap
+            self._executor = ThreadPoolExecutor(self.size, thread_name_prefix="trl-ext-worker")
+            # Started by the pool's own threads, which live as long as the pool: a sandbox's parent-death signal
+            # (bubblewrap's --die-with-parent, PR_SET_PDEATHSIG) fires when the THREAD that started it exits, so
+            # never the caller's thread, which may be short-lived. All at once, so their imports overlap.
+            for started in [self._executor.submit(worker.start) for worker in self._workers]:
+                started.result()
             self._idle = queue.Queue()
             for worker in self._workers:
                 self._idle.put(worker)
-            self._executor = ThreadPoolExecutor(self.size, thread_name_prefix="trl-ext-worker")
 
     def _run_one(self, task: dict, deadline_s: float) -> dict | None:
         worker = self._idle.get()
