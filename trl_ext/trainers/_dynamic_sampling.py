@@ -41,9 +41,11 @@ def missing_groups(informative_rounds: list[torch.Tensor], num_processes: int, n
     return max(0, num_processes * needed - have)
 
 
-def groups_per_rank(missing: int, num_processes: int) -> int:
-    """Each rank's share of the missing informative groups of the next (collective) round: ⌈missing / P⌉."""
-    return -(-missing // num_processes)
+def groups_per_rank(groups: int, num_processes: int) -> int:
+    """Each rank's share of ``groups`` (the next collective round, sized from the global missing count): ⌈groups / P⌉.
+
+    Sizing the round globally and then splitting it rounds up once, not once per rank."""
+    return -(-groups // num_processes)
 
 
 def round_groups(missing: int, informative_rate: float, max_groups: int, margin: float = 0.0) -> int:

@@ -148,11 +148,14 @@ class DynamicSamplingMixin:
                 missing = ds.missing_groups(masks, num_processes, needed)
                 if missing == 0:
                     break
-                size = ds.round_groups(
-                    ds.groups_per_rank(missing, num_processes),
-                    self._informative_rate.value,
-                    self._max_round_groups(needed, sizes),
-                    self._ext("dynamic_sampling_round_margin"),
+                size = ds.groups_per_rank(
+                    ds.round_groups(
+                        missing,
+                        self._informative_rate.value,
+                        num_processes * self._max_round_groups(needed, sizes),
+                        self._ext("dynamic_sampling_round_margin"),
+                    ),
+                    num_processes,
                 )
                 groups, round_skipped = self._take_groups(candidates, size)
                 skipped += round_skipped
