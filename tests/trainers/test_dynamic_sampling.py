@@ -15,26 +15,47 @@ from trl_ext.trainers import _dynamic_sampling as ds
 T, F = True, False
 
 
-def test_plan_keeps_informative_groups_round_by_round_on_each_rank():
+def test_plan_keeps_each_ranks_own_informative_groups_round_by_round():
     rounds = [torch.tensor([T, F, F, F]), torch.tensor([F, T, T, T])]  # 2 ranks × 2 groups per round
-    assert ds.missing_groups(rounds[:1], 2, needed=2) == 2  # rank 1 has none yet
+    assert ds.missing_groups(rounds[:1], 2, needed=2) == 3  # the batch needs 4, both ranks together hold 1
     assert ds.missing_groups(rounds, 2, needed=2) == 0
     plan = ds.plan_batch(rounds, 2, needed=2)
-    assert [[(r.round, r.group) for r in refs] for refs in plan] == [[(0, 0), (1, 1)], [(1, 0), (1, 1)]]
+    assert [[(r.round, r.rank, r.group) for r in refs] for refs in plan] == [
+        [(0, 0, 0), (1, 0, 1)],
+        [(1, 1, 0), (1, 1, 1)],
+    ]  # each rank held 2: nothing moves
     assert not any(ref.filled for refs in plan for ref in refs)
 
 
+def test_plan_pools_informative_groups_over_ranks():
+    # round 0: 2 groups per rank (rank 0: 2 informative, rank 1: 1); round 1: 1 group per rank (rank 0's informative)
+    rounds = [torch.tensor([T, T, T, F]), torch.tensor([T, F])]
+    assert ds.missing_groups(rounds[:1], 2, needed=2) == 1  # decided from the global count, not the emptiest rank
+    assert ds.missing_groups(rounds, 2, needed=2) == 0  # rank 1 holds 1 but rank 0's surplus covers it
+    plan = ds.plan_batch(rounds, 2, needed=2)
+    assert plan[0] == [ds.GroupRef(0, 0, 0, False), ds.GroupRef(0, 0, 1, False)]
+    assert plan[1] == [ds.GroupRef(0, 1, 0, False), ds.GroupRef(1, 0, 0, False)]  # rank 0's round-1 group moves
+    rows = ds.kept_gathered_rows(plan, [2, 1], G)
+    assert rows[2 * G] == (0, 2 * G) and rows[3 * G] == (1, 0)  # the moved group: rank 0's rows of round 1
+
+
 def test_plan_takes_rounds_of_any_size_and_fills_when_they_run_out():
-    # round 0: 2 groups per rank; round 1: 3 groups per rank; each rank needs 3
-    rounds = [torch.tensor([T, F, F, F]), torch.tensor([T, F, T, F, F, F])]
-    assert ds.missing_groups(rounds, 2, needed=3) == 3  # rank 1 found nothing
+    # round 0: 2 groups per rank; round 1: 3 groups per rank; each rank needs 3; rank 0 found 4, rank 1 none
+    rounds = [torch.tensor([T, T, F, F]), torch.tensor([T, F, T, F, F, F])]
+    assert ds.missing_groups(rounds, 2, needed=3) == 2
     plan = ds.plan_batch(rounds, 2, needed=3)
-    assert plan[0] == [ds.GroupRef(0, 0, False), ds.GroupRef(1, 0, False), ds.GroupRef(1, 2, False)]
-    assert plan[1] == [ds.GroupRef(0, 0, True), ds.GroupRef(0, 1, True), ds.GroupRef(1, 0, True)]
-    # the kept rows in the gathered tensors: rank 0's round-1 group 2 is row (0·3 + 2)·G; rank 1's round-0 group 0
-    # starts at row (1·2 + 0)·G of round 0
+    assert plan[0] == [ds.GroupRef(0, 0, 0, False), ds.GroupRef(0, 0, 1, False), ds.GroupRef(1, 0, 0, False)]
+    # rank 1 gets rank 0's surplus and fills the rest with its own first uninformative groups
+    assert plan[1] == [ds.GroupRef(0, 1, 0, True), ds.GroupRef(0, 1, 1, True), ds.GroupRef(1, 0, 2, False)]
+    # in the gathered tensors: rank 1's round-0 group 0 starts at row (1·2 + 0)·G of round 0; the moved group is
+    # rank 0's round-1 group 2, row (0·3 + 2)·G of round 1
     rows = ds.kept_gathered_rows(plan, [2, 3], G)
-    assert rows[2 * G] == (1, 2 * G) and rows[3 * G] == (0, 2 * G) and len(rows) == 6 * G
+    assert rows[3 * G] == (0, 2 * G) and rows[5 * G] == (1, 2 * G) and len(rows) == 6 * G
+
+
+@pytest.mark.parametrize("missing, processes, expected", [(3, 2, 2), (4, 2, 2), (1, 2, 1), (0, 2, 0), (5, 1, 5)])
+def test_each_rank_generates_its_share_of_the_missing_groups(missing, processes, expected):
+    assert ds.groups_per_rank(missing, processes) == expected
 
 
 @pytest.mark.parametrize(

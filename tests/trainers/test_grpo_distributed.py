@@ -21,9 +21,13 @@ SCRIPT = Path(grpo_family.__file__)
 
 
 def _torchrun_two_processes(*args: str) -> None:
+    _torchrun_two_processes_script(SCRIPT, *args)
+
+
+def _torchrun_two_processes_script(script: str | Path, *args: str) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(SCRIPT.parents[2])}
     # --standalone: a free port, so concurrent test runs on one machine do not collide on 29500.
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(SCRIPT)]
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(script)]
     result = subprocess.run([*command, *args], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-4000:]
 

@@ -1,9 +1,9 @@
 """Dynamic sampling with refill (DAPO, arXiv 2503.14476 §3.2, Algorithm 1): the round and batch bookkeeping.
 
-The trainer generates and scores rounds of prompt groups (no log-prob passes) until every process holds enough
-informative groups, then hands the kept groups to TRL's step once. Everything here is decided from the GATHERED
+The trainer generates and scores rounds of prompt groups (no log-prob passes) until all processes together hold
+enough informative groups, then hands the kept groups to TRL's step once. Everything here is decided from the GATHERED
 per-round outcomes, identical on all ranks, so every rank reaches the same decisions (how many groups each round
-generates, how many rounds, which groups each rank keeps) without any extra communication.
+generates, how many rounds, which groups each rank trains on and so which groups move between ranks).
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ MAX_ROUND_GROWTH = 4  # a round generates at most this many times the groups of 
 
 
 class GroupRef(NamedTuple):
-    """A prompt group kept for the optimizer batch: the round it was generated in and its index on its rank."""
+    """A prompt group kept for the optimizer batch: the round it was generated in, the rank that generated it and its
+    index among that rank's groups of the round."""
 
     round: int
+    rank: int
     group: int
     filled: bool  # an uninformative group used to fill the batch when the rounds ran out (advantage 0)
 
@@ -30,11 +32,20 @@ def _per_rank(mask: torch.Tensor, num_processes: int) -> torch.Tensor:
 
 
 def missing_groups(informative_rounds: list[torch.Tensor], num_processes: int, needed: int) -> int:
-    """The most informative groups any rank still lacks (rounds are collective, so the largest need sets them)."""
-    if not informative_rounds:
-        return needed
-    have = torch.stack([_per_rank(mask, num_processes).sum(dim=1) for mask in informative_rounds]).sum(dim=0)
-    return int((needed - have).clamp(min=0).max())
+    """Informative groups the whole batch still lacks: ``num_processes · needed`` minus the GATHERED informative count.
+
+    Kept groups are pooled over the processes (``plan_batch``), so a step is done when all processes together hold
+    enough, whichever rank generated them.
+    """
+    have = sum(int(mask.sum()) for mask in informative_rounds)
+    return max(0, num_processes * needed - have)
+
+
+def groups_per_rank(groups: int, num_processes: int) -> int:
+    """Each rank's share of ``groups`` (the next collective round, sized from the global missing count): ⌈groups / P⌉.
+
+    Sizing the round globally and then splitting it rounds up once, not once per rank."""
+    return -(-groups // num_processes)
 
 
 def round_groups(missing: int, informative_rate: float, max_groups: int, margin: float = 0.0) -> int:
@@ -51,31 +62,35 @@ def round_groups(missing: int, informative_rate: float, max_groups: int, margin:
 
 
 def plan_batch(informative_rounds: list[torch.Tensor], num_processes: int, needed: int) -> list[list[GroupRef]]:
-    """For each rank, the ``needed`` groups of its optimizer batch, sorted by (round, group).
+    """For each rank, the ``needed`` groups of its optimizer batch, sorted by (round, rank, group).
 
     ``informative_rounds[k]`` is the gathered bool mask of round k (one entry per group, ranks in order, the same
-    number of groups on every rank). Each rank keeps its first informative groups, round by round; if there are not
-    enough, it fills with its first uninformative ones (``filled=True``).
+    number of groups on every rank). Informative groups are pooled: each rank first keeps its own, round by round (up
+    to ``needed``, so as few groups as possible move); the surplus, in (round, rank, group) order, goes to the ranks
+    that lack groups, in rank order. A rank still short (too few informative groups over all ranks) fills with its
+    own first uninformative groups (``filled=True``); it generated at least ``needed`` groups, so it has enough.
     """
-    plan = []
+    own, spare = [[] for _ in range(num_processes)], [[] for _ in range(num_processes)]
+    for k, mask in enumerate(informative_rounds):
+        for rank, groups in enumerate(_per_rank(mask, num_processes).tolist()):
+            for g, ok in enumerate(groups):
+                (own if ok else spare)[rank].append(GroupRef(k, rank, g, False))
+    kept = [refs[:needed] for refs in own]
+    surplus = sorted(ref for refs in own for ref in refs[needed:])
     for rank in range(num_processes):
-        informative, spare = [], []
-        for k, mask in enumerate(informative_rounds):
-            for g, ok in enumerate(_per_rank(mask, num_processes)[rank].tolist()):
-                (informative if ok else spare).append(GroupRef(k, g, False))
-        kept = informative[:needed]
-        kept += [ref._replace(filled=True) for ref in spare[: needed - len(kept)]]
-        plan.append(sorted(kept))
-    return plan
+        taken, surplus = surplus[: needed - len(kept[rank])], surplus[needed - len(kept[rank]) :]
+        kept[rank] += taken
+        kept[rank] += [ref._replace(filled=True) for ref in spare[rank][: needed - len(kept[rank])]]
+    return [sorted(refs) for refs in kept]
 
 
 def kept_gathered_rows(plan: list[list[GroupRef]], round_sizes: list[int], group_size: int) -> list[tuple[int, int]]:
     """(round, row in that round's GATHERED tensor) of every kept row, ranks in order: the rows TRL would have
-    gathered had it generated the kept batch itself."""
+    gathered had each rank generated the groups it trains on itself."""
     rows = []
-    for rank, refs in enumerate(plan):
+    for refs in plan:
         for ref in refs:
-            start = (rank * round_sizes[ref.round] + ref.group) * group_size
+            start = (ref.rank * round_sizes[ref.round] + ref.group) * group_size
             rows.extend((ref.round, start + i) for i in range(group_size))
     return rows
 

@@ -1,7 +1,8 @@
 """Dynamic sampling with refill (DAPO, arXiv 2503.14476 §3.2), as one trainer mixin.
 
-A step generates and scores rounds of prompt groups (no log-prob pass) until every process holds enough informative
-groups, then hands the kept groups to TRL's step once (``GRPOHookMixin.trl_step_on``, the replay). The bookkeeping
+A step generates and scores rounds of prompt groups (no log-prob pass) until all processes together hold enough
+informative groups, pools the kept groups over the processes (each group moves whole: its prompt rows, TRL's generation
+of it with vLLM's sampling log-probs, its reward-function log columns) and hands each process's share to TRL's step once (``GRPOHookMixin.trl_step_on``, the replay). The bookkeeping
 that every rank decides alike from gathered outcomes lives in ``_dynamic_sampling``; the private TRL touches in
 ``_trl_hooks``; the checkpoint hooks in ``_trl_checkpoint`` (this mixin saves its state through them).
 """
@@ -36,6 +37,18 @@ class Round(NamedTuple):
     rollout: Rollout
     rewards_per_func: torch.Tensor
     extra_logs: dict[str, list]
+
+    def group(self, rank: int, index: int, group_size: int) -> Round:
+        """Group ``index`` of this process (``rank``) alone: the record that moves whole to the process training on
+        it (its rewards are the group's rows of the gathered tensor, on the CPU)."""
+        rows = range(index * group_size, (index + 1) * group_size)
+        start = rank * len(self.rows) + index * group_size
+        return Round(
+            [self.rows[i] for i in rows],
+            Rollout.of_rows([self.rollout], [(0, i) for i in rows]),
+            self.rewards_per_func[start : start + group_size].cpu(),
+            {column: [values[i] for i in rows] if values else None for column, values in self.extra_logs.items()},
+        )
 
 
 def is_shaping_reward(reward_func: Callable) -> bool:
@@ -121,8 +134,8 @@ class DynamicSamplingMixin:
         return [i for i, name in enumerate(self.reward_func_names) if name in names]
 
     def _dynamic_sampling(self, inputs: list[dict]) -> tuple[dict, torch.Tensor]:
-        """Generate and score rounds until each rank holds enough informative groups, then run TRL's step once on the
-        kept groups. Returns (this rank's batch, the gathered total reward of the kept batch, NaN for filled groups)."""
+        """Generate and score rounds until all ranks together hold enough informative groups, then run TRL's step once
+        on this rank's share of the pooled kept groups. Returns (this rank's batch, the gathered total reward of the kept batch, NaN for filled groups)."""
         if "image" in inputs[0] or "images" in inputs[0]:
             raise ValueError("dynamic_sampling=True does not support image prompts; set dynamic_sampling=False.")
         group_size, num_processes = self.num_generations, self.accelerator.num_processes
@@ -135,11 +148,14 @@ class DynamicSamplingMixin:
                 missing = ds.missing_groups(masks, num_processes, needed)
                 if missing == 0:
                     break
-                size = ds.round_groups(
-                    missing,
-                    self._informative_rate.value,
-                    self._max_round_groups(needed, sizes),
-                    self._ext("dynamic_sampling_round_margin"),
+                size = ds.groups_per_rank(
+                    ds.round_groups(
+                        missing,
+                        self._informative_rate.value,
+                        num_processes * self._max_round_groups(needed, sizes),
+                        self._ext("dynamic_sampling_round_margin"),
+                    ),
+                    num_processes,
                 )
                 groups, round_skipped = self._take_groups(candidates, size)
                 skipped += round_skipped
@@ -213,9 +229,10 @@ class DynamicSamplingMixin:
         self, rounds: list[Round], plan: list[list[ds.GroupRef]], sizes: list[int]
     ) -> tuple[dict, torch.Tensor]:
         group_size, rank = self.num_generations, self.accelerator.process_index
-        local = [(ref.round, ref.group * group_size + i) for ref in plan[rank] for i in range(group_size)]
-        rows = [rounds[k].rows[i] for k, i in local]
-        rollout = Rollout.of_rows([r.rollout for r in rounds], local)
+        kept = self._exchange_groups(rounds, plan)
+        local = [(j, i) for j in range(len(kept)) for i in range(group_size)]
+        rows = [row for group in kept for row in group.rows]
+        rollout = Rollout.of_rows([group.rollout for group in kept], local)
         gathered = ds.kept_gathered_rows(plan, sizes, group_size)
         offsets = [0]
         for generated in rounds:
@@ -223,7 +240,7 @@ class DynamicSamplingMixin:
         all_rewards = torch.cat([generated.rewards_per_func for generated in rounds])
         rewards_per_func = all_rewards[torch.tensor([offsets[k] + i for k, i in gathered], device=all_rewards.device)]
         self.set_pending_extra_logs(
-            self._kept_extra_logs([r.extra_logs for r in rounds], [len(r.rows) for r in rounds], local)
+            self._kept_extra_logs([group.extra_logs for group in kept], [group_size] * len(kept), local)
         )
         output = self.trl_step_on(rows, rollout, rewards_per_func)
         filled = torch.tensor([ref.filled for ref in plan[rank]], device=output["advantages"].device)
@@ -235,6 +252,27 @@ class DynamicSamplingMixin:
         if self._skipper is not None:
             self._skipper.adjust()
         return output, total
+
+    def _exchange_groups(self, rounds: list[Round], plan: list[list[ds.GroupRef]]) -> list[Round]:
+        """This rank's kept groups, in plan order: its own from ``rounds``, the others' received whole from the ranks
+        that generated them. Every rank reads the same plan, so all of them take part in the exchange or none does."""
+        group_size, rank = self.num_generations, self.accelerator.process_index
+        moves = [(dest, ref) for dest, refs in enumerate(plan) for ref in refs if ref.rank != dest]
+        received = {}
+        if moves:
+            from accelerate.utils import gather_object
+
+            outgoing = {
+                (dest, ref): rounds[ref.round].group(rank, ref.group, group_size)
+                for dest, ref in moves
+                if ref.rank == rank
+            }
+            for sent in gather_object([outgoing]):
+                received.update({ref: group for (dest, ref), group in sent.items() if dest == rank})
+        return [
+            received[ref] if ref.rank != rank else rounds[ref.round].group(rank, ref.group, group_size)
+            for ref in plan[rank]
+        ]
 
     def _leave_out_filled_rows(self, output: dict, filled_rows: torch.Tensor, any_filled: bool) -> None:
         """Uninformative groups kept because the rounds ran out get advantage 0 and take no part in the loss or in

@@ -81,7 +81,7 @@ class GRPOConfig(trl.GRPOConfig, ReferenceResetArguments):
             "by a running informative-rate estimate (checkpointed); once the rate is known a step needs one round or "
             "a second small one (see dynamic_sampling_round_margin). Refill prompts come from a second, identically sharded sampler over train_dataset (seeded with "
             "`seed` + 1), which must be map-style. Rounds are collective: every process generates the same number "
-            "of groups per round and a process already full discards its extra groups. Not supported with tools, "
+            "of groups per round, and the kept groups are pooled over the processes (each trains on its share). Not supported with tools, "
             "environment_factory, rollout_func or image prompts."
         },
     )
@@ -283,7 +283,8 @@ class GRPOTrainer(
 
     Advantages other than 'grpo' are computed with ``trl_ext.core`` on the gathered rewards of all processes and
     this process's rows are sliced out. Dynamic sampling refills: it generates further rounds of prompt groups (every
-    rank the same number of rounds, since generation gathers) until each rank holds only informative groups.
+    rank the same number of rounds, since generation gathers) until all ranks together hold enough informative groups,
+    which are then pooled: each rank trains on its share.
     """
 
     _tag_names = ["trl", "grpo", "trl-ext"]
