@@ -79,3 +79,9 @@ NAMED_SETS = {
 def test_wrong_answers_score_wrong(gold, right, wrong):
     answers = [r"\boxed{" + answer + "}" for answer in right + wrong]
     assert REWARD(answers, solution=[gold] * len(answers)) == [1.0] * len(right) + [-1.0] * len(wrong)
+
+
+def test_ordered_list_with_a_repeated_entry_is_wrong():
+    answers = [r"\boxed{10, 4, -2}", r"\boxed{10, 4, -2, 4}", r"\boxed{10, 10, 4, -2}", r"\boxed{\sqrt2, 4, \sqrt2}"]
+    golds = ["10, 4, -2"] * 3 + [r"\sqrt2, 4"]
+    assert REWARD(answers, solution=golds, ordered_lists=[True] * 4) == [1.0, -1.0, -1.0, -1.0]

@@ -436,12 +436,12 @@ def plain_fraction(part: str) -> Fraction | None:
 def fraction_verdict(gold: tuple[str, ...], answer: tuple[str, ...], ordered: bool = False) -> bool | None:
     """The verdict when every gold and answer part is a plain integer or integer fraction (the same multiset of
     values, or the same sequence when ``ordered``; when the answer has more parts than the gold, a value it
-    writes twice counts once), else None (the workers decide)."""
+    writes twice counts once, unless ordered), else None (the workers decide)."""
     gold_values = [plain_fraction(part) for part in gold]
     answer_values = [plain_fraction(part) for part in answer]
     if None in gold_values or None in answer_values:
         return None
-    if len(answer_values) > len(gold_values):
+    if len(answer_values) > len(gold_values) and not ordered:  # a sequence written with an extra entry is another
         answer_values = list(dict.fromkeys(answer_values))
     return answer_values == gold_values if ordered else sorted(answer_values) == sorted(gold_values)
 

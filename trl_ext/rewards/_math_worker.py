@@ -207,7 +207,7 @@ class Grader:
         answer gives bare values)."""
         if len(gold) == 1 and len(answer) > 1:
             answer = _union_of_relations(answer, gold[0]) or answer  # "x < -1 or x > 3" for a union
-        if len(answer) > len(gold):  # the same value written twice (1/2 and 0.5) counts once
+        if len(answer) > len(gold) and not ordered:  # the same value written twice (1/2 and 0.5) counts once
             kept = []
             for part in answer:
                 if not any(self.same(other, part, timeout) for other in kept):
