@@ -85,3 +85,17 @@ def test_ordered_list_with_a_repeated_entry_is_wrong():
     answers = [r"\boxed{10, 4, -2}", r"\boxed{10, 4, -2, 4}", r"\boxed{10, 10, 4, -2}", r"\boxed{\sqrt2, 4, \sqrt2}"]
     golds = ["10, 4, -2"] * 3 + [r"\sqrt2, 4"]
     assert REWARD(answers, solution=golds, ordered_lists=[True] * 4) == [1.0, -1.0, -1.0, -1.0]
+
+
+WORDS_THAT_CHANGE_THE_VALUE = [
+    r"2 \text{ thousand}", r"2\textbf{ thousand}", r"2 \text{ million}", r"2 \text{ dozen}", r"2 \text{ squared}",
+    r"2 \text{ halves}", r"2 \text{ minus one}", "2 plus one", r"2\operatorname{lcm}",
+    r"2 \text{ maybe}",
+]  # fmt: skip
+
+
+def test_number_and_operation_words_are_not_units():
+    answers = [r"\boxed{2 \text{ meters}}", r"\boxed{2 apples}"] + [
+        r"\boxed{" + a + "}" for a in WORDS_THAT_CHANGE_THE_VALUE
+    ]
+    assert REWARD(answers, solution=["2"] * len(answers)) == [1.0, 1.0] + [-1.0] * len(WORDS_THAT_CHANGE_THE_VALUE)

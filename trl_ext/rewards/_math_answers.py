@@ -63,10 +63,13 @@ _UNIT_ALIASES = {
     "degree": "deg", "dollar": "$", "liter": "l", "litre": "l", "mile": "mi", "yard": "yd", "unit": "",
 }  # fmt: skip
 _SHORT_UNITS = {"cm", "m", "km", "mm", "in", "ft", "s", "min", "h", "hr", "hrs", "kg", "g", "mi", "yd", "l", "ml", "deg"}  # fmt: skip
-_QUALIFIERS = {
+_QUALIFIERS = {  # hedges, and number or operation words (they change the value: never a unit)
     "or", "and", "if", "when", "where", "for", "more", "less", "least", "most", "not", "only", "approximately",
     "approx", "about", "around", "at", "than", "all", "any", "each", "every", "but", "also", "unless", "otherwise",
-    "is", "are", "be", "odd", "even", "none", "no", "yes", "exactly", "nearly", "roughly", "over", "under",
+    "is", "are", "be", "odd", "even", "none", "no", "yes", "exactly", "nearly", "roughly", "over", "under", "maybe",
+    "probably", "ish", "plus", "minus", "times", "squared", "cubed", "percent", "lcm", "gcd", "mod", "log", "hundred",
+    "thousand", "million", "billion", "trillion", "dozen", "half", "halves", "third", "thirds", "quarter", "quarters",
+    "fourths", "tenths", "hundredths", "thousandths", "pi",
 }  # fmt: skip
 _UNIT_TAIL = re.compile(
     r"(?:(?:\\[,;: ]|~|\s)*" + _TEXT_COMMANDS + r"\s*\{\s*([A-Za-z][A-Za-z ./]*?)\s*\}"  # 5\textbf{ cm}
@@ -423,13 +426,10 @@ def plain_fraction(part: str) -> Fraction | None:
     if match is None:
         return None
     sign, integer, numerator, denominator, slash_numerator, slash_denominator = match.groups()
-    if integer is not None:
-        value = Fraction(int(integer))
-    else:
-        top, bottom = int(numerator or slash_numerator), int(denominator or slash_denominator)
-        if bottom == 0:
-            return None
-        value = Fraction(top, bottom)
+    top, bottom = int(integer or numerator or slash_numerator), int(denominator or slash_denominator or 1)
+    if bottom == 0:
+        return None
+    value = Fraction(top, bottom)
     return -value if sign == "-" else value
 
 
