@@ -99,3 +99,8 @@ def test_number_and_operation_words_are_not_units():
         r"\boxed{" + a + "}" for a in WORDS_THAT_CHANGE_THE_VALUE
     ]
     assert REWARD(answers, solution=["2"] * len(answers)) == [1.0, 1.0] + [-1.0] * len(WORDS_THAT_CHANGE_THE_VALUE)
+
+
+def test_a_missing_ordered_lists_value_takes_the_option():
+    reward = MathAccuracy(timeout_s=20.0, ordered_lists=True, correct_value=1.0, wrong_value=-1.0)
+    assert reward([r"\boxed{1, 2}"] * 2, solution=["2, 1"] * 2, ordered_lists=[None, False]) == [-1.0, 1.0]

@@ -72,12 +72,12 @@ def _safe_repr(value: Any) -> str | None:
         return None
 
 
-def _ordered_flags(column_values: Any, name: str) -> list[bool]:
+def _ordered_flags(column_values: Any, name: str, default: bool) -> list[bool]:
     """The ``ordered_lists`` column as booleans; a non-boolean row is an error (``bool("false")`` is True)."""
     flags = []
     for row, flag in enumerate(column_values):
-        if flag is None or type(flag).__name__ == "bool_":  # a missing value; numpy's bool
-            flag = bool(flag)
+        if flag is None or type(flag).__name__ == "bool_":  # a missing value (the reward's option); numpy's bool
+            flag = default if flag is None else bool(flag)
         if not isinstance(flag, bool):
             raise ValueError(
                 f"{name}: column `ordered_lists` row {row} is {flag!r} ({type(flag).__name__}); it must be a "
@@ -198,7 +198,11 @@ class MathAccuracy(RewardFunction):
     def __call__(self, completions: list, **kwargs: Any) -> list[float | None]:
         golds = column(kwargs, ("solution", "answer"), len(completions), self.__name__)
         ordered = kwargs.get("ordered_lists")
-        ordered = [self.ordered_lists] * len(golds) if ordered is None else _ordered_flags(ordered, self.__name__)
+        ordered = (
+            [self.ordered_lists] * len(golds)
+            if ordered is None
+            else _ordered_flags(ordered, self.__name__, self.ordered_lists)
+        )
         if len(ordered) != len(golds):
             raise ValueError(f"{self.__name__}: column `ordered_lists` has {len(ordered)} rows, not {len(golds)}.")
         keys: list[tuple | str | None] = []
