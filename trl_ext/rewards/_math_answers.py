@@ -6,18 +6,17 @@ because no maintained library does it; all of it is plain string work, the maths
   "x = 1 or x = 2", ``p=5,q=2;p=7,q=2``) into a multiset of parts compared one by one: math-verify keeps one
   box, or compares a comma list as a set that also equals a tuple or an interval;
 - read ``1\\,000``, ``1{,}000``, ``1,\\! 000`` or ``1 000`` as one number (math-verify reads a product or a list);
-- compare word answers as words: math-verify reads ``\\text{no}`` as the product n·o, so anagrams are equal;
-- option letters ((C), \\text{C}, c) and answers that do not parse (a ``cases`` block) by an exact match of
-  normalised strings, never by a number found somewhere in the text; times of day as times;
+- compare word answers as words (math-verify reads ``\\text{no}`` as n·o); option letters ((C), \\text{C}, c) and
+  unparsed answers (a ``cases`` block) by exact normalised strings, never a number from free text; times as times;
 - strip units only after a plain number and refuse a different unit: math-verify strips units on both sides
   (``5\\text{ cm}`` equals ``5\\text{ m}``) and reads ``3t`` or ``2\\text{ or more}`` as plain numbers;
 - keep a degree sign inside an expression as a value (math-verify drops it: ``\\sin(90^\\circ - x)`` would
   equal ``\\sin(90 - x)``), read mixed numbers ``1 1/2``, and decide golds that are broken LaTeX.
-This file imports only the standard library: the math workers load it by path (importing the trl_ext package
-would import torch in every worker).
+Standard library only: the math workers load this file by path (the trl_ext package would import torch).
 """
 
 import re
+from decimal import Decimal
 from fractions import Fraction
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
@@ -30,18 +29,19 @@ _ESCAPED = re.compile(r"\\[$%]")
 _THOUSANDS = re.compile(r"(?<![\d.])([1-9]\d{0,2})((?:(?:(?:,|\{,\})(?:\\!\s*)?|\\[,!;: ]|~| )\d{3})+)(?![\d])")
 _THOUSANDS_SEP = re.compile(r"\{,\}|\\[,!;: ]|[,~ ]")
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d+)\}")
-_SET_BUILDER = re.compile(r"(?:\\left)?\\\{\s*[A-Za-z]\s*(?:\\mid|\\middle\||\||:)\s*(.+?)\s*(?:\\right)?\\\}")
+# no spacing around the lazy body (stripped after): "\s*(.+?)\s*" was cubic on a run of spaces with no "\}"
+_SET_BUILDER = re.compile(r"(?:\\left)?\\\{\s*[A-Za-z]\s*(?:\\mid|\\middle\||\||:)(.+?)(?:\\right)?\\\}")
 _PLAIN_FRACTION = re.compile(
     r"([-+]?)\s*(?:(\d+)|\\[dt]?frac\s*\{\s*([-+]?\d+)\s*\}\s*\{\s*([-+]?\d+)\s*\}|(\d+)\s*/\s*(\d+))"
 )
 _EMPTY_SET = re.compile(r"\\varnothing|\\emptyset|\\O|(?:\\left)?\\\{\s*(?:\\right)?\\\}")
 _DEGREE = r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\degree|°)"
-_DEGREE_NUMBER = re.compile(r"(\d+(?:\.\d+)?)\s*" + _DEGREE)
+_DEGREE_NUMBER = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*" + _DEGREE)
 _BARE_DEGREES = re.compile(r"\s*[-+]?\s*\d+(?:\.\d+)?\s*" + _DEGREE + r"\s*")
 _MIXED_NUMBER = re.compile(r"([-+]?)(\d+)\s+(\d+)\s*/\s*(\d+)")
 _CURRENCY_LABEL = re.compile(r"^[^=]*\\\$\s*=(?!=)")  # "\frac{1}{2} \$ = \frac{10}{9}": the value is after "="
 _MEMBER_PREFIX = re.compile(r"^\s*[A-Za-z]\s*\\in(?![A-Za-z])\s*")
-_LONG_DECIMAL = re.compile(r"[-+]?(\d*)\.(\d+)(?:(?:\\times|\\cdot|\*)10\^\{?[-+]?\d+\}?|[eE][-+]?\d+)?")
+_LONG_DECIMAL = re.compile(r"([-+]?)(\d*)\.(\d+)(?:(?:\\times|\\cdot|\*)10\^\{?([-+]?\d+)\}?|[eE]([-+]?\d+))?")
 _TIME = re.compile(r"(\d{1,2}):(\d\d)(?::(\d\d))?\s*(?:\\,|~)?\s*([ap])?\.?\s*(?:m\b\.?)?", re.IGNORECASE)
 _PERCENT = re.compile(r"\\text\s*\{\s*(?:\\?%|percent)\s*\}|\\?%|\bpercent\b")
 _OUTER_DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
@@ -63,10 +63,13 @@ _UNIT_ALIASES = {
     "degree": "deg", "dollar": "$", "liter": "l", "litre": "l", "mile": "mi", "yard": "yd", "unit": "",
 }  # fmt: skip
 _SHORT_UNITS = {"cm", "m", "km", "mm", "in", "ft", "s", "min", "h", "hr", "hrs", "kg", "g", "mi", "yd", "l", "ml", "deg"}  # fmt: skip
-_QUALIFIERS = {
+_QUALIFIERS = {  # hedges, and number or operation words (they change the value: never a unit)
     "or", "and", "if", "when", "where", "for", "more", "less", "least", "most", "not", "only", "approximately",
     "approx", "about", "around", "at", "than", "all", "any", "each", "every", "but", "also", "unless", "otherwise",
-    "is", "are", "be", "odd", "even", "none", "no", "yes", "exactly", "nearly", "roughly", "over", "under",
+    "is", "are", "be", "odd", "even", "none", "no", "yes", "exactly", "nearly", "roughly", "over", "under", "maybe",
+    "probably", "ish", "plus", "minus", "times", "squared", "cubed", "percent", "lcm", "gcd", "mod", "log", "hundred",
+    "thousand", "million", "billion", "trillion", "dozen", "half", "halves", "third", "thirds", "quarter", "quarters",
+    "fourths", "tenths", "hundredths", "thousandths", "pi",
 }  # fmt: skip
 _UNIT_TAIL = re.compile(
     r"(?:(?:\\[,;: ]|~|\s)*" + _TEXT_COMMANDS + r"\s*\{\s*([A-Za-z][A-Za-z ./]*?)\s*\}"  # 5\textbf{ cm}
@@ -199,12 +202,13 @@ def mixed_number(part: str) -> str:
     return f"{sign}\\frac{{{int(whole) * int(bottom) + int(top)}}}{{{bottom}}}"
 
 
-def significant_digits(part: str) -> int | None:
-    """The significant digits of a decimal printed with 6 or more (``2.314814814815 \\times 10^{-3}``): such a gold
-    is rounded, equal to an exact answer that rounds to it. A short decimal (``0.33``) is exact: None."""
+def printed_decimal(part: str) -> Decimal | None:
+    """The exact value of a decimal printed with 6 or more significant digits (``2.314814814815 \\times 10^{-3}``):
+    such a gold is rounded, equal to an exact answer that rounds to it. A short decimal (``0.33``) is exact: None."""
     match = _LONG_DECIMAL.fullmatch(_SPACING.sub("", part))
-    digits = len((match.group(1) + match.group(2)).lstrip("0")) if match else 0
-    return digits if digits >= 6 else None
+    if match is None or len((match.group(2) + match.group(3)).lstrip("0")) < 6:
+        return None
+    return Decimal(f"{match.group(1)}{match.group(2) or 0}.{match.group(3)}e{match.group(4) or match.group(5) or 0}")
 
 
 def time_of_day(part: str) -> tuple[int, int, int] | None:
@@ -230,8 +234,9 @@ def named_tuples(content: str) -> list[str] | None:
         matches = [_ASSIGNMENT.match(item) for item in group]
         if not all(matches):
             return None
-        names.append([match.group(1) for match in matches])
-        values.append("(" + ", ".join(item[match.end() :].strip() for item, match in zip(group, matches)) + ")")
+        pairs = sorted((match.group(1), item[match.end() :].strip()) for item, match in zip(group, matches))
+        names.append([name for name, _ in pairs])  # by name: "b=1,a=2" is the tuple (a, b) = (2, 1)
+        values.append("(" + ", ".join(value for _, value in pairs) + ")")
     return values if all(group == names[0] for group in names) and len(set(names[0])) == len(names[0]) else None
 
 
@@ -242,14 +247,13 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
     content = _PERCENT.sub("" if gold else "\\%", content)
     content = strip_delimiters(repeating_decimals(join_thousands(content)))
     content = _MEMBER_PREFIX.sub("", content) if "\\in" in content else content  # x \in (2, 12): the set
-    named = named_tuples(content) if ";" in content else None
-    if named is not None:
+    if ";" in content and (named := named_tuples(content)) is not None:
         return named
     if _EMPTY_SET.fullmatch(content):
         return ["\\emptyset"]
     builder = _SET_BUILDER.fullmatch(content)
-    if builder:  # {x | -1 < x < 3} -> -1 < x < 3, a relation math-verify compares with intervals
-        content = builder.group(1)
+    if builder and builder.group(1).strip():  # {x | -1 < x < 3} -> -1 < x < 3, compared with intervals
+        content = builder.group(1).strip()
     inner = _outer_set(content)
     pieces = split_top_level(inner if inner is not None else content)
     parts: list[str] = []
@@ -422,25 +426,22 @@ def plain_fraction(part: str) -> Fraction | None:
     if match is None:
         return None
     sign, integer, numerator, denominator, slash_numerator, slash_denominator = match.groups()
-    if integer is not None:
-        value = Fraction(int(integer))
-    else:
-        top, bottom = int(numerator or slash_numerator), int(denominator or slash_denominator)
-        if bottom == 0:
-            return None
-        value = Fraction(top, bottom)
+    top, bottom = int(integer or numerator or slash_numerator), int(denominator or slash_denominator or 1)
+    if bottom == 0:
+        return None
+    value = Fraction(top, bottom)
     return -value if sign == "-" else value
 
 
 def fraction_verdict(gold: tuple[str, ...], answer: tuple[str, ...], ordered: bool = False) -> bool | None:
     """The verdict when every gold and answer part is a plain integer or integer fraction (the same multiset of
     values, or the same sequence when ``ordered``; when the answer has more parts than the gold, a value it
-    writes twice counts once), else None (the workers decide)."""
+    writes twice counts once, unless ordered), else None (the workers decide)."""
     gold_values = [plain_fraction(part) for part in gold]
     answer_values = [plain_fraction(part) for part in answer]
     if None in gold_values or None in answer_values:
         return None
-    if len(answer_values) > len(gold_values):
+    if len(answer_values) > len(gold_values) and not ordered:  # a sequence written with an extra entry is another
         answer_values = list(dict.fromkeys(answer_values))
     return answer_values == gold_values if ordered else sorted(answer_values) == sorted(gold_values)
 

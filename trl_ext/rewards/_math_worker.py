@@ -21,6 +21,7 @@ import re
 import sys
 import threading
 import time
+from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal
 from functools import lru_cache, partial
 
 
@@ -53,7 +54,7 @@ class Part:
         self.assignment = text is not None and answers.is_assignment(text)
         self.brackets = answers.outer_brackets(text) if text is not None else None
         self.time = answers.time_of_day(text) if text is not None else None
-        self.digits = answers.significant_digits(text) if text is not None and gold else None
+        self.digits = answers.printed_decimal(text) if text is not None and gold else None
 
     @property
     def expr(self):
@@ -158,7 +159,7 @@ class Grader:
             gold_expr, answer_expr = _as_tuples(gold.expr, answer.expr)
         else:
             gold_expr, answer_expr = gold.expr, answer.expr
-        if gold.digits and _rounds_to(gold.expr, answer.expr, gold.digits):
+        if gold.digits is not None and _rounds_to(gold.digits, answer.expr):
             return True  # a gold printed with 6+ significant digits: an exact value that rounds to it
         if verify(gold_expr, answer_expr, timeout_seconds=timeout, allow_set_relation_comp=True):
             return True
@@ -206,7 +207,7 @@ class Grader:
         answer gives bare values)."""
         if len(gold) == 1 and len(answer) > 1:
             answer = _union_of_relations(answer, gold[0]) or answer  # "x < -1 or x > 3" for a union
-        if len(answer) > len(gold):  # the same value written twice (1/2 and 0.5) counts once
+        if len(answer) > len(gold) and not ordered:  # the same value written twice (1/2 and 0.5) counts once
             kept = []
             for part in answer:
                 if not any(self.same(other, part, timeout) for other in kept):
@@ -226,15 +227,20 @@ class Grader:
 _UNSIGNED = re.compile(r"(\b(?:is|are|be|equals)\s*:?\s*\$?\s*)\+\s*(?=\d)", re.IGNORECASE)
 
 
-def _rounds_to(gold, answer, digits: int) -> bool:
-    """True when the number ``answer`` rounded to ``digits`` significant digits is the number ``gold``."""
+def _rounds_to(gold: Decimal, answer) -> bool:
+    """True when the exact ``answer`` (no decimal in it: a printed decimal is compared as printed), rounded to the
+    significant digits of the printed decimal ``gold``, is ``gold``. Compared in decimal arithmetic, never in
+    doubles (which overflow to inf or 0 past 1e308 and keep 17 digits)."""
+    from sympy import Float
+
     try:
-        if not (gold.is_number and answer.is_number):
+        if not answer.is_number or answer.has(Float) or not gold:
             return False
-        gold_value, answer_value = complex(gold.evalf(30)), complex(answer.evalf(30))
-        if gold_value.imag or answer_value.imag:
+        digits = len(gold.as_tuple().digits)
+        value = answer.evalf(digits + 20)
+        if not (value.is_real and value.is_finite) or value.is_zero:
             return False
-        return f"{answer_value.real:.{digits - 1}e}" == f"{gold_value.real:.{digits - 1}e}"
+        return Context(prec=digits, Emax=MAX_EMAX, Emin=MIN_EMIN).plus(Decimal(str(value))) == gold
     except Exception:
         return False
 

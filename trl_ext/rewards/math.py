@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import math
 import sys
 import threading
 import warnings
@@ -52,15 +53,43 @@ def normalize_gold(gold: Any, ordered_lists: bool = False) -> tuple[tuple[str, .
     """
     if gold is None or isinstance(gold, bool):
         return None
+    if isinstance(gold, float) and not math.isfinite(gold):
+        return None  # nan / inf: not an answer (math-verify would read "nan" as the product n*a*n)
     if isinstance(gold, (int, float)):
-        gold = repr(gold)
+        gold = _safe_repr(gold)
+        if gold is None:
+            return None
     if not isinstance(gold, str) or not gold.strip():
         return None
     return gold_parts(gold, ordered_lists)
 
 
+def _safe_repr(value: Any) -> str | None:
+    """``repr(value)``, or None where Python refuses it (an int of more than 4,300 digits raises ValueError)."""
+    try:
+        return repr(value)
+    except ValueError:
+        return None
+
+
+def _ordered_flags(column_values: Any, name: str, default: bool) -> list[bool]:
+    """The ``ordered_lists`` column as booleans; a non-boolean row is an error (``bool("false")`` is True)."""
+    flags = []
+    for row, flag in enumerate(column_values):
+        if flag is None or type(flag).__name__ == "bool_":  # a missing value (the reward's option); numpy's bool
+            flag = default if flag is None else bool(flag)
+        if not isinstance(flag, bool):
+            raise ValueError(
+                f"{name}: column `ordered_lists` row {row} is {flag!r} ({type(flag).__name__}); it must be a "
+                "boolean (True: the row's list answer is ordered). Cast the column to bool in your dataset."
+            )
+        flags.append(flag)
+    return flags
+
+
 def _warn_gold(gold: Any) -> None:
-    text = repr(gold) if len(repr(gold)) <= 200 else repr(gold)[:200] + "..."
+    text = _safe_repr(gold) or f"<{type(gold).__name__} too long to print>"
+    text = text if len(text) <= 200 else text[:200] + "..."
     if text in _WARNED_GOLDS or len(_WARNED_GOLDS) > 10_000:
         return
     _WARNED_GOLDS.add(text)
@@ -169,7 +198,11 @@ class MathAccuracy(RewardFunction):
     def __call__(self, completions: list, **kwargs: Any) -> list[float | None]:
         golds = column(kwargs, ("solution", "answer"), len(completions), self.__name__)
         ordered = kwargs.get("ordered_lists")
-        ordered = [self.ordered_lists] * len(golds) if ordered is None else [bool(flag) for flag in ordered]
+        ordered = (
+            [self.ordered_lists] * len(golds)
+            if ordered is None
+            else _ordered_flags(ordered, self.__name__, self.ordered_lists)
+        )
         if len(ordered) != len(golds):
             raise ValueError(f"{self.__name__}: column `ordered_lists` has {len(ordered)} rows, not {len(golds)}.")
         keys: list[tuple | str | None] = []
