@@ -90,12 +90,13 @@ NO_PROCESS_TARGET = frozenset(
     rseq close_range faccessat2 epoll_pwait2 landlock_create_ruleset landlock_add_rule landlock_restrict_self
     futex_waitv set_mempolicy_home_node cachestat map_shadow_stack futex_wake futex_wait futex_requeue""".split()  # noqa: SIM905 - a table, one name per word
 )
-# checked by argument below: clone (namespace flags), clone3 (ENOSYS: flags hidden in a struct, libc falls back to
+# checked by argument below: clone (namespace flags, CLONE_PARENT), clone3 (ENOSYS: flags hidden in a struct, libc falls back to
 # clone), open/openat (O_TMPFILE), fcntl (F_SETPIPE_SZ), umask, memfd_create (needs a memory cgroup)
 ARGUMENT_CHECKED = frozenset({"clone", "clone3", "open", "openat", "fcntl", "umask", "memfd_create"})
 
-# CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
-_NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
+# CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET; CLONE_PARENT (the child would be the caller's
+# sibling: under landlock a child of the trainer, a zombie nobody in the run can wait for)
+_CLONE_DENIED_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x8000)
 _O_TMPFILE = 0o20000000
 _F_SETPIPE_SZ = 1031
 _OWNER_RX = 0o500
@@ -146,11 +147,11 @@ def bpf(allow_memfd: bool) -> bytes:
 
 
 def _add_argument_rules(rules, sc, allow, deny, allow_memfd: bool) -> None:
-    namespaces = 0
-    for flag in _NAMESPACE_FLAGS:
-        namespaces |= flag
+    refused = 0
+    for flag in _CLONE_DENIED_FLAGS:
+        refused |= flag
         rules.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
-    rules.add_rule(allow, "clone", sc.Arg(0, sc.MASKED_EQ, namespaces, 0))
+    rules.add_rule(allow, "clone", sc.Arg(0, sc.MASKED_EQ, refused, 0))
     # clone3: no rule, the default (ENOSYS) applies
     for name, index in (("open", 1), ("openat", 2)):
         rules.add_rule(allow, name, sc.Arg(index, sc.MASKED_EQ, _O_TMPFILE, 0))
