@@ -224,7 +224,7 @@ class _Stop(BaseException):
 
 
 class ProgramError(Exception):
-    """Raised by a stand-in whose call raised an exception that is not a builtin ``Exception`` class."""
+    """Raised by a stand-in whose call raised an exception that is not a builtin exception class."""
 
 
 class _Pending:
@@ -273,9 +273,8 @@ def _contains_pending(value: Any, depth: int = 0) -> bool:
     return False
 
 
-_EXCEPTIONS = {
-    name: value for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, Exception)
-}
+# KeyboardInterrupt and SystemExit too: a test's ``except Exception`` must not catch them
+_EXCEPTIONS = {k: v for k, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}
 
 
 class _Session:
