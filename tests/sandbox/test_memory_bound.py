@@ -68,3 +68,38 @@ def test_run_cgroups_are_emptied_and_reused():
     cgroups = [p for p in parent.iterdir() if p.name.startswith("run-")]
     assert len(cgroups) <= len(before) + 1  # one at a time here: one cgroup serves them all
     assert all((p / "cgroup.procs").read_text() == "" for p in cgroups)
+
+
+SOCKET_BUFFERS = """
+import socket
+try:
+    socket.socketpair()
+except PermissionError:
+    print("REFUSED")
+    raise SystemExit
+held, keep = 0, []
+while held < (400 << 20):
+    pair = socket.socketpair()
+    keep.append(pair)
+    for end in pair:
+        end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 24)
+        end.setblocking(False)
+        try:
+            while True:
+                held += end.send(bytes(65536))
+        except OSError:
+            pass
+print("ALL HELD")
+"""
+
+
+@EACH_BACKEND
+def test_socket_buffers_count_or_socketpair_is_refused():
+    """Socket buffers (and memfds in flight on them) belong to no process: only a cgroup can count them, so
+    without one socketpair() is refused."""
+    result = run(SOCKET_BUFFERS, limits=Limits(timeout_s=8.0, memory_mb=64))
+    assert "ALL HELD" not in result.stdout
+    if memory.available():
+        assert result.status == "memory" if current_backend() != "remote" else result.status != "ok"
+    else:
+        assert result.status == "ok" and result.stdout == "REFUSED\n"

@@ -2,6 +2,7 @@
 always removed: unreadable directories, nesting deeper than PATH_MAX, odd names, a writer still running."""
 
 import os
+import tempfile
 
 from trl_ext.sandbox import Limits, run
 from trl_ext.sandbox.scratch import remove_scratch, scratch_bytes
@@ -83,3 +84,30 @@ def test_a_run_leaving_a_writer_and_a_deep_tree_leaves_nothing(monkeypatch):
     assert result.status == "ok", result.stderr
     scratch = result.stdout.splitlines()[0]
     assert scratch.startswith("/") and not os.path.exists(scratch)
+
+
+@EACH_BACKEND
+def test_files_unlinked_while_open_still_count():
+    code = "import os\nkeep = []\nfor i in range(8):\n    f = open(f'u{i}', 'wb')\n    f.write(b'y' * (12 << 20))\n"
+    code += (
+        "    f.flush()\n    os.unlink(f'u{i}')\n    keep.append(f)\nimport time\ntime.sleep(0.5)\nprint('HELD ALL')"
+    )
+    result = run(code, limits=Limits(timeout_s=8.0, scratch_mb=16))  # 96 MiB, none of it listed anywhere
+    assert "HELD ALL" not in result.stdout and result.status != "ok"
+
+
+def test_directories_blocks_count_on_disk(tmp_path):
+    """Empty directories are not free where the scratch is on disk (landlock): their blocks are summed."""
+    for i in range(50):
+        (tmp_path / f"d{i}").mkdir()
+    per_directory = os.stat(tmp_path / "d0").st_blocks * 512
+    assert scratch_bytes(str(tmp_path)) >= 50 * per_directory
+
+
+def test_many_empty_directories_exceed_the_scratch_cap_under_landlock():
+    code = "import os, time\nfor k in range(6000):\n    os.mkdir(f'd{k}')\ntime.sleep(0.5)\nprint('MADE ALL')"
+    result = run(code, limits=Limits(timeout_s=15.0, scratch_mb=8), backend="landlock")  # ~24 MB of blocks on disk
+    if os.stat(tempfile.gettempdir()).st_blocks == 0:  # a tmpfs: directories hold no blocks there
+        assert result.status == "ok"
+    else:
+        assert "MADE ALL" not in result.stdout and result.status != "ok"

@@ -101,6 +101,33 @@ def test_the_same_calls_on_the_program_itself_are_allowed_and_namespaces_are_not
     assert {name: err for name, err in got.items() if err == 1} == {}
 
 
+def _zombie_children() -> set[int]:
+    found = set()
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] == "Z" and int(fields[1]) == os.getpid():
+            found.add(int(entry))
+    return found
+
+
+@EACH_BACKEND
+def test_clone_parent_is_refused_so_no_child_lands_on_the_trainer():
+    code = (
+        "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall.restype = ctypes.c_long\n"
+        "r = libc.syscall(ctypes.c_long(56), ctypes.c_long(0x8000 | 17), *[ctypes.c_long(0)] * 4)\n"
+        "if r == 0:\n    os._exit(0)\nprint(r, ctypes.get_errno())\n"
+    )
+    before = _zombie_children()
+    result = run(code, limits=LIMITS)
+    assert result.status == "ok", result.stderr
+    assert result.stdout.split() == ["-1", "1"]  # EPERM: clone(CLONE_PARENT) never creates the process
+    assert _zombie_children() - before == set()
+
+
 @EACH_BACKEND
 def test_a_program_signals_and_waits_for_its_own_children():
     code = (

@@ -37,7 +37,10 @@ class BwrapBackend(Backend):
     def command(self, harness_args: list[str], limits: Limits, run: Run) -> list[str]:
         """The argv, with the run's seccomp filter (``seccomp.bpf``) handed to bubblewrap on a descriptor."""
         argv = self.argv(harness_args, limits)
-        filter_fd = memfd_with(seccomp.bpf(allow_memfd=seccomp.memfd_allowed()), "sandbox-seccomp")
+        filter_fd = memfd_with(
+            seccomp.bpf(seccomp.memfd_allowed(), allow_socketpair=run.extra.get("cgroup") is not None),
+            "sandbox-seccomp",
+        )
         info_r, info_w = os.pipe()  # bubblewrap reports the pid of its namespace's init: a zombie to reap after it
         os.set_blocking(info_r, False)
         run.fds += [filter_fd, info_w]

@@ -142,7 +142,10 @@ class LandlockBackend(Backend):
         run.extra["pid_r"] = pid_r
         memory_cap = None if run.extra.get("cgroup") else memory.total_bytes(limits)  # no cgroup: sum the session
         run.extra["watch"] = ScratchWatch(pid_r, run.scratch, limits.scratch_mb << 20, memory_cap)
-        filter_fd = memfd_with(seccomp.bpf(allow_memfd=seccomp.memfd_allowed()), "sandbox-seccomp")
+        filter_fd = memfd_with(
+            seccomp.bpf(seccomp.memfd_allowed(), allow_socketpair=run.extra.get("cgroup") is not None),
+            "sandbox-seccomp",
+        )
         run.fds.append(filter_fd)
         roots = python_roots()
         as_root = os.geteuid() == 0

@@ -1,16 +1,16 @@
-"""Judge-side evaluation of assert-style tests (HumanEval's ``check(candidate)``, MBPP's asserts) by record
-and replay: the test code runs here, in a trusted process that never executes the program, against stand-ins
-of the program's functions; the sandbox only runs the calls the stand-ins asked for and sends the results
-back as plain data (``decode`` accepts exact builtin types and a few standard-library types only).
+"""Judge-side evaluation of assert-style tests (HumanEval's ``check(candidate)``, MBPP's asserts) by record and replay:
+the test code runs here, in a trusted process that never executes the program, against stand-ins of the program's
+functions; the sandbox only runs the calls the stand-ins asked for and sends the results back as plain data
+(``decode`` accepts exact builtin types and a few standard-library types only).
 
-One evaluation either finishes (passed / failed) or lists the calls it made ("incomplete"): a stand-in meeting a
-call with no result yet returns a ``_Pending`` placeholder that absorbs every operation, and a failing ``assert``
-is skipped while placeholders are about, so one pass usually finds every call of the test. The judge runs the
-whole sequence of calls, in order, in one fresh sandbox (stateful functions behave as in one interpreter) and
-evaluates again; the verdict comes only from a pass that met no placeholder.
+One evaluation either finishes (passed / failed) or lists the calls it made ("incomplete"): a stand-in meeting a call
+with no result yet returns a ``_Pending`` placeholder that absorbs every operation, and a failing ``assert`` is
+skipped while placeholders are about, so one pass usually finds every call of the test. The judge runs the whole
+sequence of calls, in order, in one fresh sandbox (stateful functions behave as in one interpreter) and evaluates
+again; the verdict comes only from a pass that met no placeholder.
 
-Stdlib only and no trl_ext import: ``judge.py`` imports it as a module, and the evaluation worker runs its
-file (``python -s replay.py``), killed at a deadline so that no test can hang the trainer.
+Stdlib only and no trl_ext import: ``judge.py`` imports it as a module, and the evaluation worker runs its file
+(``python -s replay.py``), killed at a deadline so that no test can hang the trainer.
 """
 
 from __future__ import annotations
@@ -117,17 +117,20 @@ def _name(value: Any) -> str:
     return value
 
 
-@functools.lru_cache(maxsize=256)
-def _namedtuple(name: str, fields: tuple[str, ...]) -> type:
-    return collections.namedtuple(name, fields)
+class RecordTuple(tuple):
+    """A program's namedtuple: one class for all (a class per name took the trainer ~5 s for 28,000 names)."""
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute in (fields := self.__dict__.get("_fields", ())):
+            return self[fields.index(attribute)]
+        raise AttributeError(attribute)
 
 
 _FACTORIES = {f.__name__: f for f in (int, float, str, list, dict, set, tuple, bool, bytes, frozenset)}
 
 
 def _decode_tagged(tag: str, inner: Any, depth: int) -> Any:
-    simple = _SIMPLE_TAGS.get(tag)
-    if simple is not None:
+    if (simple := _SIMPLE_TAGS.get(tag)) is not None:
         return simple(inner, depth)
     if tag == "dd" and type(inner) is list and len(inner) == 2:
         factory = None if inner[0] is None else _FACTORIES[inner[0]]
@@ -135,8 +138,11 @@ def _decode_tagged(tag: str, inner: Any, depth: int) -> Any:
     if tag == "dq" and type(inner) is list and len(inner) == 2 and (inner[1] is None or type(inner[1]) is int):
         return collections.deque(_items(inner[0], depth), inner[1])
     if tag == "nt" and type(inner) is list and len(inner) == 3 and type(inner[1]) is list:
-        fields = tuple(_name(f) for f in inner[1])
-        return _namedtuple(_name(inner[0]), fields)(*_items(inner[2], depth))
+        record, fields = RecordTuple(_items(inner[2], depth)), tuple(_name(f) for f in [inner[0], *inner[1]])[1:]
+        if len(fields) != len(record):
+            raise ValueError("a namedtuple needs one field per value")
+        record._fields = fields  # fields only name the items: == and hash stay a tuple's
+        return record
     if tag == "q" and type(inner) is list and len(inner) == 2 and all(type(v) in (int, dict) for v in inner):
         numerator, denominator = decode(inner[0], depth), decode(inner[1], depth)
         if type(numerator) is not int or type(denominator) is not int or denominator <= 0:
@@ -218,7 +224,7 @@ class _Stop(BaseException):
 
 
 class ProgramError(Exception):
-    """Raised by a stand-in whose call raised an exception that is not a builtin ``Exception`` class."""
+    """Raised by a stand-in whose call raised an exception that is not a builtin exception class."""
 
 
 class _Pending:
@@ -242,16 +248,13 @@ class _Pending:
 
     __setitem__ = __contains__
 
-    def __len__(self) -> int:
-        return 0
-
     def __iter__(self):
         return iter(())
 
     def __index__(self) -> int:
         return 0
 
-    __int__ = __index__
+    __int__ = __len__ = __index__
 
     def __float__(self) -> float:
         return 0.0
@@ -265,16 +268,13 @@ class _Pending:
 def _contains_pending(value: Any, depth: int = 0) -> bool:
     if isinstance(value, _Pending):
         return True
-    if depth < _MAX_DEPTH and type(value) in (list, tuple, set, frozenset):
-        return any(_contains_pending(v, depth + 1) for v in value)
-    if depth < _MAX_DEPTH and type(value) is dict:
-        return any(_contains_pending(v, depth + 1) for kv in value.items() for v in kv)
+    if depth < _MAX_DEPTH and type(value) in (list, tuple, set, frozenset, dict):
+        return any(_contains_pending(v, depth + 1) for v in (value.items() if type(value) is dict else value))
     return False
 
 
-_EXCEPTIONS = {
-    name: value for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, Exception)
-}
+# KeyboardInterrupt and SystemExit too: a test's ``except Exception`` must not catch them
+_EXCEPTIONS = {k: v for k, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}
 
 
 class _Session:

@@ -43,14 +43,15 @@ class ScratchWatch:
                 self.sid = int(os.read(self.pid_fd, 32) or 0)
 
     def _over(self) -> bool:
+        pids = [p.pid for p in processes() if p.sid == self.sid]
         try:
-            self.exceeded = self.exceeded or scratch_bytes(self.scratch, strict=True) > self.cap_bytes
+            held = scratch_bytes(self.scratch, strict=True) + deleted_open_bytes(self.scratch, pids)
+            self.exceeded = self.exceeded or held > self.cap_bytes
         except Hidden:
             self.exceeded = True
         if self.exceeded:
             return True
         if self.memory_cap is not None:
-            pids = [p.pid for p in processes() if p.sid == self.sid]
             self.oom = self.oom or memory.session_bytes(pids) > self.memory_cap
         return self.oom
 
@@ -72,14 +73,39 @@ class ScratchWatch:
         return self.sid
 
 
+def deleted_open_bytes(root: str, pids: list[int]) -> int:
+    """Disk space of files on ``root``'s file system that ``pids`` hold open after unlinking them (no directory
+    lists them any more), each counted once. A process whose descriptors cannot be read raises ``Hidden``."""
+    try:
+        device = os.stat(root).st_dev
+    except FileNotFoundError:
+        return 0
+    held = {}
+    for pid in pids:
+        try:
+            entries = os.listdir(f"/proc/{pid}/fd")
+        except FileNotFoundError:
+            continue  # exited meanwhile
+        except OSError as exc:  # not dumpable: what it holds cannot be measured
+            raise Hidden(f"descriptors of process {pid}: {exc}") from exc
+        for name in entries:
+            with contextlib.suppress(OSError):
+                info = os.stat(f"/proc/{pid}/fd/{name}")
+                if info.st_dev == device and info.st_nlink == 0 and not stat.S_ISDIR(info.st_mode):
+                    held[info.st_ino] = info.st_blocks * 512
+    return sum(held.values())
+
+
 def scratch_bytes(root: str, strict: bool = False) -> int:
-    """Disk space held by the files under ``root``, walked by descriptors (no path grows past PATH_MAX). With
-    ``strict``, a directory that cannot be listed, or nesting deeper than ``MAX_DEPTH``, raises ``Hidden``."""
+    """Disk space held by the files and directories under ``root`` (directory blocks too: empty directories are not
+    free), walked by descriptors (no path grows past PATH_MAX). With ``strict``, a directory that cannot be
+    listed, or nesting deeper than ``MAX_DEPTH``, raises ``Hidden``."""
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
     total, stack = 0, []
     try:
         top = os.open(root, flags)
         stack.append((top, list(os.scandir(top))))
+        total += os.fstat(top).st_blocks * 512
         while stack:
             fd, entries = stack[-1]
             if not entries:
@@ -87,8 +113,8 @@ def scratch_bytes(root: str, strict: bool = False) -> int:
                 continue
             entry = entries.pop()
             try:
+                total += entry.stat(follow_symlinks=False).st_blocks * 512
                 if not entry.is_dir(follow_symlinks=False):
-                    total += entry.stat(follow_symlinks=False).st_blocks * 512
                     continue
                 if len(stack) >= MAX_DEPTH:
                     if strict:

@@ -18,7 +18,9 @@ this list) fails with ENOSYS, which libc treats as "not supported here". The cla
   the scratch accounting can always list what a run wrote; O_TMPFILE (an invisible file) is refused.
 - ``NO_PROCESS_TARGET``: everything else, reviewed as acting on the caller and its own resources only.
 ``memfd_create`` is allowed only where a memory cgroup bounds the run (its pages escape RLIMIT_AS), and
-F_SETPIPE_SZ never (pipe buffers count towards the bound).
+F_SETPIPE_SZ never (pipe buffers count towards the bound). ``socketpair`` is allowed only where a memory cgroup
+bounds the run: its buffers, and memfds in flight on it (SCM_RIGHTS), belong to no process, so the watcher that
+sums a run's processes without a cgroup cannot see them.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ NO_PROCESS_TARGET = frozenset(
     """read write close stat fstat lstat poll lseek mmap mprotect munmap brk rt_sigaction rt_sigprocmask
     rt_sigreturn ioctl pread64 pwrite64 readv writev access pipe select sched_yield mremap msync mincore madvise
     dup dup2 pause nanosleep getitimer alarm setitimer getpid sendfile connect accept sendto recvfrom sendmsg
-    recvmsg shutdown bind listen getsockname getpeername socketpair setsockopt getsockopt fork vfork execve exit
+    recvmsg shutdown bind listen getsockname getpeername setsockopt getsockopt fork vfork execve exit
     uname flock fsync fdatasync truncate ftruncate getdents getcwd chdir fchdir rename rmdir creat link unlink
     symlink readlink chown fchown lchown gettimeofday getrlimit getrusage sysinfo times getuid getgid setuid
     setgid geteuid getegid getppid getpgrp setreuid setregid getgroups setgroups setresuid getresuid setresgid
@@ -90,12 +92,13 @@ NO_PROCESS_TARGET = frozenset(
     rseq close_range faccessat2 epoll_pwait2 landlock_create_ruleset landlock_add_rule landlock_restrict_self
     futex_waitv set_mempolicy_home_node cachestat map_shadow_stack futex_wake futex_wait futex_requeue""".split()  # noqa: SIM905 - a table, one name per word
 )
-# checked by argument below: clone (namespace flags), clone3 (ENOSYS: flags hidden in a struct, libc falls back to
-# clone), open/openat (O_TMPFILE), fcntl (F_SETPIPE_SZ), umask, memfd_create (needs a memory cgroup)
-ARGUMENT_CHECKED = frozenset({"clone", "clone3", "open", "openat", "fcntl", "umask", "memfd_create"})
+# checked by argument below: clone (namespace flags, CLONE_PARENT), clone3 (ENOSYS: flags hidden in a struct, libc falls back to
+# clone), open/openat (O_TMPFILE), fcntl (F_SETPIPE_SZ), umask, memfd_create and socketpair (by the run's bound)
+ARGUMENT_CHECKED = frozenset({"clone", "clone3", "open", "openat", "fcntl", "umask", "memfd_create", "socketpair"})
 
-# CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
-_NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
+# CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET; CLONE_PARENT (the child would be the caller's
+# sibling: under landlock a child of the trainer, a zombie nobody in the run can wait for)
+_CLONE_DENIED_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x8000)
 _O_TMPFILE = 0o20000000
 _F_SETPIPE_SZ = 1031
 _OWNER_RX = 0o500
@@ -109,9 +112,9 @@ def classified() -> set[str]:
 
 
 @functools.cache
-def bpf(allow_memfd: bool) -> bytes:
+def bpf(allow_memfd: bool, allow_socketpair: bool = True) -> bytes:
     """The filter as a classic BPF program (what bubblewrap's ``--seccomp FD`` and ``seccomp(2)`` load); built
-    once per process."""
+    once per process and variant. ``allow_socketpair``: whether a memory cgroup bounds the run."""
     import pyseccomp as sc
 
     rules = sc.SyscallFilter(sc.ERRNO(errno.ENOSYS))
@@ -139,6 +142,7 @@ def bpf(allow_memfd: bool) -> bytes:
     for taken in (0o100, 0o400, 0o500):
         rules.add_rule(deny, "umask", sc.Arg(0, sc.MASKED_EQ, _OWNER_RX, taken))
     _add_argument_rules(rules, sc, allow, deny, allow_memfd)
+    rules.add_rule(allow if allow_socketpair else deny, "socketpair")
     with tempfile.TemporaryFile() as out:  # libseccomp writes to a file descriptor
         rules.export_bpf(out)
         out.seek(0)
@@ -146,11 +150,11 @@ def bpf(allow_memfd: bool) -> bytes:
 
 
 def _add_argument_rules(rules, sc, allow, deny, allow_memfd: bool) -> None:
-    namespaces = 0
-    for flag in _NAMESPACE_FLAGS:
-        namespaces |= flag
+    refused = 0
+    for flag in _CLONE_DENIED_FLAGS:
+        refused |= flag
         rules.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
-    rules.add_rule(allow, "clone", sc.Arg(0, sc.MASKED_EQ, namespaces, 0))
+    rules.add_rule(allow, "clone", sc.Arg(0, sc.MASKED_EQ, refused, 0))
     # clone3: no rule, the default (ENOSYS) applies
     for name, index in (("open", 1), ("openat", 2)):
         rules.add_rule(allow, name, sc.Arg(index, sc.MASKED_EQ, _O_TMPFILE, 0))
