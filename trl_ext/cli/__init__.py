@@ -1,16 +1,4 @@
-"""`trl-ext` console script: train a recipe, run the offline demo, evaluate a model, push an output directory.
-
-    trl-ext dapo --config recipe.yaml --model_name_or_path Qwen/Qwen2.5-1.5B --dataset_name data.jsonl \\
-        --reward_funcs math_accuracy
-    trl-ext demo [--recipe dapo]
-    trl-ext compare --recipes grpo,dapo --seeds 3 --steps 150 --output_dir compare
-    trl-ext eval --model_name_or_path out/ --dataset_name test.jsonl --reward_funcs math_accuracy --num_samples 8
-    trl-ext push out/ user/my-model
-
-Training commands are parsed by TRL's TrlParser (a YAML `--config` plus flags), like `trl grpo`, and launch
-themselves under accelerate like it: `trl-ext dapo --accelerate_config zero3 --num_processes 8 --config ...`
-(ddp, zero2, zero3, zero3_offload, fsdp ship with trl_ext; any other value is a config file).
-"""
+"""`trl-ext` console script; its usage text (the `--help` epilogue) is `trl_ext.cli.parser.CLI_HELP`."""
 
 from __future__ import annotations
 
