@@ -1,4 +1,4 @@
-"""`trl-ext` console script; its usage text (the `--help` epilogue) is `trl_ext.cli.parser.CLI_HELP`."""
+"""`trl-ext` console script; its usage text (what `--help` prints first) is `trl_ext.cli.parser.CLI_HELP`."""
 
 from __future__ import annotations
 
