@@ -112,9 +112,11 @@ for line in sys.stdin:
         open(path, "w").write(str(n + 1))
         if n < task["die"]:
             os._exit(1)
-    if task.get("twice"):
-        print(json.dumps({"ok": 1}), flush=True)
-    print(json.dumps({"ok": task.get("n", 0)}), flush=True)
+    answer = json.dumps({"ok": task.get("n", 0)}) + "\\n"
+    if task.get("twice"):  # both answers in one write: the pool reads them together, never one per task
+        answer = json.dumps({"ok": 1}) + "\\n" + answer
+    sys.stdout.write(answer)
+    sys.stdout.flush()
 """
 
 
