@@ -8,7 +8,21 @@ stays light.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+
+def _no_fields(steps: int) -> dict[str, Any]:
+    return {}
+
+
+def _prorl_compare_fields(steps: int) -> dict[str, Any]:
+    return {"ref_reset_steps": max(steps // 2, 1)}  # ProRL's reference resets: one halfway through the budget
+
+
+def _ppo_compare_fields(steps: int) -> dict[str, Any]:
+    return {"num_generations": 1}  # GAE needs no groups: one completion per prompt
 
 
 @dataclass(frozen=True)
@@ -23,10 +37,31 @@ class Recipe:
     in_demo: bool = False  # `trl-ext demo --recipe`
     in_compare: bool = False  # `trl-ext compare --recipes`
     task_reward: str = "trl_ext.rewards:math_accuracy"  # the math reward on the demo/compare task (module:name)
+    # The paper's advantage statistics span one optimizer step (Magistral's minibatch standardisation): a rollout is
+    # one update, made of gradient-accumulation micro-batches, instead of several updates.
+    one_update_per_rollout: bool = False
+    trains_critic: bool = False  # PPO: compare hands it its critic (--value_model_name_or_path)
+    compare_fields: Callable[[int], dict[str, Any]] = _no_fields  # Config fields compare sets, from its step budget
 
     def classes(self) -> tuple[type, type]:
         module = importlib.import_module(self.module)
         return getattr(module, self.config), getattr(module, self.trainer)
+
+    def update_structure(self, samples_per_update: int, updates_per_rollout: int) -> dict[str, int]:
+        """The Config fields that give one process ``samples_per_update`` samples per optimizer step and
+        ``updates_per_rollout`` updates per rollout (one update, in as many micro-batches, with
+        ``one_update_per_rollout``)."""
+        if self.one_update_per_rollout:
+            return {
+                "per_device_train_batch_size": samples_per_update // updates_per_rollout,
+                "gradient_accumulation_steps": updates_per_rollout,
+                "steps_per_generation": updates_per_rollout,
+            }
+        return {
+            "per_device_train_batch_size": samples_per_update,
+            "gradient_accumulation_steps": 1,
+            "steps_per_generation": updates_per_rollout,
+        }
 
 
 REGISTRY: dict[str, Recipe] = {
@@ -44,7 +79,14 @@ REGISTRY: dict[str, Recipe] = {
         ),  # fmt: skip
         Recipe("dr_grpo", "trl_ext.trainers.dr_grpo", "DrGRPOConfig", "DrGRPOTrainer", in_demo=True, in_compare=True),
         Recipe("rloo", "trl_ext.trainers.rloo", "RLOOConfig", "RLOOTrainer", in_demo=True, in_compare=True),
-        Recipe("prorl", "trl_ext.trainers.prorl", "ProRLConfig", "ProRLTrainer", in_compare=True),
+        Recipe(
+            "prorl",
+            "trl_ext.trainers.prorl",
+            "ProRLConfig",
+            "ProRLTrainer",
+            in_compare=True,
+            compare_fields=_prorl_compare_fields,
+        ),  # fmt: skip
         Recipe(
             "magistral",
             "trl_ext.trainers.magistral",
@@ -52,8 +94,17 @@ REGISTRY: dict[str, Recipe] = {
             "MagistralTrainer",
             in_demo=True,
             in_compare=True,
+            one_update_per_rollout=True,
         ),  # fmt: skip
-        Recipe("ppo", "trl_ext.trainers.ppo", "PPOConfig", "PPOTrainer", in_compare=True),
+        Recipe(
+            "ppo",
+            "trl_ext.trainers.ppo",
+            "PPOConfig",
+            "PPOTrainer",
+            in_compare=True,
+            trains_critic=True,
+            compare_fields=_ppo_compare_fields,
+        ),  # fmt: skip
         Recipe("dpo", "trl_ext.trainers.dpo", "DPOConfig", "DPOTrainer", takes_rewards=False),
         Recipe("reward", "trl_ext.trainers.reward", "RewardConfig", "RewardTrainer", takes_rewards=False),
     )

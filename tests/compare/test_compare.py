@@ -68,3 +68,21 @@ def test_threshold_crossing_uses_the_smoothed_accuracy_and_counts_samples():
     assert compare.first_crossing(run, 0.7) == (384, 5.0)  # (1+0.4+0.6+0.8+0.8)/5 = 0.72 at the 6th log
     settings = compare.CompareSettings(recipes=("grpo",), threshold=0.9)
     assert compare.summarise([run], settings)["grpo"]["reached"] == "0/1"
+
+
+@pytest.mark.parametrize("recipe", compare.COMPARE_RECIPES)
+def test_every_recipe_gets_the_shared_budget_in_its_own_update_structure(recipe, tmp_path):
+    """The same samples per optimizer step for every recipe; updates per rollout as asked, except for a recipe whose
+    statistics span one step (Magistral: one update in micro-batches). The recipe's own fields come from its
+    registry entry: ProRL resets its reference halfway, PPO samples one completion per prompt for its critic."""
+    settings = compare.CompareSettings(steps=10, prompts_per_update=4, num_generations=8, updates_per_rollout=2)
+    args = compare.recipe_args(recipe, settings, seed=3, output_dir=str(tmp_path))
+    assert args.per_device_train_batch_size * args.gradient_accumulation_steps == 4 * 8
+    updates = args.steps_per_generation // args.gradient_accumulation_steps
+    assert updates == (1 if recipe == "magistral" else 2) and args.seed == 3 and args.max_steps == 10
+    assert args.num_generations == (1 if recipe == "ppo" else 8)
+    assert getattr(args, "ref_reset_steps", None) == (5 if recipe == "prorl" else None)
+    if recipe == "ppo":
+        assert args.value_model_name_or_path is None  # the demo task: the critic starts from the policy
+    extra = compare.CompareSettings(extra_config={recipe: {"learning_rate": 0.5}})
+    assert compare.recipe_args(recipe, extra, seed=0, output_dir=str(tmp_path)).learning_rate == 0.5

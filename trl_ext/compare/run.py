@@ -22,30 +22,25 @@ from trl_ext.compare.settings import (
     validate,
 )
 from trl_ext.compare.summary import summarise, write_table
-from trl_ext.recipes import recipe_classes
+from trl_ext.recipes import get_recipe, recipe_classes
 
 
 def recipe_args(recipe: str, settings: CompareSettings, seed: int, output_dir: str) -> Any:
-    """The recipe's Config with its paper defaults, on the comparison's shared budget and update structure."""
+    """The recipe's Config with its paper defaults, on the comparison's shared budget and update structure (the
+    recipe's own part of it comes from its registry entry)."""
     import torch
 
-    config_cls, _ = recipe_classes(recipe)
+    entry = get_recipe(recipe)
+    config_cls, _ = entry.classes()
     samples_per_update = settings.prompts_per_update * settings.num_generations
-    per_device, accumulation, steps_per_generation = samples_per_update, 1, settings.updates_per_rollout
-    if recipe == "magistral":  # minibatch statistics: one update per rollout, the same samples per step
-        per_device = samples_per_update // settings.updates_per_rollout
-        accumulation = steps_per_generation = settings.updates_per_rollout
-    overrides: dict[str, Any] = {}
-    if recipe == "prorl":
-        overrides["ref_reset_steps"] = max(settings.steps // 2, 1)
-    if recipe == "ppo":
-        overrides["num_generations"] = 1
+    overrides = entry.compare_fields(settings.steps)
+    if entry.trains_critic:
         critic = settings.value_model_name_or_path or POLICY_CRITIC  # validated: only the demo task has no critic
         overrides["value_model_name_or_path"] = None if critic == POLICY_CRITIC else critic
     overrides.update(settings.extra_config.get(recipe, {}))
     common = dict(
-        output_dir=output_dir, max_steps=settings.steps, per_device_train_batch_size=per_device,
-        gradient_accumulation_steps=accumulation, steps_per_generation=steps_per_generation,
+        output_dir=output_dir, max_steps=settings.steps,
+        **entry.update_structure(samples_per_update, settings.updates_per_rollout),
         num_generations=settings.num_generations, max_completion_length=settings.max_completion_length,
         learning_rate=settings.learning_rate, logging_steps=1, save_strategy="no", seed=seed, report_to="none",
         disable_tqdm=True, use_cpu=not torch.cuda.is_available(), bf16=False, gradient_checkpointing=False,

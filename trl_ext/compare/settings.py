@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trl_ext.recipes import COMPARE_RECIPES, RECIPES
+from trl_ext.recipes import COMPARE_RECIPES, RECIPES, REGISTRY
 
 DEFAULT_RECIPES = COMPARE_RECIPES
 POLICY_CRITIC = "policy"  # --value_model_name_or_path policy: the critic starts from the policy's weights
@@ -72,9 +72,10 @@ def validate(settings: CompareSettings) -> None:
             "--model_name_or_path and --dataset_name go together (a real run); give both, or neither for the "
             "offline demo task."
         )
-    if "ppo" in settings.recipes and settings.model_name_or_path and not settings.value_model_name_or_path:
+    critics = [name for name in settings.recipes if REGISTRY[name].trains_critic]
+    if critics and settings.model_name_or_path and not settings.value_model_name_or_path:
         raise CompareError(
-            "--recipes includes ppo, which trains a critic: pass --value_model_name_or_path (a reward-model or "
+            f"--recipes includes {critics[0]}, which trains a critic: pass --value_model_name_or_path (a reward-model or "
             f"causal-LM path, or '{POLICY_CRITIC}' to start the critic from the policy's weights). On the offline "
             "demo task the critic starts from the tiny policy."
         )
