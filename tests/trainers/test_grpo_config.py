@@ -114,7 +114,9 @@ def test_extended_trainer_accepts_a_plain_trl_config(tmp_path, tiny_policy_path)
     trainer = trl_ext.GRPOTrainer(
         model=tiny_policy_path, reward_funcs=scripted_reward, args=args, train_dataset=scores_dataset(8)
     )
-    assert trainer._ext("advantage_estimator") == "grpo" and not trainer._ext("dynamic_sampling")
+    assert type(trainer.args) is trl_ext.GRPOConfig and args.per_device_train_batch_size == 8  # a copy, extensions off
+    assert trainer.args.advantage_estimator == "grpo" and not trainer.args.dynamic_sampling
+    assert trainer.args.learning_rate == args.learning_rate and trainer.args.output_dir == args.output_dir
 
 
 def test_model_card_names_the_recipe_and_cites_its_paper(tmp_path, tiny_policy_path):

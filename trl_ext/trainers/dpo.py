@@ -9,8 +9,7 @@ anyway), shifts them, and lets TRL read them from the batch as it does with ``pr
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import torch
 from trl import DPOConfig as TRLDPOConfig
@@ -24,6 +23,7 @@ from trl_ext.resets import ReferenceResetArguments, ReferenceResetMixin
 from trl_ext.trainers._trl_checkpoint import CheckpointHooksMixin
 from trl_ext.trainers._trl_dpo import DPO_ATTRIBUTES, DPO_HOOKS, DPOHookMixin  # noqa: F401  (DPO_ATTRIBUTES: old home)
 from trl_ext.trainers._trl_hooks import CompleteCheckpointPushMixin, require_trl_hooks
+from trl_ext.trainers.configs import resolve_config
 
 # A margin needs a loss of β·Δ alone; "sft" ignores the reference, so the shift does not touch it.
 MARGIN_COMPATIBLE_LOSS_TYPES = (*MARGIN_LOSS_TYPES, "sft")
@@ -65,6 +65,7 @@ class DPOTrainer(
     ``margin`` is the mean margin, and ``rewards/accuracies`` counts the pairs with β·Δ > margin.
     """
 
+    config_class = DPOConfig
     _tag_names = ["trl", "trl-ext", "dpo"]
     _name = "DPO"
     _paper = TRLDPOTrainer._paper
@@ -77,11 +78,9 @@ class DPOTrainer(
         *more,
         **kwargs,
     ):
-        if args is None:
-            name = model if isinstance(model, str) else model.config._name_or_path
-            args = DPOConfig(output_dir=f"{name.split('/')[-1]}-DPO")
+        args = resolve_config(type(self), model, args)  # a plain trl.DPOConfig: resets off
         model = resolve_model(model, args, kwargs)  # an adapter repo/dir: its base + the adapter, trainable
-        super().__init__(model, ref_model, _with_reset_fields(args), *more, **kwargs)
+        super().__init__(model, ref_model, args, *more, **kwargs)
         self.check_trl_dpo_attributes()
         self.data_collator = FloatColumnCollator(self.data_collator, MARGIN_COLUMN)
         if any(MARGIN_COLUMN in _column_names(dataset) for dataset in self._datasets()):
@@ -127,17 +126,6 @@ class DPOTrainer(
     def _log_margin(self, margin: torch.Tensor) -> None:
         """Undo the margin in TRL's reward metrics (they saw the shifted reference) and log the mean margin."""
         self.shift_logged_rewards(self.accelerator.gather(margin.detach()).mean().item(), logged_as="margin")
-
-
-def _with_reset_fields(args: TRLDPOConfig) -> DPOConfig:
-    """A plain ``trl.DPOConfig`` as a trl_ext one with resets off (a copy; ``__post_init__`` is not re-run)."""
-    if isinstance(args, DPOConfig):
-        return args
-    upgraded = copy.copy(args)
-    upgraded.__class__ = DPOConfig
-    for reset_field in fields(ReferenceResetArguments):
-        setattr(upgraded, reset_field.name, reset_field.default)
-    return upgraded
 
 
 def _column_names(dataset) -> list[str]:

@@ -75,7 +75,7 @@ class DynamicSamplingMixin:
     def _init_dynamic_sampling(self, train_dataset: Any) -> None:
         """Call in ``__init__`` once TRL's trainer exists: checks the setup and builds the state of the rounds."""
         self._filter_columns = None
-        if self._ext("dynamic_sampling"):
+        if self.args.dynamic_sampling:
             self._filter_columns = self._resolve_filter_columns()
             if train_dataset is not None and not (
                 hasattr(train_dataset, "__getitem__") and hasattr(train_dataset, "__len__")
@@ -90,7 +90,7 @@ class DynamicSamplingMixin:
         self._refill_groups_drawn = 0  # this process's position in the refill sampler
         self._informative_rate = ds.RateEstimate()
         self._skipper = None
-        if self._ext("prompt_skipping") == "greso":
+        if self.args.prompt_skipping == "greso":
             self._skipper = PromptSkipper(
                 self.args.prompt_skipping_target_informative_rate,
                 self.args.prompt_skipping_exploration,
@@ -116,7 +116,7 @@ class DynamicSamplingMixin:
             )
 
     def _resolve_filter_columns(self) -> list[int]:
-        names = self._ext("dynamic_sampling_reward_funcs")
+        names = self.args.dynamic_sampling_reward_funcs
         if names is None:
             columns = [i for i, func in enumerate(self.reward_funcs) if not is_shaping_reward(func)]
             if not columns:
@@ -144,7 +144,7 @@ class DynamicSamplingMixin:
         mark = self.metrics_mark()
         rounds, masks, sizes, skipped = [], [], [], 0
         with vllm_sleep_once(self):
-            for _ in range(self._ext("dynamic_sampling_max_rounds")):
+            for _ in range(self.args.dynamic_sampling_max_rounds):
                 missing = ds.missing_groups(masks, num_processes, needed)
                 if missing == 0:
                     break
@@ -153,7 +153,7 @@ class DynamicSamplingMixin:
                         missing,
                         self._informative_rate.value,
                         num_processes * self._max_round_groups(needed, sizes),
-                        self._ext("dynamic_sampling_round_margin"),
+                        self.args.dynamic_sampling_round_margin,
                     ),
                     num_processes,
                 )
@@ -185,7 +185,7 @@ class DynamicSamplingMixin:
             self._skipper.record(keys, informative.tolist())
 
     def _max_round_groups(self, needed: int, sizes: list[int]) -> int:
-        cap = self._ext("dynamic_sampling_max_round_groups")
+        cap = self.args.dynamic_sampling_max_round_groups
         cap = max(needed, cap if cap is not None else 8 * needed)
         # A round at most 4× the previous one: a rate estimated from one small round (a cold start) is noisy, and
         # an underestimate would generate far more groups than needed.
@@ -314,15 +314,15 @@ class DynamicSamplingMixin:
             return
         message = (
             f"dynamic_sampling: {filled} uninformative group(s) were kept after dynamic_sampling_max_rounds="
-            f"{self._ext('dynamic_sampling_max_rounds')} rounds"
+            f"{self.args.dynamic_sampling_max_rounds} rounds"
         )
-        if self._ext("dynamic_sampling_on_exhausted") == "raise":
+        if self.args.dynamic_sampling_on_exhausted == "raise":
             raise RuntimeError(message + " (dynamic_sampling_on_exhausted='raise').")
         logger.warning(message + "; their advantage is set to 0.")
 
     def save_checkpoint_state(self, directory: str) -> None:
         super().save_checkpoint_state(directory)
-        if not self._ext("dynamic_sampling"):
+        if not self.args.dynamic_sampling:
             return
         from accelerate.utils import gather_object
 

@@ -26,6 +26,7 @@ from trl_ext.trainers._trl_hooks import (
     GRPOHookMixin,
     require_trl_hooks,
 )
+from trl_ext.trainers.configs import resolve_config
 from trl_ext.trainers.dynamic_sampling import (  # is_shaping_reward: its old import path
     DYNAMIC_SAMPLING_STATE_FILE,  # noqa: F401
     DynamicSamplingMixin,
@@ -301,12 +302,12 @@ class GRPOTrainer(
         reward_processing_classes: Any = None,
         **kwargs: Any,
     ):
-        args = self._resolve_args(model, args)
+        args = resolve_config(type(self), model, args)  # a plain trl.GRPOConfig: extensions off
         model = resolve_model(model, args, kwargs)  # an adapter repo/dir: its base + the adapter, trainable
         if reward_funcs is None:
             reward_funcs = []
         reward_funcs = list(reward_funcs) if isinstance(reward_funcs, list) else [reward_funcs]
-        if getattr(args, "soft_overlong_punishment", False):
+        if args.soft_overlong_punishment:
             reward_funcs, reward_processing_classes = self._add_overlong_reward(
                 args, reward_funcs, reward_processing_classes
             )
@@ -322,23 +323,6 @@ class GRPOTrainer(
         )
         self._init_dynamic_sampling(train_dataset)
         self._init_reference_resets()
-
-    @classmethod
-    def _resolve_args(cls, model, args):
-        if args is None:
-            name = model if isinstance(model, str) else model.config._name_or_path
-            return cls.config_class(output_dir=f"{name.split('/')[-1]}-{cls.__name__.removesuffix('Trainer')}")
-        if not isinstance(args, cls.config_class) and cls.config_class is not GRPOConfig:
-            raise TypeError(
-                f"{cls.__name__} needs a {cls.config_class.__name__} (it carries the paper defaults), got "
-                f"{type(args).__module__}.{type(args).__name__}. Build the config with trl_ext.{cls.config_class.__name__}"
-                "(...) and the same arguments."
-            )
-        return args
-
-    def _ext(self, name: str):
-        """A trl_ext config field; a plain ``trl.GRPOConfig`` gets its default (extensions off)."""
-        return getattr(self.args, name, GRPOConfig.__dataclass_fields__[name].default)
 
     @staticmethod
     def _add_overlong_reward(args, reward_funcs: list, reward_processing_classes):
@@ -365,13 +349,13 @@ class GRPOTrainer(
 
     def generate_and_score(self, inputs: list[dict]) -> dict:
         """TRL's generation and scoring, with dynamic sampling (training only) and the configured estimator."""
-        sampling = self.model.training and self._ext("dynamic_sampling")
+        sampling = self.model.training and self.args.dynamic_sampling
         if sampling:
             output, total = self._dynamic_sampling(inputs)
         else:
             output, rewards_per_func = self.trl_generate_round(inputs)
             total = None
-        estimator = self._ext("advantage_estimator")
+        estimator = self.args.advantage_estimator
         if estimator == "grpo":
             return output  # TRL's own advantages (for filled groups set to 0 by dynamic sampling)
         if total is None:

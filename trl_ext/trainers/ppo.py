@@ -28,6 +28,7 @@ from trl_ext.core.ppo import adaptive_kl_coef, explained_variance, token_rewards
 from trl_ext.core.preference import combine_rewards
 from trl_ext.trainers._trl_hooks import require_trl_hooks
 from trl_ext.trainers._trl_ppo import PPO_TRL_HOOKS, PPOHookMixin, reference_model_kept
+from trl_ext.trainers.configs import resolve_config
 from trl_ext.trainers.critic import TokenValueModel, load_value_model  # noqa: F401  (re-exported)
 from trl_ext.trainers.critic_training import (  # noqa: F401  (re-exported)
     CRITIC_DIR,
@@ -272,7 +273,7 @@ class PPOTrainer(CriticTrainingMixin, PPOHookMixin, GRPOTrainer):
         value_model: str | PreTrainedModel | None = None,
         **kwargs: Any,
     ):
-        args = self._resolve_args(model, args)
+        args = resolve_config(type(self), model, args)
         _check_supported_setup(args)
         if value_model is not None and args.value_model_name_or_path is not None:
             raise ValueError(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from datasets import IterableDataset
@@ -22,6 +23,7 @@ from trl_ext.data.listwise import expand_listwise, is_listwise
 from trl_ext.hub import ModelCardMixin
 from trl_ext.trainers._trl_hooks import CompleteCheckpointPushMixin, require_trl_hooks
 from trl_ext.trainers._trl_reward import REWARD_HOOKS, RewardHookMixin
+from trl_ext.trainers.configs import resolve_config
 
 WEIGHT_COLUMN = "weight"
 
@@ -65,6 +67,7 @@ class RewardConfig(TRLRewardConfig):
 class RewardTrainer(ModelCardMixin, CompleteCheckpointPushMixin, RewardHookMixin, TRLRewardTrainer):
     """TRL's RewardTrainer that also accepts listwise data (see the module docstring); pairwise data is unchanged."""
 
+    config_class = RewardConfig
     _tag_names = ["trl", "trl-ext", "reward-trainer"]
     _name = "Reward"
     _paper = {
@@ -80,8 +83,8 @@ class RewardTrainer(ModelCardMixin, CompleteCheckpointPushMixin, RewardHookMixin
             }"""),
     }
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, model: Any, args: TRLRewardConfig | None = None, *more: Any, **kwargs: Any):
+        super().__init__(model, resolve_config(type(self), model, args), *more, **kwargs)  # plain config: TRL pairs
         self.data_collator = FloatColumnCollator(self.data_collator, WEIGHT_COLUMN)
 
     def expand_dataset(self, dataset, args, dataset_name):
@@ -93,10 +96,10 @@ class RewardTrainer(ModelCardMixin, CompleteCheckpointPushMixin, RewardHookMixin
                 )
             dataset = expand_listwise(
                 dataset,
-                margin_scale=getattr(args, "listwise_margin_scale", None),
+                margin_scale=args.listwise_margin_scale,
                 normalize_weights=True,
             )
-            if not getattr(args, "listwise_pair_weighting", True):
+            if not args.listwise_pair_weighting:
                 dataset = dataset.remove_columns(WEIGHT_COLUMN)
         return dataset
 
