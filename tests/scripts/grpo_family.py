@@ -84,7 +84,7 @@ def recording(trainer_cls, seen: list):
             return rewards_per_func
 
         def trl_generate_round(self, inputs):
-            replayed = self._trl_ext_replay is not None  # dynamic sampling's single TRL step on the kept rows
+            replayed = self.hook_state.replaying  # dynamic sampling's single TRL step on the kept rows
             output, rewards_per_func = super().trl_generate_round(inputs)
             if not replayed:
                 self._rounds.append(rewards_per_func.cpu())

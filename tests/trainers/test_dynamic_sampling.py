@@ -511,10 +511,10 @@ class _FakeVLLMGeneration:
 def test_vllm_colocate_sleep_mode_pushes_weights_once_per_step():
     from types import SimpleNamespace
 
-    from trl_ext.trainers._trl_hooks import vllm_sleep_once
+    from trl_ext.trainers._trl_hooks import HookState, vllm_sleep_once
 
     generation = _FakeVLLMGeneration()
-    trainer = SimpleNamespace(use_vllm=True, vllm_generation=generation, _trl_ext_vllm_rounds=None)
+    trainer = SimpleNamespace(use_vllm=True, vllm_generation=generation, hook_state=HookState())
 
     def step_rounds(rounds, step):
         for _ in range(rounds):  # as TRL's _generate_single_turn, then trl_ext's hook
@@ -522,8 +522,8 @@ def test_vllm_colocate_sleep_mode_pushes_weights_once_per_step():
                 generation.sync_weights()
                 trainer.last_step = step
             generation.generate()
-            if trainer._trl_ext_vllm_rounds is not None:
-                trainer._trl_ext_vllm_rounds.after_generate()
+            if trainer.hook_state.vllm_rounds is not None:
+                trainer.hook_state.vllm_rounds.after_generate()
 
     trainer.last_step = -1
     step_rounds(3, step=0)  # without trl_ext: each round after the first re-pushes the discarded weights
@@ -536,7 +536,7 @@ def test_vllm_colocate_sleep_mode_pushes_weights_once_per_step():
         assert generation.llm.calls[before:] == ["wake:weights", "wake:kv_cache", "sleep2"]
         assert generation.llm.asleep and generation._llm_weights_sleeping
     assert generation.pushes == 3 + 2  # one push per step
-    assert trainer._trl_ext_vllm_rounds is None
+    assert trainer.hook_state.vllm_rounds is None
 
 
 vllm_gpu = pytest.mark.vllm_gpu  # deselected, not skipped, where vLLM or a GPU is missing (tests/conftest.py)

@@ -1,4 +1,6 @@
-"""The only place in trl_ext that touches TRL's private methods.
+"""TRL's GRPO hooks (generation, rewards, metrics, the dynamic-sampling replay), checkpoint uploads and kept dataset
+columns: with the other ``trainers/_trl*`` modules, the only places in trl_ext that touch TRL's private methods and
+attributes (tests/test_layout.py holds that).
 
 trl_ext wraps TRL and never copies it: a trainer overrides one of the hooks below, calls ``super()`` and
 post-processes the result. These hooks have kept their signatures since TRL 0.29.1; ``check_trl_hooks``
@@ -112,24 +114,34 @@ class Rollout(NamedTuple):
 
 
 @dataclass
-class Replay:
-    """The one state of a replay: what TRL's next generation call (``_generate_single_turn``) and its next reward call
-    (``_calculate_rewards``) return instead of generating and scoring again; each part is taken once."""
+class HookState:
+    """Everything trl_ext hands to TRL's private hooks, or reads back from them, around one call of TRL's generation
+    and scoring; one per trainer (``GRPOHookMixin.hook_state``).
 
-    generation: tuple | None  # (prompt_ids, completion_ids, logprobs)
-    rewards: torch.Tensor | None  # the gathered (P·B, F) rewards of the kept rows
+    Dynamic sampling's replay: what TRL's next generation call (``_generate_single_turn``) and its next reward call
+    (``_calculate_rewards``) return instead of generating and scoring again, each taken once. ``scored``: what TRL's
+    reward call returned last (the gathered (P·B, F) rewards), read back by ``trl_generate_round``. ``vllm_rounds``:
+    while a step's generation rounds run, the colocated vLLM engine kept awake between them."""
+
+    replay_generation: tuple | None = None  # (prompt_ids, completion_ids, logprobs)
+    replay_rewards: torch.Tensor | None = None  # the gathered (P·B, F) rewards of the kept rows
+    scored: torch.Tensor | None = None
+    vllm_rounds: _VLLMSleepDeferral | None = None
+
+    def replay(self, generation: tuple, rewards: torch.Tensor) -> None:
+        self.replay_generation, self.replay_rewards = generation, rewards
+
+    @property
+    def replaying(self) -> bool:
+        return self.replay_generation is not None or self.replay_rewards is not None
 
     def take_generation(self) -> tuple | None:
-        generation, self.generation = self.generation, None
+        generation, self.replay_generation = self.replay_generation, None
         return generation
 
     def take_rewards(self) -> torch.Tensor | None:
-        rewards, self.rewards = self.rewards, None
+        rewards, self.replay_rewards = self.replay_rewards, None
         return rewards
-
-    @property
-    def consumed(self) -> bool:
-        return self.generation is None and self.rewards is None
 
 
 class GRPOHookMixin:
@@ -143,26 +155,29 @@ class GRPOHookMixin:
     gathered advantages of the last batch, shown in the completions table); tests exercise both.
     """
 
-    _trl_ext_rewards_per_func = None  # what TRL's reward call returned during the current trl_generate_round
-    _trl_ext_replay: Replay | None = None  # while TRL's step runs on rows dynamic sampling already generated
-    _trl_ext_vllm_rounds = None
+    @property
+    def hook_state(self) -> HookState:
+        """This trainer's ``HookState`` (made on first use)."""
+        state = vars(self).get("_trl_ext_hook_state")
+        if state is None:
+            state = self._trl_ext_hook_state = HookState()
+        return state
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        replay = self._trl_ext_replay
-        rewards_per_func = None if replay is None else replay.take_rewards()
+        rewards_per_func = self.hook_state.take_rewards()
         if rewards_per_func is None:
             rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        self._trl_ext_rewards_per_func = rewards_per_func
+        self.hook_state.scored = rewards_per_func
         return rewards_per_func
 
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs):
-        replay = None if self._trl_ext_replay is None else self._trl_ext_replay.take_generation()
+        replay = self.hook_state.take_generation()
         if replay is None:
             output = super()._generate_single_turn(
                 prompt_ids, images, multimodal_fields, num_generations, *args, **kwargs
             )
-            if self._trl_ext_vllm_rounds is not None:
-                self._trl_ext_vllm_rounds.after_generate()
+            if self.hook_state.vllm_rounds is not None:
+                self.hook_state.vllm_rounds.after_generate()
             return output
         expected_prompt_ids, completion_ids, logprobs = replay
         if [list(ids) for ids in prompt_ids] != [list(ids) for ids in expected_prompt_ids]:
@@ -192,13 +207,14 @@ class GRPOHookMixin:
         """TRL's whole ``_generate_and_score_completions`` on rows already generated and scored: its generation hook
         returns ``rollout``'s completions and its reward hook ``gathered_rewards`` (the kept rows of every rank, in
         rank order), so the log-prob passes, advantages, metrics and completions table are TRL's, of these rows."""
-        self._trl_ext_replay = Replay((rollout.prompt_ids, rollout.completion_ids, rollout.logprobs), gathered_rewards)
+        state = self.hook_state
+        state.replay((rollout.prompt_ids, rollout.completion_ids, rollout.logprobs), gathered_rewards)
         seen = self.state.num_input_tokens_seen  # the rounds already counted these tokens
         try:
             output = self.trl_generate_round(inputs)[0]
         finally:
-            unused = not self._trl_ext_replay.consumed
-            self._trl_ext_replay = None
+            unused = state.replaying
+            state.take_generation(), state.take_rewards()
         if unused:
             raise RuntimeError(
                 "TRL's _generate_and_score_completions no longer generates through _generate_single_turn and scores "
@@ -239,9 +255,10 @@ class GRPOHookMixin:
 
     def trl_generate_round(self, inputs: list[dict]) -> tuple[dict, torch.Tensor]:
         """One call of TRL's generation and scoring: (its output for this rank, the gathered (P·B, F) rewards)."""
-        self._trl_ext_rewards_per_func = None
+        state = self.hook_state
+        state.scored = None
         output = super()._generate_and_score_completions(inputs)
-        rewards_per_func, self._trl_ext_rewards_per_func = self._trl_ext_rewards_per_func, None
+        rewards_per_func, state.scored = state.scored, None
         missing = [key for key in GENERATION_OUTPUT_KEYS if key not in output]
         if rewards_per_func is None or missing:
             raise RuntimeError(
@@ -340,11 +357,11 @@ def vllm_sleep_once(trainer):
         yield
         return
     deferral = _VLLMSleepDeferral(generation)
-    trainer._trl_ext_vllm_rounds = deferral
+    trainer.hook_state.vllm_rounds = deferral
     try:
         yield
     finally:
-        trainer._trl_ext_vllm_rounds = None
+        trainer.hook_state.vllm_rounds = None
         deferral.close()
 
 
