@@ -137,3 +137,15 @@ def test_reward_trainer_prepares_every_dataset_through_prepare_dataset():
 def test_grpo_metrics_layout():
     init = _source(trl.GRPOTrainer.__init__)
     assert 'self._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}' in init
+
+
+@pytest.mark.parametrize("trainer_cls", [trl.GRPOTrainer, trl.DPOTrainer, trl.RewardTrainer])
+def test_trl_model_card_attributes_are_what_trl_ext_sets_and_reads(trainer_cls):
+    """trl_ext's trainers name themselves with TRL's class attributes (_tag_names, _name, _paper) and its card reads
+    them: TRL tags the model with _tag_names when it builds the trainer, and reads _paper as a dict of title, id and
+    citation (trl_ext's card reads the same keys)."""
+    assert "self.model.add_model_tags(self._tag_names)" in _source(trainer_cls.__init__)
+    assert isinstance(trainer_cls._tag_names, list) and isinstance(trainer_cls._name, str)
+    assert isinstance(trainer_cls._paper, dict)
+    card = _source(trl.trainer.base_trainer._BaseTrainer.create_model_card)
+    assert "self._name" in card and all(f'self._paper.get("{key}")' in card for key in ("title", "id", "citation"))

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import torch
-from accelerate.state import AcceleratorState
+from accelerate.state import AcceleratorState, is_initialized
 from safetensors import safe_open
 from safetensors.torch import save_file
 
@@ -71,7 +71,7 @@ def reset_optimizer_state(optimizer: object) -> int:
 
 
 def _zero3_enabled() -> bool:
-    if not AcceleratorState._shared_state:  # accelerate never initialised in this process: no DeepSpeed
+    if not is_initialized():  # accelerate never initialised in this process: no DeepSpeed
         return False
     try:
         plugin = AcceleratorState().deepspeed_plugin

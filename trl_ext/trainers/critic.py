@@ -72,7 +72,7 @@ def load_value_model(
 
 def _critic_from_policy(policy: PreTrainedModel, **from_pretrained_kwargs: Any) -> PreTrainedModel:
     if is_peft_model(policy):
-        path = policy.get_base_model().config._name_or_path
+        path = policy.get_base_model().config.name_or_path
         return AutoModelForSequenceClassification.from_pretrained(path, num_labels=1, **from_pretrained_kwargs)
     config = copy.deepcopy(policy.config)
     config.num_labels = 1
