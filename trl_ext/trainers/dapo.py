@@ -11,20 +11,18 @@ trainer.train()  # logs dynamic_sampling/rounds, dynamic_sampling/informative_fr
 
 from __future__ import annotations
 
-import textwrap
-from dataclasses import dataclass, field
-
-from transformers.trainer_utils import SchedulerType
+from dataclasses import dataclass
 
 from trl_ext.rewards.math import MathAccuracy
-from trl_ext.trainers.grpo import GRPOConfig, GRPOTrainer
+from trl_ext.trainers.grpo import GRPOTrainer, PaperGRPOConfig
+from trl_ext.trainers.papers import paper, paper_default
 
 #: DAPO's rule-based reward (§2.4, Eq. 6): +1 for a correct answer, −1 otherwise.
 dapo_math_accuracy = MathAccuracy(correct_value=1.0, wrong_value=-1.0)
 
 
 @dataclass
-class DAPOConfig(GRPOConfig):
+class DAPOConfig(PaperGRPOConfig):
     r"""Configuration for :class:`DAPOTrainer`: ``trl_ext.GRPOConfig`` with the DAPO paper's defaults.
 
     Sets: clip-higher (``epsilon=0.2``, ``epsilon_high=0.28``, §3.1), dynamic sampling with refill (§3.2, at most
@@ -46,32 +44,21 @@ class DAPOConfig(GRPOConfig):
     num_generations=16, learning_rate=1e-6, L_max 20480 with L_cache 4096.
     """
 
-    epsilon_high: float | None = field(
-        default=0.28, metadata={"help": "Upper clipping bound ε_high (clip-higher, DAPO §3.1). DAPO: 0.28."}
+    epsilon_high: float | None = paper_default(
+        0.28, "Upper clipping bound ε_high (clip-higher, DAPO §3.1). DAPO: 0.28."
     )
-    loss_type: str = field(
-        default="dapo",
-        metadata={"help": "Loss aggregation; 'dapo' is DAPO's token-level mean over the global batch (§3.3)."},
+    loss_type: str = paper_default(
+        "dapo", "Loss aggregation; 'dapo' is DAPO's token-level mean over the global batch (§3.3)."
     )
-    mask_truncated_completions: bool = field(
-        default=True,
-        metadata={"help": "Overlong filtering (DAPO §3.4): truncated completions are masked out of the loss."},
+    mask_truncated_completions: bool = paper_default(
+        True, "Overlong filtering (DAPO §3.4): truncated completions are masked out of the loss."
     )
-    beta: float = field(default=0.0, metadata={"help": "KL coefficient; DAPO removes the KL term (§2.3): 0."})
-    dynamic_sampling: bool = field(
-        default=True,
-        metadata={"help": "Dynamic sampling with refill (DAPO §3.2, Eq. 11): on. See GRPOConfig.dynamic_sampling."},
+    beta: float = paper_default(0.0, "KL coefficient; DAPO removes the KL term (§2.3): 0.")
+    dynamic_sampling: bool = paper_default(
+        True, "Dynamic sampling with refill (DAPO §3.2, Eq. 11): on. See GRPOConfig.dynamic_sampling."
     )
-    soft_overlong_punishment: bool = field(
-        default=True,
-        metadata={"help": "Soft overlong punishment (DAPO §3.4, Eq. 13) added as a shaping reward: on."},
-    )
-    lr_scheduler_type: SchedulerType | str = field(
-        default="constant", metadata={"help": "DAPO keeps the learning rate constant (after 20 warm-up steps)."}
-    )
-    vllm_importance_sampling_correction: bool = field(
-        default=False,
-        metadata={"help": "TRL's vLLM importance-sampling correction; DAPO has none: off (True turns TRL's on)."},
+    soft_overlong_punishment: bool = paper_default(
+        True, "Soft overlong punishment (DAPO §3.4, Eq. 13) added as a shaping reward: on."
     )
 
 
@@ -81,15 +68,7 @@ class DAPOTrainer(GRPOTrainer):
     config_class = DAPOConfig
     _tag_names = ["trl", "trl-ext", "dapo"]
     _name = "DAPO"
-    _paper = {
-        "title": "DAPO: An Open-Source LLM Reinforcement Learning System at Scale",
-        "id": "2503.14476",
-        # docstyle-ignore
-        "citation": textwrap.dedent("""\
-            @article{yu2025dapo,
-                title        = {{DAPO: An Open-Source LLM Reinforcement Learning System at Scale}},
-                author       = {Qiying Yu and Zheng Zhang and Ruofei Zhu and Yufeng Yuan and Xiaochen Zuo and Yu Yue and others},
-                year         = 2025,
-                eprint       = {arXiv:2503.14476},
-            }"""),
-    }
+    _paper = paper(
+        "DAPO: An Open-Source LLM Reinforcement Learning System at Scale", "2503.14476", "yu2025dapo",
+        "Qiying Yu and Zheng Zhang and Ruofei Zhu and Yufeng Yuan and Xiaochen Zuo and Yu Yue and others", 2025,
+    )  # fmt: skip

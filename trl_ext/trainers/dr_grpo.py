@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from transformers.trainer_utils import SchedulerType
-
-from trl_ext.trainers.grpo import GRPOConfig, GRPOTrainer
+from trl_ext.trainers.grpo import GRPOTrainer, PaperGRPOConfig
+from trl_ext.trainers.papers import paper, paper_default
 
 
 @dataclass
-class DrGRPOConfig(GRPOConfig):
+class DrGRPOConfig(PaperGRPOConfig):
     r"""Configuration for :class:`DrGRPOTrainer`: ``trl_ext.GRPOConfig`` with the Dr. GRPO paper's defaults (§3.1).
 
     Sets: advantages r − mean_group without division by the group std (``advantage_estimator="dr_grpo"``,
@@ -28,25 +26,16 @@ class DrGRPOConfig(GRPOConfig):
     with trl_ext's dynamic sampling.
     """
 
-    advantage_estimator: str = field(
-        default="dr_grpo",
-        metadata={"help": "Dr. GRPO advantage r − mean_group, no std normalisation (arXiv 2503.20783 §3.1)."},
+    advantage_estimator: str = paper_default(
+        "dr_grpo", "Dr. GRPO advantage r − mean_group, no std normalisation (arXiv 2503.20783 §3.1)."
     )
-    scale_rewards: str = field(
-        default="none", metadata={"help": "Dr. GRPO removes the std scaling: 'none' (kept consistent for logging)."}
+    scale_rewards: str = paper_default(
+        "none", "Dr. GRPO removes the std scaling: 'none' (kept consistent for logging)."
     )
-    loss_type: str = field(
-        default="dr_grpo",
-        metadata={"help": "Σ_t loss / max_completion_length per sequence, a constant normaliser (Dr. GRPO §3.1)."},
+    loss_type: str = paper_default(
+        "dr_grpo", "Σ_t loss / max_completion_length per sequence, a constant normaliser (Dr. GRPO §3.1)."
     )
-    beta: float = field(default=0.0, metadata={"help": "KL coefficient; Dr. GRPO uses none: 0."})
-    lr_scheduler_type: SchedulerType | str = field(
-        default="constant", metadata={"help": "Dr. GRPO keeps the learning rate constant."}
-    )
-    vllm_importance_sampling_correction: bool = field(
-        default=False,
-        metadata={"help": "TRL's vLLM importance-sampling correction; Dr. GRPO has none: off (True turns TRL's on)."},
-    )
+    beta: float = paper_default(0.0, "KL coefficient; Dr. GRPO uses none: 0.")
 
 
 class DrGRPOTrainer(GRPOTrainer):
@@ -55,15 +44,8 @@ class DrGRPOTrainer(GRPOTrainer):
     config_class = DrGRPOConfig
     _tag_names = ["trl", "trl-ext", "dr-grpo"]
     _name = "Dr. GRPO"
-    _paper = {
-        "title": "Understanding R1-Zero-Like Training: A Critical Perspective",
-        "id": "2503.20783",
-        # docstyle-ignore
-        "citation": textwrap.dedent("""\
-            @article{liu2025understanding,
-                title        = {{Understanding R1-Zero-Like Training: A Critical Perspective}},
-                author       = {Zichen Liu and Changyu Chen and Wenjun Li and Penghui Qi and Tianyu Pang and Chao Du and Wee Sun Lee and Min Lin},
-                year         = 2025,
-                eprint       = {arXiv:2503.20783},
-            }"""),
-    }
+    _paper = paper(
+        "Understanding R1-Zero-Like Training: A Critical Perspective", "2503.20783", "liu2025understanding",
+        "Zichen Liu and Changyu Chen and Wenjun Li and Penghui Qi and Tianyu Pang and Chao Du and Wee Sun Lee and "
+        "Min Lin", 2025,
+    )  # fmt: skip

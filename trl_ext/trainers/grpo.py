@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 import trl
+from transformers.trainer_utils import SchedulerType
 
 from trl_ext.core._checks import check_choice
 from trl_ext.core.advantages import group_normalized, leave_one_out, minibatch_normalized
@@ -33,6 +34,7 @@ from trl_ext.trainers.dynamic_sampling import (  # is_shaping_reward: its old im
     is_shaping_reward,  # noqa: F401
     is_trl_overlong,
 )
+from trl_ext.trainers.papers import paper_default
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -268,6 +270,19 @@ class GRPOConfig(trl.GRPOConfig, ReferenceResetArguments):
             )
         if self.overlong_penalty_factor < 0:
             raise ValueError(f"overlong_penalty_factor must be >= 0, got {self.overlong_penalty_factor}.")
+
+
+@dataclass
+class PaperGRPOConfig(GRPOConfig):
+    """``GRPOConfig`` with the defaults every paper recipe of the family (DAPO, Dr. GRPO, RLOO, ProRL, Magistral)
+    shares; each recipe's Config adds its paper's own on top."""
+
+    lr_scheduler_type: SchedulerType | str = paper_default(
+        "constant", "The papers keep the learning rate constant (DAPO after 20 warm-up steps: 'constant_with_warmup')."
+    )
+    vllm_importance_sampling_correction: bool = paper_default(
+        False, "TRL's vLLM importance-sampling correction; the papers have none: off (True turns TRL's on)."
+    )
 
 
 class GRPOTrainer(

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from transformers.trainer_utils import SchedulerType
-
-from trl_ext.trainers.grpo import GRPOConfig, GRPOTrainer
+from trl_ext.trainers.grpo import GRPOTrainer, PaperGRPOConfig
+from trl_ext.trainers.papers import paper, paper_default
 
 
 @dataclass
-class MagistralConfig(GRPOConfig):
+class MagistralConfig(PaperGRPOConfig):
     r"""Configuration for :class:`MagistralTrainer`: ``trl_ext.GRPOConfig`` with Magistral's GRPO changes (§2.1).
 
     Sets: group centring then minibatch standardisation over all sequences of one optimizer step, across processes
@@ -27,34 +25,21 @@ class MagistralConfig(GRPOConfig):
     −1.403 where Magistral gives −1.620), and TRL keeps zero-advantage groups.
     """
 
-    advantage_estimator: str = field(
-        default="magistral",
-        metadata={"help": "Group centring, then standardisation over the optimizer step (arXiv 2506.10910 §2.1)."},
+    advantage_estimator: str = paper_default(
+        "magistral", "Group centring, then standardisation over the optimizer step (arXiv 2506.10910 §2.1)."
     )
-    epsilon_high: float | None = field(
-        default=0.28, metadata={"help": "Upper clipping bound ε_high; Magistral: 0.26–0.28 (0.3 for the small model)."}
+    epsilon_high: float | None = paper_default(
+        0.28, "Upper clipping bound ε_high; Magistral: 0.26–0.28 (0.3 for the small model)."
     )
-    loss_type: str = field(
-        default="dapo", metadata={"help": "Token-level loss normalised by the total length of the batch (§2.1)."}
+    loss_type: str = paper_default("dapo", "Token-level loss normalised by the total length of the batch (§2.1).")
+    beta: float = paper_default(0.0, "KL coefficient; Magistral removes the KL term: 0.")
+    dynamic_sampling: bool = paper_default(
+        True, "Drop zero-advantage groups ('eliminating non-diverse groups', §2.1) and refill: on."
     )
-    beta: float = field(default=0.0, metadata={"help": "KL coefficient; Magistral removes the KL term: 0."})
-    dynamic_sampling: bool = field(
-        default=True,
-        metadata={"help": "Drop zero-advantage groups ('eliminating non-diverse groups', §2.1) and refill: on."},
+    soft_overlong_punishment: bool = paper_default(
+        True, "Length penalty of Magistral §2.2 (DAPO Eq. 13 scaled by 0.1): on."
     )
-    soft_overlong_punishment: bool = field(
-        default=True, metadata={"help": "Length penalty of Magistral §2.2 (DAPO Eq. 13 scaled by 0.1): on."}
-    )
-    overlong_penalty_factor: float = field(
-        default=0.1, metadata={"help": "Largest length penalty; Magistral §2.2: 0.1."}
-    )
-    lr_scheduler_type: SchedulerType | str = field(
-        default="constant", metadata={"help": "Magistral keeps the learning rate constant."}
-    )
-    vllm_importance_sampling_correction: bool = field(
-        default=False,
-        metadata={"help": "TRL's vLLM importance-sampling correction; Magistral has none: off (True turns TRL's on)."},
-    )
+    overlong_penalty_factor: float = paper_default(0.1, "Largest length penalty; Magistral §2.2: 0.1.")
 
 
 class MagistralTrainer(GRPOTrainer):
@@ -63,15 +48,5 @@ class MagistralTrainer(GRPOTrainer):
     config_class = MagistralConfig
     _tag_names = ["trl", "trl-ext", "magistral"]
     _name = "Magistral"
-    _paper = {
-        "title": "Magistral",
-        "id": "2506.10910",
-        # docstyle-ignore
-        "citation": textwrap.dedent("""\
-            @article{mistral2025magistral,
-                title        = {{Magistral}},
-                author       = {{Mistral-AI} and Abhinav Rastogi and Albert Q. Jiang and others},
-                year         = 2025,
-                eprint       = {arXiv:2506.10910},
-            }"""),
-    }
+    _paper = paper("Magistral", "2506.10910", "mistral2025magistral",
+                   "{Mistral-AI} and Abhinav Rastogi and Albert Q. Jiang and others", 2025)  # fmt: skip

@@ -10,7 +10,6 @@ re-exported here). Every formula comes from ``trl_ext.core``.
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +37,7 @@ from trl_ext.trainers.critic_training import (  # noqa: F401  (re-exported)
     CriticTrainingMixin,
 )
 from trl_ext.trainers.grpo import GRPOConfig, GRPOTrainer
+from trl_ext.trainers.papers import paper
 
 require_trl_hooks(None, PPO_TRL_HOOKS)
 
@@ -248,18 +248,10 @@ class PPOTrainer(CriticTrainingMixin, PPOHookMixin, GRPOTrainer):
     config_class = PPOConfig
     _tag_names = ["trl", "trl-ext", "ppo"]
     _name = "PPO"
-    _paper = {
-        "title": "Proximal Policy Optimization Algorithms",
-        "id": "1707.06347",
-        # docstyle-ignore
-        "citation": textwrap.dedent("""\
-            @article{schulman2017proximal,
-                title        = {{Proximal Policy Optimization Algorithms}},
-                author       = {John Schulman and Filip Wolski and Prafulla Dhariwal and Alec Radford and Oleg Klimov},
-                year         = 2017,
-                eprint       = {arXiv:1707.06347},
-            }"""),
-    }
+    _paper = paper(
+        "Proximal Policy Optimization Algorithms", "1707.06347", "schulman2017proximal",
+        "John Schulman and Filip Wolski and Prafulla Dhariwal and Alec Radford and Oleg Klimov", 2017,
+    )  # fmt: skip
 
     def __init__(
         self,

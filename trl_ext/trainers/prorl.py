@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import logging
-import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from transformers.trainer_utils import SchedulerType
-
-from trl_ext.trainers.grpo import GRPOConfig, GRPOTrainer
+from trl_ext.trainers.grpo import GRPOTrainer, PaperGRPOConfig
+from trl_ext.trainers.papers import paper, paper_default
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class ProRLConfig(GRPOConfig):
+class ProRLConfig(PaperGRPOConfig):
     r"""Configuration for :class:`ProRLTrainer`: ``trl_ext.GRPOConfig`` with the ProRL paper's defaults.
 
     Sets (ProRL §2.3, §3.3): a k3 KL penalty in the loss with ``beta=1e-4`` (TRL's GRPO KL term), clip-higher
@@ -35,26 +33,15 @@ class ProRLConfig(GRPOConfig):
     steps_per_generation > 1 the batches already generated keep the old reference.
     """
 
-    beta: float = field(default=1e-4, metadata={"help": "KL coefficient of the k3 penalty in the loss (ProRL: 1e-4)."})
-    epsilon_high: float | None = field(default=0.4, metadata={"help": "Clip-higher upper bound ε_high (ProRL: 0.4)."})
-    loss_type: str = field(default="dapo", metadata={"help": "Token-level loss aggregation (as DAPO)."})
-    dynamic_sampling: bool = field(
-        default=True, metadata={"help": "Dynamic sampling with refill (ProRL §2.3, following DAPO): on."}
-    )
-    temperature: float = field(default=1.2, metadata={"help": "Sampling temperature (ProRL §3.1: 1.2)."})
-    use_bias_correction_kl: bool = field(
-        default=False,
-        metadata={
-            "help": "TRL multiplies the KL term by the importance ratio when True (its default). ProRL's KL (verl's "
-            "low_var_kl k3 in the loss) has no such factor: False."
-        },
-    )
-    lr_scheduler_type: SchedulerType | str = field(
-        default="constant", metadata={"help": "ProRL keeps the learning rate constant (2e-6)."}
-    )
-    vllm_importance_sampling_correction: bool = field(
-        default=False,
-        metadata={"help": "TRL's vLLM importance-sampling correction; ProRL has none: off (True turns TRL's on)."},
+    beta: float = paper_default(1e-4, "KL coefficient of the k3 penalty in the loss (ProRL: 1e-4).")
+    epsilon_high: float | None = paper_default(0.4, "Clip-higher upper bound ε_high (ProRL: 0.4).")
+    loss_type: str = paper_default("dapo", "Token-level loss aggregation (as DAPO).")
+    dynamic_sampling: bool = paper_default(True, "Dynamic sampling with refill (ProRL §2.3, following DAPO): on.")
+    temperature: float = paper_default(1.2, "Sampling temperature (ProRL §3.1: 1.2).")
+    use_bias_correction_kl: bool = paper_default(
+        False,
+        "TRL multiplies the KL term by the importance ratio when True (its default). ProRL's KL (verl's low_var_kl k3 "
+        "in the loss) has no such factor: False.",
     )
 
 
@@ -64,18 +51,12 @@ class ProRLTrainer(GRPOTrainer):
     config_class = ProRLConfig
     _tag_names = ["trl", "trl-ext", "prorl"]
     _name = "ProRL"
-    _paper = {
-        "title": "ProRL: Prolonged Reinforcement Learning Expands Reasoning Boundaries in Large Language Models",
-        "id": "2505.24864",
-        # docstyle-ignore
-        "citation": textwrap.dedent("""\
-            @article{liu2025prorl,
-                title        = {{ProRL: Prolonged Reinforcement Learning Expands Reasoning Boundaries in Large Language Models}},
-                author       = {Mingjie Liu and Shizhe Diao and Ximing Lu and Jian Hu and Xin Dong and Yejin Choi and Jan Kautz and Yi Dong},
-                year         = 2025,
-                eprint       = {arXiv:2505.24864},
-            }"""),
-    }
+    _paper = paper(
+        "ProRL: Prolonged Reinforcement Learning Expands Reasoning Boundaries in Large Language Models", "2505.24864",
+        "liu2025prorl",
+        "Mingjie Liu and Shizhe Diao and Ximing Lu and Jian Hu and Xin Dong and Yejin Choi and Jan Kautz and Yi Dong",
+        2025,
+    )  # fmt: skip
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

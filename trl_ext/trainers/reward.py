@@ -8,7 +8,6 @@ trained model is a plain ``AutoModelForSequenceClassification`` with one label, 
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +23,7 @@ from trl_ext.hub import ModelCardMixin
 from trl_ext.trainers._trl_hooks import CompleteCheckpointPushMixin, require_trl_hooks
 from trl_ext.trainers._trl_reward import REWARD_HOOKS, RewardHookMixin
 from trl_ext.trainers.configs import resolve_config
+from trl_ext.trainers.papers import paper
 
 WEIGHT_COLUMN = "weight"
 
@@ -70,18 +70,15 @@ class RewardTrainer(ModelCardMixin, CompleteCheckpointPushMixin, RewardHookMixin
     config_class = RewardConfig
     _tag_names = ["trl", "trl-ext", "reward-trainer"]
     _name = "Reward"
-    _paper = {
-        "title": "Training language models to follow instructions with human feedback",
-        "id": "2203.02155",
-        # docstyle-ignore
-        "citation": textwrap.dedent("""\
-            @inproceedings{ouyang2022training,
-                title        = {{Training language models to follow instructions with human feedback}},
-                author       = {Long Ouyang and Jeffrey Wu and Xu Jiang and Diogo Almeida and Carroll L. Wainwright and Pamela Mishkin and Chong Zhang and Sandhini Agarwal and Katarina Slama and Alex Ray and John Schulman and Jacob Hilton and Fraser Kelton and Luke Miller and Maddie Simens and Amanda Askell and Peter Welinder and Paul F. Christiano and Jan Leike and Ryan Lowe},
-                year         = 2022,
-                booktitle    = {Advances in Neural Information Processing Systems 35: Annual Conference on Neural Information Processing Systems 2022, NeurIPS 2022},
-            }"""),
-    }
+    _paper = paper(
+        "Training language models to follow instructions with human feedback", "2203.02155", "ouyang2022training",
+        "Long Ouyang and Jeffrey Wu and Xu Jiang and Diogo Almeida and Carroll L. Wainwright and Pamela Mishkin and "
+        "Chong Zhang and Sandhini Agarwal and Katarina Slama and Alex Ray and John Schulman and Jacob Hilton and "
+        "Fraser Kelton and Luke Miller and Maddie Simens and Amanda Askell and Peter Welinder and Paul F. Christiano "
+        "and Jan Leike and Ryan Lowe", 2022, entry="inproceedings", eprint=False,
+        booktitle="Advances in Neural Information Processing Systems 35: Annual Conference on Neural Information "
+        "Processing Systems 2022, NeurIPS 2022",
+    )  # fmt: skip
 
     def __init__(self, model: Any, args: TRLRewardConfig | None = None, *more: Any, **kwargs: Any):
         super().__init__(model, resolve_config(type(self), model, args), *more, **kwargs)  # plain config: TRL pairs

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from transformers.trainer_utils import SchedulerType
-
-from trl_ext.trainers.grpo import GRPOConfig, GRPOTrainer
+from trl_ext.trainers.grpo import GRPOTrainer, PaperGRPOConfig
+from trl_ext.trainers.papers import paper, paper_default
 
 
 @dataclass
-class RLOOConfig(GRPOConfig):
+class RLOOConfig(PaperGRPOConfig):
     r"""Configuration for :class:`RLOOTrainer`: ``trl_ext.GRPOConfig`` with the RLOO baseline.
 
     Sets: A_i = r_i − mean_{j≠i} r_j (``advantage_estimator="rloo"``, ``trl_ext.core.leave_one_out``; §3 of the
@@ -25,20 +23,11 @@ class RLOOConfig(GRPOConfig):
     composes with every trl_ext extension (dynamic sampling, overlong punishment, the Magistral-style filters).
     """
 
-    advantage_estimator: str = field(
-        default="rloo", metadata={"help": "Leave-one-out baseline r_i − mean_{j≠i} r_j (arXiv 2402.14740 §3)."}
+    advantage_estimator: str = paper_default(
+        "rloo", "Leave-one-out baseline r_i − mean_{j≠i} r_j (arXiv 2402.14740 §3)."
     )
-    loss_type: str = field(
-        default="dapo", metadata={"help": "Token-level mean of the clipped surrogate over the global batch."}
-    )
-    beta: float = field(default=0.0, metadata={"help": "KL coefficient: 0 (no KL term, no reference model)."})
-    lr_scheduler_type: SchedulerType | str = field(
-        default="constant", metadata={"help": "RLOO keeps the learning rate constant."}
-    )
-    vllm_importance_sampling_correction: bool = field(
-        default=False,
-        metadata={"help": "TRL's vLLM importance-sampling correction; RLOO has none: off (True turns TRL's on)."},
-    )
+    loss_type: str = paper_default("dapo", "Token-level mean of the clipped surrogate over the global batch.")
+    beta: float = paper_default(0.0, "KL coefficient: 0 (no KL term, no reference model).")
 
 
 class RLOOTrainer(GRPOTrainer):
@@ -47,17 +36,12 @@ class RLOOTrainer(GRPOTrainer):
     config_class = RLOOConfig
     _tag_names = ["trl", "trl-ext", "rloo"]
     _name = "RLOO"
-    _paper = {
-        "title": "Back to Basics: Revisiting REINFORCE-Style Optimization for Learning from Human Feedback in LLMs",
-        "id": "2402.14740",
-        # docstyle-ignore
-        "citation": textwrap.dedent("""\
-            @inproceedings{ahmadian2024back,
-                title        = {{Back to Basics: Revisiting REINFORCE-Style Optimization for Learning from Human Feedback in LLMs}},
-                author       = {Arash Ahmadian and Chris Cremer and Matthias Gall{\\'{e}} and Marzieh Fadaee and Julia Kreutzer and Olivier Pietquin and Ahmet {\\"{U}}st{\\"{u}}n and Sara Hooker},
-                year         = 2024,
-                booktitle    = {Proceedings of the 62nd Annual Meeting of the Association for Computational Linguistics (Volume 1: Long Papers), {ACL} 2024},
-                pages        = {12248--12267},
-                eprint       = {arXiv:2402.14740},
-            }"""),
-    }
+    _paper = paper(
+        "Back to Basics: Revisiting REINFORCE-Style Optimization for Learning from Human Feedback in LLMs",
+        "2402.14740", "ahmadian2024back",
+        "Arash Ahmadian and Chris Cremer and Matthias Gall{\\'{e}} and Marzieh Fadaee and Julia Kreutzer and Olivier "
+        'Pietquin and Ahmet {\\"{U}}st{\\"{u}}n and Sara Hooker', 2024, entry="inproceedings",
+        booktitle="Proceedings of the 62nd Annual Meeting of the Association for Computational Linguistics (Volume 1: "
+        "Long Papers), {ACL} 2024",
+        pages="12248--12267",
+    )  # fmt: skip
