@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trl_ext.recipes import COMPARE_RECIPES, RECIPES, REGISTRY
+from trl_ext.recipes import COMPARE_RECIPES, RECIPES
 
 DEFAULT_RECIPES = COMPARE_RECIPES
 POLICY_CRITIC = "policy"  # --value_model_name_or_path policy: the critic starts from the policy's weights
@@ -58,6 +58,8 @@ def parse_recipes(text: str) -> tuple[str, ...]:
 
 def validate(settings: CompareSettings) -> None:
     """Every check that can fail before anything trains, each naming its flag."""
+    from trl_ext.recipes import get_recipe
+
     for name in settings.recipes:
         parse_recipes(name)
     for flag in ("seeds", "steps", "updates_per_rollout", "prompts_per_update"):
@@ -72,7 +74,7 @@ def validate(settings: CompareSettings) -> None:
             "--model_name_or_path and --dataset_name go together (a real run); give both, or neither for the "
             "offline demo task."
         )
-    critics = [name for name in settings.recipes if REGISTRY[name].trains_critic]
+    critics = [name for name in settings.recipes if get_recipe(name).trains_critic]
     if critics and settings.model_name_or_path and not settings.value_model_name_or_path:
         raise CompareError(
             f"--recipes includes {critics[0]}, which trains a critic: pass --value_model_name_or_path (a reward-model or "
