@@ -20,7 +20,7 @@ from pathlib import Path
 import transformers
 import trl
 
-from tests.import_graph import modules
+from tests.import_graph import module_graph, modules
 
 TRANSFORMERS_FILES = ("trainer.py", "trainer_callback.py", "trainer_pt_utils.py", "trainer_utils.py",
                       "training_args.py", "modeling_utils.py", "configuration_utils.py",
@@ -98,13 +98,29 @@ def _static_class_names(path: Path) -> set[str]:
     return {name for name in names if is_private(name)}
 
 
+def trl_users() -> set[str]:
+    """Modules that import TRL or transformers, directly or through other trl_ext modules: only their classes can
+    derive from TRL's."""
+    graph, paths = module_graph(), modules()
+    users = {module for module, path in paths.items() if _imports_third_party(path)}
+    grown = True
+    while grown:
+        grown = False
+        for module, targets in graph.items():
+            if module not in users and targets & users:
+                users.add(module)
+                grown = True
+    return users
+
+
 def classes_of_trl_users() -> list[tuple[str, type]]:
-    """(module, class) of every class defined in a module that imports TRL or transformers (those are imported;
-    the others, e.g. the sandbox's scripts, are read as source only)."""
+    """(module, class) of every class defined in a module that uses TRL or transformers (those are imported; the
+    others, e.g. the sandbox's scripts, are read as source only)."""
+    users = trl_users()
     return [
         (module, cls)
-        for module, path in modules().items()
-        if not module.endswith("__main__") and _imports_third_party(path)
+        for module in modules()
+        if not module.endswith("__main__") and module in users
         for cls in _own_classes(module)
     ]
 
@@ -140,8 +156,9 @@ def own_private_names(third_party: set[str]) -> set[str]:
     """Private names that trl_ext's own classes (never part of a TRL-derived class, outside ``_trl*``) define:
     reading those is no touch."""
     names = set()
+    users = trl_users()
     for module, path in modules().items():
-        if not _imports_third_party(path) and not is_trl_module(module):
+        if module not in users and not is_trl_module(module):
             names.update(_static_class_names(path))
     composed = {part for part, _ in _composed()}
     for module, cls in classes_of_trl_users():
