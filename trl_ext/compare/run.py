@@ -113,7 +113,7 @@ def train_one(
     reward (give them weights with ``extra_config``); ``extra_log_keys`` are recorded next to the standard ones."""
     from transformers import PrinterCallback
 
-    from trl_ext.compare.tasks import heldout_accuracy, task_reward_for
+    from trl_ext.compare.tasks import heldout_accuracy, heldout_recorder, task_reward_for
     from trl_ext.demo import task_reward
 
     _, trainer_cls = recipe_classes(recipe)
@@ -124,6 +124,9 @@ def train_one(
     trainer = trainer_cls(model=policy, reward_funcs=[counting, *extra_rewards], args=args, train_dataset=dataset)
     trainer.remove_callback(PrinterCallback)  # the table and the progress bar report; no per-step log lines
     trainer.add_callback(_recorder(counter, progress, records, extra_log_keys))
+    heldout: list[dict] = []
+    if settings.eval_every and settings.dataset_name is None:
+        trainer.add_callback(heldout_recorder(settings.task, settings.eval_every, counter, heldout))
     started = time.perf_counter()
     trainer.train()
     wall = time.perf_counter() - started
@@ -131,7 +134,7 @@ def train_one(
     if settings.dataset_name is None:  # the built-in task: held-out accuracy at the fixed evaluation seed
         final = heldout_accuracy(trainer.model, trainer.processing_class, settings.task)
     return {"recipe": recipe, "seed": seed, "wall_seconds": wall, "samples": counter[0], "final_accuracy": final,
-            "log": records}, trainer  # fmt: skip
+            "log": records, "heldout": heldout}, trainer  # fmt: skip
 
 
 def run_compare(settings: CompareSettings, keep_trainers: bool = False) -> dict[str, Any]:

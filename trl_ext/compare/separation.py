@@ -68,3 +68,13 @@ def separate(a: list[float], b: list[float], higher_is_better: bool = True) -> S
     else:
         verdict = "does not separate"
     return Separation(wins, losses, len(a), mean_a, mean_b, std_a, std_b, verdict)
+
+
+def versus(runs: list[dict], recipe: str, baseline: str) -> Separation | None:
+    """The separation rule on final held-out accuracy, recipe against baseline, paired by seed (None when the runs
+    have no final accuracy or fewer than 2 common seeds)."""
+    final = {(r["recipe"], r["seed"]): r.get("final_accuracy") for r in runs}
+    seeds = sorted(s for (name, s), v in final.items() if name == recipe and final.get((baseline, s)) is not None)
+    if len(seeds) < 2 or any(final[(recipe, s)] is None for s in seeds):
+        return None
+    return separate([final[(recipe, s)] for s in seeds], [final[(baseline, s)] for s in seeds])

@@ -43,6 +43,7 @@ class CompareSettings:
     extra_config: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-recipe Config overrides
     task: TaskSpec = field(default_factory=TaskSpec)  # the built-in task (trl_ext.compare.tasks): demo or mixed
     shared_warm_start: bool = False  # every seed starts from seed 0's warm start (default: one warm start per seed)
+    eval_every: int = 0  # held-out accuracy every N optimizer steps on the built-in tasks (0: only at the end)
 
 
 def parse_recipes(text: str) -> tuple[str, ...]:
@@ -63,6 +64,10 @@ def validate(settings: CompareSettings) -> None:
     """Every check that can fail before anything trains, each naming its flag."""
     for name in settings.recipes:
         parse_recipes(name)
+    if settings.eval_every < 0:
+        raise CompareError(
+            f"--eval_every is a number of optimizer steps (0: only at the end), got {settings.eval_every}."
+        )
     for flag in ("seeds", "steps", "updates_per_rollout", "prompts_per_update"):
         if getattr(settings, flag) < 1:
             raise CompareError(f"--{flag} must be >= 1, got {getattr(settings, flag)}.")

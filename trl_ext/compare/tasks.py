@@ -170,3 +170,25 @@ def heldout_accuracy(model: Any, tokenizer: Any, spec: TaskSpec, max_new_tokens:
     finally:
         torch.random.set_rng_state(state)  # training randomness does not depend on whether we measured
     return report.mean_reward
+
+
+def heldout_recorder(spec: TaskSpec, every: int, counter: list[int], records: list[dict]) -> Any:
+    """A callback recording held-out accuracy before training and every ``every`` optimizer steps:
+    ``{"step", "samples", "heldout_accuracy"}`` (samples: completions generated so far, refill rounds included)."""
+    from transformers import TrainerCallback
+
+    class HeldoutRecorder(TrainerCallback):
+        def _record(self, state: Any, model: Any, tokenizer: Any) -> None:
+            was_training = model.training
+            accuracy = heldout_accuracy(model, tokenizer, spec)
+            model.train(was_training)
+            records.append({"step": state.global_step, "samples": counter[0], "heldout_accuracy": accuracy})
+
+        def on_train_begin(self, args, state, control, model=None, processing_class=None, **kwargs):
+            self._record(state, model, processing_class)
+
+        def on_step_end(self, args, state, control, model=None, processing_class=None, **kwargs):
+            if state.global_step % every == 0:
+                self._record(state, model, processing_class)
+
+    return HeldoutRecorder()
