@@ -26,6 +26,7 @@ import argparse
 import dataclasses
 import json
 import os
+import resource
 import statistics
 import sys
 import time
@@ -215,13 +216,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"seed {run['seed']} {run['claim']} {run['variant']}: {run['value']:.3f} (held-out gain "
                   f"{run['gain']:+.3f}, {run['samples']} samples, {run['wall_seconds']:.0f} s)", flush=True)  # fmt: skip
     elapsed = time.perf_counter() - started
+    cpu = sum(
+        r.ru_utime + r.ru_stime for r in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    )
     values = {name: {variant: [r["value"] for r in runs if r["claim"] == name and r["variant"] == variant]
                      for variant in CLAIMS[name].variants} for name in claims}  # fmt: skip
     (root / "claims.json").write_text(json.dumps({"values": values, "runs": runs}, indent=1))
     command = "python scripts/bench_paper_claims.py " + " ".join(sys.argv[1:] if argv is None else argv)
     header = (
         f"{args.seeds} seeds per variant, {len(runs)} runs, {elapsed:.0f} s with {args.workers} workers "
-        f"(load average {os.getloadavg()[0]:.1f}); `{command.strip()}`. Rule: {RULE}."
+        f"(load average {os.getloadavg()[0]:.1f}; {cpu:.0f} CPU seconds, {cpu / 120:.1f} min on 2 free cores); "
+        f"`{command.strip()}`. Rule: {RULE}."
     )
     print("\n" + header)
     lines, rows = zip(*(claim_rows(name, values[name]) for name in claims), strict=True)

@@ -38,8 +38,11 @@ def test_small_multiples_draw_one_row_per_recipe_against_grpo(tmp_path):
     assert two.shape[0] > one.shape[0] + 100 and two.shape[1] == one.shape[1] and two.std() > 0
 
 
-def test_mixed_task_compare_records_heldout_accuracy_and_states_separation(tmp_path):
-    output = tmp_path / "M"
+def test_mixed_task_compare_records_heldout_accuracy_and_states_separation(tmp_path, monkeypatch):
+    import trl_ext.demo
+
+    output, warm_starts, warm_start = tmp_path / "M", [], trl_ext.demo.warm_start
+    monkeypatch.setattr(trl_ext.demo, "warm_start", lambda *args: warm_starts.append(args) or warm_start(*args))
     task = TaskSpec(name="mixed", repeats=1, eval_samples=2)
     settings = CompareSettings(recipes=("grpo", "rloo"), seeds=2, steps=2, warmup_steps=10, task=task, eval_every=1,
                                shared_warm_start=True, output_dir=str(output), show_progress=False)  # fmt: skip
@@ -50,6 +53,6 @@ def test_mixed_task_compare_records_heldout_accuracy_and_states_separation(tmp_p
         assert run["heldout"][0]["samples"] == 0 and run["heldout"][-1]["samples"] == run["samples"]
     starts = {run["heldout"][0]["heldout_accuracy"] for run in results["runs"]}
     assert len(starts) == 1  # one shared warm start, measured at one evaluation seed
-    assert not (output / "seed-1").exists()
+    assert not (output / "seed-1").exists() and len(warm_starts) == 1  # trained once, reused by seed 1
     table = (output / "comparison.md").read_text()
     assert "final vs grpo" in table and "better in" in table.split("| rloo |")[1]

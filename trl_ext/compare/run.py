@@ -96,7 +96,10 @@ def task_of_seed(settings: CompareSettings, seed: int, root: Path) -> tuple[str,
     from trl_ext.demo import warm_start
 
     start = 0 if settings.shared_warm_start else seed
-    return str(warm_start(root / f"seed-{start}", settings.warmup_steps, start)), task_dataset(settings.task)
+    path = root / f"seed-{start}" / "warm-start"
+    if not (settings.shared_warm_start and seed > 0 and (path / "config.json").exists()):  # seed 0's is reused
+        path = warm_start(root / f"seed-{start}", settings.warmup_steps, start)
+    return str(path), task_dataset(settings.task)
 
 
 def train_one(
