@@ -78,9 +78,17 @@ def _cell(pair: tuple[float, float], digits: int = 3) -> str:
     return "–" if math.isnan(mean) else f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
+def _task_text(task: dict[str, Any]) -> str:
+    if task.get("name") != "mixed":
+        return "the offline demo task (single-digit addition, tiny warm-started policy; accuracy on all 25 sums)"
+    return (f"the mixed task ({task['easy_share']:.0%} always-rewarded and {task['hard_share']:.0%} never-rewarded "
+            "prompts besides learnable single-digit sums, tiny warm-started policy; final accuracy on the held-out "
+            "sums at a fixed evaluation seed)")  # fmt: skip
+
+
 def write_table(results: dict[str, Any], path: Path) -> None:
     settings, summary = results["settings"], results["summary"]
-    task = settings["dataset_name"] or "the offline demo task (single-digit addition, tiny warm-started policy)"
+    task = settings["dataset_name"] or _task_text(settings.get("task") or {})
     lines = [
         "# trl-ext compare",
         "",
