@@ -83,3 +83,29 @@ def test_demo_task_keeps_the_plain_reward():
 def test_bad_task_settings_name_the_field(spec, field):
     with pytest.raises(CompareError, match=field):
         validate(CompareSettings(task=spec))
+
+
+def test_heldout_accuracy_draws_from_the_fixed_seed_and_leaves_the_training_rng_alone(monkeypatch):
+    import types
+
+    import torch
+
+    import trl_ext.evaluation
+    from trl_ext.compare.tasks import heldout_accuracy
+
+    rows = []
+
+    def sampling(model, tokenizer, dataset, reward_funcs, **kwargs):  # a draw from the RNG stands for the sampling
+        rows.append(len(dataset))
+        return types.SimpleNamespace(mean_reward=float(torch.rand(1)))
+
+    monkeypatch.setattr(trl_ext.evaluation, "evaluate_policy", sampling)
+    spec = TaskSpec(name="mixed")
+    torch.manual_seed(11)
+    expected_next = torch.rand(3)
+    torch.manual_seed(11)
+    first = heldout_accuracy(None, None, spec)
+    assert torch.equal(torch.rand(3), expected_next)  # measuring did not advance the training RNG
+    torch.manual_seed(99)  # another training state: the evaluation draws the same randomness
+    assert heldout_accuracy(None, None, spec) == first
+    assert rows == [9, 9]  # the 9 held-out problems only

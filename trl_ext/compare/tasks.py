@@ -161,14 +161,11 @@ def heldout_accuracy(model: Any, tokenizer: Any, spec: TaskSpec, max_new_tokens:
     from trl_ext.evaluation import evaluate_policy
     from trl_ext.rewards import math_accuracy
 
-    state = torch.random.get_rng_state()
-    torch.manual_seed(EVAL_SEED)
-    try:
+    with torch.random.fork_rng():  # CPU and CUDA states restored: training does not depend on whether we measured
+        torch.manual_seed(EVAL_SEED)
         report = evaluate_policy(model, tokenizer, heldout_prompts(spec), [math_accuracy],
                                  num_samples=spec.eval_samples, max_new_tokens=max_new_tokens,
                                  batch_size=128)  # fmt: skip
-    finally:
-        torch.random.set_rng_state(state)  # training randomness does not depend on whether we measured
     return report.mean_reward
 
 
