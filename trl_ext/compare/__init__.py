@@ -2,9 +2,12 @@
 
     trl-ext compare --recipes grpo,dapo,dr_grpo --seeds 3 --steps 150 --output_dir compare
 
-writes ``compare/comparison.md`` (per recipe: final accuracy mean ± std over seeds, generated samples and wall time
-to reach an accuracy threshold, completion length, entropy, clip fractions), ``compare/comparison.png`` (training
-accuracy against generated samples, one line per recipe with a band over seeds) and ``compare/results.json``.
+writes ``compare/comparison.md`` (per recipe: final accuracy mean ± std over seeds and whether it separates from
+GRPO's, generated samples and wall time to reach an accuracy threshold, completion length, entropy, clip fractions),
+``compare/comparison.png`` (small multiples: each recipe against GRPO by optimizer steps and by generated samples, a
+band over seeds; ``figure``) and ``compare/results.json``. ``--task mixed`` trains on the built-in task with a set share
+of always- and never-rewarded prompts and measures held-out accuracy at a fixed evaluation seed (``tasks``); the
+separation rule is ``separation.RULE``.
 
 The default recipes are every RL recipe (PPO's critic starts from the policy on the demo task). By default every run
 starts from the offline demo's warm-started tiny policy on its arithmetic task (one warm start

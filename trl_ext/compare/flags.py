@@ -17,6 +17,7 @@ from trl_ext.compare.settings import (
     parse_recipes,
     validate,
 )
+from trl_ext.compare.tasks import TASKS, TaskSpec
 
 
 def add_compare_arguments(parser: Any) -> None:
@@ -38,6 +39,22 @@ def add_compare_arguments(parser: Any) -> None:
     parser.add_argument("--max_completion_length", type=int, default=defaults.max_completion_length)
     parser.add_argument("--warmup_steps", type=int, default=defaults.warmup_steps, help="SFT warm-up (demo task)")
     parser.add_argument("--cards_dir", default=None, help="write seed 0's model card of each recipe here")
+    task = defaults.task
+    parser.add_argument(
+        "--task",
+        default=task.name,
+        choices=TASKS,
+        help="built-in task: demo (single-digit sums) or mixed (with too-easy/too-hard prompts)",
+    )
+    parser.add_argument("--easy_share", type=float, default=task.easy_share, help="mixed: always-rewarded prompts")
+    parser.add_argument("--hard_share", type=float, default=task.hard_share, help="mixed: never-rewarded prompts")
+    parser.add_argument("--shared_warm_start", action="store_true", help="every seed starts from seed 0's warm start")
+    parser.add_argument(
+        "--eval_every",
+        type=int,
+        default=defaults.eval_every,
+        help="held-out accuracy every N optimizer steps (built-in tasks; 0: only at the end)",
+    )
 
 
 def compare_from_args(args: Any) -> dict[str, Any]:
@@ -49,7 +66,8 @@ def compare_from_args(args: Any) -> dict[str, Any]:
             value_model_name_or_path=args.value_model_name_or_path, threshold=args.threshold,
             updates_per_rollout=args.updates_per_rollout, learning_rate=args.learning_rate,
             max_completion_length=args.max_completion_length, warmup_steps=args.warmup_steps,
-            cards_dir=args.cards_dir,
+            cards_dir=args.cards_dir, shared_warm_start=args.shared_warm_start, eval_every=args.eval_every,
+            task=TaskSpec(name=args.task, easy_share=args.easy_share, hard_share=args.hard_share),
         )  # fmt: skip
         validate(settings)
     except CompareError as error:

@@ -87,10 +87,14 @@ def task_of_seed(settings: CompareSettings, seed: int, root: Path) -> tuple[str,
         from trl_ext.data.loading import load_any_dataset
 
         return settings.model_name_or_path, load_any_dataset(settings.dataset_name)
-    from trl_ext.data.demo import arithmetic_prompts
+    from trl_ext.compare.tasks import task_dataset
     from trl_ext.demo import warm_start
 
-    return str(warm_start(root / f"seed-{seed}", settings.warmup_steps, seed)), arithmetic_prompts(repeats=64)
+    start = 0 if settings.shared_warm_start else seed
+    path = root / f"seed-{start}" / "warm-start"
+    if not (settings.shared_warm_start and seed > 0 and (path / "config.json").exists()):  # seed 0's is reused
+        path = warm_start(root / f"seed-{start}", settings.warmup_steps, start)
+    return str(path), task_dataset(settings.task)
 
 
 def train_one(
@@ -107,22 +111,28 @@ def train_one(
     reward (give them weights with ``extra_config``); ``extra_log_keys`` are recorded next to the standard ones."""
     from transformers import PrinterCallback
 
-    from trl_ext.demo import measure, task_reward
+    from trl_ext.compare.tasks import heldout_accuracy, heldout_recorder, task_reward_for
+    from trl_ext.demo import task_reward
 
     _, trainer_cls = recipe_classes(recipe)
     output_dir = str(Path(settings.output_dir) / recipe / f"seed-{seed}")
     args = recipe_args(recipe, settings, seed, output_dir)
     counter, records = [0], []
-    counting = _CountingReward(task_reward(recipe), counter, args.world_size)
+    counting = _CountingReward(task_reward_for(settings.task, task_reward(recipe)), counter, args.world_size)
     trainer = trainer_cls(model=policy, reward_funcs=[counting, *extra_rewards], args=args, train_dataset=dataset)
     trainer.remove_callback(PrinterCallback)  # the table and the progress bar report; no per-step log lines
     trainer.add_callback(_recorder(counter, progress, records, extra_log_keys))
+    heldout: list[dict] = []
+    if settings.eval_every and settings.dataset_name is None:
+        trainer.add_callback(heldout_recorder(settings.task, settings.eval_every, counter, heldout))
     started = time.perf_counter()
     trainer.train()
     wall = time.perf_counter() - started
-    final = measure(trainer.model, trainer.processing_class, seed) if settings.dataset_name is None else None
+    final = None
+    if settings.dataset_name is None:  # the built-in task: held-out accuracy at the fixed evaluation seed
+        final = heldout_accuracy(trainer.model, trainer.processing_class, settings.task)
     return {"recipe": recipe, "seed": seed, "wall_seconds": wall, "samples": counter[0], "final_accuracy": final,
-            "log": records}, trainer  # fmt: skip
+            "log": records, "heldout": heldout}, trainer  # fmt: skip
 
 
 def run_compare(settings: CompareSettings, keep_trainers: bool = False) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trl_ext.compare.tasks import TaskSpec
 from trl_ext.recipes import COMPARE_RECIPES, RECIPES
 
 DEFAULT_RECIPES = COMPARE_RECIPES
@@ -40,6 +41,9 @@ class CompareSettings:
     show_progress: bool = True
     cards_dir: str | None = None  # write seed 0's model card of each recipe into cards_dir/<recipe>/
     extra_config: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-recipe Config overrides
+    task: TaskSpec = field(default_factory=TaskSpec)  # the built-in task (trl_ext.compare.tasks): demo or mixed
+    shared_warm_start: bool = False  # every seed starts from seed 0's warm start (default: one warm start per seed)
+    eval_every: int = 0  # held-out accuracy every N optimizer steps on the built-in tasks (0: only at the end)
 
 
 def parse_recipes(text: str) -> tuple[str, ...]:
@@ -62,6 +66,10 @@ def validate(settings: CompareSettings) -> None:
 
     for name in settings.recipes:
         parse_recipes(name)
+    if settings.eval_every < 0:
+        raise CompareError(
+            f"--eval_every is a number of optimizer steps (0: only at the end), got {settings.eval_every}."
+        )
     for flag in ("seeds", "steps", "updates_per_rollout", "prompts_per_update"):
         if getattr(settings, flag) < 1:
             raise CompareError(f"--{flag} must be >= 1, got {getattr(settings, flag)}.")
@@ -69,6 +77,10 @@ def validate(settings: CompareSettings) -> None:
         raise CompareError(f"--num_generations must be >= 2 (group baselines), got {settings.num_generations}.")
     if not 0.0 < settings.threshold <= 1.0:
         raise CompareError(f"--threshold is an accuracy in (0, 1], got {settings.threshold}.")
+    try:
+        settings.task.check()
+    except ValueError as error:
+        raise CompareError(f"--{error}") from None
     if (settings.model_name_or_path is None) != (settings.dataset_name is None):
         raise CompareError(
             "--model_name_or_path and --dataset_name go together (a real run); give both, or neither for the "
