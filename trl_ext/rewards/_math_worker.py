@@ -13,7 +13,7 @@ without a box, the answer region). Every gold part must be matched by exactly on
 """
 
 import contextlib
-import importlib.util
+import importlib
 import json
 import logging
 import os
@@ -21,6 +21,7 @@ import re
 import sys
 import threading
 import time
+import types
 from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal
 from functools import lru_cache, partial
 
@@ -32,10 +33,14 @@ def _watch_parent(parent: int) -> None:
 
 
 def _load_answers(path: str):
-    spec = importlib.util.spec_from_file_location("trl_ext_math_answers", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """``trl_ext.rewards._math_answers`` (at ``path``) and the modules it imports, without running the trl_ext
+    package's ``__init__`` (which imports torch): both packages are registered as bare namespaces on their folders."""
+    rewards = os.path.dirname(os.path.abspath(path))
+    for name, folder in (("trl_ext", os.path.dirname(rewards)), ("trl_ext.rewards", rewards)):
+        package = types.ModuleType(name)
+        package.__path__ = [folder]
+        sys.modules[name] = package
+    return importlib.import_module("trl_ext.rewards._math_answers")
 
 
 class Part:
