@@ -36,6 +36,7 @@ from trl_ext.rewards._math_extract import (
     boxed_spans,
     gold_parts,
     is_assignment,
+    named_part,
     split_parts,
 )
 from trl_ext.rewards._math_normalise import text_key
@@ -50,6 +51,7 @@ __all__ = [
     "is_assignment",
     "is_word_answer",
     "looks_like_an_answer",
+    "named_part",
     "option_letter",
     "outer_brackets",
     "plain_fraction",

@@ -9,7 +9,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from trl_ext.rewards._math_extract import split_top_level
-from trl_ext.rewards._math_normalise import _SPACING, _TEXT_COMMANDS, unwrap_text
+from trl_ext.rewards._math_normalise import _DEGREE, _SPACING, _TEXT_COMMANDS, unwrap_text
 
 _PLAIN_FRACTION = re.compile(
     r"([-+]?)\s*(?:(\d+)|\\[dt]?frac\s*\{\s*([-+]?\d+)\s*\}\s*\{\s*([-+]?\d+)\s*\}|(\d+)\s*/\s*(\d+))"
@@ -17,15 +17,26 @@ _PLAIN_FRACTION = re.compile(
 _LONG_DECIMAL = re.compile(r"([-+]?)(\d*)\.(\d+)(?:(?:\\times|\\cdot|\*)10\^\{?([-+]?\d+)\}?|[eE]([-+]?\d+))?")
 _TIME = re.compile(r"(\d{1,2}):(\d\d)(?::(\d\d))?\s*(?:\\,|~)?\s*([ap])?\.?\s*(?:m\b\.?)?", re.IGNORECASE)
 _OPTION = re.compile(r"^\(([a-e])\)$|^([a-e])\)?$")
+# another option letter (a letter A-E standing alone) or a hedge word after "(C)"
+_OTHER_OPTION = re.compile(
+    r"(?<![A-Za-z])[A-Ea-e](?![A-Za-z])|\b(?:or|and|oder|und|ou|but|also|maybe|vs|either)\b", re.I
+)
 _OPTION_PREFIX = re.compile(r"^\(([a-e])\)")
-_NOT_AN_ANSWER = re.compile(r"\b(?:proof|prove[dn]?|shown?|see|omitted|n/a|none given)\b")
+_NOT_AN_ANSWER = re.compile(r"\b(?:proof|prove[dn]?|shown?|see|omitted|n/a|none given|exercise)\b")
 _UNIT_ALIASES = {
     "centimeter": "cm", "centimetre": "cm", "meter": "m", "metre": "m", "kilometer": "km", "kilometre": "km",
     "millimeter": "mm", "millimetre": "mm", "inch": "in", "inche": "in", "foot": "ft", "feet": "ft",
-    "second": "s", "sec": "s", "minute": "min", "hour": "h", "hr": "h", "kilogram": "kg", "gram": "g",
+    "second": "s", "sec": "s", "minute": "min", "hour": "h", "hr": "h", "hrs": "h", "kilogram": "kg", "gram": "g",
     "degree": "deg", "dollar": "$", "liter": "l", "litre": "l", "mile": "mi", "yard": "yd", "unit": "",
+    "radian": "rad", "L": "l",
 }  # fmt: skip
-_SHORT_UNITS = {"cm", "m", "km", "mm", "in", "ft", "s", "min", "h", "hr", "hrs", "kg", "g", "mi", "yd", "l", "ml", "deg"}  # fmt: skip
+_SHORT_UNITS = {"cm", "m", "km", "mm", "in", "ft", "s", "min", "h", "hr", "hrs", "kg", "g", "mi", "yd", "l", "ml", "deg", "rad", "L", "lb", "oz"}  # fmt: skip
+# units by name (singular); any other word is a unit only as a plural count noun ("apples", "ways")
+_UNIT_NAMES = {
+    "cent", "day", "week", "month", "year", "pound", "ounce", "ton", "tonne", "gallon", "quart", "pint", "cup",
+    "acre", "hectare", "mph", "kph", "point", "person", "people", "rad", "unit", "yuan", "yen", "euro", "rupee",
+    "peso", "franc", "won",
+}  # fmt: skip
 _QUALIFIERS = {  # hedges, and number or operation words (they change the value: never a unit)
     "or", "and", "if", "when", "where", "for", "more", "less", "least", "most", "not", "only", "approximately",
     "approx", "about", "around", "at", "than", "all", "any", "each", "every", "but", "also", "unless", "otherwise",
@@ -33,7 +44,18 @@ _QUALIFIERS = {  # hedges, and number or operation words (they change the value:
     "probably", "ish", "plus", "minus", "times", "squared", "cubed", "percent", "lcm", "gcd", "mod", "log", "hundred",
     "thousand", "million", "billion", "trillion", "dozen", "half", "halves", "third", "thirds", "quarter", "quarters",
     "fourths", "tenths", "hundredths", "thousandths", "pi",
+    # plural words that scale or change a number ("2 dozens", "2 tens", "2 orders of magnitude")
+    "scores", "grosses", "dozens", "hundreds", "thousands", "millions", "billions", "trillions", "lakhs", "crores",
+    "orders", "fifths", "sixths", "sevenths", "eighths", "ninths", "squares", "cubes", "roots", "powers",
+    "percents", "zeros", "zeroes", "ones", "twos", "threes", "fours", "fives", "sixes", "sevens", "eights",
+    "nines", "tens", "twelves", "twenties", "fifties", "factorials", "inverses", "reciprocals",
+    "negatives",
 }  # fmt: skip
+_DOLLAR = re.compile(r"\s*([-+]?)\s*\\\$\s*(.+?)\s*|\s*()(.+?)\s*\\\$\s*")  # \$5, 5 \$
+# a bare angle (90^\circ, 90°), or a temperature (30^\circ\text{C})
+_BARE_ANGLE = re.compile(
+    r"\s*([-+]?\s*\d+(?:\.\d+)?)\s*" + _DEGREE + r"\s*(?:" + _TEXT_COMMANDS + r"\s*\{\s*([CFcf])\s*\}|([CF]))?\s*"
+)
 _UNIT_TAIL = re.compile(
     r"(?:(?:\\[,;: ]|~|\s)*" + _TEXT_COMMANDS + r"\s*\{\s*([A-Za-z][A-Za-z ./]*?)\s*\}"  # 5\textbf{ cm}
     r"|(?<=[\d}])\s+([A-Za-z]+(?:\s+[A-Za-z]+){0,2})"  # 5 cm, 10 square units
@@ -56,11 +78,12 @@ def outer_brackets(part: str) -> str | None:
     return text[0] + text[-1] if len(split_top_level(text[1:-1])) > 1 else None
 
 
-def printed_decimal(part: str) -> Decimal | None:
-    """The exact value of a decimal printed with 6 or more significant digits (``2.314814814815 \\times 10^{-3}``):
-    such a gold is rounded, equal to an exact answer that rounds to it. A short decimal (``0.33``) is exact: None."""
+def printed_decimal(part: str, min_digits: int = 6) -> Decimal | None:
+    """The exact value of a decimal printed with ``min_digits`` or more significant digits (``2.314814814815
+    \\times 10^{-3}``), else None. With 6 or more, a gold is rounded: equal to an exact answer that rounds to it; a
+    short decimal gold (``0.33``) is exact."""
     match = _LONG_DECIMAL.fullmatch(_SPACING.sub("", part))
-    if match is None or len((match.group(2) + match.group(3)).lstrip("0")) < 6:
+    if match is None or len((match.group(2) + match.group(3)).lstrip("0")) < min_digits:
         return None
     return Decimal(f"{match.group(1)}{match.group(2) or 0}.{match.group(3)}e{match.group(4) or match.group(5) or 0}")
 
@@ -105,16 +128,26 @@ def option_letter(part: str, strict: bool) -> str | None:
     if strict and len(key) == 1 and not key.isupper():
         return None
     match = _OPTION.match(key.lower())
-    if match is None and not strict and not re.search(r"\([A-Ea-e]\)|\b(?:or|and)\b", key[3:]):
-        match = _OPTION_PREFIX.match(key.lower())  # "(C) 12", but not "(C) or (D)"
+    if match is None and not strict and _OPTION_PREFIX.match(key.lower()):
+        rest = re.sub(r"\\[A-Za-z]+", " ", unwrap_text(part).split(")", 1)[1])  # "(C) 12": the option's text
+        if not _OTHER_OPTION.search(rest):  # but not "(C) or D", "(C)/D", "(C) \\vee D"
+            match = _OPTION_PREFIX.match(key.lower())
     return next(group for group in match.groups() if group) if match else None
 
 
 def split_unit(part: str) -> tuple[str, str | None]:
-    """(value, unit) of a number followed by a unit (``5\\text{ cm}``, ``5 m``, ``12\\text{ cm}^2``); the unit is
-    normalised (``centimeters`` -> ``cm``), None when there is none. Only a plain number may carry a unit, and
-    never a qualifier (``2\\text{ or more}``, ``3\\text{ if } n`` keep their text). This replaces math-verify's
-    unit stripping, which also reads ``3t``, ``2d`` and ``2\\text{ or more}`` as plain numbers."""
+    """(value, unit) of a number followed by a unit (``5\\text{ cm}``, ``5 m``, ``12\\text{ cm}^2``, ``10 square
+    units``), of a dollar amount (``\\$5``: unit ``$``) or of a bare angle (``90^\\circ``: unit ``deg``); the unit
+    is normalised (``centimeters`` -> ``cm``), None when there is none. Only a plain number may carry a unit, and
+    only a known unit or a plural count noun is one: ``2\\text{ or more}``, ``2 \\text{ factorial}``, ``2\\text{M}``
+    and ``3t`` keep their text. This replaces math-verify's unit stripping, which reads them all as plain numbers."""
+    dollar = _DOLLAR.fullmatch(part)
+    if dollar and re.match(r"[\d.]", dollar.group(2) or dollar.group(4)):
+        value, unit = split_unit((dollar.group(1) or "") + (dollar.group(2) or dollar.group(4)))
+        return (value, "$") if unit in (None, "$") else (part, None)
+    angle = _BARE_ANGLE.fullmatch(part)
+    if angle:
+        return angle.group(1), "deg" + (angle.group(2) or angle.group(3) or "").upper()
     match = _UNIT_TAIL.search(part)
     if match is None:
         return part, None
@@ -122,16 +155,47 @@ def split_unit(part: str) -> tuple[str, str | None]:
     if re.search(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+", "", head)) or not re.search(r"\d", head):
         return part, None
     wrapped, spaced, glued, power = match.groups()
-    words = re.findall(r"[A-Za-z]+", (wrapped or spaced or glued).lower())
-    if len(words) > 3 or any(word in _QUALIFIERS for word in words):
+    words = re.findall(r"[A-Za-z]+", wrapped or spaced or glued)
+    function = re.match(r"(?:arc)?(?:sin|cos|tan|sec|csc|cot|log|ln|exp|sqrt)", "".join(words))  # 2sinx
+    unit = None if len(words) > 3 or (glued and function) else _unit(words)
+    if unit is None:
         return part, None
-    word = "".join(words)
-    function = re.match(r"(?:arc)?(?:sin|cos|tan|sec|csc|cot|log|ln|exp|sqrt)", word)  # 2sinx is not a unit
-    short = len(word) < 3 or (glued and (len(word) < 4 or function or not re.search("[aeiouy]", word)))
-    if short and word not in _SHORT_UNITS:  # 3t, 2xy, 5abc stay products; 5cm, 10weeks are units
-        return part, None
-    stem = word[:-2] if word.endswith("ches") else word[:-1] if word.endswith("s") and len(word) > 3 else word
-    return head, _UNIT_ALIASES.get(stem, stem) + re.sub(r"[\s{}^]", "", power)
+    return head, unit + re.sub(r"[\s{}^]", "", power)
+
+
+def _unit(words: list[str]) -> str | None:
+    """The normalised unit that ``words`` name (``square meters`` -> ``m2``, ``km per hour`` -> ``km/h``), or None
+    when one of them is not a unit word."""
+    names, power = [], ""
+    for position, word in enumerate(words):
+        last = position == len(words) - 1
+        if word.lower() in ("square", "sq", "cubic") and not last and not names:
+            power = "3" if word.lower() == "cubic" else "2"
+        elif word.lower() == "per" and names and not last:
+            names.append("/")
+        else:
+            name = _unit_name(word)
+            if name is None:
+                return None
+            names.append(name)
+    return "".join(names) + power if names else None
+
+
+def _unit_name(word: str) -> str | None:
+    """A unit word, normalised (``Centimeters`` -> ``cm``, ``apples`` -> ``apple``), or None. Letters of one or two
+    letters keep their case (``M`` is a million, not a metre); any other plural is a count noun."""
+    if len(word) <= 2:
+        return _UNIT_ALIASES.get(word, word) if word in _SHORT_UNITS else None
+    word = word.lower()
+    if word in _QUALIFIERS:
+        return None
+    plural = word.endswith("s") and not word.endswith("ss") and len(word) > 3  # "gross" is a number
+    stem = word[:-2] if word.endswith("ches") else word[:-1] if plural else word
+    if stem in _UNIT_ALIASES or word in _UNIT_ALIASES:
+        return _UNIT_ALIASES.get(stem, _UNIT_ALIASES.get(word))
+    if stem in _UNIT_NAMES or word in _SHORT_UNITS:
+        return stem
+    return stem if stem != word and len(word) >= 4 else None
 
 
 def plain_fraction(part: str) -> Fraction | None:
@@ -153,11 +217,19 @@ def plain_fraction(part: str) -> Fraction | None:
 def fraction_verdict(gold: tuple[str, ...], answer: tuple[str, ...], ordered: bool = False) -> bool | None:
     """The verdict when every gold and answer part is a plain integer or integer fraction (the same multiset of
     values, or the same sequence when ``ordered``; when the answer has more parts than the gold, a value it
-    writes twice counts once, unless ordered), else None (the workers decide)."""
+    restates in another form (``2, 4/2``) counts once, unless ordered; written twice alike (``2, 2``) it is two
+    parts unless the gold has one), else None (the workers decide)."""
     gold_values = [plain_fraction(part) for part in gold]
     answer_values = [plain_fraction(part) for part in answer]
     if None in gold_values or None in answer_values:
         return None
     if len(answer_values) > len(gold_values) and not ordered:  # a sequence written with an extra entry is another
-        answer_values = list(dict.fromkeys(answer_values))
+        forms: dict[Fraction, set[str]] = {}
+        kept = []
+        for text, value in zip(answer, answer_values):
+            key = _SPACING.sub("", text)
+            if value not in forms or (key in forms[value] and len(gold_values) > 1):
+                kept.append(value)
+            forms.setdefault(value, set()).add(key)
+        answer_values = kept
     return answer_values == gold_values if ordered else sorted(answer_values) == sorted(gold_values)

@@ -8,6 +8,7 @@ Standard library only (the math workers load these modules without the trl_ext p
 import re
 
 from trl_ext.rewards._math_normalise import (
+    _TEXT_COMMANDS,
     degrees_to_radians,
     join_thousands,
     mixed_number,
@@ -20,15 +21,20 @@ _BRACE = re.compile(r"(?<!\\)[{}]")
 # no spacing around the lazy body (stripped after): "\s*(.+?)\s*" was cubic on a run of spaces with no "\}"
 _SET_BUILDER = re.compile(r"(?:\\left)?\\\{\s*[A-Za-z]\s*(?:\\mid|\\middle\||\||:)(.+?)(?:\\right)?\\\}")
 _EMPTY_SET = re.compile(r"\\varnothing|\\emptyset|\\O|(?:\\left)?\\\{\s*(?:\\right)?\\\}")
-_CURRENCY_LABEL = re.compile(r"^[^=]*\\\$\s*=(?!=)")  # "\frac{1}{2} \$ = \frac{10}{9}": the value is after "="
 _MEMBER_PREFIX = re.compile(r"^\s*[A-Za-z]\s*\\in(?![A-Za-z])\s*")
-_PERCENT = re.compile(r"\\text\s*\{\s*(?:\\?%|percent)\s*\}|\\?%|\bpercent\b")
+_PERCENT = re.compile(r"\\text\s*\{\s*(?:\\?%|percent(?:age)?|pct)\s*\}|\\?%|\b(?:percent(?:age)?|pct)\b")
 # starts at the separator itself (spacing before it is stripped from the part): linear on long whitespace runs
 _SEPARATOR = re.compile(
-    r"(?:,|;|\\(?:text|mbox|textrm|mathrm)\s*\{\s*(?:and|or)\s*\}|(?<=\s)(?:and|or)(?=\s))(?:\s|\\q?quad|\\[,;: ])*"
+    r"(?:,|;|" + _TEXT_COMMANDS + r"\s*\{\s*(?i:and|or)\s*\}|(?<=\s)(?:and|or)(?=\s))(?:\s|\\q?quad|\\[,;: ])*"
 )
 # trailing spacing, matched on the reversed string (a "$"-anchored search is quadratic on long whitespace runs)
-_TRAILING_SPACING_REVERSED = re.compile(r"(?:dauqq?\\|[,;: ]\\|\s)+")
+_TRAILING_SPACING_REVERSED = re.compile(r"(?:dauqq?\\|[,;:! ]\\|\s)+")
+NAMED = "\\named"  # a tuple of a named solution set carries its names: \named{a,b}(1, 2)
+_NAMED = re.compile(r"\\named\{([^{}]*)\}")
+_LEFT = re.compile(r"\\left(?![A-Za-z])")
+_RIGHT = re.compile(r"\\right(?![A-Za-z])")
+_DANGLING_OPERATOR = re.compile(r"(?:[-+*/^_=]|\\(?:cdot|times|div|frac|sqrt))\s*$")
+_LINE_BREAKS = re.compile(r"\\\\|\s")
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+(?:_\{?\w+\}?)?)\s*=(?!=)")
 MAX_PARTS = 16
 MAX_ANSWER_CHARS = 2000
@@ -96,15 +102,16 @@ def named_tuples(content: str) -> list[str] | None:
         pairs = sorted((match.group(1), item[match.end() :].strip()) for item, match in zip(group, matches))
         names.append([name for name, _ in pairs])  # by name: "b=1,a=2" is the tuple (a, b) = (2, 1)
         values.append("(" + ", ".join(value for _, value in pairs) + ")")
+    values = [f"{NAMED}{{{','.join(names[0])}}}{value}" for value in values]  # names kept: x=1,y=2 is not a=1,b=2
     return values if all(group == names[0] for group in names) and len(set(names[0])) == len(names[0]) else None
 
 
 def split_parts(content: str, gold: bool = False) -> list[str]:
     """The parts of one answer (the content of one box, or a bare gold): a comma/and/or list, a written-out set,
-    ``\\pm``; each part keeps its brackets (a tuple, an interval or a matrix is one part). A gold's percent
-    sign is dropped (``10\\%`` accepts 10 and 10%, not 0.1); an answer's is kept (``50\\%`` equals 1/2)."""
-    content = _PERCENT.sub("" if gold else "\\%", content)
-    content = strip_delimiters(repeating_decimals(join_thousands(content)))
+    ``\\pm``; each part keeps its brackets (a tuple, an interval or a matrix is one part) and its percent sign
+    (``\\%``; the word "percent" is read as one). Named solution sets are tuples marked with their names."""
+    content = _PERCENT.sub("\\%", content)
+    content = _strip_trailing_spacing(strip_delimiters(repeating_decimals(join_thousands(content))))
     content = _MEMBER_PREFIX.sub("", content) if "\\in" in content else content  # x \in (2, 12): the set
     if ";" in content and (named := named_tuples(content)) is not None:
         return named
@@ -117,7 +124,7 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
     pieces = split_top_level(inner if inner is not None else content)
     parts: list[str] = []
     for piece in pieces:
-        piece = strip_delimiters(_CURRENCY_LABEL.sub("", piece) if "\\$" in piece else piece)
+        piece = strip_delimiters(piece)
         piece = re.sub(r"(?<!\\)\$", "", piece) if "$" in piece else piece  # "$125$ miles"
         piece = degrees_to_radians(piece) if "circ" in piece or "deg" in piece or "°" in piece else piece
         piece = mixed_number(piece) if " " in piece and "/" in piece else piece
@@ -135,7 +142,7 @@ def gold_parts(gold: str, ordered_lists: bool = False) -> tuple[tuple[str, ...],
         return None
     boxes = _boxes(gold)
     contents = list(dict.fromkeys(box for box in boxes if box.strip())) if boxes else [gold]  # a box twice: restated
-    if any(len(content) > MAX_ANSWER_CHARS for content in contents):
+    if any(len(content) > MAX_ANSWER_CHARS or _broken_latex(content) for content in contents):
         return None
     parts = tuple(part for content in contents for part in split_parts(content, gold=True))
     if not parts:
@@ -143,6 +150,20 @@ def gold_parts(gold: str, ordered_lists: bool = False) -> tuple[tuple[str, ...],
     names = [_ASSIGNMENT.match(part) for part in parts]
     named = len(parts) > 1 and all(names) and len({name.group(1) for name in names}) == len(parts)
     return parts, len(parts) > 1 and (ordered_lists or named)
+
+
+def _broken_latex(gold: str) -> bool:
+    """True for a gold answer that is cut short: an environment or ``\\left`` never closed, a final operator."""
+    if gold.count("\\begin{") != gold.count("\\end{") or len(_LEFT.findall(gold)) != len(_RIGHT.findall(gold)):
+        return True
+    rest = strip_delimiters(gold)
+    return _DANGLING_OPERATOR.search(rest) is not None or not _LINE_BREAKS.sub("", rest)  # "\\\\" alone
+
+
+def named_part(part: str) -> tuple[str | None, str]:
+    """(names, tuple) of a part of a named solution set (``a,b`` and ``(1, 2)`` for ``a=1,b=2``), else (None, part)."""
+    match = _NAMED.match(part)
+    return (match.group(1), part[match.end() :]) if match else (None, part)
 
 
 def balanced_braces(text: str) -> bool:

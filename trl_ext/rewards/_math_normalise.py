@@ -11,8 +11,15 @@ _TEXT_COMMANDS = r"\\(?:text[a-z]*|math(?:rm|bf|it|sf|tt|normal)|[mh]box|operato
 _TEXT_COMMAND = re.compile(_TEXT_COMMANDS + r"\s*\{")
 _ESCAPED = re.compile(r"\\[$%]")
 # groups of exactly three digits after a 1-3 digit head, joined by a comma, {,}, a thin/normal space or ~
-_THOUSANDS = re.compile(r"(?<![\d.])([1-9]\d{0,2})((?:(?:(?:,|\{,\})(?:\\!\s*)?|\\[,!;: ]|~| )\d{3})+)(?![\d])")
-_THOUSANDS_SEP = re.compile(r"\{,\}|\\[,!;: ]|[,~ ]")
+# a thousands separator: a comma ("," "{,}" "\\text{,}", with \\! or \\, around it), a thin or normal space
+_GROUP_SEPARATOR = (
+    r"(?:(?:\\!\s*)?(?:,|\{,\}|\\text\{,\})(?:\\[!,]\s*)?"
+    r"|(?:\{\\[,!;: ]\}|\\[,!;: ]|\\thinspace|\\hspace\{[^{}]{1,10}\})\s*|~| )"
+)
+# groups of exactly three digits after a 1-3 digit head
+_THOUSANDS = re.compile(r"(?<![\d.])([1-9]\d{0,2})((?:" + _GROUP_SEPARATOR + r"\d{3})+)(?![\d])")
+_THOUSANDS_SEP = re.compile(r"\\hspace\{[^{}]*\}|\\thinspace|\\text\{,\}|\{\\?[,!;: ]\}|\\[,!;: ]|[,~ ]")
+_DIGIT_GAP = re.compile(r"(?<=\d)(?:\s|\\[,!;: ]|~)+(?=\d)")  # digits apart: not one number
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d+)\}")
 _DEGREE = r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\degree|°)"
 _DEGREE_NUMBER = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*" + _DEGREE)
@@ -108,5 +115,5 @@ def text_key(part: str) -> str:
     lower case outside command names (``\\Gamma`` stays)."""
     key = unwrap_text(part).replace("{,}", ",").replace("{:}", ":")
     key = re.sub(r"\\[dt]frac", r"\\frac", _ESCAPED.sub(lambda m: m.group(0)[1], key))
-    key = _SPACING.sub("", re.sub(r"(?<=\d)\s+(?=\d)", "\u2423", key)).rstrip(".")
+    key = _SPACING.sub("", _DIGIT_GAP.sub("\u2423", key)).rstrip(".")  # 1\,0\,0\,0 is not 1000
     return re.sub(r"(\\[A-Za-z]+)|[A-Z]+", lambda m: m.group(1) or m.group(0).lower(), key)
