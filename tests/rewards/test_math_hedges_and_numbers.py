@@ -141,6 +141,26 @@ CLASSES = {
         [r"\boxed{10}"],
         [r"\boxed{10_{3}}", r"\boxed{10_2}"],
     ),
+    "degree arithmetic is in degrees for an angle gold": (
+        r"120^\circ",
+        [r"\boxed{120}", r"\boxed{2 \cdot 60^\circ}", r"\boxed{180^\circ - 60^\circ}"],
+        [r"\boxed{2 \cdot 50^\circ}", r"\boxed{\frac{2\pi}{3}}", r"\boxed{120 \text{ rad}}"],
+    ),
+    "an angle gold written as arithmetic": (
+        r"\frac{270^\circ}{3}",
+        [r"\boxed{90}", r"\boxed{90^\circ}"],
+        [r"\boxed{\frac{\pi}{2}}", r"\boxed{80}"],
+    ),
+    "a temperature is no angle": (
+        r"25^\circ\text{C}",
+        [r"\boxed{25}", r"\boxed{25^\circ\text{C}}"],
+        [r"\boxed{\frac{5\pi}{36}}", r"\boxed{25^\circ\text{F}}"],
+    ),
+    "pi over 180 is not a degree written out": (
+        r"\frac{\pi}{180}",
+        [r"\boxed{\frac{\pi}{180}}"],
+        [r"\boxed{1}"],
+    ),
     "a number before a bracket is a product, not a mixed number": (
         r"3\left(\frac{1}{3}\right)",
         [r"\boxed{1}"],

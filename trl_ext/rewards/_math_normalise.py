@@ -23,7 +23,10 @@ _DIGIT_GAP = re.compile(r"(?<=\d)(?:\s|\\[,!;: ]|~)+(?=\d)")  # digits apart: no
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d+)\}")
 _DEGREE = r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\degree|°)"
 _DEGREE_NUMBER = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*" + _DEGREE)
-_BARE_DEGREES = re.compile(r"\s*[-+]?\s*\d+(?:\.\d+)?\s*" + _DEGREE + r"\s*")
+# a bare angle or temperature: 90^\circ, 30^\circ\text{C}
+_BARE_DEGREES = re.compile(
+    r"\s*[-+]?\s*\d+(?:\.\d+)?\s*" + _DEGREE + r"\s*(?:\\(?:text|mathrm)\s*\{\s*[CFcf]\s*\}|[CF])?\s*"
+)
 _MIXED_NUMBER = re.compile(r"([-+]?)(\d+)\s+(\d+)\s*/\s*(\d+)")
 _OUTER_DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 _SPACING = re.compile(r"\\(?:left|right|big|Big|bigg|Bigg)(?![A-Za-z])|\\[!,;: ]|\\q?quad|\\displaystyle|~|\s+")

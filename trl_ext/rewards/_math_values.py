@@ -62,6 +62,17 @@ def named_value(gold, answer):
     return answer if not answer.lhs.free_symbols else None
 
 
+def in_degrees(expr):
+    """An angle in radians (a number) in degrees: ``\\frac{\\pi}{3}`` -> 60; anything else as it is (a degree sign
+    inside ``\\sin(90^\\circ - x)`` stays a value in radians)."""
+    from sympy import Expr, pi, simplify
+
+    try:
+        return simplify(expr * 180 / pi) if isinstance(expr, Expr) and expr.is_number else expr
+    except Exception:
+        return expr
+
+
 def _value_side(expr):
     from sympy import Eq, Symbol
 

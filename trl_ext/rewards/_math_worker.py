@@ -49,13 +49,15 @@ class Part:
     expression; parsed on first use when the part is a plain integer or integer fraction, which ``fraction``
     then holds) and what the string comparisons need."""
 
-    __slots__ = ("_expr", "_parse", "assignment", "brackets", "decimal", "digits", "fraction", "key", "names", "option", "percent", "time", "unit", "word")  # fmt: skip
+    __slots__ = ("_expr", "_parse", "assignment", "brackets", "decimal", "digits", "fraction", "key", "names", "option", "percent", "radians", "time", "unit", "word")  # fmt: skip
 
     def __init__(self, text, expr, answers, gold, fraction=None, parse=None):
         self._expr, self._parse, self.fraction = expr, parse, fraction
         self.key = (answers.text_key(text) or None) if text is not None else None  # an empty key matches nothing
         self.names, text = answers.named_part(text) if text is not None else (None, None)
         self.percent = text is not None and "\\%" in text
+        # an angle written with degree signs inside an expression (2 \cdot 45^\circ), converted to radians
+        self.radians = text is not None and bool(_ANGLE_IN_RADIANS.search(text)) and not _TRIG.search(text)
         self.option = answers.option_letter(text, strict=gold) if text is not None else None
         self.word = text is not None and answers.is_word_answer(text)
         self.unit = answers.split_unit(text)[1] if text is not None else None
@@ -185,6 +187,10 @@ class Grader:
             return False
         if self.values.vector_vs_tuple(gold_expr, answer_expr):
             gold_expr, answer_expr = self.values.as_tuples(gold_expr, answer_expr)
+        if gold.radians and not answer.radians:  # 180^\circ / 3 for a gold 60, in degrees on both sides
+            gold_expr = self.values.in_degrees(gold_expr)
+        elif answer.radians and not gold.radians:  # 2 \cdot 45^\circ for a gold 90^\circ
+            answer_expr = self.values.in_degrees(answer_expr)
         numeric = self.values.numeric_verdict(gold, answer, gold_expr, answer_expr)
         if numeric is not None:
             return numeric  # numbers: exact, or as printed (math-verify rounds to 6 decimal places)
@@ -269,6 +275,8 @@ _HEDGE = re.compile(r"\b(?:or|either|not|between|maybe|perhaps|possibly|but|coul
 _ANSWER_WORD = re.compile(r"answer", re.IGNORECASE)
 # digits with a subscript (3_{4}: a numeral in base 4) or apart (1\,0\,0): not a number math-verify may read
 _NOT_A_NUMBER = re.compile(r"\d\s*_|\d(?:\s|\\[,!;: ]|~)+\d|\d\s*:\s*\d+\s*:")  # and 1:2:0
+_ANGLE_IN_RADIANS = re.compile(r"\\left\(\\frac\{[\d.]+\\pi\}\{180\}\\right\)")  # degrees_to_radians' output
+_TRIG = re.compile(r"\\(?:arc)?(?:sin|cos|tan|cot|sec|csc)")
 _PRODUCT = re.compile(r"(?<=\d)\s*(?=(?:\\left\s*)?\()")  # 2(\frac{1}{2}) is 1 (math-verify: 2 1/2)
 _CHAIN = re.compile(r"(?<![<>!\\:])=(?!=)|\\approx(?![A-Za-z])")  # sides of x = 4 = 3, 3 \approx 4
 
