@@ -33,8 +33,8 @@ NAMED = "\\named"  # a tuple of a named solution set carries its names: \named{a
 _NAMED = re.compile(r"\\named\{([^{}]*)\}")
 _LEFT = re.compile(r"\\left(?![A-Za-z])")
 _RIGHT = re.compile(r"\\right(?![A-Za-z])")
-_DANGLING_OPERATOR = re.compile(r"(?:[-+*/^_=]|\\(?:cdot|times|div|frac|sqrt))\s*$")
-_LINE_BREAKS = re.compile(r"\\\\|\s")
+_DANGLING_OPERATORS = ("+", "-", "*", "/", "^", "_", "=", "\\cdot", "\\times", "\\div", "\\frac", "\\sqrt")
+_TRAILING_SPACING = (" ", "\t", "\n", "\\,", "\\;", "\\:", "\\!", "\\ ", "quad")
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+(?:_\{?\w+\}?)?)\s*=(?!=)")
 MAX_PARTS = 16
 MAX_ANSWER_CHARS = 2000
@@ -110,8 +110,9 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
     """The parts of one answer (the content of one box, or a bare gold): a comma/and/or list, a written-out set,
     ``\\pm``; each part keeps its brackets (a tuple, an interval or a matrix is one part) and its percent sign
     (``\\%``; the word "percent" is read as one). Named solution sets are tuples marked with their names."""
-    content = _PERCENT.sub("\\%", content)
-    content = _strip_trailing_spacing(strip_delimiters(repeating_decimals(join_thousands(content))))
+    content = _PERCENT.sub(lambda _: "\\%", content) if "%" in content or "p" in content else content
+    content = strip_delimiters(repeating_decimals(join_thousands(content)))
+    content = _strip_trailing_spacing(content) if content.endswith(_TRAILING_SPACING) else content
     content = _MEMBER_PREFIX.sub("", content) if "\\in" in content else content  # x \in (2, 12): the set
     if ";" in content and (named := named_tuples(content)) is not None:
         return named
@@ -154,10 +155,14 @@ def gold_parts(gold: str, ordered_lists: bool = False) -> tuple[tuple[str, ...],
 
 def _broken_latex(gold: str) -> bool:
     """True for a gold answer that is cut short: an environment or ``\\left`` never closed, a final operator."""
-    if gold.count("\\begin{") != gold.count("\\end{") or len(_LEFT.findall(gold)) != len(_RIGHT.findall(gold)):
+    if "\\begin" in gold and gold.count("\\begin{") != gold.count("\\end{"):
         return True
-    rest = strip_delimiters(gold)
-    return _DANGLING_OPERATOR.search(rest) is not None or not _LINE_BREAKS.sub("", rest)  # "\\\\" alone
+    if "\\left" in gold and len(_LEFT.findall(gold)) != len(_RIGHT.findall(gold)):
+        return True
+    rest = gold.rstrip(" \t\n.$")
+    if not rest.replace("\\\\", "").strip():
+        return True  # nothing but line breaks
+    return rest.endswith(_DANGLING_OPERATORS)
 
 
 def named_part(part: str) -> tuple[str | None, str]:
