@@ -166,6 +166,11 @@ CLASSES = {
         [r"\boxed{1}"],
         [r"\boxed{\frac{10}{3}}"],
     ),
+    "an exponent's digit before a bracket stays an exponent": (
+        r"\tan^2(y) + 1",
+        [r"\boxed{\sec^2(y)}", r"\boxed{1 + \tan^2(y)}"],
+        [r"\boxed{\tan^2(y)}"],
+    ),
 }
 
 

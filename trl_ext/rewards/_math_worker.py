@@ -115,7 +115,7 @@ class Grader:
         if fraction is not None:  # parsed only if compared with a part that is not a plain fraction
             parse = partial(self._parse, "\\boxed{" + value + "}", self.boxed, timeout)
             return [Part(text, None, self.answers, gold, fraction, parse)]
-        expr = self._parse("\\boxed{" + _PRODUCT.sub(r" \\cdot ", value) + "}", self.boxed, timeout)
+        expr = self._parse("\\boxed{" + _PRODUCT.sub(r"\1 \\cdot ", value) + "}", self.boxed, timeout)
         if isinstance(expr, FiniteSet) and 1 < len(expr.args) <= self.answers.MAX_PARTS:
             return [Part(None, element, self.answers, gold) for element in expr.args]
         return [Part(text, expr, self.answers, gold)]
@@ -277,7 +277,8 @@ _ANSWER_WORD = re.compile(r"answer", re.IGNORECASE)
 _NOT_A_NUMBER = re.compile(r"\d\s*_|\d(?:\s|\\[,!;: ]|~)+\d|\d\s*:\s*\d+\s*:")  # and 1:2:0
 _ANGLE_IN_RADIANS = re.compile(r"\\left\(\\frac\{[\d.]+\\pi\}\{180\}\\right\)")  # degrees_to_radians' output
 _TRIG = re.compile(r"\\(?:arc)?(?:sin|cos|tan|cot|sec|csc)")
-_PRODUCT = re.compile(r"(?<=\d)\s*(?=(?:\\left\s*)?\()")  # 2(\frac{1}{2}) is 1 (math-verify: 2 1/2)
+# 2(\frac{1}{2}) is 1 (math-verify reads 2 1/2); not an exponent's or index's digit: \tan^2(y)
+_PRODUCT = re.compile(r"(?<![\w^_{.\\])(\d+)\s*(?=(?:\\left\s*)?\(\s*\\[dt]?frac)")
 _CHAIN = re.compile(r"(?<![<>!\\:])=(?!=)|\\approx(?![A-Za-z])")  # sides of x = 4 = 3, 3 \approx 4
 
 
