@@ -13,7 +13,7 @@ without a box, the answer region). Every gold part must be matched by exactly on
 """
 
 import contextlib
-import importlib.util
+import importlib
 import json
 import logging
 import os
@@ -21,7 +21,7 @@ import re
 import sys
 import threading
 import time
-from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal
+import types
 from functools import lru_cache, partial
 
 
@@ -32,10 +32,16 @@ def _watch_parent(parent: int) -> None:
 
 
 def _load_answers(path: str):
-    spec = importlib.util.spec_from_file_location("trl_ext_math_answers", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """``trl_ext.rewards._math_answers`` (at ``path``) and the modules it imports, without running the trl_ext
+    package's ``__init__`` (which imports torch): both packages are registered as bare namespaces on their folders."""
+    rewards = os.path.dirname(os.path.abspath(path))
+    for name, folder in (("trl_ext", os.path.dirname(rewards)), ("trl_ext.rewards", rewards)):
+        package = types.ModuleType(name)
+        package.__path__ = [folder]
+        sys.modules[name] = package
+    return importlib.import_module("trl_ext.rewards._math_answers"), importlib.import_module(
+        "trl_ext.rewards._math_values"
+    )
 
 
 class Part:
@@ -43,11 +49,15 @@ class Part:
     expression; parsed on first use when the part is a plain integer or integer fraction, which ``fraction``
     then holds) and what the string comparisons need."""
 
-    __slots__ = ("_expr", "_parse", "assignment", "brackets", "digits", "fraction", "key", "option", "time", "unit", "word")  # fmt: skip
+    __slots__ = ("_expr", "_parse", "assignment", "brackets", "decimal", "digits", "fraction", "key", "names", "option", "percent", "radians", "time", "unit", "word")  # fmt: skip
 
     def __init__(self, text, expr, answers, gold, fraction=None, parse=None):
         self._expr, self._parse, self.fraction = expr, parse, fraction
-        self.key = answers.text_key(text) if text is not None else None
+        self.key = (answers.text_key(text) or None) if text is not None else None  # an empty key matches nothing
+        self.names, text = answers.named_part(text) if text is not None else (None, None)
+        self.percent = text is not None and "\\%" in text
+        # an angle written with degree signs inside an expression (2 \cdot 45^\circ), converted to radians
+        self.radians = text is not None and bool(_ANGLE_IN_RADIANS.search(text)) and not _TRIG.search(text)
         self.option = answers.option_letter(text, strict=gold) if text is not None else None
         self.word = text is not None and answers.is_word_answer(text)
         self.unit = answers.split_unit(text)[1] if text is not None else None
@@ -55,6 +65,7 @@ class Part:
         self.brackets = answers.outer_brackets(text) if text is not None else None
         self.time = answers.time_of_day(text) if text is not None else None
         self.digits = answers.printed_decimal(text) if text is not None and gold else None
+        self.decimal = answers.printed_decimal(text, 1) if text is not None else None
 
     @property
     def expr(self):
@@ -68,7 +79,7 @@ class Grader:
         from latex2sympy2_extended.latex2sympy2 import NormalizationConfig
         from math_verify import ExprExtractionConfig, LatexExtractionConfig
 
-        self.answers = _load_answers(answers_path)
+        self.answers, self.values = _load_answers(answers_path)
         # math-verify's own unit stripping is off (it reads 3t as 3): units are split off by split_unit
         normalization = NormalizationConfig(units=False, malformed_operators=True, nits=True, boxed="all")
         latex = LatexExtractionConfig(
@@ -97,17 +108,27 @@ class Grader:
         from sympy import FiniteSet
 
         word_or_option = self.answers.is_word_answer(text) or self.answers.option_letter(text, strict=gold)
-        value = self.answers.split_unit(text)[0]
-        if word_or_option:
-            return [Part(text, None, self.answers, gold)]
+        value = self.answers.split_unit(self.answers.named_part(text)[1])[0].replace("\\%", "")
+        if word_or_option or _NOT_A_NUMBER.search(value) or not self._consistent(value, gold, timeout):
+            return [Part(text, None, self.answers, gold)]  # compared as a string only
         fraction = self.answers.plain_fraction(value)
         if fraction is not None:  # parsed only if compared with a part that is not a plain fraction
             parse = partial(self._parse, "\\boxed{" + value + "}", self.boxed, timeout)
             return [Part(text, None, self.answers, gold, fraction, parse)]
-        expr = self._parse("\\boxed{" + value + "}", self.boxed, timeout)
+        expr = self._parse("\\boxed{" + _PRODUCT.sub(r"\1 \\cdot ", value) + "}", self.boxed, timeout)
         if isinstance(expr, FiniteSet) and 1 < len(expr.args) <= self.answers.MAX_PARTS:
             return [Part(None, element, self.answers, gold) for element in expr.args]
         return [Part(text, expr, self.answers, gold)]
+
+    def _consistent(self, value: str, gold: bool, timeout: int) -> bool:
+        """False for an answer that chains values that differ (``x = 4 = 3``, ``3 \\approx 4``): math-verify
+        would take its last side."""
+        sides = _CHAIN.split(value)
+        if gold or len(sides) < 3 and "\\approx" not in value:
+            return True
+        exprs = [self._parse("\\boxed{" + side + "}", self.boxed, timeout) for side in sides]
+        numbers = [expr for expr in exprs if expr is not None and getattr(expr, "is_number", False)]
+        return all(self.values.values_equal(numbers[0], number) for number in numbers[1:])
 
     def _gold_parts(self, texts: tuple, timeout: int):
         parts = []
@@ -135,35 +156,47 @@ class Grader:
         return unread and time.monotonic() - start < timeout / 2  # a parse that timed out is not a verdict
 
     def same(self, gold: Part, answer: Part, timeout: int) -> bool:
-        from math_verify import verify
-
         if gold.option is not None:
             return answer.option == gold.option
-        if gold.time is not None and answer.time is not None:
-            return gold.time == answer.time  # 20:34 = 20:34:00 = 8:34 P.M.
         if gold.key is not None and gold.key == answer.key:
             return True  # the same answer written the same way (normalised), parsed or not
-        if gold.word or answer.word:
-            return False  # words are compared as words, never as products of letters
-        if gold.unit and answer.unit and gold.unit != answer.unit:
-            return False
+        if gold.time is not None or (answer.time is not None and ":" not in (gold.key or "")):
+            return gold.time == answer.time  # 20:34 = 20:34:00 = 8:34 P.M.; 2:30 is no ratio 1/15 unless the gold is
+        if gold.word or answer.word or (gold.names and answer.names and gold.names != answer.names):
+            return False  # words are compared as words, never as products of letters; x=1,y=2 is not a=1,b=2
+        if (gold.unit and answer.unit and gold.unit != answer.unit) or (answer.unit == "rad" and not gold.unit):
+            return False  # another unit; radians for a plain number
         if gold.brackets and answer.brackets and gold.brackets != answer.brackets:
             return False
+        if answer.percent and not gold.percent:  # 50% is 1/2 (and 10% is not 10)
+            whole = answer
+            answer = Part(None, None, None, False, _scaled(whole.fraction), lambda: _scaled(whole.expr))
+        return self._same_value(gold, answer, timeout)  # a gold's percent: 10% accepts 10 and 10%, not 1000%
+
+    def _same_value(self, gold: Part, answer: Part, timeout: int) -> bool:
+        from math_verify import verify
+
         if gold.fraction is not None and answer.fraction is not None:
             return gold.fraction == answer.fraction  # math-verify's verdict too (exact rationals), without parsing
         if gold.expr is None or answer.expr is None:
             return False  # the string fallback above is the only way to match an answer that does not parse
-        if _false_numeric_equation(answer.expr, timeout):
+        if self.values.false_numeric_equation(answer.expr):
             return False  # "2 = 3": math-verify would take its right side
-        if _vector_vs_tuple(gold.expr, answer.expr):
-            gold_expr, answer_expr = _as_tuples(gold.expr, answer.expr)
-        else:
-            gold_expr, answer_expr = gold.expr, answer.expr
-        if gold.digits is not None and _rounds_to(gold.digits, answer.expr):
-            return True  # a gold printed with 6+ significant digits: an exact value that rounds to it
+        gold_expr, answer_expr = gold.expr, self.values.named_value(gold.expr, answer.expr)
+        if answer_expr is None:
+            return False
+        if self.values.vector_vs_tuple(gold_expr, answer_expr):
+            gold_expr, answer_expr = self.values.as_tuples(gold_expr, answer_expr)
+        if gold.radians and not answer.radians:  # 180^\circ / 3 for a gold 60, in degrees on both sides
+            gold_expr = self.values.in_degrees(gold_expr)
+        elif answer.radians and not gold.radians:  # 2 \cdot 45^\circ for a gold 90^\circ
+            answer_expr = self.values.in_degrees(answer_expr)
+        numeric = self.values.numeric_verdict(gold, answer, gold_expr, answer_expr)
+        if numeric is not None:
+            return numeric  # numbers: exact, or as printed (math-verify rounds to 6 decimal places)
         if verify(gold_expr, answer_expr, timeout_seconds=timeout, allow_set_relation_comp=True):
             return True
-        return _same_complex(gold_expr, answer_expr, timeout)
+        return self.values.same_complex(gold_expr, answer_expr, timeout)
 
     def grade(self, task: dict) -> str:
         timeout = int(task["timeout"])
@@ -171,8 +204,8 @@ class Grader:
         if gold is None:
             return "gold_error"
         if task.get("answer") is not None:
-            keys, gold_keys = [self.answers.text_key(text) for text in task["answer"]], [p.key or "" for p in gold]
-            if (keys == gold_keys) if task["ordered"] else (sorted(keys) == sorted(gold_keys)):
+            keys, gold_keys = [self.answers.text_key(text) for text in task["answer"]], [p.key for p in gold]
+            if all(gold_keys) and (keys == gold_keys if task["ordered"] else sorted(keys) == sorted(gold_keys)):
                 return "correct"  # every part written as in the gold (normalised): nothing to parse
             answer = [part for text in task["answer"] for part in self._parts(text, False, timeout)]
         else:
@@ -190,8 +223,11 @@ class Grader:
         from math_verify import parse
         from sympy import Basic, FiniteSet, MatrixBase
 
-        found = parse(_UNSIGNED.sub(r"\1", region), self.anchored, parsing_timeout=timeout)
-        if len(found) < 1 or not isinstance(found[0], (Basic, MatrixBase)):
+        region = _UNSIGNED.sub(r"\1", region)
+        found = parse(region, self.anchored, parsing_timeout=timeout)
+        if len(found) < 2 or not isinstance(found[0], (Basic, MatrixBase)) or not isinstance(found[1], str):
+            return None
+        if not _whole_answer(region, found[1]):
             return None
         if len(found) > 1 and isinstance(found[1], str) and len(found[1]) <= self.answers.MAX_ANSWER_CHARS:
             texts = self.answers.split_parts(found[1])
@@ -209,8 +245,9 @@ class Grader:
             answer = _union_of_relations(answer, gold[0]) or answer  # "x < -1 or x > 3" for a union
         if len(answer) > len(gold) and not ordered:  # the same value written twice (1/2 and 0.5) counts once
             kept = []
-            for part in answer:
-                if not any(self.same(other, part, timeout) for other in kept):
+            for part in answer:  # a part written twice alike (2, 2) is two parts, but for a one-part gold
+                restated = [other for other in kept if len(gold) == 1 or part.key != other.key]
+                if not any(self.same(other, part, timeout) for other in restated):
                     kept.append(part)
             answer = kept
         if len(answer) != len(gold):
@@ -225,88 +262,72 @@ class Grader:
 
 # "the answer is +7": math-verify's anchored extraction does not read an explicit plus sign
 _UNSIGNED = re.compile(r"(\b(?:is|are|be|equals)\s*:?\s*\$?\s*)\+\s*(?=\d)", re.IGNORECASE)
+# an anchored answer is the whole rest of its sentence, and nothing hedges it: not "3 or 4", "either 3", "not 3",
+# "4 = 3", "3, but it could also be 4", "$3$ (or maybe $4$)" (math-verify takes the first value it reads)
+_HEDGED_BEFORE = re.compile(
+    r"(?:\b(?:either|not|between|maybe|perhaps|possibly|or|and|approximately|about|around|than|least|most|nearly)"
+    r"|[=<>]|\\pm|\\mp)\s*(?:\$|\\\(|\\\[|\*\*)*\s*[-+]?\s*$",
+    re.IGNORECASE,
+)
+_SENTENCE_REST = re.compile(r"[^\n]*?(?:[.!?](?=\s|$)|\n|$)")  # the rest of the sentence after the answer
+_MORE_MATH = re.compile(r"[\d$\\=<>(]")
+_HEDGE = re.compile(r"\b(?:or|either|not|between|maybe|perhaps|possibly|but|could)\b|\\pm|\\mp", re.IGNORECASE)
+_ANSWER_WORD = re.compile(r"answer", re.IGNORECASE)
+# digits with a subscript (3_{4}: a numeral in base 4) or apart (1\,0\,0): not a number math-verify may read
+_NOT_A_NUMBER = re.compile(r"\d\s*_|\d(?:\s|\\[,!;: ]|~)+\d|\d\s*:\s*\d+\s*:")  # and 1:2:0
+_ANGLE_IN_RADIANS = re.compile(r"\\left\(\\frac\{[\d.]+\\pi\}\{180\}\\right\)")  # degrees_to_radians' output
+_TRIG = re.compile(r"\\(?:arc)?(?:sin|cos|tan|cot|sec|csc)")
+# 2(\frac{1}{2}) is 1 (math-verify reads 2 1/2); not an exponent's or index's digit: \tan^2(y)
+_PRODUCT = re.compile(r"(?<![\w^_{.\\])(\d+)\s*(?=(?:\\left\s*)?\(\s*\\[dt]?frac)")
+_CHAIN = re.compile(r"(?<![<>!\\:])=(?!=)|\\approx(?![A-Za-z])")  # sides of x = 4 = 3, 3 \approx 4
 
 
-def _rounds_to(gold: Decimal, answer) -> bool:
-    """True when the exact ``answer`` (no decimal in it: a printed decimal is compared as printed), rounded to the
-    significant digits of the printed decimal ``gold``, is ``gold``. Compared in decimal arithmetic, never in
-    doubles (which overflow to inf or 0 past 1e308 and keep 17 digits)."""
-    from sympy import Float
-
-    try:
-        if not answer.is_number or answer.has(Float) or not gold:
-            return False
-        digits = len(gold.as_tuple().digits)
-        value = answer.evalf(digits + 20)
-        if not (value.is_real and value.is_finite) or value.is_zero:
-            return False
-        return Context(prec=digits, Emax=MAX_EMAX, Emin=MIN_EMIN).plus(Decimal(str(value))) == gold
-    except Exception:
+def _whole_answer(region: str, text: str) -> bool:
+    """True when ``text`` (what math-verify's anchor found) ends its sentence in ``region`` and no hedge comes
+    before it; when math-verify rewrote ``text`` (it is not in the region), when the anchor's sentence has no
+    hedge word."""
+    if not text.strip():
         return False
+    pieces = text.split(" and ")  # "$1$ and $2$" is found as "1 and 2"
+    pattern = re.compile(r"\$?\s*and\s*\$?".join(re.escape(piece) for piece in pieces))
+    matches = list(pattern.finditer(region, max(0, len(region) - 20 * len(text) - 2000)))
+    if matches:
+        last = matches[-1]
+        before = region[max(0, last.start() - 100) : last.start()]
+        rest = _SENTENCE_REST.match(region, last.end()).group()  # "$ is the solution.", " hours ago."
+        rest = rest.lstrip("$ )]}*\\")  # closing delimiters
+        return not _HEDGED_BEFORE.search(before) and not _MORE_MATH.search(rest) and not _HEDGE.search(rest)
+    anchors = list(_ANSWER_WORD.finditer(region))
+    sentence = region[anchors[-1].end() :] if anchors else region[-300:]
+    return not _HEDGE.search(re.split(r"\.\s|\n", sentence[:300], maxsplit=1)[0])
 
 
-def _same_complex(gold, answer, timeout: int) -> bool:
-    """``i(2-i)`` for ``1+2i``: both sides use the letter i and nothing else, read as the imaginary unit."""
-    from math_verify import verify
-    from sympy import I
-
-    try:
-        gold_symbols, answer_symbols = gold.free_symbols, answer.free_symbols
-        if len(gold_symbols) != 1 or len(answer_symbols) != 1:
-            return False
-        (gold_i,), (answer_i,) = gold_symbols, answer_symbols
-        if gold_i.name != "i" or answer_i.name != "i":
-            return False
-        return verify(gold.subs(gold_i, I), answer.subs(answer_i, I), timeout_seconds=timeout)
-    except Exception:
-        return False
-
-
-def _false_numeric_equation(expr, timeout: int) -> bool:
-    """True for an equation between two different numbers (``2 = 3``); ``2 + 1 = 3`` and ``x = 3`` are fine."""
-    from math_verify import verify
-    from sympy import Eq
-
-    if not isinstance(expr, Eq) or expr.free_symbols:
-        return False
-    return not verify(expr.lhs, expr.rhs, timeout_seconds=timeout)
+def _scaled(value):
+    """``value`` / 100 (a percentage), None for None."""
+    return None if value is None else value / 100
 
 
 def _union_of_relations(answer: list, gold: Part) -> list | None:
     """The answer parts "x < -1", "x > 3" as one part, the union of their solution sets, when the gold is an
     interval or a union of intervals; else None."""
-    from sympy import FiniteSet, Set, Union
+    from sympy import EmptySet, FiniteSet, Set, Union
     from sympy.core.relational import Relational
 
     if not isinstance(gold.expr, Set) or isinstance(gold.expr, FiniteSet):
         return None
     if not all(isinstance(part.expr, Relational) and len(part.expr.free_symbols) == 1 for part in answer):
         return None
+    if len({symbol for part in answer for symbol in part.expr.free_symbols}) != 1:
+        return None  # "x > 2, y > 5"
     try:
-        union = Union(*(part.expr.as_set() for part in answer))
+        pieces = [part.expr.as_set() for part in answer]
+        if any(a.intersect(b) != EmptySet for i, a in enumerate(pieces) for b in pieces[i + 1 :]):
+            return None  # "x > 2, x < 5" reads as "and": only disjoint pieces are a union ("x < -1 or x > 3")
+        union = Union(*pieces)
     except Exception:
         return None
     merged = Part(None, union, None, False)
     return [merged]
-
-
-def _vector_vs_tuple(gold, answer) -> bool:
-    """A column or row vector written as a tuple: (1, 2, 3) for a 3x1 pmatrix (never a scalar, never a set;
-    math-verify reads a pair (1, 2) as an open interval)."""
-    from sympy import Interval, MatrixBase, Tuple
-
-    if not isinstance(gold, MatrixBase) or 1 not in gold.shape:
-        return False
-    if isinstance(answer, Interval):
-        return len(gold) == 2 and answer.left_open and answer.right_open
-    return isinstance(answer, Tuple) and len(answer) == len(gold)
-
-
-def _as_tuples(gold, answer):
-    from sympy import Interval, Tuple
-
-    answer = Tuple(answer.start, answer.end) if isinstance(answer, Interval) else answer
-    return Tuple(*gold), answer
 
 
 def _perfect_matching(fits: list) -> bool:

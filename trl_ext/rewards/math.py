@@ -9,6 +9,7 @@ import sys
 import threading
 import warnings
 from collections import OrderedDict
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
@@ -55,7 +56,9 @@ def normalize_gold(gold: Any, ordered_lists: bool = False) -> tuple[tuple[str, .
         return None
     if isinstance(gold, float) and not math.isfinite(gold):
         return None  # nan / inf: not an answer (math-verify would read "nan" as the product n*a*n)
-    if isinstance(gold, (int, float)):
+    if isinstance(gold, float):
+        gold = f"{Decimal(repr(gold)):f}"  # 1e-05 -> 0.00001 (math-verify reads "1e-05" as e - 5)
+    elif isinstance(gold, int):
         gold = _safe_repr(gold)
         if gold is None:
             return None

@@ -1,0 +1,235 @@
+"""The string-side readings the comparison of two parts uses: brackets, option letters, words, units, times,
+long printed decimals, plain integer fractions (decided without math-verify), and whether a gold is an answer.
+
+Standard library only (the math workers load these modules without the trl_ext package, which imports torch).
+"""
+
+import re
+from decimal import Decimal
+from fractions import Fraction
+
+from trl_ext.rewards._math_extract import split_top_level
+from trl_ext.rewards._math_normalise import _DEGREE, _SPACING, _TEXT_COMMANDS, unwrap_text
+
+_PLAIN_FRACTION = re.compile(
+    r"([-+]?)\s*(?:(\d+)|\\[dt]?frac\s*\{\s*([-+]?\d+)\s*\}\s*\{\s*([-+]?\d+)\s*\}|(\d+)\s*/\s*(\d+))"
+)
+_LONG_DECIMAL = re.compile(r"([-+]?)(\d*)\.(\d+)(?:(?:\\times|\\cdot|\*)10\^\{?([-+]?\d+)\}?|[eE]([-+]?\d+))?")
+_TIME = re.compile(r"(\d{1,2}):(\d\d)(?::(\d\d))?\s*(?:\\,|~)?\s*([ap])?\.?\s*(?:m\b\.?)?", re.IGNORECASE)
+_OPTION = re.compile(r"^\(([a-e])\)$|^([a-e])\)?$")
+# another option letter (a letter A-E standing alone) or a hedge word after "(C)"
+_OTHER_OPTION = re.compile(
+    r"(?<![A-Za-z])[A-Ea-e](?![A-Za-z])|\b(?:or|and|oder|und|ou|but|also|maybe|vs|either)\b", re.I
+)
+_OPTION_PREFIX = re.compile(r"^\(([a-e])\)")
+_NOT_AN_ANSWER = re.compile(r"\b(?:proof|prove[dn]?|shown?|see|omitted|n/a|none given|exercise)\b")
+_UNIT_ALIASES = {
+    "centimeter": "cm", "centimetre": "cm", "meter": "m", "metre": "m", "kilometer": "km", "kilometre": "km",
+    "millimeter": "mm", "millimetre": "mm", "inch": "in", "inche": "in", "foot": "ft", "feet": "ft",
+    "second": "s", "sec": "s", "minute": "min", "hour": "h", "hr": "h", "hrs": "h", "kilogram": "kg", "gram": "g",
+    "degree": "deg", "dollar": "$", "liter": "l", "litre": "l", "mile": "mi", "yard": "yd", "unit": "",
+    "radian": "rad", "L": "l",
+}  # fmt: skip
+_SHORT_UNITS = {"cm", "m", "km", "mm", "in", "ft", "s", "min", "h", "hr", "hrs", "kg", "g", "mi", "yd", "l", "ml", "deg", "rad", "L", "lb", "oz"}  # fmt: skip
+# units by name (singular); any other word is a unit only as a plural count noun ("apples", "ways")
+_UNIT_NAMES = {
+    "cent", "day", "week", "month", "year", "pound", "ounce", "ton", "tonne", "gallon", "quart", "pint", "cup",
+    "acre", "hectare", "mph", "kph", "point", "person", "people", "rad", "unit", "yuan", "yen", "euro", "rupee",
+    "peso", "franc", "won",
+}  # fmt: skip
+_QUALIFIERS = {  # hedges, and number or operation words (they change the value: never a unit)
+    "or", "and", "if", "when", "where", "for", "more", "less", "least", "most", "not", "only", "approximately",
+    "approx", "about", "around", "at", "than", "all", "any", "each", "every", "but", "also", "unless", "otherwise",
+    "is", "are", "be", "odd", "even", "none", "no", "yes", "exactly", "nearly", "roughly", "over", "under", "maybe",
+    "probably", "ish", "plus", "minus", "times", "squared", "cubed", "percent", "lcm", "gcd", "mod", "log", "hundred",
+    "thousand", "million", "billion", "trillion", "dozen", "half", "halves", "third", "thirds", "quarter", "quarters",
+    "fourths", "tenths", "hundredths", "thousandths", "pi",
+    # plural words that scale or change a number ("2 dozens", "2 tens", "2 orders of magnitude")
+    "scores", "grosses", "dozens", "hundreds", "thousands", "millions", "billions", "trillions", "lakhs", "crores",
+    "orders", "fifths", "sixths", "sevenths", "eighths", "ninths", "squares", "cubes", "roots", "powers",
+    "percents", "zeros", "zeroes", "ones", "twos", "threes", "fours", "fives", "sixes", "sevens", "eights",
+    "nines", "tens", "twelves", "twenties", "fifties", "factorials", "inverses", "reciprocals",
+    "negatives",
+}  # fmt: skip
+_DOLLAR = re.compile(r"\s*([-+]?)\s*\\\$\s*(.+?)\s*|\s*()(.+?)\s*\\\$\s*")  # \$5, 5 \$
+# a bare angle (90^\circ, 90°), or a temperature (30^\circ\text{C})
+_BARE_ANGLE = re.compile(
+    r"\s*([-+]?\s*\d+(?:\.\d+)?)\s*" + _DEGREE + r"\s*(?:" + _TEXT_COMMANDS + r"\s*\{\s*([CFcf])\s*\}|([CF]))?\s*"
+)
+_UNIT_TAIL = re.compile(
+    r"(?:(?:\\[,;: ]|~|\s)*" + _TEXT_COMMANDS + r"\s*\{\s*([A-Za-z][A-Za-z ./]*?)\s*\}"  # 5\textbf{ cm}
+    r"|(?<=[\d}])\s+([A-Za-z]+(?:\s+[A-Za-z]+){0,2})"  # 5 cm, 10 square units
+    r"|(?<=\d)([a-z]{2,}))"  # 5cm, 10weeks
+    r"\s*((?:\^\s*\{?\s*[23]\s*\}?)?)\s*\.?\s*$"
+)
+
+
+def outer_brackets(part: str) -> str | None:
+    """The bracket pair around a whole tuple or interval (``(]`` for ``(-\\infty, 2]``), or None. math-verify
+    reads both ``(2, -1)`` and ``[2, -1]`` as the tuple (2, -1) once the ends are not increasing."""
+    text = _SPACING.sub("", part)
+    if len(text) < 2 or text[0] not in "([" or text[-1] not in ")]":
+        return None
+    depth = 0
+    for pos, char in enumerate(text):
+        depth += 1 if char in "([{" else -1 if char in ")]}" else 0
+        if depth == 0 and pos < len(text) - 1:
+            return None  # the first bracket closes early: (a, b) \cup (c, d)
+    return text[0] + text[-1] if len(split_top_level(text[1:-1])) > 1 else None
+
+
+def printed_decimal(part: str, min_digits: int = 6) -> Decimal | None:
+    """The exact value of a decimal printed with ``min_digits`` or more significant digits (``2.314814814815
+    \\times 10^{-3}``), else None. With 6 or more, a gold is rounded: equal to an exact answer that rounds to it; a
+    short decimal gold (``0.33``) is exact."""
+    match = _LONG_DECIMAL.fullmatch(_SPACING.sub("", part))
+    if match is None or len((match.group(2) + match.group(3)).lstrip("0")) < min_digits:
+        return None
+    return Decimal(f"{match.group(1)}{match.group(2) or 0}.{match.group(3)}e{match.group(4) or match.group(5) or 0}")
+
+
+def time_of_day(part: str) -> tuple[int, int, int] | None:
+    """(hours, minutes, seconds) of a time written ``20:34``, ``20:34:00`` or ``8:34 \\text{P.M.}``, else None."""
+    match = _TIME.fullmatch(_SPACING.sub(" ", unwrap_text(part)).strip())
+    if match is None:
+        return None
+    hours, minutes, seconds = int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
+    if match.group(4):
+        if not 1 <= hours <= 12:
+            return None
+        hours = hours % 12 + (12 if match.group(4).lower() == "p" else 0)
+    return (hours, minutes, seconds) if hours < 24 and minutes < 60 and seconds < 60 else None
+
+
+def is_word_answer(part: str) -> bool:
+    """True for an answer made of words (``\\text{Monday}``, ``odd``, ``all real numbers``), which is compared
+    as a string: letters only, and a word of 3+ letters, a capitalised word or a ``\\text{}`` of 2+ letters
+    (``ab`` and ``AB`` stay products)."""
+    unwrapped = unwrap_text(part).strip().rstrip(".")
+    if not unwrapped or not re.fullmatch(r"[A-Za-z][A-Za-z' \-]*", unwrapped):
+        return False
+    longest = max(len(word) for word in re.findall(r"[A-Za-z]+", unwrapped))
+    capitalised = re.fullmatch(r"[A-Z][a-z]+", unwrapped) is not None  # "No", "On"; "AB" and "ab" are products
+    return longest >= 3 or (longest >= 2 and (capitalised or unwrapped != part.strip().rstrip(".")))
+
+
+def looks_like_an_answer(part: str) -> bool:
+    """False for golds that are not answers at all ("See the proof above.", a sentence): no proof words, at most
+    six words outside LaTeX commands, at most 200 characters. (Such text would parse as a product of letters.)"""
+    words = re.findall(r"(?<![\\A-Za-z])[A-Za-z]{2,}", unwrap_text(part))
+    return len(words) <= 6 and len(part) <= 200 and not _NOT_AN_ANSWER.search(unwrap_text(part).lower())
+
+
+def option_letter(part: str, strict: bool) -> str | None:
+    """The option letter of a multiple-choice answer: ``(C)``, ``\\text{(C)}``, ``C`` (upper case only when
+    ``strict``, i.e. for the gold, where a bare lower-case letter is a variable; an answer may also give the
+    option's text after the letter: ``(C) 12``), or None."""
+    key = _SPACING.sub("", unwrap_text(part)).rstrip(".")
+    if strict and len(key) == 1 and not key.isupper():
+        return None
+    match = _OPTION.match(key.lower())
+    if match is None and not strict and _OPTION_PREFIX.match(key.lower()):
+        rest = re.sub(r"\\[A-Za-z]+", " ", unwrap_text(part).split(")", 1)[1])  # "(C) 12": the option's text
+        if not _OTHER_OPTION.search(rest):  # but not "(C) or D", "(C)/D", "(C) \\vee D"
+            match = _OPTION_PREFIX.match(key.lower())
+    return next(group for group in match.groups() if group) if match else None
+
+
+def split_unit(part: str) -> tuple[str, str | None]:
+    """(value, unit) of a number followed by a unit (``5\\text{ cm}``, ``5 m``, ``12\\text{ cm}^2``, ``10 square
+    units``), of a dollar amount (``\\$5``: unit ``$``) or of a bare angle (``90^\\circ``: unit ``deg``); the unit
+    is normalised (``centimeters`` -> ``cm``), None when there is none. Only a plain number may carry a unit, and
+    only a known unit or a plural count noun is one: ``2\\text{ or more}``, ``2 \\text{ factorial}``, ``2\\text{M}``
+    and ``3t`` keep their text. This replaces math-verify's unit stripping, which reads them all as plain numbers."""
+    dollar = _DOLLAR.fullmatch(part)
+    if dollar and re.match(r"[\d.]", dollar.group(2) or dollar.group(4)):
+        value, unit = split_unit((dollar.group(1) or "") + (dollar.group(2) or dollar.group(4)))
+        return (value, "$") if unit in (None, "$") else (part, None)
+    angle = _BARE_ANGLE.fullmatch(part)
+    if angle:
+        return angle.group(1), "deg" + (angle.group(2) or angle.group(3) or "").upper()
+    match = _UNIT_TAIL.search(part)
+    if match is None:
+        return part, None
+    head = part[: match.start()].rstrip()
+    if re.search(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+", "", head)) or not re.search(r"\d", head):
+        return part, None
+    wrapped, spaced, glued, power = match.groups()
+    words = re.findall(r"[A-Za-z]+", wrapped or spaced or glued)
+    function = re.match(r"(?:arc)?(?:sin|cos|tan|sec|csc|cot|log|ln|exp|sqrt)", "".join(words))  # 2sinx
+    unit = None if len(words) > 3 or (glued and function) else _unit(words)
+    if unit is None:
+        return part, None
+    return head, unit + re.sub(r"[\s{}^]", "", power)
+
+
+def _unit(words: list[str]) -> str | None:
+    """The normalised unit that ``words`` name (``square meters`` -> ``m2``, ``km per hour`` -> ``km/h``), or None
+    when one of them is not a unit word."""
+    names, power = [], ""
+    for position, word in enumerate(words):
+        last = position == len(words) - 1
+        if word.lower() in ("square", "sq", "cubic") and not last and not names:
+            power = "3" if word.lower() == "cubic" else "2"
+        elif word.lower() == "per" and names and not last:
+            names.append("/")
+        else:
+            name = _unit_name(word)
+            if name is None:
+                return None
+            names.append(name)
+    return "".join(names) + power if names else None
+
+
+def _unit_name(word: str) -> str | None:
+    """A unit word, normalised (``Centimeters`` -> ``cm``, ``apples`` -> ``apple``), or None. Letters of one or two
+    letters keep their case (``M`` is a million, not a metre); any other plural is a count noun."""
+    if len(word) <= 2:
+        return _UNIT_ALIASES.get(word, word) if word in _SHORT_UNITS else None
+    word = word.lower()
+    if word in _QUALIFIERS:
+        return None
+    plural = word.endswith("s") and not word.endswith("ss") and len(word) > 3  # "gross" is a number
+    stem = word[:-2] if word.endswith("ches") else word[:-1] if plural else word
+    if stem in _UNIT_ALIASES or word in _UNIT_ALIASES:
+        return _UNIT_ALIASES.get(stem, _UNIT_ALIASES.get(word))
+    if stem in _UNIT_NAMES or word in _SHORT_UNITS:
+        return stem
+    return stem if stem != word and len(word) >= 4 else None
+
+
+def plain_fraction(part: str) -> Fraction | None:
+    """The value of a plain integer or integer fraction (``-12``, ``073``, ``\\frac{3}{4}``, ``6/8``), else None.
+
+    A fast path, not a parser: math-verify's LaTeX parse costs milliseconds, and two such values have one
+    verdict, exact equality, which is what math-verify gives them too. Anything else goes to math-verify."""
+    match = _PLAIN_FRACTION.fullmatch(part.strip())
+    if match is None:
+        return None
+    sign, integer, numerator, denominator, slash_numerator, slash_denominator = match.groups()
+    top, bottom = int(integer or numerator or slash_numerator), int(denominator or slash_denominator or 1)
+    if bottom == 0:
+        return None
+    value = Fraction(top, bottom)
+    return -value if sign == "-" else value
+
+
+def fraction_verdict(gold: tuple[str, ...], answer: tuple[str, ...], ordered: bool = False) -> bool | None:
+    """The verdict when every gold and answer part is a plain integer or integer fraction (the same multiset of
+    values, or the same sequence when ``ordered``; when the answer has more parts than the gold, a value it
+    restates in another form (``2, 4/2``) counts once, unless ordered; written twice alike (``2, 2``) it is two
+    parts unless the gold has one), else None (the workers decide)."""
+    gold_values = [plain_fraction(part) for part in gold]
+    answer_values = [plain_fraction(part) for part in answer]
+    if None in gold_values or None in answer_values:
+        return None
+    if len(answer_values) > len(gold_values) and not ordered:  # a sequence written with an extra entry is another
+        forms: dict[Fraction, set[str]] = {}
+        kept = []
+        for text, value in zip(answer, answer_values):
+            key = _SPACING.sub("", text)
+            if value not in forms or (key in forms[value] and len(gold_values) > 1):
+                kept.append(value)
+            forms.setdefault(value, set()).add(key)
+        answer_values = kept
+    return answer_values == gold_values if ordered else sorted(answer_values) == sorted(gold_values)

@@ -1,0 +1,218 @@
+"""Extraction of answers and their parts: the ``\\boxed{}`` contents of a completion or a gold, brace balance,
+and the split of one answer into the multiset of its parts (comma/and/or lists, written-out sets, ``\\pm``, named
+solution sets).
+
+Standard library only (the math workers load these modules without the trl_ext package, which imports torch).
+"""
+
+import re
+
+from trl_ext.rewards._math_normalise import (
+    _TEXT_COMMANDS,
+    degrees_to_radians,
+    join_thousands,
+    mixed_number,
+    repeating_decimals,
+    strip_delimiters,
+)
+
+_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_BRACE = re.compile(r"(?<!\\)[{}]")
+# no spacing around the lazy body (stripped after): "\s*(.+?)\s*" was cubic on a run of spaces with no "\}"
+_SET_BUILDER = re.compile(r"(?:\\left)?\\\{\s*[A-Za-z]\s*(?:\\mid|\\middle\||\||:)(.+?)(?:\\right)?\\\}")
+_EMPTY_SET = re.compile(r"\\varnothing|\\emptyset|\\O|(?:\\left)?\\\{\s*(?:\\right)?\\\}")
+_MEMBER_PREFIX = re.compile(r"^\s*[A-Za-z]\s*\\in(?![A-Za-z])\s*")
+_PERCENT = re.compile(r"\\text\s*\{\s*(?:\\?%|percent(?:age)?|pct)\s*\}|\\?%|\b(?:percent(?:age)?|pct)\b")
+# starts at the separator itself (spacing before it is stripped from the part): linear on long whitespace runs
+_SEPARATOR = re.compile(
+    r"(?:,|;|" + _TEXT_COMMANDS + r"\s*\{\s*(?i:and|or)\s*\}|(?<=\s)(?:and|or)(?=\s))(?:\s|\\q?quad|\\[,;: ])*"
+)
+# trailing spacing, matched on the reversed string (a "$"-anchored search is quadratic on long whitespace runs)
+_TRAILING_SPACING_REVERSED = re.compile(r"(?:dauqq?\\|[,;:! ]\\|\s)+")
+NAMED = "\\named"  # a tuple of a named solution set carries its names: \named{a,b}(1, 2)
+_NAMED = re.compile(r"\\named\{([^{}]*)\}")
+_LEFT = re.compile(r"\\left(?![A-Za-z])")
+_RIGHT = re.compile(r"\\right(?![A-Za-z])")
+_DANGLING_OPERATORS = ("+", "-", "*", "/", "^", "_", "=", "\\cdot", "\\times", "\\div", "\\frac", "\\sqrt")
+_TRAILING_SPACING = (" ", "\t", "\n", "\\,", "\\;", "\\:", "\\!", "\\ ", "quad")
+_ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+(?:_\{?\w+\}?)?)\s*=(?!=)")
+MAX_PARTS = 16
+MAX_ANSWER_CHARS = 2000
+
+
+def split_top_level(text: str) -> list[str]:
+    """Split ``text`` at commas, semicolons and "and"/"or" outside every bracket, brace and environment."""
+    parts, depth, start, pos = [], 0, 0, 0
+    while pos < len(text):
+        separator = _SEPARATOR.match(text, pos) if depth == 0 else None
+        if separator:
+            parts.append(text[start:pos])
+            start = pos = separator.end()
+            continue
+        if text.startswith(("\\begin{", "\\end{"), pos):
+            depth += 1 if text[pos + 1] == "b" else -1
+            pos = text.find("}", pos) + 1 or len(text)
+            continue
+        char = text[pos]
+        if char == "\\":
+            pos += 1 if text[pos + 1 : pos + 2] in ("(", "[", "{", "}", "]", ")") else 2  # \{ is a brace
+            continue
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        pos += 1
+    parts.append(text[start:])
+    return [_strip_trailing_spacing(part).strip() for part in parts]
+
+
+def _strip_trailing_spacing(part: str) -> str:
+    match = _TRAILING_SPACING_REVERSED.match(part[::-1])
+    return part[: len(part) - match.end()] if match else part
+
+
+def _outer_set(text: str) -> str | None:
+    """The inside of ``\\{a, b\\}`` (a set written out) or of a brace group ``{a, b}``, or None when ``text`` is
+    not one whole such set."""
+    for open_, close in (("\\left\\{", "\\right\\}"), ("\\{", "\\}"), ("{", "}")):
+        inner = text[len(open_) : -len(close)] if text.startswith(open_) and text.endswith(close) else None
+        if inner is not None and balanced_braces(inner) and not re.search(r"\\mid|\||:", inner):
+            return inner if len(split_top_level("(" + inner + ")")) == 1 else None
+    return None
+
+
+def expand_plus_minus(part: str) -> list[str]:
+    """``a \\pm b`` -> ``a + b``, ``a - b`` (every ``\\pm`` takes the same sign, every ``\\mp`` the other one)."""
+    if "\\pm" not in part and "\\mp" not in part:
+        return [part]
+    signs = ({"pm": "+", "mp": "-"}, {"pm": "-", "mp": "+"})
+    return [re.sub(r"\\(pm|mp)(?![A-Za-z])", lambda m, sign=sign: sign[m.group(1)], part) for sign in signs]
+
+
+def named_tuples(content: str) -> list[str] | None:
+    """``p=5,q=2;p=7,q=2`` (solutions given as groups of named values) -> ``["(5,2)", "(7,2)"]``, else None."""
+    groups = [split_top_level(group) for group in content.split(";")] if ";" in content else []
+    if len(groups) < 2 or any(len(group) < 2 for group in groups):
+        return None
+    names, values = [], []
+    for group in groups:
+        matches = [_ASSIGNMENT.match(item) for item in group]
+        if not all(matches):
+            return None
+        pairs = sorted((match.group(1), item[match.end() :].strip()) for item, match in zip(group, matches))
+        names.append([name for name, _ in pairs])  # by name: "b=1,a=2" is the tuple (a, b) = (2, 1)
+        values.append("(" + ", ".join(value for _, value in pairs) + ")")
+    values = [f"{NAMED}{{{','.join(names[0])}}}{value}" for value in values]  # names kept: x=1,y=2 is not a=1,b=2
+    return values if all(group == names[0] for group in names) and len(set(names[0])) == len(names[0]) else None
+
+
+def split_parts(content: str, gold: bool = False) -> list[str]:
+    """The parts of one answer (the content of one box, or a bare gold): a comma/and/or list, a written-out set,
+    ``\\pm``; each part keeps its brackets (a tuple, an interval or a matrix is one part) and its percent sign
+    (``\\%``; the word "percent" is read as one). Named solution sets are tuples marked with their names."""
+    content = _PERCENT.sub(lambda _: "\\%", content) if "%" in content or "p" in content else content
+    content = strip_delimiters(repeating_decimals(join_thousands(content)))
+    content = _strip_trailing_spacing(content) if content.endswith(_TRAILING_SPACING) else content
+    content = _MEMBER_PREFIX.sub("", content) if "\\in" in content else content  # x \in (2, 12): the set
+    if ";" in content and (named := named_tuples(content)) is not None:
+        return named
+    if _EMPTY_SET.fullmatch(content):
+        return ["\\emptyset"]
+    builder = _SET_BUILDER.fullmatch(content)
+    if builder and builder.group(1).strip():  # {x | -1 < x < 3} -> -1 < x < 3, compared with intervals
+        content = builder.group(1).strip()
+    inner = _outer_set(content)
+    pieces = split_top_level(inner if inner is not None else content)
+    parts: list[str] = []
+    for piece in pieces:
+        piece = strip_delimiters(piece)
+        piece = re.sub(r"(?<!\\)\$", "", piece) if "$" in piece else piece  # "$125$ miles"
+        piece = degrees_to_radians(piece) if "circ" in piece or "deg" in piece or "°" in piece else piece
+        piece = mixed_number(piece) if " " in piece and "/" in piece else piece
+        if piece:
+            parts.extend(dict.fromkeys(expand_plus_minus(piece)) if "p" in piece else (piece,))
+    return parts  # a multiset: a part written twice is required twice
+
+
+def gold_parts(gold: str, ordered_lists: bool = False) -> tuple[tuple[str, ...], bool] | None:
+    """(parts, ordered) of a gold answer, or None when it has no part or is broken LaTeX (unbalanced braces).
+    Every ``\\boxed{}`` of the gold is a part (all are required); without a box the whole gold is one answer.
+    The parts are a multiset (``1, 1, 2`` needs two 1s). ``ordered`` is True when ``ordered_lists`` is or when the
+    parts are assignments to different variables (``a = 2, b = 3``): then bare values are taken in order."""
+    if not balanced_braces(gold):
+        return None
+    boxes = _boxes(gold)
+    contents = list(dict.fromkeys(box for box in boxes if box.strip())) if boxes else [gold]  # a box twice: restated
+    if any(len(content) > MAX_ANSWER_CHARS or _broken_latex(content) for content in contents):
+        return None
+    parts = tuple(part for content in contents for part in split_parts(content, gold=True))
+    if not parts:
+        return None
+    names = [_ASSIGNMENT.match(part) for part in parts]
+    named = len(parts) > 1 and all(names) and len({name.group(1) for name in names}) == len(parts)
+    return parts, len(parts) > 1 and (ordered_lists or named)
+
+
+def _broken_latex(gold: str) -> bool:
+    """True for a gold answer that is cut short: an environment or ``\\left`` never closed, a final operator."""
+    if "\\begin" in gold and gold.count("\\begin{") != gold.count("\\end{"):
+        return True
+    if "\\left" in gold and len(_LEFT.findall(gold)) != len(_RIGHT.findall(gold)):
+        return True
+    rest = gold.rstrip(" \t\n.$")
+    if not rest.replace("\\\\", "").strip():
+        return True  # nothing but line breaks
+    return rest.endswith(_DANGLING_OPERATORS)
+
+
+def named_part(part: str) -> tuple[str | None, str]:
+    """(names, tuple) of a part of a named solution set (``a,b`` and ``(1, 2)`` for ``a=1,b=2``), else (None, part)."""
+    match = _NAMED.match(part)
+    return (match.group(1), part[match.end() :]) if match else (None, part)
+
+
+def balanced_braces(text: str) -> bool:
+    """True when every unescaped ``{`` of ``text`` is closed, in order (``\\frac{`` is not an answer)."""
+    braces = "".join(_BRACE.findall(text))
+    while "{}" in braces:  # removing innermost pairs leaves nothing exactly when every brace is closed in order
+        braces = braces.replace("{}", "")
+    return not braces
+
+
+def answer_parts(region: str) -> tuple[str, ...] | None:
+    """The parts of a completion's answer: every ``\\boxed{}`` in its answer region (several boxes are several
+    parts), or None when it has no non-empty box."""
+    boxes = _boxes(region)
+    if any(len(box) > MAX_ANSWER_CHARS for box in boxes):
+        return None  # not an answer (and the string work stays cheap in the trainer's process)
+    parts = tuple(part for content in boxes for part in split_parts(content))
+    return parts or None
+
+
+def boxed_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the content of every brace-balanced ``\\boxed{...}``/``\\fbox{...}`` in ``text``, by start,
+    nested boxes included. One pass over the braces: linear even with many unclosed boxes."""
+    openings = {match.end() - 1 for match in _BOXED.finditer(text)}
+    stack, spans = [], []
+    for brace in _BRACE.finditer(text):
+        if brace.group() == "{":
+            stack.append(brace.start())
+        elif stack:
+            start = stack.pop()
+            if start in openings:
+                spans.append((start + 1, brace.start()))
+    return sorted(spans)
+
+
+def _boxes(text: str) -> list[str]:
+    """Contents of the outermost boxes of ``text``, in order."""
+    contents, end = [], -1
+    for start, close in boxed_spans(text):
+        if start > end:
+            contents.append(text[start:close])
+            end = close
+    return contents
+
+
+def is_assignment(part: str) -> bool:
+    return _ASSIGNMENT.match(part) is not None

@@ -1,0 +1,122 @@
+"""Normalisation of one answer's text: math delimiters, LaTeX thousands separators, repeating decimals, degree
+signs inside an expression, mixed numbers, text commands, and the normalised string key used for exact matching.
+
+Standard library only (the math workers load these modules without the trl_ext package, which imports torch).
+"""
+
+import re
+
+# every text or font command (\text, \textbf, \textnormal, \mbox, \hbox, \mathrm, \operatorname, \rm, ...)
+_TEXT_COMMANDS = r"\\(?:text[a-z]*|math(?:rm|bf|it|sf|tt|normal)|[mh]box|operatorname\*?|rm|emph)"
+_TEXT_COMMAND = re.compile(_TEXT_COMMANDS + r"\s*\{")
+_ESCAPED = re.compile(r"\\[$%]")
+# groups of exactly three digits after a 1-3 digit head, joined by a comma, {,}, a thin/normal space or ~
+# a thousands separator: a comma ("," "{,}" "\\text{,}", with \\! or \\, around it), a thin or normal space
+_GROUP_SEPARATOR = (
+    r"(?:(?:\\!\s*)?(?:,|\{,\}|\\text\{,\})(?:\\[!,]\s*)?"
+    r"|(?:\{\\[,!;: ]\}|\\[,!;: ]|\\thinspace|\\hspace\{[^{}]{1,10}\})\s*|~| )"
+)
+# groups of exactly three digits after a 1-3 digit head
+_THOUSANDS = re.compile(r"(?<![\d.])([1-9]\d{0,2})((?:" + _GROUP_SEPARATOR + r"\d{3})+)(?![\d])")
+_THOUSANDS_SEP = re.compile(r"\\hspace\{[^{}]*\}|\\thinspace|\\text\{,\}|\{\\?[,!;: ]\}|\\[,!;: ]|[,~ ]")
+_DIGIT_GAP = re.compile(r"(?<=\d)(?:\s|\\[,!;: ]|~)+(?=\d)")  # digits apart: not one number
+_REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d+)\}")
+_DEGREE = r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\degree|°)"
+_DEGREE_NUMBER = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*" + _DEGREE)
+# a bare angle or temperature: 90^\circ, 30^\circ\text{C}
+_BARE_DEGREES = re.compile(
+    r"\s*[-+]?\s*\d+(?:\.\d+)?\s*" + _DEGREE + r"\s*(?:\\(?:text|mathrm)\s*\{\s*[CFcf]\s*\}|[CF])?\s*"
+)
+_MIXED_NUMBER = re.compile(r"([-+]?)(\d+)\s+(\d+)\s*/\s*(\d+)")
+_OUTER_DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
+_SPACING = re.compile(r"\\(?:left|right|big|Big|bigg|Bigg)(?![A-Za-z])|\\[!,;: ]|\\q?quad|\\displaystyle|~|\s+")
+
+
+def strip_delimiters(text: str) -> str:
+    """``text`` without surrounding math delimiters (``$...$``, ``\\(...\\)``, ``\\[...\\]``) and a final period."""
+    text = text.strip()
+    changed = True
+    while changed:
+        changed = False
+        for open_, close in _OUTER_DELIMITERS:
+            if len(text) > len(open_) + len(close) and text.startswith(open_) and text.endswith(close):
+                text, changed = text[len(open_) : -len(close)].strip(), True
+        if text.endswith(".") and not text[-2:-1].isdigit():
+            text, changed = text[:-1].rstrip(), True
+    return text
+
+
+def join_thousands(text: str) -> str:
+    """``1,000``, ``1{,}000``, ``1,\\!000``, ``1,\\! 000``, ``1\\,000``, ``1 000`` -> ``1000`` (only groups of
+    exactly three digits). A bare comma inside brackets stays a separator: ``(12,102)`` is a pair."""
+
+    def join(match: re.Match) -> str:
+        head = text[: match.start()]
+        depth = head.count("(") + head.count("[") - head.count(")") - head.count("]")
+        if depth > 0 and re.fullmatch(r"(?:,\d{3})+", match.group(2)):
+            return match.group(0)
+        return match.group(1) + _THOUSANDS_SEP.sub("", match.group(2))
+
+    return _THOUSANDS.sub(join, text)
+
+
+def repeating_decimals(text: str) -> str:
+    """``0.\\overline{3}`` -> ``\\frac{1}{3}`` (math-verify does not read the overline)."""
+
+    def fraction(match: re.Match) -> str:
+        whole, fixed, period = match.group(1) or "0", match.group(2), match.group(3)
+        denominator = 10 ** len(fixed) * (10 ** len(period) - 1)
+        numerator = int(whole) * denominator + int(fixed + period) - int(fixed or "0")
+        return f"\\frac{{{numerator}}}{{{denominator}}}"
+
+    return _REPEATING.sub(fraction, text)
+
+
+def degrees_to_radians(part: str) -> str:
+    """A degree sign inside an expression or a function's argument is a value: ``\\sin(90^\\circ - x)`` ->
+    ``\\sin(\\frac{90\\pi}{180} - x)`` (math-verify drops the sign, which turns degrees into radians). A number
+    that is the whole value (``90^\\circ``, ``x = 90^\\circ``) keeps its sign, compared as a unit (90 equals it)."""
+    if not _DEGREE_NUMBER.search(part) or _BARE_DEGREES.fullmatch(re.split(r"(?<![<>!\\])=", part)[-1]):
+        return part
+    return _DEGREE_NUMBER.sub(lambda m: f"\\left(\\frac{{{m.group(1)}\\pi}}{{180}}\\right)", part)
+
+
+def mixed_number(part: str) -> str:
+    """``1 1/2`` -> ``\\frac{3}{2}`` (a whole number, a space, then a proper fraction); anything else unchanged."""
+    match = _MIXED_NUMBER.fullmatch(part.strip())
+    if match is None or int(match.group(3)) >= int(match.group(4)):
+        return part
+    sign, whole, top, bottom = match.groups()
+    return f"{sign}\\frac{{{int(whole) * int(bottom) + int(top)}}}{{{bottom}}}"
+
+
+def _closing_brace(text: str, start: int) -> int | None:
+    depth = 1
+    for pos in range(start, len(text)):
+        if text[pos] in "{}" and text[pos - 1] != "\\":
+            depth += 1 if text[pos] == "{" else -1
+            if depth == 0:
+                return pos
+    return None
+
+
+def unwrap_text(text: str) -> str:
+    """``text`` with every ``\\text{...}``-like command replaced by its content."""
+    while True:
+        match = _TEXT_COMMAND.search(text)
+        if match is None:
+            return text
+        close = _closing_brace(text, match.end())
+        if close is None:
+            return text
+        text = text[: match.start()] + text[match.end() : close] + text[close + 1 :]
+
+
+def text_key(part: str) -> str:
+    """The normalised string used for exact matching: text commands unwrapped, spacing commands, ``\\left``/
+    ``\\right``, whitespace (not between digits) and a final period removed, ``\\dfrac`` read as ``\\frac``,
+    lower case outside command names (``\\Gamma`` stays)."""
+    key = unwrap_text(part).replace("{,}", ",").replace("{:}", ":")
+    key = re.sub(r"\\[dt]frac", r"\\frac", _ESCAPED.sub(lambda m: m.group(0)[1], key))
+    key = _SPACING.sub("", _DIGIT_GAP.sub("\u2423", key)).rstrip(".")  # 1\,0\,0\,0 is not 1000
+    return re.sub(r"(\\[A-Za-z]+)|[A-Z]+", lambda m: m.group(1) or m.group(0).lower(), key)
