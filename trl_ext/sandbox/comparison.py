@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
@@ -46,7 +47,7 @@ def _close(actual: Any, expected: Any, tol: float) -> bool:
     try:
         return math.isclose(actual, expected, rel_tol=tol, abs_tol=tol)
     except OverflowError:  # an int (or a fraction) too large for a float: never converted, compared exactly
-        if any(isinstance(v, float) and not math.isfinite(v) for v in (actual, expected)):
+        if any(isinstance(v, (float, Decimal)) and not math.isfinite(v) for v in (actual, expected)):
             return False
         a, e = Fraction(actual), Fraction(expected)
         return abs(a - e) <= max(Fraction(tol) * max(abs(a), abs(e)), Fraction(tol))
@@ -70,12 +71,12 @@ def _json_keyed(mapping: dict) -> dict | None:
     return keyed if None not in keyed and len(keyed) == len(mapping) else None
 
 
-_NUMBERS = (int, float, Fraction)
+_NUMBERS = (int, float, Fraction, Decimal)
 
 
 def values_equal(actual: Any, expected: Any, float_tol: float | None = None, depth: int = 0) -> bool:
     """Typed equality of an actual plain value with an expected JSON value: bools only equal bools; numbers
-    (int, float, Fraction) compare by exact value as Python's ``==`` does, or within ``float_tol`` (absolute or
+    (int, float, Fraction, Decimal) compare by exact value as Python's ``==`` does, or within ``float_tol`` (absolute or
     relative) when one side is a float and a tolerance is given; NaN equals NaN; strings exactly; lists and
     tuples element-wise (JSON has no tuples, so either kind matches either); dicts (Counter, OrderedDict,
     defaultdict included) key-wise, where keys written as JSON writes them (``1`` -> ``"1"``, ``True`` ->
@@ -88,7 +89,7 @@ def values_equal(actual: Any, expected: Any, float_tol: float | None = None, dep
         return type(actual) is type(expected) and actual == expected
     if isinstance(expected, _NUMBERS) and isinstance(actual, _NUMBERS):
         if isinstance(expected, float) or isinstance(actual, float):
-            if expected != expected or actual != actual:  # NaN (only a float can be one here)
+            if expected != expected or actual != actual:  # NaN (a float or a Decimal; never a signalling one)
                 return expected != expected and actual != actual
             if float_tol:
                 return _close(actual, expected, float_tol)
