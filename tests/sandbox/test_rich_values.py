@@ -121,6 +121,10 @@ def dots():
     return ...
 def pair(i):
     return i, i + 1
+LOG = []
+def tick():
+    LOG.append(len(LOG))
+    return LOG
 """
 TESTS = [
     'assert counts("aab") == {"a": 2, "b": 1}',
@@ -194,6 +198,9 @@ TESTS = [
     "assert dots() is Ellipsis",
     "for i in range(8):\n    x, y = pair(i)\n    assert y - x == 1",
     "for i in range(8):\n    assert max(pair(i)) == i + 2",
+    "a = tick()\nb = tick()\nassert a == [0]",
+    "a = tick()\nb = tick()\nassert a is b and a == [0, 1]",
+    "a = [1]\nassert same(a) is not a",
 ]
 TEST_IMPORTS = "from collections import Counter, OrderedDict, deque\nfrom fractions import Fraction\n"
 

@@ -51,7 +51,9 @@ def _value(rng: random.Random, depth: int = 0):
         lambda: {
             rng.choice(["ar", "mv"]): [rng.choice(["i", "B", "d", "u", "x", 1]), rng.choice([[1, 2], [2**70], ["a"]])]
         },
-        lambda: {"m": [rng.choice([0, -1, 10**30, "0"]), rng.choice([[1], {"d": [[1, 2]]}, {"s": [1]}])]},
+        lambda: {
+            rng.choice(["m", "o"]): [rng.choice([0, -1, 10**30, "0"]), rng.choice([[1], {"d": [[1, 2]]}, {"s": [1]}])]
+        },
         lambda: {"nan": rng.choice([0, 1, -1, 2**40, "0", None])},
         lambda: {"dd": [rng.choice([{"v": 0}, {"v": {"zz": 1}}, {"x": 0}, {"v": [1]}]), [[1, 2]]]},
         lambda: {rng.choice(["ba", "E"]): rng.choice(["AA==", "...", "@@", 1])},
@@ -247,3 +249,5 @@ def test_fuzzed_values_decode_totally_with_an_evaluations_memo():
     assert decode({"m": [0, [1, 2]]}, 0, memo) is inner and inner == [1, 2]
     assert decode({"nan": 3}, 0, memo) is decode({"nan": 3}, 0, memo)
     assert decode({"nan": 3}) is not decode({"nan": 3})
+    first = decode({"o": [7, [0]]}, 0, memo)
+    assert decode({"o": [7, [0, 1]]}, 0, memo) is first and first == [0, 1]  # the same object, updated in place

@@ -49,7 +49,7 @@ def _encode(value, depth=0):
         return _int_repr(value)
     if kind is float:
         if value != value:  # each NaN object by its number in the run: `[x] == [x]` holds for one object only
-            return '{"nan": ' + _int_repr(_nan_number(value)) + "}"
+            return '{"nan": ' + _int_repr(_number(_NANS, value)) + "}"
         if value in (_INF, -_INF):
             return '{"f": "' + ("inf" if value > 0 else "-inf") + '"}'
         return _float_repr(value)
@@ -71,11 +71,12 @@ def _encode_items(values, depth):
     return "[" + _str_join(",", [_encode(v, depth + 1) for v in values]) + "]"
 
 
-def _nan_number(value):
-    if id(value) not in _NANS:
-        _NANS[id(value)] = len(_NANS)
+def _number(table, value):
+    """The number of ``value`` (a NaN, a returned container) in this run, by identity."""
+    if id(value) not in table:
+        table[id(value)] = len(table)
         _KEEP.append(value)  # alive for the whole run: its id is never reused
-    return _NANS[id(value)]
+    return table[id(value)]
 
 
 def _encode_container(value, kind, depth):
@@ -195,7 +196,8 @@ _BASE_COPY = {  # the exact base value of a subclass instance, read from its sto
     set: set.copy,
     frozenset: frozenset.copy,
 }
-_NANS, _KEEP, _ORIGINS = {}, [], {}  # NaN objects seen in this run (kept alive: ids stay theirs); see _call_record
+# NaN objects and returned containers seen in this run (kept alive: ids stay theirs); arguments: see _call_record
+_NANS, _OBJECTS, _KEEP, _ORIGINS = {}, {}, [], {}
 
 
 def _decode(value, made):
@@ -265,7 +267,10 @@ def _call_record(fn, args, kwargs, want_args, made):
         return record + "}", False
     try:
         _ORIGINS.update({id(v): k for k, v in enumerate(made)} if want_args else {})
-        record = head + 'true, "value": ' + _encode(value)
+        text, kind = _encode(value), _type(value)
+        if (kind is list or kind is dict or kind is set) and id(value) not in _ORIGINS:  # the same object again
+            text = '{"o": [' + _int_repr(_number(_OBJECTS, value)) + "," + text + "]}"  # is the judge's same object
+        record = head + 'true, "value": ' + text
         if want_args:  # in-place changes to the arguments, which the judge applies to its own objects
             record += ', "args": ' + _encode(args) + ', "kwargs": ' + _encode(kwargs)
         return record + "}", True

@@ -134,7 +134,12 @@ def _decode_tagged(tag: str, inner: Any, depth: int, memo: dict) -> Any:
     if (simple := _SIMPLE_TAGS.get(tag)) is not None:
         return simple(inner, depth, memo)
     if tag == "m" and type(inner) is list and len(inner) == 2 and type(inner[0]) is int:
-        return _update(inner[0], decode(inner[1], depth, memo), memo)
+        originals = memo.get("originals", ())
+        mine = originals[inner[0]] if 0 <= inner[0] < len(originals) else None
+        return _update(mine, decode(inner[1], depth, memo))
+    if tag == "o" and type(inner) is list and len(inner) == 2 and type(inner[0]) is int:  # a returned container
+        after, objects = decode(inner[1], depth, memo), memo.setdefault("objects", {})
+        return objects.setdefault(inner[0], after) if inner[0] not in objects else _update(objects[inner[0]], after)
     if tag == "nan" and type(inner) is int and 0 <= inner <= _MAX_ITEMS:  # one object per NaN of the run
         return memo.setdefault("nans", {}).setdefault(inner, float("nan"))
     if tag == "dec" and type(inner) is str and len(inner) <= _MAX_HEX_DIGITS and "s" not in inner.lower():
@@ -201,12 +206,11 @@ _SIMPLE_TAGS = {
 }
 
 
-def _update(number: int, after: Any, memo: dict) -> Any:
-    """The test's own argument container ``number``, updated in place to what the call left of it (``after``)."""
-    originals = memo.get("originals", ())
-    if not 0 <= number < len(originals) or type(originals[number]) is not type(after):
-        return after  # no such original here (a call test's check): the value as it is
-    mine = originals[number]
+def _update(mine: Any, after: Any) -> Any:
+    """``mine`` (an object the test holds), updated in place to what the program left of it (``after``); ``after``
+    itself when there is no such object of the same type (a call test's check decodes without a memo)."""
+    if mine is None or type(mine) is not type(after) or type(after) not in (list, dict, set):
+        return after
     if type(mine) is list:
         mine[:] = after
     else:

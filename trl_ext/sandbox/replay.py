@@ -159,6 +159,7 @@ class _Session:
         self.rejected = ""  # the program's fault: a result that is no plain data, or a call with no record
         self.unsupported = ""  # the test's: an argument that is no plain data, too many calls
         self.nans: dict[int, float] = {}  # the run's NaN objects, one each (identity decides `[x] == [x]`)
+        self.objects: dict[int, Any] = {}  # the containers the program returned, one each (updated in place)
 
     def stand_in(self, name: str):
         def stand_in(*args: Any, **kwargs: Any) -> Any:
@@ -194,7 +195,8 @@ class _Session:
 
     def _replay(self, name: str, record: dict, args: tuple, kwargs: dict) -> Any:
         if record.get("ok") is True:
-            memo = {"nans": self.nans, "originals": _mutables(kwargs, _mutables(list(args), []))}
+            memo = {"nans": self.nans, "objects": self.objects}
+            memo["originals"] = _mutables(kwargs, _mutables(list(args), []))
             try:  # decoding updates the test's own argument objects in place, nested ones too ("m" tags)
                 value = decode(record.get("value"), 0, memo)
                 if "args" in record:
