@@ -8,8 +8,12 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+_SPACE = " \t\r\v\f"  # ASCII blanks only: str.split()/strip() also take \x1c-\x1f, \x85, U+2028 as separators
+
 
 def _float_or_none(token: str) -> float | None:
+    if "_" in token:  # float() accepts "1_000": no number a program prints
+        return None
     try:
         return float(token)
     except ValueError:
@@ -21,24 +25,36 @@ def _line_equal(actual: str, expected: str, float_tol: float | None) -> bool:
         return True
     if float_tol is None:
         return False
-    got, want = actual.split(), expected.split()
+    got, want = _tokens(actual), _tokens(expected)
     if len(got) != len(want):
         return False
     for g, w in zip(got, want):
         if g == w:
             continue
+        if g.lstrip("+-").isdigit() and w.lstrip("+-").isdigit():  # two integers: exact, as Python compares them
+            if g.isascii() and w.isascii() and int(g) == int(w):
+                continue
+            return False
         gf, wf = _float_or_none(g), _float_or_none(w)
         if gf is None or wf is None or not math.isclose(gf, wf, rel_tol=float_tol, abs_tol=float_tol):
             return False
     return True
 
 
+def _tokens(line: str) -> list[str]:
+    return [token for token in line.replace("\t", " ").replace("\v", " ").replace("\f", " ").split(" ") if token]
+
+
+def _lines(output: str) -> list[str]:
+    return [line.strip(_SPACE) for line in output.replace("\r\n", "\n").strip(_SPACE + "\n").split("\n")]
+
+
 def compare_stdio(actual: str, expected: str, float_tol: float | None = None) -> bool:
-    """Whole-output comparison: both outputs are stripped and split into lines, the line counts must match,
-    and each pair of lines must be equal after stripping. With ``float_tol``, tokens of a differing line that
-    both parse as floats may differ by ``float_tol`` (absolute or relative)."""
-    got = [line.strip() for line in actual.strip().splitlines()]
-    want = [line.strip() for line in expected.strip().splitlines()]
+    """Whole-output comparison: both outputs are stripped and split into lines at "\n" (or "\r\n"), the line
+    counts must match, and each pair of lines must be equal after stripping ASCII blanks (no other character
+    separates lines or tokens). With ``float_tol``, tokens of a differing line that both parse as floats may
+    differ by ``float_tol`` (absolute or relative); two integer tokens must be equal."""
+    got, want = _lines(actual), _lines(expected)
     return len(got) == len(want) and all(_line_equal(g, w, float_tol) for g, w in zip(got, want))
 
 
