@@ -143,6 +143,15 @@ def test_compare_stdio_rules():
     assert not compare_stdio("0.3333", "0.333333")
     assert compare_stdio("0.3333", "0.333333", float_tol=1e-3)
     assert not compare_stdio("abc 0.3333", "abd 0.333333", float_tol=1e-3)
+    # lines end at "\n" ("\r\n" too) and blanks are ASCII: no other character separates lines or tokens
+    assert compare_stdio("1\r\n2\r\n", "1\n2")
+    for separator in ("\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029", "\x0b\n"[:1]):
+        assert not compare_stdio(f"1{separator}2", "1\n2")
+    assert not compare_stdio("1\x1f\n2", "1\n2")
+    # with a tolerance, two integer tokens are still compared exactly, and "1_000" is no number
+    assert not compare_stdio("1000000000000000000", "1000000000000000001", float_tol=1e-9)
+    assert not compare_stdio("1_000_000_000_000_000_001", "1000000000000000001", float_tol=1e-9)
+    assert compare_stdio("1.0 2", "1 2", float_tol=1e-9)
 
 
 def test_values_equal_is_typed():

@@ -202,7 +202,7 @@ def test_remote_speaks_run_code_and_retries_5xx_and_429(stub_service):
     assert result.status == "ok" and result.stdout == "7\n"
     assert len(_Stub.seen) == 4
     request = _Stub.seen[-1]
-    assert (request["language"], request["stdin"], request["memory_limit_MB"]) == ("python", "in", 300 + 128)
+    assert (request["language"], request["stdin"], request["memory_limit_MB"]) == ("python", "in", 300)
     assert request["run_timeout"] > 2 and "os.execv" in request["code"]
 
 

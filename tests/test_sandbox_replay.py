@@ -6,33 +6,39 @@ import math
 import pytest
 
 from trl_ext.rewards import CodeTests
-from trl_ext.sandbox import Limits, parse_tests, run_tests
+from trl_ext.sandbox import Limits, judge, parse_tests, run_tests
 from trl_ext.sandbox.assert_plan import program_names
+from trl_ext.sandbox.judge import harness_runtime
 from trl_ext.sandbox.replay import decode, encode, evaluate
 
 FAST = Limits(timeout_s=3.0)
 
 
+def _harness_codec() -> dict:
+    """The harness's own value functions (``_harness_values.py``, as the judge sends them), run in this process."""
+    namespace = {"__name__": "_harness_runtime"}
+    exec(compile(harness_runtime()["source"], "_harness_runtime.py", "exec"), namespace)
+    return namespace
+
+
 def _evaluate_with(test, fn, entry_point=None, prefix=None, rounds=5):
     """Evaluate ``test`` in this process, answering every call the stand-ins ask for with ``fn`` (a stand-in
-    sandbox); returns the final answer and the number of rounds it took."""
+    sandbox that decodes arguments and writes records with the harness's own functions); returns the final answer
+    and the number of rounds it took."""
     names, modules = program_names(test, prefix, entry_point)
     task = {"test": test, "prefix": prefix, "entry_point": entry_point, "names": names, "modules": modules}
     task.update(calls=[], results=[])
+    harness = _harness_codec()
     for round_ in range(rounds):
         answer = evaluate(task)
         if answer["verdict"] != "incomplete":
             return answer, round_
         task.update(calls=answer["calls"], results=[])  # the whole sequence, run again in order
         for _name, args, kwargs, want_args in answer["calls"]:
-            call_args, call_kwargs = decode(args), decode(kwargs)
-            try:
-                record = {"ok": True, "value": encode(fn(*call_args, **call_kwargs))}
-            except Exception as exc:
-                record = {"ok": False, "raised": type(exc).__name__}
-            if want_args and record["ok"]:
-                record.update(args=encode(call_args), kwargs=encode(call_kwargs))
-            task["results"].append(json.loads(json.dumps(record)))
+            made = []
+            call_args, call_kwargs = harness["_decode"](args, made), harness["_decode"](kwargs, made)
+            record, _ = harness["_call_record"](fn, call_args, call_kwargs, want_args, made)
+            task["results"].append(json.loads(record))
     return answer, rounds
 
 
@@ -113,8 +119,6 @@ def test_run_tests_outcomes():
     inc = "def inc(x):\n    return x + 1\n"
     four_levels = run_tests(inc, {"kind": "assert", "code": "assert inc(inc(inc(inc(0)))) == 4\n"}, limits=FAST)
     assert four_levels.all_passed and four_levels.statuses == ["ok"] * 4  # one sandbox run per level
-    five = run_tests(inc, {"kind": "assert", "code": "assert inc(inc(inc(inc(inc(0))))) == 5\n"}, limits=FAST)
-    assert five.passed == 0 and five.statuses[-1] == "unsupported_test"
     tuples = {"kind": "assert", "code": "assert pair(1) == (1, 1)\nassert pair(2) != [2, 2]\n"}
     assert run_tests("def pair(x):\n    return (x, x)\n", tuples, limits=FAST).all_passed
     assert not run_tests("def pair(x):\n    return [x, x]\n", tuples, limits=FAST).all_passed
@@ -148,3 +152,17 @@ def test_the_prefix_gives_the_tests_helpers_and_its_last_function_is_the_program
     cheat = honest + "\n\ndef helper(x):\n    return 0\n\n\ndef f(x):\n    return 0\n"  # rigs the test's helper
     assert run_tests(honest, spec, limits=FAST).all_passed
     assert not run_tests(cheat, spec, limits=FAST).all_passed
+
+
+def test_sandbox_runs_are_bounded_by_progress_and_a_cap(monkeypatch):
+    """Each run must move the first call with no result further; at most ``_MAX_ROUNDS`` runs (4 here)."""
+    monkeypatch.setattr(judge, "_MAX_ROUNDS", 4)
+    inc = "def inc(x):\n    return x + 1\n"
+    five = run_tests(inc, {"kind": "assert", "code": "assert inc(inc(inc(inc(inc(0))))) == 5\n"}, limits=FAST)
+    assert five.passed == 0 and five.statuses[-1] == "unsupported_test"
+    # a program whose results change the test's calls on every run never moves the frontier: stopped, not looped
+    flip = "import random\ndef f(x):\n    return random.random()\n"
+    chase = {"kind": "assert", "code": "x = f(0)\ny = f(x)\nassert f(y) == -1\n"}
+    chased = run_tests(flip, chase, limits=FAST)
+    assert chased.passed == 0 and chased.statuses[-1] == "unsupported_test" and len(chased.statuses) <= 4
+    assert "cycle" in chased.detail

@@ -1,12 +1,15 @@
 """Class 6 (memory): a run's memory is bounded as a total across its processes, memfds, tmpfs and pipe buffers at
 2 x memory_mb: by a memory cgroup where one can be had (root), else by summing the run's processes."""
 
+from pathlib import Path
+
 import pytest
 
 from trl_ext.sandbox import Limits, memory, run
 
 from .._backends import EACH_BACKEND, current_backend, sandbox_backend, sandbox_server  # noqa: F401
 
+THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 LIMITS = Limits(timeout_s=4.0, memory_mb=128)
 CHILDREN = """
 import os, time
@@ -103,3 +106,70 @@ def test_socket_buffers_count_or_socketpair_is_refused():
         assert result.status == "memory" if current_backend() != "remote" else result.status != "ok"
     else:
         assert result.status == "ok" and result.stdout == "REFUSED\n"
+
+
+PINNED_PIPES = """
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype, libc.syscall.restype = ctypes.c_void_p, ctypes.c_long
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+HUGE = 2 << 20
+def pin(w):
+    addr = libc.mmap(None, 17 * HUGE, 3, 0x22, -1, 0)
+    start = (addr + HUGE - 1) // HUGE * HUGE
+    libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(16 * HUGE), 14)  # MADV_HUGEPAGE
+    iov = (iovec * 16)()
+    for k in range(16):
+        ctypes.memset(start + k * HUGE, 1, 4096)
+        iov[k].base, iov[k].len = start + k * HUGE, 4096
+    done = libc.syscall(278, w, iov, 16, 0)  # vmsplice: each slot pins the page it points into
+    err = ctypes.get_errno()
+    libc.munmap(ctypes.c_void_p(addr), ctypes.c_size_t(17 * HUGE))
+    return done, err
+pipes = [os.pipe() for _ in range(40)]
+done, err = pin(pipes[0][1])
+if done < 0:
+    print("REFUSED", errno.errorcode.get(err))
+    raise SystemExit
+for _, w in pipes[1:]:
+    pin(w)
+print("ALL HELD")
+"""
+SPLICE_TEE_SENDFILE = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+r, w = os.pipe()
+r2, w2 = os.pipe()
+with open("f", "wb") as f:
+    f.write(b"x" * 8192)
+fd = os.open("f", os.O_RDONLY)
+def tee():
+    if libc.syscall(276, r, w2, 1, 2) < 0:  # tee, SPLICE_F_NONBLOCK
+        raise OSError(ctypes.get_errno(), "tee")
+for name, call in [("splice", lambda: os.splice(fd, w, 4096)), ("sendfile", lambda: os.sendfile(w, fd, 0, 4096)),
+                   ("tee", tee)]:
+    try:
+        call()
+        print(name, "allowed")
+    except OSError as exc:
+        print(name, "EPERM" if exc.errno == 1 else exc.errno)
+"""
+
+
+@EACH_BACKEND
+def test_pipes_cannot_pin_pages_outside_the_bound():
+    """vmsplice of one 4 KiB piece of a transparent huge page makes a pipe slot pin the whole 2 MiB page after the
+    program unmaps it: memory of no process. With a memory cgroup it is charged (the run hits its bound); without
+    one vmsplice, splice, tee and sendfile are refused, so a pipe only holds the pages write() copies into it."""
+    result = run(PINNED_PIPES, limits=Limits(timeout_s=8.0, memory_mb=64))
+    if not memory.available():
+        assert result.status == "ok" and result.stdout == "REFUSED EPERM\n"
+        moved = run(SPLICE_TEE_SENDFILE, limits=LIMITS)
+        assert moved.stdout == "splice EPERM\nsendfile EPERM\ntee EPERM\n", moved.stdout + moved.stderr
+    elif "[never]" not in THP.read_text() if THP.exists() else False:  # 40 pipes x 32 MiB against 2 x 64 MiB
+        assert "ALL HELD" not in result.stdout
+        assert result.status == "memory" if current_backend() != "remote" else result.status != "ok"
+    else:  # no huge pages here: 40 x 64 KiB pinned, inside the bound and charged to the run's cgroup
+        assert result.status == "ok" and result.stdout == "ALL HELD\n"

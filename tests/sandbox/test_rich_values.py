@@ -53,6 +53,79 @@ def yes():
 def nested():
     return {"k": [Counter("ab"), (P(0, 1), range(2))]}
 """
+# types recognised by category (iterators by protocol, views, subclasses keeping the base's ==), identity where
+# == depends on it (NaN objects, the test's own argument containers), exception arguments, placeholder rounds
+PROGRAM += """
+import array, decimal, enum
+class Color(enum.IntEnum):
+    RED = 1
+class Tag(str, enum.Enum):
+    A = "a"
+class Name(str):
+    pass
+class Loud(str):
+    def __eq__(self, other):
+        return True
+    __hash__ = str.__hash__
+NAN = float("nan")
+def rev(x):
+    return reversed(x)
+def chars(s):
+    return iter(s)
+def huge_range(n):
+    return iter(range(n, n + 2))
+def keys(d):
+    return d.keys()
+def values(d):
+    return d.values()
+def items(d):
+    return d.items()
+def dec():
+    return decimal.Decimal("0.5")
+def color():
+    return Color.RED
+def tag():
+    return Tag.A
+def name():
+    return Name("ab")
+def loud():
+    return Loud("ab")
+def buf():
+    return bytearray(b"ab")
+def arr():
+    return array.array("i", [1, 2])
+def view():
+    return memoryview(b"ab")
+def tally(s):
+    d = defaultdict(lambda: 0)
+    for c in s:
+        d[c] += 1
+    return d
+def fail(x):
+    raise ValueError("bad " + str(x))
+def missing(d):
+    return d["nope"]
+def sort_inner(l):
+    l[0].sort()
+def swap_inner(l):
+    l[0] = sorted(l[0])
+def fill(t):
+    t[0].append(1)
+def same(l):
+    return l
+def same_nan():
+    return NAN
+def new_nan():
+    return float("nan")
+def dots():
+    return ...
+def pair(i):
+    return i, i + 1
+LOG = []
+def tick():
+    LOG.append(len(LOG))
+    return LOG
+"""
 TESTS = [
     'assert counts("aab") == {"a": 2, "b": 1}',
     'assert counts("aab") == Counter(a=2, b=1)',
@@ -91,6 +164,43 @@ TESTS = [
     "assert yes() == 1 and yes() is True",
     "assert nested() == {'k': [{'a': 1, 'b': 1}, ((0, 1), range(0, 2))]}",
     "assert nested() == {'k': [{'a': 1, 'b': 1}, ((0, 1), [0, 1])]}",
+    "assert list(rev([1, 2, 3])) == [3, 2, 1]",
+    "assert list(rev({1: 2, 3: 4})) == [3, 1]",
+    "assert list(chars('\u00e91')) == ['\u00e9', '1']",
+    "assert list(huge_range(2**70)) == [2**70, 2**70 + 1]",
+    "assert rev([1]) == [1]",
+    "assert keys({1: 2, 3: 4}) == {1, 3}",
+    "assert keys({1: 2}) == [1]",
+    "assert sorted(values({1: 2, 3: 4})) == [2, 4]",
+    "assert values({1: 2}) == values({1: 2})",
+    "assert items({1: 2}) == {(1, 2)} and list(items({3: 4})) == [(3, 4)]",
+    "assert dec() == 0.5 and dec() == Fraction(1, 2)",
+    "assert dec() == 0.25",
+    "assert color() == 1 and color() + 1 == 2 and {color(): 'x'}[1] == 'x'",
+    "assert color() == 2",
+    "assert tag() == 'a'",
+    "assert name() == 'ab' and name().upper() == 'AB'",
+    "assert buf() == b'ab' and buf() == bytearray(b'ab')",
+    "assert list(arr()) == [1, 2] and arr() != [1, 2]",
+    "assert view() == b'ab' and view() != b'ba'",
+    "assert tally('aab')['z'] == 0 and tally('aab')['a'] == 2",
+    "assert point()._asdict() == {'x': 1, 'y': 2} and point()._replace(x=5) == (5, 2)",
+    "try:\n    fail(1)\nexcept ValueError as e:\n    assert str(e) == 'bad 1'\nelse:\n    assert False",
+    "try:\n    fail(1)\nexcept ValueError as e:\n    assert str(e) == 'bad 2'",
+    "try:\n    missing({})\nexcept KeyError as e:\n    assert e.args == ('nope',)",
+    "l = [[2, 1]]\ninner = l[0]\nsort_inner(l)\nassert inner == [1, 2]",
+    "l = [[2, 1]]\ninner = l[0]\nswap_inner(l)\nassert inner == [1, 2]",
+    "l = [[2, 1]]\nswap_inner(l)\nassert l == [[1, 2]]",
+    "a = []\nfill((a,))\nassert a == [1]",
+    "a = [1]\nassert same(a) is a",
+    "assert [same_nan()] == [same_nan()]",
+    "assert [new_nan()] == [new_nan()]",
+    "assert dots() is Ellipsis",
+    "for i in range(8):\n    x, y = pair(i)\n    assert y - x == 1",
+    "for i in range(8):\n    assert max(pair(i)) == i + 2",
+    "a = tick()\nb = tick()\nassert a == [0]",
+    "a = tick()\nb = tick()\nassert a is b and a == [0, 1]",
+    "a = [1]\nassert same(a) is not a",
 ]
 TEST_IMPORTS = "from collections import Counter, OrderedDict, deque\nfrom fractions import Fraction\n"
 
@@ -133,6 +243,18 @@ def test_the_judge_gives_the_verdicts_of_plain_cpython(backend):
     assert dict(zip(TESTS, judged)) == dict(zip(TESTS, expected))
 
 
+@pytest.mark.parametrize("backend", ISOLATED, indirect=True)
+def test_a_value_whose_equality_is_the_programs_own_code_is_not_judged_by_it(backend):
+    """The deliberate difference from plain CPython: a str subclass whose ``__eq__`` says True to anything passes
+    there, but the judge never runs the program's code, so such a value cannot cross (a plain subclass does)."""
+    tests = ["assert loud() == 'zz'", "assert name() == 'ab'"]
+    assert plain_cpython_verdicts(PROGRAM, tests) == [1.0, 1.0]
+    judged = CodeTests(timeout_s=5.0)(
+        [f"```python\n{PROGRAM}\n```"] * 2, tests=[{"kind": "assert", "code": t} for t in tests]
+    )
+    assert judged == [0.0, 1.0]
+
+
 CALLS = [  # (function, expected JSON value, verdict): the documented rule for JSON expected values
     ("int_keys", {"1": "a", "2": "b"}, 1.0),  # int keys match JSON's string keys as JSON writes them
     ("colliding_keys", {"1": "a", "2": "a"}, 0.0),  # {1: .., "1": ..} writes one key twice: never a match
@@ -143,6 +265,8 @@ CALLS = [  # (function, expected JSON value, verdict): the documented rule for J
     ("half", 0.5, 1.0),  # Fraction(1, 2) == 0.5 exactly
     ("upto", [0, 1, 2], 0.0),  # range(3) != [0, 1, 2], as in CPython
     ("gen", [0, 1, 2], 0.0),  # a generator equals only itself
+    ("dec", 0.5, 1.0),  # Decimal("0.5") == 0.5 exactly
+    ("keys", [1], 0.0),  # a dict view is no list, as in CPython
 ]
 CALL_PROGRAM = (
     PROGRAM
@@ -164,5 +288,6 @@ def test_call_tests_follow_the_json_key_rule(backend):
         for name, exp, _ in CALLS
     ]
     specs[3]["cases"][0]["args"] = ["aab"]
+    specs[-1]["cases"][0]["args"] = [{"1": 2}]
     judged = CodeTests(timeout_s=5.0)([f"```python\n{CALL_PROGRAM}\n```"] * len(specs), tests=specs)
     assert dict(zip([c[0] for c in CALLS], judged)) == {name: verdict for name, _, verdict in CALLS}

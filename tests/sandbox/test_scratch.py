@@ -5,7 +5,7 @@ import os
 import tempfile
 
 from trl_ext.sandbox import Limits, run
-from trl_ext.sandbox.scratch import remove_scratch, scratch_bytes
+from trl_ext.sandbox.scratch import ENTRY_BYTES, remove_scratch, scratch_bytes
 
 from .._backends import EACH_BACKEND, sandbox_backend, sandbox_server  # noqa: F401
 
@@ -111,3 +111,22 @@ def test_many_empty_directories_exceed_the_scratch_cap_under_landlock():
         assert result.status == "ok"
     else:
         assert "MADE ALL" not in result.stdout and result.status != "ok"
+
+
+def test_many_empty_files_exceed_the_scratch_cap_under_landlock():
+    """Each entry counts as at least one block (``ENTRY_BYTES``): 12,000 empty files against ``scratch_mb=16``
+    never succeed, and the watcher's walk stays bounded (it stops at the cap) instead of growing with the entries."""
+    code = (
+        "import os, time\nfor k in range(12000):\n    open(f'f{k}', 'w').close()\ntime.sleep(0.5)\nprint('MADE ALL')"
+    )
+    result = run(code, limits=Limits(timeout_s=15.0, scratch_mb=16), backend="landlock")
+    assert "MADE ALL" not in result.stdout and result.status != "ok"
+
+
+def test_the_scratch_walk_counts_entries_and_stops_at_the_cap(tmp_path):
+    for i in range(3000):
+        (tmp_path / f"f{i}").touch()
+    assert scratch_bytes(str(tmp_path)) < 3000 * 4096  # empty files hold no blocks of their own
+    assert scratch_bytes(str(tmp_path), entry_bytes=ENTRY_BYTES) >= 3000 * ENTRY_BYTES
+    walked = scratch_bytes(str(tmp_path), entry_bytes=ENTRY_BYTES, stop_above=100 * ENTRY_BYTES)
+    assert 100 * ENTRY_BYTES < walked <= 102 * ENTRY_BYTES + os.stat(tmp_path).st_blocks * 512  # stopped early

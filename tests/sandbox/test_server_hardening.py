@@ -311,3 +311,32 @@ def test_held_connections_leave_descriptors_for_the_runs(monkeypatch):
     assert serve_http.held_connections(34) == 34
     monkeypatch.setattr(resource, "getrlimit", lambda _: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
     assert serve_http.held_connections(34) == 1024
+
+
+def _raw_answer(port: int, request: bytes) -> tuple[bytes, bytes]:
+    """(status line, body) of the answer to ``request`` sent as is."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(request)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return head.split(b"\r\n")[0], body
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status"),
+    [
+        (b"PUT /run_code HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", b"405"),
+        (b"DELETE / HTTP/1.1\r\nHost: x\r\n\r\n", b"405"),
+        (b"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", b"405"),
+        (b"GET /\r\n\r\n", b"404"),  # HTTP/0.9 (no version): answered with a status line all the same
+        (b"NONSENSE\r\n\r\n", b"400"),
+        (b"GET / HTTP/9.9\r\nHost: x\r\n\r\n", b"505"),
+    ],
+)
+def test_the_base_class_errors_are_json_with_a_status_line(request_bytes, status):
+    with serving(workers=1, queue=1, read_timeout_s=5.0) as url:
+        line, body = _raw_answer(int(url.rsplit(":", 1)[1]), request_bytes)
+    assert line.startswith(b"HTTP/1.") and line.split()[1] == status, line
+    assert isinstance(json.loads(body)["detail"], str)

@@ -5,6 +5,7 @@ and is counted as the "invalid_result" outcome."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import random
 import time
@@ -44,6 +45,18 @@ def _value(rng: random.Random, depth: int = 0):
         lambda: {"b": rng.choice(["AA==", "@@", 1])},
         lambda: {rng.choice(["t", "s", "fs", "C", "od", "g", "zz"]): rng.choice([1, "x", None, {}])},
         lambda: {"t": [1], "s": [2]},
+        # the tags of views, Decimal, arrays, identity ("m", "nan") and defaultdict values
+        lambda: {rng.choice(["dk", "dv", "di"]): rng.choice([[1, 2], [[1, 2]], COLLIDING[1], [[[1], 2]], "x"])},
+        lambda: {"dec": rng.choice(["0.5", "-Infinity", "NaN", "sNaN", "1e999999999999", "x", 1, "9" * 300_000])},
+        lambda: {
+            rng.choice(["ar", "mv"]): [rng.choice(["i", "B", "d", "u", "x", 1]), rng.choice([[1, 2], [2**70], ["a"]])]
+        },
+        lambda: {
+            rng.choice(["m", "o"]): [rng.choice([0, -1, 10**30, "0"]), rng.choice([[1], {"d": [[1, 2]]}, {"s": [1]}])]
+        },
+        lambda: {"nan": rng.choice([0, 1, -1, 2**40, "0", None])},
+        lambda: {"dd": [rng.choice([{"v": 0}, {"v": {"zz": 1}}, {"x": 0}, {"v": [1]}]), [[1, 2]]]},
+        lambda: {rng.choice(["ba", "E"]): rng.choice(["AA==", "...", "@@", 1])},
         lambda: {"s": [[1], [2]]},  # unhashable elements
     ]
     if depth > 3 or rng.random() < 0.4:
@@ -71,6 +84,8 @@ def _record_text(rng: random.Random, index: int, mode: str) -> str:
             record["value"] = _value(rng)
         else:
             record[rng.choice(["raised", "unencodable", "x"])] = rng.choice(["ValueError", True, ["x"], "a b"])
+            if rng.random() < 0.3:
+                record["exc"] = rng.choice([["bad"], "bad", _value(rng), [10**400]])
     else:
         record["status"] = rng.choice(["ok", "ok", "timeout", "memory", "passed", 1, ["ok"]])
         record["out"] = rng.choice(["MQ==", "", "@@", 5, "QQ==" * 10_000])
@@ -216,3 +231,23 @@ def test_many_distinct_namedtuple_names_decode_fast_and_compare_as_namedtuples()
     for name, fields, values in (("P", ["a"], [1, 2]), ("P", ["a b"], [1]), ("1P", ["a"], [1])):
         with pytest.raises(ValueError):
             decode({"nt": [name, fields, values]})
+
+
+def test_fuzzed_values_decode_totally_with_an_evaluations_memo():
+    """The assert-test path decodes with a memo (NaN objects, the test's argument containers updated in place by
+    "m" tags): still only ValueError, whatever the value, and an "m" tag never swaps a container's type."""
+    rng = random.Random(21)
+    for _ in range(10_000):
+        originals = [[1], {"a": 1}, {1}]
+        memo = {"nans": {}, "originals": originals}
+        value = _value(rng)
+        with contextlib.suppress(ValueError):
+            decode(value, 0, memo)
+        assert [type(o) for o in originals] == [list, dict, set]
+    memo = {"nans": {}, "originals": [[2, 1]]}
+    inner = memo["originals"][0]
+    assert decode({"m": [0, [1, 2]]}, 0, memo) is inner and inner == [1, 2]
+    assert decode({"nan": 3}, 0, memo) is decode({"nan": 3}, 0, memo)
+    assert decode({"nan": 3}) is not decode({"nan": 3})
+    first = decode({"o": [7, [0]]}, 0, memo)
+    assert decode({"o": [7, [0, 1]]}, 0, memo) is first and first == [0, 1]  # the same object, updated in place

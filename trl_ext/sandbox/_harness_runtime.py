@@ -1,19 +1,18 @@
 """The judged modes of the in-sandbox harness ("calls" and "stdio"), loaded by ``_harness.py`` from its payload.
 
-The judge compiles this file once and sends its bytecode (and source, for an interpreter of another version) in
-every payload, so a run does not pay for compiling it. Stdlib C modules only, no trl_ext import; the harness
-executes it before the program runs, so the names captured below are the genuine ones.
+The judge compiles ``_harness_values.py`` and this file once, as one module (``judge.harness_runtime``), and sends
+its bytecode (and source, for an interpreter of another version) in every payload, so a run does not pay for
+compiling it. Stdlib C modules only, no trl_ext import; the harness executes it before the program runs, so the
+names captured below are the genuine ones.
 
 "calls" runs the program once in a forked child (which never holds the run's stdout), calls its functions on
-each payload call's arguments and sends each result as plain data (exact builtin types, and a few standard types
-converted to tagged plain data: a subclass, or any object with methods of the program's own, cannot be
-encoded); the harness numbers the results and writes one record per call. "stdio" runs the program once per input in a fresh fork of the harness
+each payload call's arguments and sends each result as plain data (``_harness_values.py``: values whose ``==``
+the program's own code decides cannot be encoded); the harness numbers the results and writes one record per
+call. "stdio" runs the program once per input in a fresh fork of the harness
 and writes each case's status and raw output. Records are marker-prefixed lines on the harness's stdout.
 """
 
-import _json
 import atexit
-import binascii
 import builtins
 import posix as os  # os itself is a Python module with imports of its own
 import resource
@@ -25,14 +24,10 @@ import time
 # and signal imports enum: its Linux numbers are spelt out instead.
 _SIGKILL, _SIGXCPU = 9, 24
 # Captured before the program runs: patching builtins, json or os afterwards does not reach the harness.
-_type, _write, _exit, _str_join = type, os.write, os._exit, str.join
-_json_str = _json.encode_basestring_ascii  # C function, no patchable Python internals
-_int_repr, _float_repr = int.__repr__, float.__repr__
-_INF = float("inf")
+_write, _exit = os.write, os._exit
 
-
-def _b64(data):
-    return bytes.decode(binascii.b2a_base64(data, newline=False))
+if False:  # never runs: ``judge.harness_runtime`` compiles _harness_values.py and this file as one module
+    from trl_ext.sandbox._harness_values import _b64, _call_record, _decode, _int_repr, _type
 
 
 def _quietly(fn, *args):
@@ -45,136 +40,6 @@ def _quietly(fn, *args):
 def _reap():
     while os.waitpid(-1, os.WNOHANG)[0]:
         pass
-
-
-_BIG_INT_BITS = 12000  # beyond ~3600 digits ints travel as hex: int('...') has a 4300-digit limit
-
-
-def _encode(value, depth=0):
-    """Tagged JSON text of plain data, by exact type (a subclass of a builtin is refused): lists are JSON
-    arrays, other containers and special numbers single-key tag objects ("t" tuple, "s" set, "fs" frozenset,
-    "d" dict as [key, value] pairs, "b" bytes, "c" complex, "f" non-finite float, "i" big int in hex), and a
-    few standard-library results are converted to tagged plain data here (``_encode_library``)."""
-    if depth > 100:
-        raise TypeError("value nested too deeply")
-    kind = _type(value)
-    if kind is str:
-        return _json_str(value)
-    if value is None:
-        return "null"
-    if kind is bool:
-        return "true" if value else "false"
-    if kind is int:
-        if int.bit_length(value) > _BIG_INT_BITS:
-            return '{"i": "' + int.__format__(value, "x") + '"}'
-        return _int_repr(value)
-    if kind is float:
-        if value != value or value in (_INF, -_INF):
-            return '{"f": "' + ("nan" if value != value else "inf" if value > 0 else "-inf") + '"}'
-        return _float_repr(value)
-    if kind is list:
-        return _encode_items(value, depth)
-    tag = _CONTAINER_TAGS.get(kind)
-    if tag is not None:
-        return '{"' + tag + '": ' + _encode_items(value, depth) + "}"
-    if kind is dict:
-        return '{"d": ' + _encode_pairs(value, depth) + "}"
-    if kind is bytes:
-        return '{"b": "' + _b64(value) + '"}'
-    if kind is complex:
-        return '{"c": [' + _encode(value.real, depth + 1) + "," + _encode(value.imag, depth + 1) + "]}"
-    return _encode_library(value, kind, depth)
-
-
-def _encode_items(values, depth):
-    return "[" + _str_join(",", [_encode(v, depth + 1) for v in values]) + "]"
-
-
-def _encode_pairs(mapping, depth):
-    items = [_encode(k, depth + 1) + "," + _encode(v, depth + 1) for k, v in dict.items(mapping)]
-    return "[" + _str_join(",", ["[" + item + "]" for item in items]) + "]"
-
-
-_MAX_ITEMS = 100000  # items taken from a generator or iterator; a longer one is not plain data
-
-
-def _encode_library(value, kind, depth):
-    """Counter, OrderedDict, defaultdict, deque, namedtuples, Fraction, range, generators and builtin iterators
-    as tagged plain data (the judge rebuilds the same standard types; only the program's answer crosses)."""
-    module, name = getattr(kind, "__module__", None), getattr(kind, "__qualname__", None)
-    if module == "collections" and name in ("Counter", "OrderedDict") and isinstance(value, dict):
-        return '{"' + ("C" if name == "Counter" else "od") + '": ' + _encode_pairs(value, depth) + "}"
-    if module == "collections" and name == "defaultdict" and isinstance(value, dict):
-        factory = value.default_factory
-        factory = '"' + factory.__name__ + '"' if factory in _FACTORIES else "null"
-        return '{"dd": [' + factory + "," + _encode_pairs(value, depth) + "]}"
-    if module == "collections" and name == "deque":
-        maxlen = "null" if value.maxlen is None else _int_repr(value.maxlen)
-        return '{"dq": [' + _encode_items(list(value), depth) + "," + maxlen + "]}"
-    if isinstance(value, tuple) and _type(getattr(kind, "_fields", None)) is tuple:
-        fields = _str_join(",", [_json_str(f) for f in kind._fields])
-        return (
-            '{"nt": ['
-            + _json_str(kind.__name__)
-            + ",["
-            + fields
-            + "],"
-            + _encode_items(tuple.__iter__(value), depth)
-            + "]}"
-        )
-    if module == "fractions" and name == "Fraction":
-        return '{"q": [' + _encode(value.numerator, depth + 1) + "," + _encode(value.denominator, depth + 1) + "]}"
-    if kind is range:
-        return (
-            '{"r": [' + _str_join(",", [_encode(v, depth + 1) for v in (value.start, value.stop, value.step)]) + "]}"
-        )
-    if kind in _ITERATORS or module == "itertools":
-        items = []
-        for item in value:
-            if len(items) >= _MAX_ITEMS:
-                raise TypeError("too many items")
-            items.append(item)
-        return '{"g": ' + _encode_items(items, depth) + "}"
-    raise TypeError("not plain data")
-
-
-_CONTAINER_TAGS = {tuple: "t", set: "s", frozenset: "fs"}
-_FACTORIES = (int, float, str, list, dict, set, tuple, bool, bytes, frozenset)
-_ITERATORS = {
-    _type((lambda: (yield))()),
-    map,
-    filter,
-    zip,
-    enumerate,
-    reversed,
-    *(_type(iter(c)) for c in ([], (), "", b"", {}, set(), range(1), {}.values(), {}.items())),
-}
-
-
-def _decode(value):
-    """Inverse of ``_encode`` on parsed JSON (the judge's arguments; runs before the program)."""
-    if _type(value) is list:
-        return [_decode(v) for v in value]
-    if _type(value) is not dict:
-        return value
-    ((tag, inner),) = value.items()
-    if tag == "t":
-        return tuple(_decode(v) for v in inner)
-    if tag == "s":
-        return {_decode(v) for v in inner}
-    if tag == "fs":
-        return frozenset(_decode(v) for v in inner)
-    if tag == "d":
-        return {_decode(k): _decode(v) for k, v in inner}
-    if tag == "b":
-        return binascii.a2b_base64(inner)
-    if tag == "c":
-        return complex(_decode(inner[0]), _decode(inner[1]))
-    if tag == "f":
-        return float(inner)
-    if tag == "i":
-        return int(inner, 16)
-    raise ValueError("unknown tag " + repr(tag))
 
 
 def _write_all(fd, data):
@@ -208,40 +73,6 @@ def _silence_stderr():
     devnull = os.open("/dev/null", os.O_WRONLY)
     os.dup2(devnull, 2)
     os.close(devnull)
-
-
-def _exception_name(exc):
-    """Name of the first builtin exception class ``exc`` derives from (the judge re-raises that class)."""
-    try:
-        for klass in _type(exc).__mro__:
-            if _BUILTIN_EXCEPTIONS.get(klass.__name__) is klass:
-                return klass.__name__
-    except BaseException:  # noqa: B036 - a hostile metaclass: any name it could fake, it could also raise
-        return "Exception"
-    return "Exception"
-
-
-_BUILTIN_EXCEPTIONS = {
-    name: value
-    for name, value in vars(builtins).items()
-    if isinstance(value, type) and issubclass(value, BaseException)
-}
-
-
-def _call_record(fn, args, kwargs, want_args):
-    """(record body, whether the call returned plain data) of one call (the harness adds the case index)."""
-    head = '{"ok": '
-    try:
-        value = fn(*args, **kwargs)
-    except BaseException as exc:  # noqa: B036 - SystemExit in a call is that call's failure
-        return head + 'false, "raised": "' + _exception_name(exc) + '"}', False
-    try:
-        record = head + 'true, "value": ' + _encode(value)
-        if want_args:  # in-place changes to the arguments, which the judge applies to its own copies
-            record += ', "args": ' + _encode(args) + ', "kwargs": ' + _encode(kwargs)
-        return record + "}", True
-    except BaseException:  # noqa: B036
-        return head + 'false, "unencodable": true}', False
 
 
 def _calls_mode(payload, out_fd):
@@ -292,7 +123,8 @@ def _lines(fd, pid, cap=1 << 26):
 def _calls_child(payload, write_fd):
     """In the forked child: run the program once, then call its functions; one result body per line."""
     stop_on_failure = payload["stop_on_failure"]
-    calls = [(name, _decode(args), _decode(kwargs), want) for name, args, kwargs, want in payload["calls"]]
+    calls = [(name, _decode(args, made), _decode(kwargs, made), want, made) for name, args, kwargs, want in
+             payload["calls"] for made in ([],)]  # fmt: skip
     code, namespace = payload["code"], _new_namespace()
     devnull = os.open("/dev/null", os.O_WRONLY)  # the program's prints are not judged: out of the way
     os.dup2(devnull, 1)
@@ -304,7 +136,7 @@ def _calls_child(payload, write_fd):
     except BaseException:  # noqa: B036 - SystemExit at import time is a failure, not an exit
         _exit(1)
     functions = {}
-    for name, args, kwargs, want_args in calls:
+    for name, args, kwargs, want_args, made in calls:
         if name not in functions:
             try:
                 functions[name] = _resolve(namespace, name)
@@ -313,7 +145,7 @@ def _calls_child(payload, write_fd):
         if functions[name] is None:
             record, ok = '{"ok": false, "raised": "NameError"}', False
         else:
-            record, ok = _call_record(functions[name], args, kwargs, want_args)
+            record, ok = _call_record(functions[name], args, kwargs, want_args, made)
         _write_all(write_fd, str.encode(record) + b"\n")
         if stop_on_failure and not ok:
             break

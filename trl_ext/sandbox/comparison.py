@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import math
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+_SPACE = " \t\r\v\f"  # ASCII blanks only: str.split()/strip() also take \x1c-\x1f, \x85, U+2028 as separators
+
 
 def _float_or_none(token: str) -> float | None:
+    if "_" in token:  # float() accepts "1_000": no number a program prints
+        return None
     try:
         return float(token)
     except ValueError:
@@ -20,24 +25,36 @@ def _line_equal(actual: str, expected: str, float_tol: float | None) -> bool:
         return True
     if float_tol is None:
         return False
-    got, want = actual.split(), expected.split()
+    got, want = _tokens(actual), _tokens(expected)
     if len(got) != len(want):
         return False
     for g, w in zip(got, want):
         if g == w:
             continue
+        if g.lstrip("+-").isdigit() and w.lstrip("+-").isdigit():  # two integers: exact, as Python compares them
+            if g.isascii() and w.isascii() and int(g) == int(w):
+                continue
+            return False
         gf, wf = _float_or_none(g), _float_or_none(w)
         if gf is None or wf is None or not math.isclose(gf, wf, rel_tol=float_tol, abs_tol=float_tol):
             return False
     return True
 
 
+def _tokens(line: str) -> list[str]:
+    return [token for token in line.replace("\t", " ").replace("\v", " ").replace("\f", " ").split(" ") if token]
+
+
+def _lines(output: str) -> list[str]:
+    return [line.strip(_SPACE) for line in output.replace("\r\n", "\n").strip(_SPACE + "\n").split("\n")]
+
+
 def compare_stdio(actual: str, expected: str, float_tol: float | None = None) -> bool:
-    """Whole-output comparison: both outputs are stripped and split into lines, the line counts must match,
-    and each pair of lines must be equal after stripping. With ``float_tol``, tokens of a differing line that
-    both parse as floats may differ by ``float_tol`` (absolute or relative)."""
-    got = [line.strip() for line in actual.strip().splitlines()]
-    want = [line.strip() for line in expected.strip().splitlines()]
+    """Whole-output comparison: both outputs are stripped and split into lines at "\n" (or "\r\n"), the line
+    counts must match, and each pair of lines must be equal after stripping ASCII blanks (no other character
+    separates lines or tokens). With ``float_tol``, tokens of a differing line that both parse as floats may
+    differ by ``float_tol`` (absolute or relative); two integer tokens must be equal."""
+    got, want = _lines(actual), _lines(expected)
     return len(got) == len(want) and all(_line_equal(g, w, float_tol) for g, w in zip(got, want))
 
 
@@ -46,7 +63,7 @@ def _close(actual: Any, expected: Any, tol: float) -> bool:
     try:
         return math.isclose(actual, expected, rel_tol=tol, abs_tol=tol)
     except OverflowError:  # an int (or a fraction) too large for a float: never converted, compared exactly
-        if any(isinstance(v, float) and not math.isfinite(v) for v in (actual, expected)):
+        if any(isinstance(v, (float, Decimal)) and not math.isfinite(v) for v in (actual, expected)):
             return False
         a, e = Fraction(actual), Fraction(expected)
         return abs(a - e) <= max(Fraction(tol) * max(abs(a), abs(e)), Fraction(tol))
@@ -70,12 +87,12 @@ def _json_keyed(mapping: dict) -> dict | None:
     return keyed if None not in keyed and len(keyed) == len(mapping) else None
 
 
-_NUMBERS = (int, float, Fraction)
+_NUMBERS = (int, float, Fraction, Decimal)
 
 
 def values_equal(actual: Any, expected: Any, float_tol: float | None = None, depth: int = 0) -> bool:
     """Typed equality of an actual plain value with an expected JSON value: bools only equal bools; numbers
-    (int, float, Fraction) compare by exact value as Python's ``==`` does, or within ``float_tol`` (absolute or
+    (int, float, Fraction, Decimal) compare by exact value as Python's ``==`` does, or within ``float_tol`` (absolute or
     relative) when one side is a float and a tolerance is given; NaN equals NaN; strings exactly; lists and
     tuples element-wise (JSON has no tuples, so either kind matches either); dicts (Counter, OrderedDict,
     defaultdict included) key-wise, where keys written as JSON writes them (``1`` -> ``"1"``, ``True`` ->
@@ -88,7 +105,7 @@ def values_equal(actual: Any, expected: Any, float_tol: float | None = None, dep
         return type(actual) is type(expected) and actual == expected
     if isinstance(expected, _NUMBERS) and isinstance(actual, _NUMBERS):
         if isinstance(expected, float) or isinstance(actual, float):
-            if expected != expected or actual != actual:  # NaN (only a float can be one here)
+            if expected != expected or actual != actual:  # NaN (a float or a Decimal; never a signalling one)
                 return expected != expected and actual != actual
             if float_tol:
                 return _close(actual, expected, float_tol)

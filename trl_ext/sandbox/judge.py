@@ -27,7 +27,11 @@ from trl_ext.sandbox.records import RecordStream
 from trl_ext.workers.pool import WorkerDied
 
 TEST_KINDS = ("stdio", "call", "assert")
-_MAX_ROUNDS = 4  # sandbox runs per assert test: calls whose arguments depend on earlier results take more
+# sandbox runs per assert test. A pass stops where the test needs a result not known yet (an argument computed from
+# it, or an unpacking, max(), next() or dict lookup of the placeholder), so a test takes one run per such step;
+# every run must move the first call with no result further (a program cannot stretch the rounds past the test's
+# own steps)
+_MAX_ROUNDS = 32
 
 
 @dataclasses.dataclass
@@ -194,7 +198,8 @@ def run_tests(
 def harness_runtime() -> dict:
     """The judged modes of the harness for a payload's "runtime": compiled once here, so that no run compiles
     them again (the bytecode serves the same interpreter; the source any other, e.g. a remote executor's)."""
-    source = (Path(__file__).parent / "_harness_runtime.py").read_text()
+    here = Path(__file__).parent  # one module: the values part first (``_harness_runtime.py`` uses its names)
+    source = (here / "_harness_values.py").read_text() + "\n" + (here / "_harness_runtime.py").read_text()
     bytecode = marshal.dumps(compile(source, "_harness_runtime.py", "exec"))
     tag = sys.implementation.cache_tag + " " + sys.version
     return {"source": source, "bytecode": base64.b64encode(bytecode).decode(), "tag": tag}
@@ -386,13 +391,14 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
     """Evaluate; run the calls the evaluation made, all of them in order, in one fresh sandbox; evaluate again
     with their results; ... The last answer (None: the evaluation hit its deadline); ``report`` collects the
     run statuses. A result is used only for the call at its own position (see ``replay._Session``)."""
-    answer = _first_pass(task, deadline_s)
+    answer, frontier = _first_pass(task, deadline_s), -1
     for _ in range(_MAX_ROUNDS):
         if answer is None or answer["verdict"] != "incomplete":
             return answer
         calls = answer["calls"]
-        if calls == task["calls"]:
+        if calls == task["calls"] or answer.get("frontier", 0) <= frontier:  # no progress: it would never end
             return {"verdict": "unsupported", "detail": "the test's calls depend on results in a cycle"}
+        frontier = answer.get("frontier", 0)
         payload = _calls_payload(program, calls, False)
         stream = RecordStream(payload["marker"], "calls", len(calls))
         result = runner.launch(payload, b"", limits)

@@ -19,6 +19,7 @@ from trl_ext.sandbox import replay
 STDIO_STATUSES = frozenset({"ok", "timeout", "runtime_error", "memory", "output_limit"})
 _STDIO_KEYS = frozenset({"i", "status", "out"})
 _VALUE_KEYS = (frozenset({"i", "ok", "value"}), frozenset({"i", "ok", "value", "args", "kwargs"}))
+_RAISED_KEYS = (frozenset({"i", "ok", "raised"}), frozenset({"i", "ok", "raised", "exc"}))
 _MAX_NAME = 64  # an exception class name
 
 
@@ -55,11 +56,19 @@ def _call_record(record: dict) -> dict | None:
         return checked
     if ok is not False:
         return None
-    if keys == {"i", "ok", "raised"} and type(record["raised"]) is str and record["raised"].isidentifier():
-        return record if len(record["raised"]) <= _MAX_NAME else None
+    if keys in _RAISED_KEYS and type(record["raised"]) is str and record["raised"].isidentifier():
+        return record if len(record["raised"]) <= _MAX_NAME and _exception_args(record) else None
     if keys == {"i", "ok", "unencodable"} and record["unencodable"] is True:
         return record
     return None
+
+
+def _exception_args(record: dict) -> bool:
+    """Whether a raised record's exception arguments (optional) are a list of plain data."""
+    try:
+        return "exc" not in record or type(replay.decode(record["exc"])) is list
+    except ValueError:
+        return False
 
 
 class RecordStream:

@@ -38,7 +38,6 @@ from trl_ext.sandbox.limits import Limits
 _HARNESS_SOURCE = (Path(__file__).parent / "_harness.py").read_text()
 _READY = "ready"
 _START_SLACK_S = 2.0  # two interpreter start-ups (bootstrap, harness) on the service, outside the program's time
-_MEMORY_SLACK_MB = 128  # the service's own limit sits above the harness's RLIMIT_AS
 _REMOTE_UID = 65534  # the harness drops to it only if the service runs it as root
 _RETRIABLE_HTTP = (429, 500, 502, 503, 504)
 _STEP_TIMEOUT = "trl-ext-bootstrap: step_timeout"
@@ -217,7 +216,7 @@ class RemoteBackend(Backend):
             "language": "python",
             "stdin": stdin.decode("utf-8", errors="replace"),
             "run_timeout": limits.timeout_s + _START_SLACK_S,
-            "memory_limit_MB": limits.memory_mb + _MEMORY_SLACK_MB,
+            "memory_limit_MB": limits.memory_mb,  # the service bounds the run's total at 2x this, as locally
             "output_limit_bytes": limits.max_output_bytes,  # trl-ext sandbox-serve only; others ignore it
         }
         start = time.monotonic()

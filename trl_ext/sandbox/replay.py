@@ -1,7 +1,7 @@
 """Judge-side evaluation of assert-style tests (HumanEval's ``check(candidate)``, MBPP's asserts) by record and replay:
 the test code runs here, in a trusted process that never executes the program, against stand-ins of the program's
 functions; the sandbox only runs the calls the stand-ins asked for and sends the results back as plain data
-(``decode`` accepts exact builtin types and a few standard-library types only).
+(``plain_data.decode``).
 
 One evaluation either finishes (passed / failed) or lists the calls it made ("incomplete"): a stand-in meeting a call
 with no result yet returns a ``_Pending`` placeholder that absorbs every operation, and a failing ``assert`` is
@@ -9,20 +9,17 @@ skipped while placeholders are about, so one pass usually finds every call of th
 sequence of calls, in order, in one fresh sandbox (stateful functions behave as in one interpreter) and evaluates
 again; the verdict comes only from a pass that met no placeholder.
 
-Stdlib only and no trl_ext import: ``judge.py`` imports it as a module, and the evaluation worker runs its file
-(``python -s replay.py``), killed at a deadline so that no test can hang the trainer.
+Stdlib only, and no trl_ext import but its plain-data codec (``plain_data.py``, the file next to it): ``judge.py``
+imports it as a module, and the evaluation worker runs its file (``python -s replay.py``), killed at a deadline so
+that no test can hang the trainer.
 """
 
 from __future__ import annotations
 
 import ast
-import base64
 import builtins
-import collections
-import fractions
 import functools
 import json
-import math
 import os
 import random
 import sys
@@ -30,152 +27,22 @@ import threading
 import time
 from typing import Any
 
-_BIG_INT_BITS = 12000  # beyond ~3600 digits ints travel as hex: int('...') has a 4300-digit limit
-_MAX_HEX_DIGITS = 1 << 18  # a bigger int (over a million bits) is no answer: refused, not decoded
-_MAX_DEPTH = 100
-_MAX_ITEMS = 1 << 20  # elements of one list, set or mapping (the run's output cap bounds them all together too)
+if __package__:  # the judge: a module of the package
+    from trl_ext.sandbox.plain_data import _MAX_DEPTH, _mutables, decode, encode
+else:  # the evaluation worker runs this file by its path: the codec is the file next to it (read by its path:
+    # a confined worker may read that file but not list its directory, which an import through sys.path needs)
+    import importlib.util
+
+    _spec = importlib.util.spec_from_file_location(
+        "trl_ext_plain_data", os.path.join(os.path.dirname(os.path.abspath(__file__)), "plain_data.py")
+    )
+    _codec = importlib.util.module_from_spec(_spec)
+    sys.modules[_spec.name] = _codec  # dataclass-free, but `from __future__ import annotations` looks itself up
+    _spec.loader.exec_module(_codec)
+    _MAX_DEPTH, _mutables, decode, encode = _codec._MAX_DEPTH, _codec._mutables, _codec.decode, _codec.encode
+
 _MAX_CALLS = 20000
-_MAX_SHARED_HASHES = 64  # elements of one set or dict beyond this many sharing a hash: a quadratic build, refused
 ASSERT_HOOK = "__trl_ext_assert_failed__"
-
-
-# -- plain data, as tagged JSON (the harness's encoder writes the same format) --------------------------------
-
-
-def encode(value: Any, depth: int = 0) -> Any:
-    """JSON-able tagged form of plain data, by exact type; raises TypeError for anything else. Sets are sorted
-    by their elements' JSON, so equal values always encode identically (they key the recorded results)."""
-    if depth > _MAX_DEPTH:
-        raise TypeError("value nested too deeply")
-    kind = type(value)
-    if value is None or kind is bool or kind is str:
-        return value
-    if kind is int:
-        return value if value.bit_length() <= _BIG_INT_BITS else {"i": format(value, "x")}
-    if kind is float:
-        return value if math.isfinite(value) else {"f": repr(value)}
-    if kind is list:
-        return [encode(v, depth + 1) for v in value]
-    if kind is tuple:
-        return {"t": [encode(v, depth + 1) for v in value]}
-    if kind is set or kind is frozenset:
-        items = sorted((encode(v, depth + 1) for v in value), key=lambda e: json.dumps(e))
-        return {"s" if kind is set else "fs": items}
-    if kind is dict:
-        return {"d": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
-    if kind is bytes:
-        return {"b": base64.b64encode(value).decode()}
-    if kind is complex:
-        return {"c": [encode(value.real, depth + 1), encode(value.imag, depth + 1)]}
-    raise TypeError(f"{kind.__name__} is not plain data")
-
-
-def decode(obj: Any, depth: int = 0) -> Any:
-    """Plain data from its tagged JSON form (as ``json.loads`` returns it). Total on untrusted input: bounded
-    depth, element count, big-int size and hash sharing; anything malformed raises ValueError and nothing else."""
-    if depth > _MAX_DEPTH:
-        raise ValueError("value nested too deeply")
-    kind = type(obj)
-    if obj is None or kind in (bool, int, float, str):
-        return obj
-    if kind is list and len(obj) <= _MAX_ITEMS:
-        return [decode(v, depth + 1) for v in obj]
-    if kind is not dict or len(obj) != 1:
-        raise ValueError("malformed plain data")
-    ((tag, inner),) = obj.items()
-    try:
-        return _decode_tagged(tag, inner, depth + 1)
-    except (TypeError, ValueError, KeyError, IndexError, OverflowError, ZeroDivisionError) as exc:
-        raise ValueError(f"malformed plain data ({tag!r:.20}: {type(exc).__name__})") from None
-
-
-def _items(inner: Any, depth: int) -> list:
-    if type(inner) is not list or len(inner) > _MAX_ITEMS:
-        raise ValueError("a container tag needs a list")
-    return [decode(v, depth) for v in inner]
-
-
-def _pairs(inner: Any, depth: int) -> list[tuple]:
-    if type(inner) is not list or len(inner) > _MAX_ITEMS or not all(type(i) is list and len(i) == 2 for i in inner):
-        raise ValueError("mapping items must be [key, value] pairs")
-    pairs = [(decode(k, depth), decode(v, depth)) for k, v in inner]
-    _hashed([k for k, _ in pairs])
-    return pairs
-
-
-def _hashed(keys: list) -> list:
-    """``keys``, refused when they share hashes beyond a small bound (a set of them builds in quadratic time)."""
-    hashes = [hash(k) for k in keys]  # TypeError for an unhashable key: malformed
-    if len(hashes) - len(set(hashes)) > _MAX_SHARED_HASHES:
-        raise ValueError("too many elements share a hash")
-    return keys
-
-
-def _name(value: Any) -> str:
-    if type(value) is not str or not value.isidentifier() or len(value) > 100:
-        raise ValueError("not a name")
-    return value
-
-
-class RecordTuple(tuple):
-    """A program's namedtuple: one class for all (a class per name took the trainer ~5 s for 28,000 names)."""
-
-    def __getattr__(self, attribute: str) -> Any:
-        if attribute in (fields := self.__dict__.get("_fields", ())):
-            return self[fields.index(attribute)]
-        raise AttributeError(attribute)
-
-
-_FACTORIES = {f.__name__: f for f in (int, float, str, list, dict, set, tuple, bool, bytes, frozenset)}
-
-
-def _decode_tagged(tag: str, inner: Any, depth: int) -> Any:
-    if (simple := _SIMPLE_TAGS.get(tag)) is not None:
-        return simple(inner, depth)
-    if tag == "dd" and type(inner) is list and len(inner) == 2:
-        factory = None if inner[0] is None else _FACTORIES[inner[0]]
-        return collections.defaultdict(factory, _pairs(inner[1], depth))
-    if tag == "dq" and type(inner) is list and len(inner) == 2 and (inner[1] is None or type(inner[1]) is int):
-        return collections.deque(_items(inner[0], depth), inner[1])
-    if tag == "nt" and type(inner) is list and len(inner) == 3 and type(inner[1]) is list:
-        record, fields = RecordTuple(_items(inner[2], depth)), tuple(_name(f) for f in [inner[0], *inner[1]])[1:]
-        if len(fields) != len(record):
-            raise ValueError("a namedtuple needs one field per value")
-        record._fields = fields  # fields only name the items: == and hash stay a tuple's
-        return record
-    if tag == "q" and type(inner) is list and len(inner) == 2 and all(type(v) in (int, dict) for v in inner):
-        numerator, denominator = decode(inner[0], depth), decode(inner[1], depth)
-        if type(numerator) is not int or type(denominator) is not int or denominator <= 0:
-            raise ValueError("a fraction needs integer parts and a positive denominator")
-        return fractions.Fraction(numerator, denominator)
-    if tag == "r" and type(inner) is list and len(inner) == 3:
-        bounds = [decode(v, depth) for v in inner]
-        if not all(type(v) is int for v in bounds):
-            raise ValueError("a range needs integer bounds")
-        return range(*bounds)
-    if tag == "b" and type(inner) is str:
-        return base64.b64decode(inner, validate=True)
-    if tag == "c" and type(inner) is list and len(inner) == 2:
-        real, imag = decode(inner[0], depth), decode(inner[1], depth)
-        if type(real) is not float or type(imag) is not float:
-            raise ValueError("complex parts must be floats")
-        return complex(real, imag)
-    if tag == "f" and inner in ("nan", "inf", "-inf"):
-        return float(inner)
-    if tag == "i" and type(inner) is str and len(inner) <= _MAX_HEX_DIGITS:
-        return int(inner, 16)
-    raise ValueError("unknown tag")
-
-
-_SIMPLE_TAGS = {
-    "t": lambda inner, depth: tuple(_items(inner, depth)),
-    "s": lambda inner, depth: set(_hashed(_items(inner, depth))),
-    "fs": lambda inner, depth: frozenset(_hashed(_items(inner, depth))),
-    "d": lambda inner, depth: dict(_pairs(inner, depth)),
-    "C": lambda inner, depth: collections.Counter(dict(_pairs(inner, depth))),
-    "od": lambda inner, depth: collections.OrderedDict(_pairs(inner, depth)),
-    "g": lambda inner, depth: iter(_items(inner, depth)),  # a generator's items: an iterator, equal only to itself
-}
 
 
 def call_key(name: str, args: Any, kwargs: Any) -> str:
@@ -287,9 +154,12 @@ class _Session:
         self.results = results
         self.calls: list[list] = []  # [name, args, kwargs, want_args] of every call of this pass, in order
         self.pending = False  # a placeholder was handed out: no verdict from this pass
+        self.frontier = 0  # position of the first placeholder: each sandbox run must move it further
         self.blocked = False  # a call's arguments hold a placeholder: run what is known, then go on
         self.rejected = ""  # the program's fault: a result that is no plain data, or a call with no record
         self.unsupported = ""  # the test's: an argument that is no plain data, too many calls
+        self.nans: dict[int, float] = {}  # the run's NaN objects, one each (identity decides `[x] == [x]`)
+        self.objects: dict[int, Any] = {}  # the containers the program returned, one each (updated in place)
 
     def stand_in(self, name: str):
         def stand_in(*args: Any, **kwargs: Any) -> Any:
@@ -318,17 +188,19 @@ class _Session:
         self.calls.append([name, encoded_args, encoded_kwargs, _has_mutable((args, kwargs))])
         same_so_far = not self.pending and position < len(self.known) and position < len(self.results)
         if not same_so_far or self.known[position] != call_key(name, encoded_args, encoded_kwargs):
+            self.frontier = position if not self.pending else self.frontier  # the first call with no result
             self.pending = True  # from here on this pass differs from the run: the next run replays it all
             return _Pending()
         return self._replay(name, self.results[position], args, kwargs)
 
     def _replay(self, name: str, record: dict, args: tuple, kwargs: dict) -> Any:
         if record.get("ok") is True:
-            try:
-                value = decode(record.get("value"))
+            memo = {"nans": self.nans, "objects": self.objects}
+            memo["originals"] = _mutables(kwargs, _mutables(list(args), []))
+            try:  # decoding updates the test's own argument objects in place, nested ones too ("m" tags)
+                value = decode(record.get("value"), 0, memo)
                 if "args" in record:
-                    _apply_mutations(args, decode(record["args"]))
-                    _apply_mutations(kwargs, decode(record.get("kwargs")))
+                    decode(record["args"], 0, memo), decode(record.get("kwargs"), 0, memo)
             except ValueError:
                 self.rejected = f"{name}() returned no plain data"
                 raise _Stop from None
@@ -337,32 +209,18 @@ class _Session:
         if raised in ("StopIteration", "StopAsyncIteration"):  # PEP 479: it must not end the test's loop
             raise RuntimeError(f"the program's {name}() raised {raised}")
         if raised:
-            raise _program_exception(raised, name)
+            raise _program_exception(raised, name, record.get("exc"))
         self.rejected = f"{name}() " + ("returned no plain data" if record.get("unencodable") else "gave no result")
         raise _Stop
 
 
-def _program_exception(raised: str, name: str) -> BaseException:
-    try:  # a few builtin exceptions need more arguments (UnicodeDecodeError): those become ProgramError
-        return _EXCEPTIONS.get(raised, ProgramError)(f"raised by the program's {name}()")
-    except TypeError:
+def _program_exception(raised: str, name: str, args: Any = None) -> BaseException:
+    """The builtin exception class the program's raised, with its arguments where they crossed (``str(e)``)."""
+    try:  # a few builtin exceptions need more arguments (UnicodeDecodeError): without them, ProgramError
+        values = decode(args) if args is not None else [f"raised by the program's {name}()"]
+        return _EXCEPTIONS.get(raised, ProgramError)(*values)
+    except (TypeError, ValueError, OverflowError):
         return ProgramError(f"{raised} raised by the program's {name}()")
-
-
-def _apply_mutations(mine: Any, theirs: Any) -> None:
-    """Make the test's own mutable arguments match what the call left of them (in-place updates)."""
-    if type(mine) is dict and type(theirs) is dict:
-        pairs = [(mine[k], theirs[k]) for k in mine if k in theirs]
-    elif type(mine) in (tuple, list) and type(theirs) in (tuple, list) and len(mine) == len(theirs):
-        pairs = list(zip(mine, theirs))
-    else:
-        return
-    for arg, after in pairs:
-        if type(arg) is list and type(after) is list:
-            arg[:] = after
-        elif type(arg) is type(after) and type(arg) in (dict, set):
-            arg.clear()
-            arg.update(after)
 
 
 def evaluate(task: dict) -> dict:
@@ -371,7 +229,8 @@ def evaluate(task: dict) -> dict:
     ``task``: {"test", "prefix", "entry_point", "names" (the program's functions), "modules" (standard modules
     the test uses without importing them), "calls" (the calls of the last sandbox run, in order) and "results"
     (their records, in the same order)}. Returns {"verdict": "passed" |
-    "failed" | "incomplete" | "unsupported", "detail", "calls": [[name, args, kwargs, want_args], ...]} (the
+    "failed" | "incomplete" | "unsupported", "detail", "calls": [[name, args, kwargs, want_args], ...], and for
+    "incomplete" "frontier": the position of the first call with no result} (the
     worker answers "error" if this function itself fails)."""
     random.seed(0)  # tests that draw random inputs draw the same ones in every pass
     session = _Session(task.get("calls", []), task.get("results", []))
@@ -399,7 +258,7 @@ def evaluate(task: dict) -> dict:
     if session.unsupported:
         return {"verdict": "unsupported", "detail": session.unsupported, "calls": calls}
     if session.pending or session.blocked:
-        return {"verdict": "incomplete", "detail": error, "calls": calls}
+        return {"verdict": "incomplete", "detail": error, "calls": calls, "frontier": session.frontier}
     return {"verdict": "failed" if error else "passed", "detail": error, "calls": calls}
 
 

@@ -17,10 +17,10 @@ this list) fails with ENOSYS, which libc treats as "not supported here". The cla
 - ``MODE_CHECKED``: a directory or file mode (or umask) that takes read or search away from its owner is refused, so
   the scratch accounting can always list what a run wrote; O_TMPFILE (an invisible file) is refused.
 - ``NO_PROCESS_TARGET``: everything else, reviewed as acting on the caller and its own resources only.
-``memfd_create`` is allowed only where a memory cgroup bounds the run (its pages escape RLIMIT_AS), and
-F_SETPIPE_SZ never (pipe buffers count towards the bound). ``socketpair`` is allowed only where a memory cgroup
-bounds the run: its buffers, and memfds in flight on it (SCM_RIGHTS), belong to no process, so the watcher that
-sums a run's processes without a cgroup cannot see them.
+F_SETPIPE_SZ is refused always (pipe buffers count towards the bound). ``CGROUP_ONLY`` (``socketpair``, and the
+pipe syscalls that pin pages: ``vmsplice``, ``splice``, ``tee``, ``sendfile``) is allowed only where a memory
+cgroup bounds the run: what they hold belongs to no process, so the watcher that sums a run's processes without a
+cgroup cannot see it.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ MODE_CHECKED = {"mkdir": 1, "mkdirat": 2, "chmod": 1, "fchmod": 1, "fchmodat": 2
 NO_PROCESS_TARGET = frozenset(
     """read write close stat fstat lstat poll lseek mmap mprotect munmap brk rt_sigaction rt_sigprocmask
     rt_sigreturn ioctl pread64 pwrite64 readv writev access pipe select sched_yield mremap msync mincore madvise
-    dup dup2 pause nanosleep getitimer alarm setitimer getpid sendfile connect accept sendto recvfrom sendmsg
+    dup dup2 pause nanosleep getitimer alarm setitimer getpid connect accept sendto recvfrom sendmsg
     recvmsg shutdown bind listen getsockname getpeername setsockopt getsockopt fork vfork execve exit
     uname flock fsync fdatasync truncate ftruncate getdents getcwd chdir fchdir rename rmdir creat link unlink
     symlink readlink chown fchown lchown gettimeofday getrlimit getrusage sysinfo times getuid getgid setuid
@@ -85,7 +85,7 @@ NO_PROCESS_TARGET = frozenset(
     timer_settime timer_gettime timer_getoverrun timer_delete clock_gettime clock_getres clock_nanosleep
     exit_group epoll_wait epoll_ctl utimes mbind set_mempolicy get_mempolicy inotify_init inotify_add_watch
     inotify_rm_watch mknodat fchownat futimesat newfstatat unlinkat renameat linkat symlinkat readlinkat
-    faccessat pselect6 ppoll set_robust_list splice tee sync_file_range vmsplice utimensat epoll_pwait signalfd
+    faccessat pselect6 ppoll set_robust_list sync_file_range utimensat epoll_pwait signalfd
     timerfd_create eventfd fallocate timerfd_settime timerfd_gettime accept4 signalfd4 eventfd2 epoll_create1
     dup3 pipe2 inotify_init1 preadv pwritev recvmmsg syncfs sendmmsg getcpu renameat2 seccomp getrandom execveat
     membarrier mlock2 copy_file_range preadv2 pwritev2 pkey_mprotect pkey_alloc pkey_free statx io_pgetevents
@@ -93,8 +93,14 @@ NO_PROCESS_TARGET = frozenset(
     futex_waitv set_mempolicy_home_node cachestat map_shadow_stack futex_wake futex_wait futex_requeue""".split()  # noqa: SIM905 - a table, one name per word
 )
 # checked by argument below: clone (namespace flags, CLONE_PARENT), clone3 (ENOSYS: flags hidden in a struct, libc falls back to
-# clone), open/openat (O_TMPFILE), fcntl (F_SETPIPE_SZ), umask, memfd_create and socketpair (by the run's bound)
-ARGUMENT_CHECKED = frozenset({"clone", "clone3", "open", "openat", "fcntl", "umask", "memfd_create", "socketpair"})
+# clone), open/openat (O_TMPFILE), fcntl (F_SETPIPE_SZ), umask, memfd_create (by the run's bound)
+ARGUMENT_CHECKED = frozenset({"clone", "clone3", "open", "openat", "fcntl", "umask", "memfd_create"})
+# allowed only where a memory cgroup bounds the run (EPERM elsewhere): memory they hold belongs to no process, so the
+# watcher that sums a run's processes cannot see it. socketpair: socket buffers and memfds in flight (SCM_RIGHTS);
+# vmsplice, splice, tee, sendfile: pipe slots that reference pages instead of copying bytes (vmsplice of one 4 KiB
+# piece of a transparent huge page pins all 2 MiB after the program unmaps it; splice/sendfile from a file pin its
+# page-cache folios after the file is deleted). Without them a pipe holds only the pages write() copies into it.
+CGROUP_ONLY = frozenset({"socketpair", "vmsplice", "splice", "tee", "sendfile"})
 
 # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET; CLONE_PARENT (the child would be the caller's
 # sibling: under landlock a child of the trainer, a zombie nobody in the run can wait for)
@@ -107,14 +113,15 @@ _OWNER_RX = 0o500
 def classified() -> set[str]:
     """Every syscall name the filter has a rule for."""
     return {*TARGETS_SELF_ONLY, *WHICH_WHO, *KERNEL_CONFINED, *DENIED, *MODE_CHECKED, *NO_PROCESS_TARGET} | set(
-        ARGUMENT_CHECKED
+        ARGUMENT_CHECKED | CGROUP_ONLY
     )
 
 
 @functools.cache
 def bpf(allow_memfd: bool, allow_socketpair: bool = True) -> bytes:
     """The filter as a classic BPF program (what bubblewrap's ``--seccomp FD`` and ``seccomp(2)`` load); built
-    once per process and variant. ``allow_socketpair``: whether a memory cgroup bounds the run."""
+    once per process and variant. ``allow_socketpair``: whether a memory cgroup bounds the run (it allows every
+    syscall of ``CGROUP_ONLY``, socketpair among them)."""
     import pyseccomp as sc
 
     rules = sc.SyscallFilter(sc.ERRNO(errno.ENOSYS))
@@ -142,7 +149,8 @@ def bpf(allow_memfd: bool, allow_socketpair: bool = True) -> bytes:
     for taken in (0o100, 0o400, 0o500):
         rules.add_rule(deny, "umask", sc.Arg(0, sc.MASKED_EQ, _OWNER_RX, taken))
     _add_argument_rules(rules, sc, allow, deny, allow_memfd)
-    rules.add_rule(allow if allow_socketpair else deny, "socketpair")
+    for name in CGROUP_ONLY:
+        rules.add_rule(allow if allow_socketpair else deny, name)
     with tempfile.TemporaryFile() as out:  # libseccomp writes to a file descriptor
         rules.export_bpf(out)
         out.seek(0)

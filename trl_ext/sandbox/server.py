@@ -117,6 +117,7 @@ def make_server(config: ServeConfig, backend: Backend | None = None) -> BoundedH
 
         def _reply(self, code: int, body: dict | str) -> None:
             data = json.dumps(body).encode()  # JSON always, as SandboxFusion's FastAPI answers ("pong" included)
+            self.request_version = "HTTP/1.1"  # a status line always (an HTTP/0.9 request line would get none)
             self.connection.settimeout(config.read_timeout_s)  # writing, too, is bounded
             try:
                 self.send_response(code)
@@ -129,6 +130,12 @@ def make_server(config: ServeConfig, backend: Backend | None = None) -> BoundedH
             except OSError:  # the client left or stopped reading
                 pass
             self.close_connection = True
+
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            """The base class's errors (a malformed request line, HTTP/0.9, an unknown method) as JSON too, with a
+            status line always; an unknown method is 405, as from SandboxFusion's FastAPI."""
+            code, message = (405, "Method Not Allowed") if code == 501 else (code, message)
+            self._reply(code, {"detail": message or explain or "bad request"})
 
         def _refuse(self, code: int, error: str, unread: int = 0, wait_s: float = 0.0) -> None:
             """Answer without reading the body, then drop what the client has sent of it (waiting up to

@@ -1,0 +1,280 @@
+"""The values part of the in-sandbox harness's runtime: what a call's result (or exception) becomes on its way to
+the judge, and the judge's arguments decoded. ``judge.harness_runtime`` compiles this file and
+``_harness_runtime.py`` as one module (this file first), sent in every payload; same rules as there: stdlib C
+modules only, no trl_ext import, names captured before the program runs.
+
+Plain data crosses as tagged JSON text, by category rather than by listing types: exact builtin values; a few
+standard-library types converted to tagged plain data (Counter, OrderedDict, defaultdict, deque, namedtuples,
+Fraction, Decimal, range, bytearray, dict views); any iterator that is builtin or equals only itself, consumed;
+a subclass of a builtin value type whose comparisons, hash and item access are all the base's, as its base value.
+Identity crosses where ``==`` depends on it: each NaN object has its number in the run, and a call's own
+argument containers come back marked with theirs (the judge updates its objects in place). A subclass or object
+whose own code decides ``==`` cannot be encoded: the judge never runs the program's code.
+"""
+
+import _json
+import binascii
+import builtins
+
+_type, _str_join = type, str.join
+_json_str = _json.encode_basestring_ascii  # C function, no patchable Python internals
+_int_repr, _float_repr = int.__repr__, float.__repr__
+_INF = float("inf")
+
+
+def _b64(data):
+    return bytes.decode(binascii.b2a_base64(data, newline=False))
+
+
+_BIG_INT_BITS = 12000  # beyond ~3600 digits ints travel as hex: int('...') has a 4300-digit limit
+
+
+def _encode(value, depth=0):
+    """Tagged JSON text of plain data, by exact type (a subclass of a builtin is refused): lists are JSON
+    arrays, other containers and special numbers single-key tag objects ("t" tuple, "s" set, "fs" frozenset,
+    "d" dict as [key, value] pairs, "b" bytes, "c" complex, "f" non-finite float, "i" big int in hex), and a
+    few standard-library results are converted to tagged plain data here (``_encode_library``)."""
+    if depth > 100:
+        raise TypeError("value nested too deeply")
+    kind = _type(value)
+    if kind is str:
+        return _json_str(value)
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        if int.bit_length(value) > _BIG_INT_BITS:
+            return '{"i": "' + int.__format__(value, "x") + '"}'
+        return _int_repr(value)
+    if kind is float:
+        if value != value:  # each NaN object by its number in the run: `[x] == [x]` holds for one object only
+            return '{"nan": ' + _int_repr(_number(_NANS, value)) + "}"
+        if value in (_INF, -_INF):
+            return '{"f": "' + ("inf" if value > 0 else "-inf") + '"}'
+        return _float_repr(value)
+    if kind is list or kind is dict or kind is set:
+        text = _encode_items(value, depth) if kind is list else _encode_container(value, kind, depth)
+        origin = _ORIGINS.get(id(value))  # one of the call's arguments: the judge updates its own object
+        return text if origin is None else '{"m": [' + _int_repr(origin) + "," + text + "]}"
+    tag = _CONTAINER_TAGS.get(kind)
+    if tag is not None:
+        return '{"' + tag + '": ' + _encode_items(value, depth) + "}"
+    if kind is bytes:
+        return '{"b": "' + _b64(value) + '"}'
+    if kind is complex:
+        return '{"c": [' + _encode(value.real, depth + 1) + "," + _encode(value.imag, depth + 1) + "]}"
+    return _encode_library(value, kind, depth)
+
+
+def _encode_items(values, depth):
+    return "[" + _str_join(",", [_encode(v, depth + 1) for v in values]) + "]"
+
+
+def _number(table, value):
+    """The number of ``value`` (a NaN, a returned container) in this run, by identity."""
+    if id(value) not in table:
+        table[id(value)] = len(table)
+        _KEEP.append(value)  # alive for the whole run: its id is never reused
+    return table[id(value)]
+
+
+def _encode_container(value, kind, depth):
+    return (
+        '{"d": ' + _encode_pairs(dict.items(value), depth) + "}"
+        if kind is dict
+        else '{"s": ' + _encode_items(value, depth) + "}"
+    )
+
+
+def _encode_pairs(pairs, depth):
+    items = [_encode(k, depth + 1) + "," + _encode(v, depth + 1) for k, v in pairs]
+    return "[" + _str_join(",", ["[" + item + "]" for item in items]) + "]"
+
+
+_MAX_ITEMS = 100000  # items taken from a generator or iterator; a longer one is not plain data
+
+
+def _encode_library(value, kind, depth):
+    """Counter, OrderedDict, defaultdict, deque, namedtuples, Fraction, range, generators and builtin iterators
+    as tagged plain data (the judge rebuilds the same standard types; only the program's answer crosses)."""
+    module, name = getattr(kind, "__module__", None), getattr(kind, "__qualname__", None)
+    if module == "collections" and name in ("Counter", "OrderedDict") and isinstance(value, dict):
+        return '{"' + ("C" if name == "Counter" else "od") + '": ' + _encode_pairs(dict.items(value), depth) + "}"
+    if module == "collections" and name == "defaultdict" and isinstance(value, dict):
+        return (
+            '{"dd": [' + _factory(value.default_factory, depth) + "," + _encode_pairs(dict.items(value), depth) + "]}"
+        )
+    view = next((_VIEWS[k] for k in kind.__mro__ if k in _VIEWS), None)  # dict_keys/values/items (odict's too)
+    if view is not None:
+        return '{"' + view + '": ' + (_encode_pairs if view == "di" else _encode_items)(list(value), depth) + "}"
+    if kind is bytearray:
+        return '{"ba": "' + _b64(value) + '"}'
+    if module == "decimal" and name == "Decimal":
+        return '{"dec": ' + _json_str(kind.__str__(value)) + "}"
+    if module == "collections" and name == "deque":
+        maxlen = "null" if value.maxlen is None else _int_repr(value.maxlen)
+        return '{"dq": [' + _encode_items(list(value), depth) + "," + maxlen + "]}"
+    if isinstance(value, tuple) and _type(getattr(kind, "_fields", None)) is tuple:
+        fields = _str_join(",", [_json_str(f) for f in kind._fields])
+        return (
+            '{"nt": ['
+            + _json_str(kind.__name__)
+            + ",["
+            + fields
+            + "],"
+            + _encode_items(tuple.__iter__(value), depth)
+            + "]}"
+        )
+    if module == "fractions" and name == "Fraction":
+        return '{"q": [' + _encode(value.numerator, depth + 1) + "," + _encode(value.denominator, depth + 1) + "]}"
+    if kind is range:
+        return (
+            '{"r": [' + _str_join(",", [_encode(v, depth + 1) for v in (value.start, value.stop, value.step)]) + "]}"
+        )
+    if getattr(kind, "__next__", None) is not None and (
+        not kind.__flags__ & _HEAPTYPE or kind.__eq__ is object.__eq__
+    ):
+        items = []  # an iterator (builtin, or one that equals only itself): its items, as a judge-side iterator
+        for item in value:
+            if len(items) >= _MAX_ITEMS:
+                raise TypeError("too many items")
+            items.append(item)
+        return '{"g": ' + _encode_items(items, depth) + "}"
+    if module == "array" and name == "array":  # a look-alike class can only send plain data the program chose
+        return '{"ar": [' + _json_str(value.typecode) + "," + _encode_items(value.tolist(), depth) + "]}"
+    if kind is memoryview and value.ndim == 1 and value.format in _ARRAY_CODES:  # rebuilt over an array
+        return '{"mv": [' + _json_str(value.format) + "," + _encode_items(value.tolist(), depth) + "]}"
+    if value is Ellipsis:
+        return '{"E": "..."}'
+    base = _value_base(kind)
+    if base is None:
+        raise TypeError("not plain data")
+    return _encode(_BASE_COPY[base](value), depth + 1)
+
+
+def _factory(factory, depth):
+    """A defaultdict's factory: a builtin type by name, else (a lambda) the value it makes, which the judge makes
+    anew from its plain data on every missing key; null when there is none or its value is no plain data."""
+    if factory in _FACTORIES:
+        return '"' + factory.__name__ + '"'
+    try:
+        return "null" if factory is None else '{"v": ' + _encode(factory(), depth + 1) + "}"
+    except BaseException:  # noqa: B036 - the program's factory failed: the dict keeps no factory
+        return "null"
+
+
+def _value_base(kind):
+    """The builtin value type a subclass (an IntEnum, a str subclass...) keeps every comparison, hash and item
+    access of, so that the judge's copy of the base value compares as CPython compares the original; None if the
+    subclass's own code decides one of them."""
+    base = next((k for k in kind.__mro__ if k in _BASE_COPY), None)
+    for method in _BEHAVIOUR if base is not None else ():
+        owner = next((k for k in kind.__mro__ if method in k.__dict__), object)
+        if owner.__flags__ & _HEAPTYPE:
+            return None
+    return base
+
+
+_CONTAINER_TAGS = {tuple: "t", frozenset: "fs"}
+_FACTORIES = (int, float, str, list, dict, set, tuple, bool, bytes, frozenset)
+_ARRAY_CODES = ("b", "B", "h", "H", "i", "I", "l", "L", "q", "Q", "f", "d")
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (by the program); builtin types are static
+_VIEWS = {_type({}.keys()): "dk", _type({}.values()): "dv", _type({}.items()): "di"}
+_BEHAVIOUR = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__len__", "__iter__")
+_BEHAVIOUR += ("__contains__", "__getitem__", "__bool__", "__index__", "__int__", "__float__", "__add__", "__mul__")
+_BASE_COPY = {  # the exact base value of a subclass instance, read from its storage (no method it could override)
+    int: lambda v: int.__add__(v, 0),
+    float: float.__float__,
+    complex: complex.__complex__,
+    str: str.__str__,
+    bytes: bytes.__bytes__,
+    bytearray: bytearray.copy,
+    tuple: lambda v: tuple.__getitem__(v, slice(None)),
+    list: list.copy,
+    dict: dict.copy,
+    set: set.copy,
+    frozenset: frozenset.copy,
+}
+# NaN objects and returned containers seen in this run (kept alive: ids stay theirs); arguments: see _call_record
+_NANS, _OBJECTS, _KEEP, _ORIGINS = {}, {}, [], {}
+
+
+def _decode(value, made):
+    """Inverse of ``_encode`` on parsed JSON (the judge's arguments; runs before the program). Lists, dicts and
+    sets are appended to ``made`` as they are completed (children first), the order in which the judge numbers
+    its own objects (``replay._mutables``)."""
+    if _type(value) is list:
+        return _made([_decode(v, made) for v in value], made)
+    if _type(value) is not dict:
+        return value
+    ((tag, inner),) = value.items()
+    if tag == "t":
+        return tuple(_decode(v, made) for v in inner)
+    if tag == "s":
+        return _made({_decode(v, made) for v in inner}, made)
+    if tag == "fs":
+        return frozenset(_decode(v, made) for v in inner)
+    if tag == "d":
+        return _made({_decode(k, made): _decode(v, made) for k, v in inner}, made)
+    if tag == "b":
+        return binascii.a2b_base64(inner)
+    if tag == "c":
+        return complex(_decode(inner[0], made), _decode(inner[1], made))
+    if tag == "f":
+        return float(inner)
+    if tag == "i":
+        return int(inner, 16)
+    raise ValueError("unknown tag " + repr(tag))
+
+
+def _made(value, made):
+    made.append(value)
+    return value
+
+
+def _exception_name(exc):
+    """Name of the first builtin exception class ``exc`` derives from (the judge re-raises that class)."""
+    try:
+        for klass in _type(exc).__mro__:
+            if _BUILTIN_EXCEPTIONS.get(klass.__name__) is klass:
+                return klass.__name__
+    except BaseException:  # noqa: B036 - a hostile metaclass: any name it could fake, it could also raise
+        return "Exception"
+    return "Exception"
+
+
+_BUILTIN_EXCEPTIONS = {
+    name: value
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
+}
+
+
+def _call_record(fn, args, kwargs, want_args, made):
+    """(record body, whether the call returned plain data) of one call (the harness adds the case index). With
+    ``want_args``, the arguments' lists, dicts and sets (``made``) travel back marked with their numbers, in the
+    value and in the arguments, so the judge updates its own objects in place (nested ones and aliases too)."""
+    head = '{"ok": '
+    try:
+        value = fn(*args, **kwargs)
+    except BaseException as exc:  # noqa: B036 - SystemExit in a call is that call's failure
+        record = head + 'false, "raised": "' + _exception_name(exc) + '"'
+        try:  # noqa: SIM105 - its arguments, when they are plain data: the judge raises it with them (str(e) too)
+            record += ', "exc": ' + _encode(list(BaseException.args.__get__(exc)))
+        except BaseException:  # noqa: B036
+            pass
+        return record + "}", False
+    try:
+        _ORIGINS.update({id(v): k for k, v in enumerate(made)} if want_args else {})
+        text, kind = _encode(value), _type(value)
+        if (kind is list or kind is dict or kind is set) and id(value) not in _ORIGINS:  # the same object again
+            text = '{"o": [' + _int_repr(_number(_OBJECTS, value)) + "," + text + "]}"  # is the judge's same object
+        record = head + 'true, "value": ' + text
+        if want_args:  # in-place changes to the arguments, which the judge applies to its own objects
+            record += ', "args": ' + _encode(args) + ', "kwargs": ' + _encode(kwargs)
+        return record + "}", True
+    except BaseException:  # noqa: B036
+        return head + 'false, "unencodable": true}', False
+    finally:
+        _ORIGINS.clear()
