@@ -166,6 +166,11 @@ CLASSES = {
         [r"\boxed{1}"],
         [r"\boxed{\frac{10}{3}}"],
     ),
+    "a difference too small to measure is no proof of equality": (
+        "1",
+        [r"\boxed{\cos(0)}", r"\boxed{\sqrt{1}}"],
+        [r"\boxed{\cos(10^{-100})}", r"\boxed{\sqrt{1+10^{-150}}}"],
+    ),
     "an exponent's digit before a bracket stays an exponent": (
         r"\tan^2(y) + 1",
         [r"\boxed{\sec^2(y)}", r"\boxed{1 + \tan^2(y)}"],
@@ -217,3 +222,14 @@ def test_golds_cut_short_score_none(gold):
 def test_a_float_gold_is_read_as_its_decimal():
     assert normalize_gold(3e-06) == (("0.000003",), False)
     assert REWARD([r"\boxed{0.000003}", r"\boxed{e - 6}"], solution=[3e-06, 3e-06]) == [1.0, -1.0]
+
+
+def test_numpy_golds_and_flags_are_read_as_their_python_values():
+    import numpy as np
+
+    golds = [np.float64(0.5), np.float32(0.25), np.int64(7), np.int32(3)]
+    completions = [r"\boxed{0.5}", r"\boxed{0.25}", r"\boxed{7}", r"\boxed{4}"]
+    assert REWARD(completions, solution=golds) == [1.0, 1.0, 1.0, -1.0]
+    ordered = [np.bool_(True), np.bool_(False)]
+    scores = REWARD([r"\boxed{2, 1}"] * 2, solution=["1, 2"] * 2, ordered_lists=ordered)
+    assert scores == [-1.0, 1.0]

@@ -88,8 +88,17 @@ def values_equal(first, second) -> bool:
         if difference == 0:
             return True
         return bool(difference.evalf(30, strict=True) == 0)
-    except PrecisionExhausted:
-        return True
+    except PrecisionExhausted:  # 0, or a difference below 10**-100 (cos(10**-100) is not 1): only a proof counts
+        return _simplifies_to_zero(difference)
+    except Exception:
+        return False
+
+
+def _simplifies_to_zero(difference) -> bool:
+    from sympy import simplify
+
+    try:
+        return simplify(difference) == 0
     except Exception:
         return False
 

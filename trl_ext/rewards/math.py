@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import math
+import numbers
 import sys
 import threading
 import warnings
@@ -54,6 +55,10 @@ def normalize_gold(gold: Any, ordered_lists: bool = False) -> tuple[tuple[str, .
     """
     if gold is None or isinstance(gold, bool):
         return None
+    if isinstance(gold, numbers.Integral) and not isinstance(gold, bool):
+        gold = int(gold)  # numpy's integers (a pandas/Arrow column): not int subclasses
+    elif isinstance(gold, numbers.Real):
+        gold = float(gold)  # numpy's floats: repr(np.float64(0.5)) is 'np.float64(0.5)'
     if isinstance(gold, float) and not math.isfinite(gold):
         return None  # nan / inf: not an answer (math-verify would read "nan" as the product n*a*n)
     if isinstance(gold, float):
@@ -75,11 +80,16 @@ def _safe_repr(value: Any) -> str | None:
         return None
 
 
+def _is_numpy_bool(value: Any) -> bool:
+    kind = type(value)
+    return kind.__module__ == "numpy" and kind.__name__ in ("bool_", "bool")  # numpy 2 names it "bool"
+
+
 def _ordered_flags(column_values: Any, name: str, default: bool) -> list[bool]:
     """The ``ordered_lists`` column as booleans; a non-boolean row is an error (``bool("false")`` is True)."""
     flags = []
     for row, flag in enumerate(column_values):
-        if flag is None or type(flag).__name__ == "bool_":  # a missing value (the reward's option); numpy's bool
+        if flag is None or _is_numpy_bool(flag):  # a missing value (the reward's option); numpy's bool
             flag = default if flag is None else bool(flag)
         if not isinstance(flag, bool):
             raise ValueError(
