@@ -153,3 +153,47 @@ def test_no_signal_or_priority_change_reaches_the_trainer(call):
     result = run(code, limits=LIMITS)
     assert result.status == "ok" and "REACHED" not in result.stdout
     assert os.getpriority(os.PRIO_PROCESS, 0) == 0
+
+
+_METADATA = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def inotify():
+    if libc.inotify_init1(0) < 0:
+        raise OSError(ctypes.get_errno(), "inotify_init1")
+def fchmod_own():
+    fd = os.open("mine", os.O_RDONLY)
+    os.fchmod(fd, 0o700)
+os.mkdir("mine")
+tries = {
+    "chmod outside": lambda: os.chmod(TARGET, 0o500),
+    "utime outside": lambda: os.utime(TARGET, (0, 0)),
+    "chown outside": lambda: os.chown(TARGET, os.getuid(), os.getgid()),
+    "chmod own": lambda: os.chmod("mine", 0o700),
+    "fchmod own": fchmod_own,
+    "utime own": lambda: os.utime("mine", (0, 0)),
+    "inotify": inotify,
+}
+for name, attempt in tries.items():
+    try:
+        attempt()
+        print("ALLOWED", name)
+    except OSError as e:
+        print("refused", name, e.errno)
+"""
+
+
+@EACH_BACKEND
+def test_no_run_changes_file_metadata_or_watches_directories(tmp_path):
+    # Landlock governs no metadata change: a run with the trainer's uid could chmod the trainer's files (a checkpoint
+    # directory) or another run's scratch, and inotify would name other runs' scratch directories as they are made.
+    target = tmp_path / "checkpoint"
+    target.mkdir()
+    tmp_path.chmod(0o755)
+    before = os.stat(target)
+    result = run(f"TARGET = {str(target)!r}\n" + _METADATA, limits=LIMITS)
+    assert result.status == "ok", result.stderr
+    assert "ALLOWED" not in result.stdout and result.stdout.count("refused") == 7
+    assert "refused chmod own 1" in result.stdout and "refused inotify 1" in result.stdout  # EPERM from the filter
+    after = os.stat(target)
+    assert (after.st_mode, after.st_mtime_ns, after.st_uid) == (before.st_mode, before.st_mtime_ns, before.st_uid)

@@ -13,8 +13,11 @@ this list) fails with ENOSYS, which libc treats as "not supported here". The cla
 - ``DENIED``: EPERM always: other processes' memory, file descriptors and pidfds (ptrace, process_vm_*, kcmp,
   pidfd_*, process_madvise), namespaces and mounts (no user namespace can be created, also as root under
   bubblewrap), sessions, kernel keyrings, bpf, perf, io_uring, modules, SysV/POSIX message and shared memory (it
-  outlives the run, beyond its memory bound), extended attributes (a POSIX ACL could hide a directory).
-- ``MODE_CHECKED``: a directory or file mode (or umask) that takes read or search away from its owner is refused, so
+  outlives the run, beyond its memory bound), extended attributes (a POSIX ACL could hide a directory), file
+  metadata (chmod, chown, utimes, by path or descriptor: Landlock does not govern them, so a run sharing the
+  trainer's uid could change the mode of the trainer's files or another run's scratch) and inotify (it would tell a
+  run the names of other runs' scratch directories as they are made).
+- ``MODE_CHECKED``: a new directory's mode (or umask) that takes read or search away from its owner is refused, so
   the scratch accounting can always list what a run wrote; O_TMPFILE (an invisible file) is refused.
 - ``NO_PROCESS_TARGET``: everything else, reviewed as acting on the caller and its own resources only.
 F_SETPIPE_SZ is refused always (pipe buffers count towards the bound). ``CGROUP_ONLY`` (``socketpair``, and the
@@ -66,31 +69,32 @@ DENIED = frozenset(
     putpmsg afs_syscall tuxcall security vserver epoll_ctl_old epoll_wait_old settimeofday clock_settime
     adjtimex clock_adjtime sethostname setdomainname fanotify_init fanotify_mark memfd_secret shmget shmat
     shmctl shmdt semget semop semctl semtimedop msgget msgsnd msgrcv msgctl mq_open mq_unlink mq_timedsend
-    mq_timedreceive mq_notify mq_getsetattr setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr""".split()  # noqa: SIM905 - a table, one name per word
+    mq_timedreceive mq_notify mq_getsetattr setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr
+    chmod fchmod fchmodat fchmodat2 chown fchown lchown fchownat utime utimes utimensat futimesat
+    inotify_init inotify_init1 inotify_add_watch inotify_rm_watch""".split()  # noqa: SIM905 - a table, one name per word
 )
-MODE_CHECKED = {"mkdir": 1, "mkdirat": 2, "chmod": 1, "fchmod": 1, "fchmodat": 2, "fchmodat2": 2}
+MODE_CHECKED = {"mkdir": 1, "mkdirat": 2}
 NO_PROCESS_TARGET = frozenset(
     """read write close stat fstat lstat poll lseek mmap mprotect munmap brk rt_sigaction rt_sigprocmask
-    rt_sigreturn ioctl pread64 pwrite64 readv writev access pipe select sched_yield mremap msync mincore madvise
-    dup dup2 pause nanosleep getitimer alarm setitimer getpid connect accept sendto recvfrom sendmsg
-    recvmsg shutdown bind listen getsockname getpeername setsockopt getsockopt fork vfork execve exit
-    uname flock fsync fdatasync truncate ftruncate getdents getcwd chdir fchdir rename rmdir creat link unlink
-    symlink readlink chown fchown lchown gettimeofday getrlimit getrusage sysinfo times getuid getgid setuid
-    setgid geteuid getegid getppid getpgrp setreuid setregid getgroups setgroups setresuid getresuid setresgid
-    getresgid setfsuid setfsgid rt_sigpending rt_sigtimedwait rt_sigsuspend sigaltstack utime mknod personality
-    ustat statfs fstatfs sysfs sched_get_priority_max sched_get_priority_min mlock munlock mlockall munlockall
-    prctl arch_prctl setrlimit sync gettid readahead getxattr lgetxattr fgetxattr listxattr llistxattr
-    flistxattr time futex set_thread_area io_setup io_destroy io_getevents io_submit io_cancel get_thread_area
-    epoll_create remap_file_pages getdents64 set_tid_address restart_syscall fadvise64 timer_create
-    timer_settime timer_gettime timer_getoverrun timer_delete clock_gettime clock_getres clock_nanosleep
-    exit_group epoll_wait epoll_ctl utimes mbind set_mempolicy get_mempolicy inotify_init inotify_add_watch
-    inotify_rm_watch mknodat fchownat futimesat newfstatat unlinkat renameat linkat symlinkat readlinkat
-    faccessat pselect6 ppoll set_robust_list sync_file_range utimensat epoll_pwait signalfd
-    timerfd_create eventfd fallocate timerfd_settime timerfd_gettime accept4 signalfd4 eventfd2 epoll_create1
-    dup3 pipe2 inotify_init1 preadv pwritev recvmmsg syncfs sendmmsg getcpu renameat2 seccomp getrandom execveat
-    membarrier mlock2 copy_file_range preadv2 pwritev2 pkey_mprotect pkey_alloc pkey_free statx io_pgetevents
-    rseq close_range faccessat2 epoll_pwait2 landlock_create_ruleset landlock_add_rule landlock_restrict_self
-    futex_waitv set_mempolicy_home_node cachestat map_shadow_stack futex_wake futex_wait futex_requeue""".split()  # noqa: SIM905 - a table, one name per word
+    rt_sigreturn ioctl pread64 pwrite64 readv writev access pipe select sched_yield mremap msync mincore madvise dup
+    dup2 pause nanosleep getitimer alarm setitimer getpid connect accept sendto recvfrom sendmsg recvmsg shutdown
+    bind listen getsockname getpeername setsockopt getsockopt fork vfork execve exit uname flock fsync fdatasync
+    truncate ftruncate getdents getcwd chdir fchdir rename rmdir creat link unlink symlink readlink gettimeofday
+    getrlimit getrusage sysinfo times getuid getgid setuid setgid geteuid getegid getppid getpgrp setreuid setregid
+    getgroups setgroups setresuid getresuid setresgid getresgid setfsuid setfsgid rt_sigpending rt_sigtimedwait
+    rt_sigsuspend sigaltstack mknod personality ustat statfs fstatfs sysfs sched_get_priority_max
+    sched_get_priority_min mlock munlock mlockall munlockall prctl arch_prctl setrlimit sync gettid readahead
+    getxattr lgetxattr fgetxattr listxattr llistxattr flistxattr time futex set_thread_area io_setup io_destroy
+    io_getevents io_submit io_cancel get_thread_area epoll_create remap_file_pages getdents64 set_tid_address
+    restart_syscall fadvise64 timer_create timer_settime timer_gettime timer_getoverrun timer_delete clock_gettime
+    clock_getres clock_nanosleep exit_group epoll_wait epoll_ctl mbind set_mempolicy get_mempolicy mknodat
+    newfstatat unlinkat renameat linkat symlinkat readlinkat faccessat pselect6 ppoll set_robust_list
+    sync_file_range epoll_pwait signalfd timerfd_create eventfd fallocate timerfd_settime timerfd_gettime accept4
+    signalfd4 eventfd2 epoll_create1 dup3 pipe2 preadv pwritev recvmmsg syncfs sendmmsg getcpu renameat2 seccomp
+    getrandom execveat membarrier mlock2 copy_file_range preadv2 pwritev2 pkey_mprotect pkey_alloc pkey_free statx
+    io_pgetevents rseq close_range faccessat2 epoll_pwait2 landlock_create_ruleset landlock_add_rule
+    landlock_restrict_self futex_waitv set_mempolicy_home_node cachestat map_shadow_stack futex_wake futex_wait
+    futex_requeue""".split()  # noqa: SIM905 - a table, one name per word
 )
 # checked by argument below: clone (namespace flags, CLONE_PARENT), clone3 (ENOSYS: flags hidden in a struct, libc falls back to
 # clone), open/openat (O_TMPFILE), fcntl (F_SETPIPE_SZ), umask, memfd_create (by the run's bound)
