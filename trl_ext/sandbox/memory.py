@@ -83,20 +83,27 @@ def create(limits: Limits) -> Path | None:
         path = _FREE.pop() if _FREE else parent[0] / f"run-{next(_COUNTER)}"
     try:
         path.mkdir(exist_ok=True)
-        limit = str(total_bytes(limits))
-        if parent[1] == 1:
-            (path / "memory.limit_in_bytes").write_text(limit)
-            with contextlib.suppress(OSError):  # absent without swap accounting
-                (path / "memory.memsw.limit_in_bytes").write_text(limit)
-        else:
-            (path / "memory.max").write_text(limit)
-            with contextlib.suppress(OSError):
-                (path / "memory.swap.max").write_text("0")
+        set_limit(path, limits)
     except OSError:
         _remove(path)
         return None
     _OOM_BEFORE[path] = _oom_kills(path)
     return path
+
+
+def set_limit(cgroup: Path, limits: Limits) -> None:
+    """Bound ``cgroup`` at ``total_bytes(limits)`` (a cgroup made ahead of its run gets its run's limits here)."""
+    limit = str(total_bytes(limits))
+    if _parent()[1] == 1:  # memory <= memory+swap at every step: raising, the second goes first
+        with contextlib.suppress(OSError):  # absent without swap accounting; refused before a lowering
+            (cgroup / "memory.memsw.limit_in_bytes").write_text(limit)
+        (cgroup / "memory.limit_in_bytes").write_text(limit)
+        with contextlib.suppress(OSError):
+            (cgroup / "memory.memsw.limit_in_bytes").write_text(limit)
+    else:
+        (cgroup / "memory.max").write_text(limit)
+        with contextlib.suppress(OSError):
+            (cgroup / "memory.swap.max").write_text("0")
 
 
 def enter_argv(cgroup: Path, argv: list[str]) -> list[str]:
@@ -115,6 +122,11 @@ def _oom_kills(cgroup: Path) -> int:
 def oom_killed(cgroup: Path) -> bool:
     """Whether the kernel killed a process of the run for memory since ``create``."""
     return _oom_kills(cgroup) > _OOM_BEFORE.get(cgroup, 0)
+
+
+def procs(cgroup: Path) -> list[int]:
+    """The processes in ``cgroup`` (every process of the run it bounds)."""
+    return [int(p) for p in _read(cgroup / "cgroup.procs").split()]
 
 
 def release(cgroup: Path, timeout_s: float = 5.0) -> None:
