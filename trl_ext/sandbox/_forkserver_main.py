@@ -6,15 +6,16 @@ Start-up (once): import the Landlock bindings and a few common standard modules,
 system and Python directories and writing only the directory that holds the runs' scratch directories), report
 "up" on the control socket. It never runs program code and never reads a payload.
 
-Loop: a request on the control socket (a JSON header from the trainer plus descriptors: the run's status
-socket, stdin, stdout, stderr, the readiness pipe, the payload) -> fork one child. The server sends the child's
-pid and a pidfd of it on the run's status socket and, once it reaps the child, its wait status. The child, in this
-order, before any program code: closes every descriptor but the run's own (the control socket and other runs'
-sockets included), makes a session of its own, waits for the trainer's "go" (sent once the trainer moved it into the
-run's memory cgroup), becomes a child subreaper, drops to the run's uid (as root), enters a Landlock domain of its
-own (read the system and Python directories, write its scratch directory and /dev/null, no TCP, signals and
-abstract unix sockets scoped to the run), installs the seccomp filter (NO_NEW_PRIVS), applies the run's rlimits,
-reseeds ``random`` and runs the harness. Exits like ``python`` would (atexit, threads, flushed stdio).
+Loop: a request on the control socket (one byte plus the run's socket) -> fork one child, a spare until its run
+starts. The server sends the child's pid and a pidfd of it on the run's socket and, once it reaps the child, its
+wait status. The child, in this order, before any program code: closes every descriptor but the run's socket (the
+control socket and other runs' sockets included) and makes a session of its own; then waits on the run's socket
+for the trainer's header and descriptors (sent once the trainer moved it into the run's memory cgroup), wires
+stdin/stdout/stderr and closes the run's socket; becomes a child subreaper, drops to the run's uid (as root),
+enters a Landlock domain of its own (read the system and Python directories, write its scratch directory and
+/dev/null, no TCP, signals and abstract unix sockets scoped to the run), installs the seccomp filter
+(NO_NEW_PRIVS), applies the run's rlimits, reseeds ``random`` and runs the harness. Exits like ``python`` would
+(atexit, threads, flushed stdio).
 """
 
 import contextlib
@@ -192,13 +193,18 @@ def _serve(ctl):
     """Fork a child per request; report each child's pid (with a pidfd) and its wait status on its socket."""
     children = {}  # pid -> (status socket, pidfd)
     while True:
-        readable = select.select([ctl, *(pidfd for _, pidfd in children.values())], [], [], 0.5)[0]
+        # a short timeout: orphans adopted from the runs (no pidfd here) are reaped soon, so their uid's process
+        # count is free again before the uid serves another run
+        readable = select.select([ctl, *(pidfd for _, pidfd in children.values())], [], [], 0.05)[0]
         if ctl in readable:
             message, fds, _, _ = socket.recv_fds(ctl, 1 << 16, 8)
             if not message:  # the trainer is gone (or retired this server): nothing of its runs may stay
                 for pid in children:
                     with contextlib.suppress(OSError):
                         os.kill(pid, 9)
+                for pid in children:  # waited for: none is left a zombie of whoever adopts it next
+                    with contextlib.suppress(OSError):
+                        os.waitpid(pid, 0)
                 return
             elif len(fds) == 1:
                 pid = os.fork()
@@ -206,8 +212,9 @@ def _serve(ctl):
                     _child(fds[0])
                 pidfd = os.pidfd_open(pid)
                 status_sock = socket.socket(fileno=fds[0])
-                socket.send_fds(status_sock, [str(pid).encode()], [pidfd])
                 children[pid] = (status_sock, pidfd)
+                with contextlib.suppress(OSError):  # the trainer gave up on it: the child exits on its own
+                    socket.send_fds(status_sock, [str(pid).encode()], [pidfd])
             else:
                 for fd in fds:
                     os.close(fd)

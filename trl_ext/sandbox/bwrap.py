@@ -51,10 +51,9 @@ class BwrapBackend(Backend):
 
     def fork_server_command(self, server_argv: list[str], root: str) -> forkserver.ServerCommand:
         """The fork server in one bubblewrap sandbox (the argv of a run without its seccomp filter: each child
-        installs it), with ``root`` (the runs' scratch directories) bound read-write at the same path. Not tied
-        to the starting thread's life (``--die-with-parent``): the server exits when this process closes its
-        control socket."""
-        argv = [arg for arg in self.argv(server_argv, Limits(scratch_mb=16)) if arg != "--die-with-parent"]
+        installs it), with ``root`` (the runs' scratch directories) bound read-write at the same path. With
+        ``--die-with-parent``: if this process dies, the server's pid namespace goes, with every run in it."""
+        argv = self.argv(server_argv, Limits(scratch_mb=16))
         info_r, info_w = os.pipe()
         os.set_blocking(info_r, False)
         at = argv.index("--remount-ro")

@@ -17,7 +17,7 @@ from trl_ext.sandbox import forkserver, memory
 from trl_ext.sandbox._process import Progress, RunResult, classify, execute, memfd_with
 from trl_ext.sandbox.base import Backend, Run
 from trl_ext.sandbox.limits import UIDS, Limits
-from trl_ext.sandbox.reaper import kill_session
+from trl_ext.sandbox.reaper import kill_session, reap_run
 from trl_ext.sandbox.scratch import ScratchWatch, remove_scratch
 
 _ATTEMPTS = 2
@@ -27,7 +27,8 @@ def launch(backend: Backend, payload: dict, stdin: bytes, limits: Limits, progre
     """``backend.launch`` through its fork server (``backend.fork_server_command`` tells how to start one)."""
     for _ in range(_ATTEMPTS):
         try:
-            server = forkserver.acquire(backend.name, limits.site_packages, backend.fork_server_command)
+            key = (backend.name, getattr(backend, "bwrap", None))  # a backend of another binary: another server
+            server = forkserver.acquire(key, limits.site_packages, backend.fork_server_command)
         except (forkserver.ServerLost, OSError) as exc:
             return RunResult("infra_error", "", f"could not start the sandbox's fork server: {exc}", None, 0.0)
         result = None
@@ -43,9 +44,16 @@ def launch(backend: Backend, payload: dict, stdin: bytes, limits: Limits, progre
 
 
 def _scratch(server: forkserver.ForkServer, uid: int | None) -> str:
-    scratch = tempfile.mkdtemp(prefix="run-", dir=server.root)
-    if uid is not None:
-        os.chown(scratch, uid, uid)
+    """A fresh scratch directory under the server's. Raises ``ServerLost`` (a fresh server, then infra_error)
+    where it cannot be made: a run of the trainer's own uid (landlock as non-root) may have changed the
+    directory's mode (Landlock does not govern chmod), which is set back first."""
+    try:
+        os.chmod(server.root, 0o711)
+        scratch = tempfile.mkdtemp(prefix="run-", dir=server.root)
+        if uid is not None:
+            os.chown(scratch, uid, uid)
+    except OSError as exc:
+        raise forkserver.ServerLost(f"could not make the run's scratch directory: {exc}") from exc
     return scratch
 
 
@@ -114,6 +122,8 @@ def _run_once(
             memory.release(cgroup)  # kills every process of the run: the cgroup holds them all
         elif sid:
             kill_session(sid)  # the run's session: seccomp refuses setsid, so none of its processes left it
+        if child is not None:  # where orphans come here (PID 1, a subreaper, a server that died): none is left
+            reap_run(child.pid, [child.pid])
         remove_scratch(scratch)
         if uid is not None:
             UIDS.release(uid)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import fcntl
 import functools
 import json
 import os
@@ -21,6 +22,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from trl_ext.sandbox import memory, seccomp
@@ -40,21 +42,48 @@ _RUNTIME = (Path(__file__).parent / "_harness_runtime.py").read_text()
 PRELOAD = ("typing", "collections", "re", "math", "itertools", "functools", "heapq", "bisect", "string", "random")
 PRELOAD += ("fractions", "decimal", "copy", "operator", "json", "array", "statistics", "dataclasses", "enum")
 SPARES = min(8, 2 * (os.cpu_count() or 1))  # children each server keeps forked ahead of the runs
-_START_S = 60.0  # how long a server may take to come up
+_START_S = 60.0
+# bubblewrap's --die-with-parent (PR_SET_PDEATHSIG) fires when the THREAD that started it ends, not the process:
+# servers are started from this one thread, which lives until the process exits (a reward's worker threads do not)
+_SPAWNER = ThreadPoolExecutor(
+    1, thread_name_prefix="trl-ext-fork-server-start"
+)  # how long a server may take to come up
 _STATUS_S = 30.0  # how long a killed child's wait status may take to arrive before the server counts as lost
 
 
 _PREFIX = "trl-ext-forkserver-"
 
 
+_OWNER = ".owner"  # locked (flock) by the process whose server uses the directory, for as long as it lives
+
+
 @functools.cache
 def _remove_stale() -> None:
-    """Once per process: remove the directories of fork servers whose trainer died without stopping them."""
+    """Once per process: remove the directories of fork servers whose trainer died without stopping them (no
+    process holds the lock of their ``.owner`` file any more: a lock, unlike a pid, means the same in every pid
+    namespace)."""
     with contextlib.suppress(OSError), os.scandir(tempfile.gettempdir()) as entries:
         for entry in entries:
-            owner = entry.name[len(_PREFIX) :].split("-")[0]
-            if entry.name.startswith(_PREFIX) and owner.isdigit() and not Path(f"/proc/{owner}").exists():
-                remove_scratch(entry.path)
+            if not entry.name.startswith(_PREFIX):
+                continue
+            try:
+                fd = os.open(os.path.join(entry.path, _OWNER), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # alive
+            finally:
+                os.close(fd)
+            remove_scratch(entry.path)
+
+
+def _claim(root: str) -> int:
+    """Lock ``root``'s owner file for this process's lifetime (released by the kernel when it dies)."""
+    fd = os.open(os.path.join(root, _OWNER), os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
 
 
 class ServerLost(RuntimeError):
@@ -172,6 +201,7 @@ class ForkServer:
     def __init__(self, command: Callable[[list[str], str], ServerCommand], site_packages: bool) -> None:
         _remove_stale()
         self.root = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-")  # holds the runs' scratch directories
+        self._owner = _claim(self.root)
         os.chmod(self.root, 0o711)  # each run's uid reaches its own directory, lists none
         self.runs = self.inflight = 0
         self.retired = self._closed = False
@@ -200,7 +230,8 @@ class ForkServer:
                 "scratch_root": self.root,
             }
             config_fd = memfd_with(json.dumps(config).encode(), "fork-server-config")
-            self.proc = subprocess.Popen(
+            self.proc = _SPAWNER.submit(  # a thread that lives as long as this process: see ``_SPAWNER``
+                subprocess.Popen,
                 [*spec.argv, str(config_fd)],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -209,10 +240,11 @@ class ForkServer:
                 cwd=self.root,
                 pass_fds=(config_fd, server_end.fileno(), *spec.pass_fds),
                 start_new_session=True,
-            )
+            ).result()
         except BaseException:
             self.ctl.close()
             remove_scratch(self.root)
+            os.close(self._owner)
             raise
         finally:
             for fd in (config_fd, *spec.pass_fds):
@@ -247,7 +279,7 @@ class ForkServer:
         except ServerLost:
             mine.close()
             raise
-        spare = Spare(_host_pid(pidfds[0]), pidfds[0], mine, memory.create(Limits()))
+        spare = Spare(_host_pid(pidfds[0]), pidfds[0], mine, memory.create(Limits(), kind="fork"))
         if spare.cgroup is not None:
             try:
                 (spare.cgroup / "cgroup.procs").write_text(str(spare.pid))
@@ -317,24 +349,25 @@ class ForkServer:
             os.close(self._info_fd)
             self._info_fd = None
         kill_session(self.proc.pid, timeout_s=1.0)
-        reap_run(self.proc.pid, orphans)
+        reap_run(self.proc.pid, [*orphans, *(spare.pid for spare in spares)])  # a dead server's spares come here
         remove_scratch(self.root)
+        os.close(self._owner)
 
 
-_SERVERS: dict[tuple[str, bool], ForkServer] = {}
+_SERVERS: dict[tuple, ForkServer] = {}
 _LOCK = threading.Lock()
 
 
-def acquire(name: str, site_packages: bool, command: Callable[[list[str], str], ServerCommand]) -> ForkServer:
-    """The live server for a backend (started, or replaced after ``RUNS_PER_SERVER`` runs or its death), counted
-    as serving one more run until ``release``."""
+def acquire(key: tuple, site_packages: bool, command: Callable[[list[str], str], ServerCommand]) -> ForkServer:
+    """The live server for a backend's ``key`` and ``site_packages`` (started, or replaced after
+    ``RUNS_PER_SERVER`` runs or its death), counted as serving one more run until ``release``."""
     retired = None
     with _LOCK:
-        server = _SERVERS.get((name, site_packages))
+        server = _SERVERS.get((*key, site_packages))
         if server is None or server.runs >= RUNS_PER_SERVER or not server.alive():
             if server is not None:
                 server.retired, retired = True, server if server.inflight == 0 else None
-            server = _SERVERS[name, site_packages] = ForkServer(command, site_packages)
+            server = _SERVERS[(*key, site_packages)] = ForkServer(command, site_packages)
         server.runs += 1
         server.inflight += 1
     if retired is not None:
@@ -361,3 +394,14 @@ def close_all() -> None:
         _SERVERS.clear()
     for server in servers:
         server.close()
+
+
+def _forget_in_child() -> None:
+    """A fork of this process (``multiprocessing``, a test) owns none of its servers: at its exit it must not stop
+    them or remove their directories."""
+    global _LOCK
+    _SERVERS.clear()
+    _LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)

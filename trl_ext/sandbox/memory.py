@@ -27,6 +27,7 @@ from trl_ext.sandbox.limits import Limits
 _COUNTER = itertools.count()
 _LOCK = threading.Lock()
 _FREE: list[Path] = []  # empty run cgroups, reused
+_FREE_FORK: list[Path] = []  # empty cgroups of fork-server children, reused
 _OOM_BEFORE: dict[Path, int] = {}
 
 
@@ -73,14 +74,16 @@ def available() -> bool:
     return _parent() is not None
 
 
-def create(limits: Limits) -> Path | None:
+def create(limits: Limits, kind: str = "run") -> Path | None:
     """A cgroup of its own bounding one run at ``total_bytes(limits)`` (empty ones are reused: making and removing
-    one per run costs milliseconds), or None where none can be made."""
+    one per run costs milliseconds), or None where none can be made. ``kind`` "fork": for a fork server's child,
+    made ahead of its run (``forkserver.Spare``), kept apart from the per-run launches' ones."""
     parent = _parent()
     if parent is None:
         return None
+    free = _FREE_FORK if kind == "fork" else _FREE
     with _LOCK:
-        path = _FREE.pop() if _FREE else parent[0] / f"run-{next(_COUNTER)}"
+        path = free.pop() if free else parent[0] / f"{kind}-{next(_COUNTER)}"
     try:
         path.mkdir(exist_ok=True)
         set_limit(path, limits)
@@ -137,7 +140,7 @@ def release(cgroup: Path, timeout_s: float = 5.0) -> None:
         pids = [int(p) for p in _read(cgroup / "cgroup.procs").split()]
         if not pids:
             with _LOCK:
-                _FREE.append(cgroup)
+                (_FREE_FORK if cgroup.name.startswith("fork-") else _FREE).append(cgroup)
             return
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -155,7 +158,7 @@ def _remove(cgroup: Path) -> None:
 def _remove_all() -> None:
     parent = _parent.cache_info().currsize and _parent()
     if parent:
-        for path in [*_FREE, parent[0]]:
+        for path in [*_FREE, *_FREE_FORK, parent[0]]:
             _remove(path)
 
 
