@@ -21,9 +21,10 @@ BACKENDS = ("bwrap", "landlock")
 def backend(request, monkeypatch) -> str:
     if not forkserver.supported():
         pytest.fail("this kernel lacks Landlock ABI >= 6: fork servers are not used here")
-    monkeypatch.delenv(forkserver.FORKSERVER_ENV, raising=False)
+    monkeypatch.setenv(forkserver.FORKSERVER_ENV, "1")
     get_backend(request.param)  # raises SandboxUnavailable where the backend cannot run
-    return request.param
+    yield request.param
+    forkserver.close_all()  # no server outlives the test (later suites count the trainer's bwrap children)
 
 
 def _servers(backend: str) -> list[forkserver.ForkServer]:
@@ -45,7 +46,7 @@ def _server_pid(backend: str) -> int:
         spare.discard()
 
 
-def test_runs_go_through_a_fork_server_by_default_and_the_per_run_path_stays_selectable(backend, monkeypatch):
+def test_runs_go_through_a_fork_server_when_selected_and_the_per_run_path_otherwise(backend, monkeypatch):
     forkserver.close_all()
     assert run("print(1)", backend=backend).stdout == "1\n"
     assert len(_servers(backend)) == 1

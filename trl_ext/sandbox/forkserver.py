@@ -3,7 +3,8 @@ confined child per run (``_forkserver_main.py`` runs inside; docs/sandbox.md, "F
 argument). This module is the trainer's side: it starts and replaces the servers and runs one program through a
 server with the same scratch, memory and clean-up duties as a per-run launch (``base.Backend.launch``).
 
-``TRL_EXT_SANDBOX_FORKSERVER=0`` selects the per-run launch (a fresh sandbox per program) instead.
+``TRL_EXT_SANDBOX_FORKSERVER=1`` selects them; the default is still the per-run launch (a fresh sandbox per
+program): see docs/sandbox.md, "Fork server", for what keeps them from being the default yet.
 """
 
 from __future__ import annotations
@@ -104,8 +105,9 @@ class ServerCommand:
 
 
 def enabled() -> bool:
-    """Whether runs go through fork servers (the default) rather than a fresh sandbox each."""
-    return os.environ.get(FORKSERVER_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+    """Whether runs go through fork servers (``TRL_EXT_SANDBOX_FORKSERVER=1``) rather than a fresh sandbox each
+    (the default until the older sandbox suites, which assume a per-run sandbox, pass on fork servers too)."""
+    return os.environ.get(FORKSERVER_ENV, "0").strip().lower() in ("1", "true", "yes", "on")
 
 
 @functools.cache
