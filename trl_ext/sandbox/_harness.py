@@ -62,12 +62,17 @@ def _runtime_code(runtime):
     return compile(runtime["source"], "_harness_runtime.py", "exec")
 
 
-def _main():
+def _main(runtime=None, confine=None):
+    """``runtime``: the runtime's namespace, already loaded (a fork server); ``confine``: called before the limits
+    are applied (a fork server's child confines itself there)."""
     payload_fd, ready_fd, nonce_fd = (int(a) for a in sys.argv[1:4])
     payload = _parse_json(bytes.decode(_read_fd(payload_fd)))
-    runtime = {"__name__": "_harness_runtime", "__builtins__": __builtins__}
-    if payload["mode"] != "script":
-        exec(_runtime_code(payload.pop("runtime")), runtime)  # before the program exists: genuine builtins
+    if runtime is None:
+        runtime = {"__name__": "_harness_runtime", "__builtins__": __builtins__}
+        if payload["mode"] != "script":
+            exec(_runtime_code(payload.pop("runtime")), runtime)  # before the program exists: genuine builtins
+    if confine is not None:
+        confine()
     _apply_limits(payload["limits"], payload["uid"])
     out_fd = os.dup(1)  # private copy: the program may close or redirect fd 1
     os.set_inheritable(out_fd, False)
@@ -85,4 +90,5 @@ def _main():
         runtime["main"](payload, out_fd)
 
 
-_main()
+if __name__ == "__main__":
+    _main()

@@ -150,25 +150,32 @@ def execute(
     ready_fd: int,
     cwd: str | None = None,
     progress: Progress | None = None,
+    spawn: Callable[[int], subprocess.Popen] | None = None,
 ) -> tuple[_Collected, int | None, float]:
     """Run ``argv`` in a new session; SIGKILL its process group at the deadline (or a missed ``progress``
     step) or when an output cap is hit. ``pass_fds`` are handed to the child and closed here; ``ready_fd``
-    (non-blocking) receives the harness's readiness proof.
+    (non-blocking) receives the harness's readiness proof. ``spawn(stdin_fd)``, when given, starts the run
+    instead of ``argv`` (a fork server's child, with ``Popen``'s ``pid``, ``stdout``, ``stderr``, ``poll`` and
+    ``wait``).
 
     Returns the collected output, the exit code (negative: killed by that signal) and the wall time.
     """
     stdin_fd = memfd_with(stdin, "sandbox-stdin")
     start = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=stdin_fd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=cwd,
-            pass_fds=pass_fds,
-            start_new_session=True,
+        proc = (
+            spawn(stdin_fd)
+            if spawn is not None
+            else subprocess.Popen(
+                argv,
+                stdin=stdin_fd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=cwd,
+                pass_fds=pass_fds,
+                start_new_session=True,
+            )
         )
     finally:
         for fd in (stdin_fd, *pass_fds):

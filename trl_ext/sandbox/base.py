@@ -21,6 +21,14 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 LOADER_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d")
 
 
+@functools.cache
+def harness_runtime_source() -> str:
+    """The judged modes of the harness as one module's source: the values codec first (``_harness_runtime.py``
+    uses its names)."""
+    here = Path(__file__).parent
+    return (here / "_harness_values.py").read_text() + "\n" + (here / "_harness_runtime.py").read_text()
+
+
 class SandboxUnavailable(RuntimeError):
     """The requested sandbox backend cannot run on this machine."""
 

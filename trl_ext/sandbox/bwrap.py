@@ -7,8 +7,8 @@ import json
 import os
 import shutil
 
-from trl_ext.sandbox import seccomp
-from trl_ext.sandbox._process import memfd_with
+from trl_ext.sandbox import forked_run, forkserver, seccomp
+from trl_ext.sandbox._process import Progress, RunResult, memfd_with
 from trl_ext.sandbox.base import (
     LOADER_FILES,
     SYSTEM_DIRS,
@@ -19,6 +19,7 @@ from trl_ext.sandbox.base import (
     ancestors,
     python_roots,
 )
+from trl_ext.sandbox.landlock import read_only_paths
 from trl_ext.sandbox.limits import SAFE_ENV, Limits
 
 
@@ -33,6 +34,33 @@ class BwrapBackend(Backend):
 
     def __init__(self, bwrap: str | None = None) -> None:
         self.bwrap = bwrap or shutil.which("bwrap")
+
+    def launch(
+        self,
+        payload: dict,
+        stdin: bytes,
+        limits: Limits,
+        nonce: bytes | None = None,
+        progress: Progress | None = None,
+    ) -> RunResult:
+        """Through this backend's fork server (``forkserver``) where it can run, else a fresh bubblewrap."""
+        if nonce is None and forkserver.enabled() and forkserver.supported():
+            self.argv([], limits)  # raises SandboxUnavailable without bubblewrap
+            return forked_run.launch(self, payload, stdin, limits, progress)
+        return super().launch(payload, stdin, limits, nonce, progress)
+
+    def fork_server_command(self, server_argv: list[str], root: str) -> forkserver.ServerCommand:
+        """The fork server in one bubblewrap sandbox (the argv of a run without its seccomp filter: each child
+        installs it), with ``root`` (the runs' scratch directories) bound read-write at the same path. With
+        ``--die-with-parent``: if this process dies, the server's pid namespace goes, with every run in it."""
+        argv = self.argv(server_argv, Limits(scratch_mb=16))
+        info_r, info_w = os.pipe()
+        os.set_blocking(info_r, False)
+        at = argv.index("--remount-ro")
+        argv[at:at] = ["--bind", root, root, "--info-fd", str(info_w)]
+        return forkserver.ServerCommand(
+            argv=argv, read_only=read_only_paths(python_roots()), pass_fds=(info_w,), info_fd=info_r
+        )
 
     def command(self, harness_args: list[str], limits: Limits, run: Run) -> list[str]:
         """The argv, with the run's seccomp filter (``seccomp.bpf``) handed to bubblewrap on a descriptor."""

@@ -13,13 +13,13 @@ import secrets
 import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from trl_ext.sandbox import replay
 from trl_ext.sandbox._process import Progress, RunResult
 from trl_ext.sandbox.assert_plan import program_names
 from trl_ext.sandbox.backends import Backend, get_backend
+from trl_ext.sandbox.base import harness_runtime_source
 from trl_ext.sandbox.comparison import compare_stdio, values_equal
 from trl_ext.sandbox.eval_worker import evaluation_pool
 from trl_ext.sandbox.limits import Limits
@@ -198,8 +198,7 @@ def run_tests(
 def harness_runtime() -> dict:
     """The judged modes of the harness for a payload's "runtime": compiled once here, so that no run compiles
     them again (the bytecode serves the same interpreter; the source any other, e.g. a remote executor's)."""
-    here = Path(__file__).parent  # one module: the values part first (``_harness_runtime.py`` uses its names)
-    source = (here / "_harness_values.py").read_text() + "\n" + (here / "_harness_runtime.py").read_text()
+    source = harness_runtime_source()
     bytecode = marshal.dumps(compile(source, "_harness_runtime.py", "exec"))
     tag = sys.implementation.cache_tag + " " + sys.version
     return {"source": source, "bytecode": base64.b64encode(bytecode).decode(), "tag": tag}

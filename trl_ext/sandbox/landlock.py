@@ -26,8 +26,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from trl_ext.sandbox import memory, seccomp
-from trl_ext.sandbox._process import memfd_with
+from trl_ext.sandbox import forked_run, forkserver, memory, seccomp
+from trl_ext.sandbox._process import Progress, RunResult, memfd_with
 from trl_ext.sandbox.base import Backend, Run, SandboxUnavailable, python_roots
 from trl_ext.sandbox.limits import SAFE_ENV, Limits
 from trl_ext.sandbox.reaper import kill_session, processes
@@ -130,6 +130,34 @@ class LandlockBackend(Backend):
     def kill_all_safe(self) -> bool:
         """Landlock's signal scope (ABI >= 6) confines kill(-1) to the run's own processes."""
         return landlock_abi() >= 6
+
+    def launch(
+        self,
+        payload: dict,
+        stdin: bytes,
+        limits: Limits,
+        nonce: bytes | None = None,
+        progress: Progress | None = None,
+    ) -> RunResult:
+        """Through this backend's fork server (``forkserver``: one interpreter per run, forked from a warm one)
+        where it can run, else the launcher and the harness (two interpreters per run)."""
+        if nonce is None and forkserver.enabled() and forkserver.supported():
+            reason = unavailable_reason()
+            if reason is not None:
+                raise SandboxUnavailable(f"The landlock code sandbox cannot run here: {reason}.")
+            return forked_run.launch(self, payload, stdin, limits, progress)
+        return super().launch(payload, stdin, limits, nonce, progress)
+
+    def fork_server_command(self, server_argv: list[str], root: str) -> forkserver.ServerCommand:
+        """The fork server confines itself to a Landlock domain (read the system and Python directories, write
+        ``root``), in which each child makes its own."""
+        roots = python_roots()
+        return forkserver.ServerCommand(
+            argv=server_argv,
+            read_only=read_only_paths(roots),
+            keep_read_search=os.geteuid() == 0 and not all(world_searchable(r) for r in roots),
+            confine_self=True,
+        )
 
     def command(self, harness_args: list[str], limits: Limits, run: Run) -> list[str]:
         reason = unavailable_reason()

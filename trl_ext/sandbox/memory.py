@@ -27,6 +27,7 @@ from trl_ext.sandbox.limits import Limits
 _COUNTER = itertools.count()
 _LOCK = threading.Lock()
 _FREE: list[Path] = []  # empty run cgroups, reused
+_FREE_FORK: list[Path] = []  # empty cgroups of fork-server children, reused
 _OOM_BEFORE: dict[Path, int] = {}
 
 
@@ -73,30 +74,39 @@ def available() -> bool:
     return _parent() is not None
 
 
-def create(limits: Limits) -> Path | None:
+def create(limits: Limits, kind: str = "run") -> Path | None:
     """A cgroup of its own bounding one run at ``total_bytes(limits)`` (empty ones are reused: making and removing
-    one per run costs milliseconds), or None where none can be made."""
+    one per run costs milliseconds), or None where none can be made. ``kind`` "fork": for a fork server's child,
+    made ahead of its run (``forkserver.Spare``), kept apart from the per-run launches' ones."""
     parent = _parent()
     if parent is None:
         return None
+    free = _FREE_FORK if kind == "fork" else _FREE
     with _LOCK:
-        path = _FREE.pop() if _FREE else parent[0] / f"run-{next(_COUNTER)}"
+        path = free.pop() if free else parent[0] / f"{kind}-{next(_COUNTER)}"
     try:
         path.mkdir(exist_ok=True)
-        limit = str(total_bytes(limits))
-        if parent[1] == 1:
-            (path / "memory.limit_in_bytes").write_text(limit)
-            with contextlib.suppress(OSError):  # absent without swap accounting
-                (path / "memory.memsw.limit_in_bytes").write_text(limit)
-        else:
-            (path / "memory.max").write_text(limit)
-            with contextlib.suppress(OSError):
-                (path / "memory.swap.max").write_text("0")
+        set_limit(path, limits)
     except OSError:
         _remove(path)
         return None
     _OOM_BEFORE[path] = _oom_kills(path)
     return path
+
+
+def set_limit(cgroup: Path, limits: Limits) -> None:
+    """Bound ``cgroup`` at ``total_bytes(limits)`` (a cgroup made ahead of its run gets its run's limits here)."""
+    limit = str(total_bytes(limits))
+    if _parent()[1] == 1:  # memory <= memory+swap at every step: raising, the second goes first
+        with contextlib.suppress(OSError):  # absent without swap accounting; refused before a lowering
+            (cgroup / "memory.memsw.limit_in_bytes").write_text(limit)
+        (cgroup / "memory.limit_in_bytes").write_text(limit)
+        with contextlib.suppress(OSError):
+            (cgroup / "memory.memsw.limit_in_bytes").write_text(limit)
+    else:
+        (cgroup / "memory.max").write_text(limit)
+        with contextlib.suppress(OSError):
+            (cgroup / "memory.swap.max").write_text("0")
 
 
 def enter_argv(cgroup: Path, argv: list[str]) -> list[str]:
@@ -117,6 +127,11 @@ def oom_killed(cgroup: Path) -> bool:
     return _oom_kills(cgroup) > _OOM_BEFORE.get(cgroup, 0)
 
 
+def procs(cgroup: Path) -> list[int]:
+    """The processes in ``cgroup`` (every process of the run it bounds)."""
+    return [int(p) for p in _read(cgroup / "cgroup.procs").split()]
+
+
 def release(cgroup: Path, timeout_s: float = 5.0) -> None:
     """SIGKILL whatever is left in ``cgroup``; once it is empty it serves the next run."""
     deadline = time.monotonic() + timeout_s
@@ -125,7 +140,7 @@ def release(cgroup: Path, timeout_s: float = 5.0) -> None:
         pids = [int(p) for p in _read(cgroup / "cgroup.procs").split()]
         if not pids:
             with _LOCK:
-                _FREE.append(cgroup)
+                (_FREE_FORK if cgroup.name.startswith("fork-") else _FREE).append(cgroup)
             return
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -143,7 +158,7 @@ def _remove(cgroup: Path) -> None:
 def _remove_all() -> None:
     parent = _parent.cache_info().currsize and _parent()
     if parent:
-        for path in [*_FREE, parent[0]]:
+        for path in [*_FREE, *_FREE_FORK, parent[0]]:
             _remove(path)
 
 

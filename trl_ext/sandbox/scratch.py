@@ -9,6 +9,7 @@ import os
 import stat
 import threading
 import time
+from collections.abc import Callable
 
 from trl_ext.sandbox import memory
 from trl_ext.sandbox.reaper import kill_session, processes
@@ -34,8 +35,17 @@ class ScratchWatch:
 
     _POLL_S = 0.02
 
-    def __init__(self, pid_fd: int, scratch: str, cap_bytes: int, memory_cap: int | None = None) -> None:
+    def __init__(
+        self,
+        pid_fd: int,
+        scratch: str,
+        cap_bytes: int,
+        memory_cap: int | None = None,
+        pids: Callable[[], list[int]] | None = None,
+    ) -> None:
+        """``pids``: lists the run's processes (its memory cgroup's), instead of scanning /proc for its session."""
         self.pid_fd, self.scratch, self.cap_bytes, self.memory_cap = pid_fd, scratch, cap_bytes, memory_cap
+        self.pids = pids
         self.sid, self.oom, self.exceeded = 0, False, False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="trl-ext-scratch-watch", daemon=True)
@@ -47,7 +57,7 @@ class ScratchWatch:
                 self.sid = int(os.read(self.pid_fd, 32) or 0)
 
     def _over(self, walk: bool = True) -> bool:
-        pids = [p.pid for p in processes() if p.sid == self.sid]
+        pids = self.pids() if self.pids is not None else [p.pid for p in processes() if p.sid == self.sid]
         if self.memory_cap is not None:  # first: a long scratch walk must not delay it
             self.oom = self.oom or memory.session_bytes(pids) > self.memory_cap
         if walk:

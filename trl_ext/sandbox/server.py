@@ -23,6 +23,7 @@ import io
 import ipaddress
 import json
 import logging
+import signal
 import sys
 import threading
 import time
@@ -226,6 +227,10 @@ def exposure_warning(host: str, secret: str | None) -> str | None:
     )
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def serve(config: ServeConfig) -> None:
     """Serve until interrupted."""
     server = make_server(config)
@@ -240,6 +245,7 @@ def serve(config: ServeConfig) -> None:
         f"{config.workers} workers, queue {config.queue}, {'secret required' if config.secret else 'no secret'})",
         flush=True,
     )
+    signal.signal(signal.SIGTERM, _terminate)  # a clean exit: the fork servers stop and their directories go
     try:
         server.serve_forever()
     except KeyboardInterrupt:

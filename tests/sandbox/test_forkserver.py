@@ -1,0 +1,189 @@
+"""The fork servers (docs/sandbox.md, "Fork server"): what one run can do to the server and to other runs, what
+survives from one run to the next, and what happens when a server dies or is replaced."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from trl_ext.sandbox import Limits, forkserver, get_backend, run
+from trl_ext.sandbox._process import Progress
+
+BACKENDS = ("bwrap", "landlock")
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request, monkeypatch) -> str:
+    if not forkserver.supported():
+        pytest.fail("this kernel lacks Landlock ABI >= 6: fork servers are not used here")
+    monkeypatch.setenv(forkserver.FORKSERVER_ENV, "1")
+    get_backend(request.param)  # raises SandboxUnavailable where the backend cannot run
+    yield request.param
+    forkserver.close_all()  # no server outlives the test (later suites count the trainer's bwrap children)
+
+
+def _servers(backend: str) -> list[forkserver.ForkServer]:
+    return [server for key, server in forkserver._SERVERS.items() if key[0] == backend and not key[-1]]
+
+
+def _server(backend: str) -> forkserver.ForkServer:
+    (server,) = _servers(backend)
+    return server
+
+
+def _server_pid(backend: str) -> int:
+    """The host pid of the interpreter that forks the runs (under bubblewrap, not bwrap itself)."""
+    server = _server(backend)
+    spare = server.take()
+    try:
+        return int(Path(f"/proc/{spare.pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    finally:
+        spare.discard()
+
+
+def test_runs_go_through_a_fork_server_when_selected_and_the_per_run_path_otherwise(backend, monkeypatch):
+    forkserver.close_all()
+    assert run("print(1)", backend=backend).stdout == "1\n"
+    assert len(_servers(backend)) == 1
+    forkserver.close_all()
+    monkeypatch.setenv(forkserver.FORKSERVER_ENV, "0")
+    assert run("print(2)", backend=backend).stdout == "2\n"
+    assert _servers(backend) == []
+
+
+PROBE = """
+import os, sys
+def kill(pid):
+    try:
+        os.kill(pid, 0)
+        return "reached"
+    except PermissionError:
+        return "EPERM"
+    except ProcessLookupError:
+        return "ESRCH"
+results = [kill(os.getppid()), kill(TARGET)]
+try:
+    os.listdir("/proc")
+    results.append("proc")
+except OSError:
+    results.append("no proc")
+try:
+    import resource
+    resource.prlimit(os.getppid(), resource.RLIMIT_CPU, (1, 1))
+    results.append("relimited")
+except OSError:
+    results.append("no prlimit")
+try:
+    os.listdir(os.path.dirname(os.getcwd()))
+    results.append("lists other scratch")
+except OSError:
+    results.append("no listing")
+print(" ".join(results))
+"""
+
+
+def test_a_run_reaches_neither_the_server_nor_a_sibling_run(backend):
+    """A sibling run is alive (it printed its pid) while the probe runs: signalling it or the server is refused,
+    /proc is closed, prlimit on the server is refused, the other runs' scratch directories cannot be listed."""
+    sibling: dict = {}
+    done = threading.Event()
+
+    def seen(stdout: bytes) -> bool:
+        if b"\n" in stdout and "pid" not in sibling:
+            sibling["pid"] = int(stdout.split(b"\n")[0])
+        return done.is_set()
+
+    progress = Progress(marker=b"never", step_s=30, stop=seen)
+    code = "import os, sys, time\nprint(os.getpid(), flush=True)\ntime.sleep(20)\n"
+    holder = threading.Thread(
+        target=lambda: sibling.update(
+            result=get_backend(backend).launch(
+                {"mode": "script", "code": code}, b"", Limits(timeout_s=30), progress=progress
+            )
+        )  # fmt: skip
+    )
+    holder.start()
+    try:
+        deadline = time.monotonic() + 30
+        while "pid" not in sibling and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert "pid" in sibling, "the sibling run never started"
+        probe = run(PROBE.replace("TARGET", str(sibling["pid"])), backend=backend)
+    finally:
+        done.set()
+        holder.join()
+    assert probe.status == "ok", probe.stderr
+    assert probe.stdout.split() == ["EPERM", "EPERM", "no", "proc", "no", "prlimit", "no", "listing"]
+
+
+def test_a_run_that_corrupts_its_interpreter_leaves_the_next_run_intact(backend):
+    wreck = (
+        "import builtins, collections, math, sys, typing\n"
+        "builtins.len = lambda x: 0\nmath.sqrt = lambda x: 42\ncollections.Counter = None\n"
+        "sys.modules['typing'].List = None\nsys.path.insert(0, '/nowhere')\nprint('wrecked')\n"
+    )
+    assert run(wreck, backend=backend).stdout == "wrecked\n"
+    check = (
+        "import collections, math, sys, typing\n"
+        "print(len([1, 2]), math.sqrt(4), collections.Counter('aa')['a'], typing.List[int], '/nowhere' in sys.path)"
+    )
+    result = run(check, backend=backend)
+    assert result.stdout == "2 2.0 2 typing.List[int] False\n", result.stderr
+
+
+def test_memory_exhaustion_in_one_run_does_not_reach_the_next(backend):
+    hog = "blocks = []\nwhile True:\n    blocks.append(bytearray(1 << 24))\n"
+    assert run(hog, backend=backend, limits=Limits(memory_mb=256)).status in ("memory", "runtime_error")
+    assert run("print(sum(range(10)))", backend=backend).stdout == "45\n"
+
+
+def test_random_is_reseeded_in_every_run(backend):
+    code = "import random\nprint(random.getrandbits(64))"
+    seen = {run(code, backend=backend).stdout for _ in range(4)}
+    assert len(seen) == 4
+
+
+def test_a_server_killed_during_a_run_never_fails_the_program(backend):
+    """The run is retried on a fresh server or reported as infra_error: never a runtime error or a 0."""
+    run("pass", backend=backend)
+    victim = _server_pid(backend)
+    old = _server(backend)
+    killer = threading.Timer(0.5, lambda: os.kill(victim, signal.SIGKILL))
+    killer.start()
+    result = run("import time\ntime.sleep(2)\nprint('done')", backend=backend)
+    killer.join()
+    assert result.status in ("ok", "infra_error"), (result.status, result.stderr)
+    assert result.status == "infra_error" or result.stdout == "done\n"
+    assert run("print(3)", backend=backend).stdout == "3\n"  # a fresh server serves the next run
+    assert _server(backend) is not old
+
+
+def test_a_server_is_replaced_after_its_runs_and_leaves_nothing_behind(backend, monkeypatch):
+    forkserver.close_all()
+    monkeypatch.setattr(forkserver, "RUNS_PER_SERVER", 3)
+    servers = []
+    for k in range(7):
+        assert run(f"print({k})", backend=backend).stdout == f"{k}\n"
+        servers.append(_server(backend))
+    assert len({id(s) for s in servers}) == 3
+    retired = servers[0]
+    assert retired.proc.poll() is not None  # stopped and waited for
+    assert not Path(retired.root).exists()
+    forkserver.close_all()
+    assert servers[-1].proc.poll() is not None and not Path(servers[-1].root).exists()
+    mine = [p for p in Path("/tmp").glob(f"trl-ext-forkserver-{os.getpid()}-*")]
+    assert mine == []
+
+
+def test_a_run_that_changes_the_mode_of_the_servers_directory_does_not_break_the_next_run(backend):
+    """As a non-root trainer every run has the trainer's uid, which owns that directory (Landlock does not govern
+    chmod): the trainer sets its mode back before each run, and never raises out of a run."""
+    hostile = "import os\ntry:\n    os.chmod(os.path.dirname(os.getcwd()), 0o500)\nexcept OSError:\n    pass\n"
+    run(hostile, backend=backend)
+    result = run("open('f', 'w').write('x')\nprint(open('f').read())", backend=backend)
+    assert (result.status, result.stdout) == ("ok", "x\n")

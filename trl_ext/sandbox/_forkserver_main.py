@@ -1,0 +1,246 @@
+"""The fork server that runs INSIDE the sandbox (its source goes to ``python -I [-S] -c``; argv[1]: a descriptor
+holding its JSON configuration). See ``forkserver.py`` for the host side and docs/sandbox.md, "Fork server".
+
+Start-up (once): import the Landlock bindings and a few common standard modules, load the harness
+(``_harness.py``) and its runtime, confine itself (landlock backend: its own Landlock domain, reading only the
+system and Python directories and writing only the directory that holds the runs' scratch directories), report
+"up" on the control socket. It never runs program code and never reads a payload.
+
+Loop: a request on the control socket (one byte plus the run's socket) -> fork one child, a spare until its run
+starts. The server sends the child's pid and a pidfd of it on the run's socket and, once it reaps the child, its
+wait status. The child, in this order, before any program code: closes every descriptor but the run's socket (the
+control socket and other runs' sockets included) and makes a session of its own; then waits on the run's socket
+for the trainer's header and descriptors (sent once the trainer moved it into the run's memory cgroup), wires
+stdin/stdout/stderr and closes the run's socket; becomes a child subreaper, drops to the run's uid (as root),
+enters a Landlock domain of its own (read the system and Python directories, write its scratch directory and
+/dev/null, no TCP, signals and abstract unix sockets scoped to the run), installs the seccomp filter
+(NO_NEW_PRIVS), applies the run's rlimits, reseeds ``random`` and runs the harness. Exits like ``python`` would
+(atexit, threads, flushed stdio).
+"""
+
+import contextlib
+import ctypes
+import json
+import os
+import select
+import socket
+import sys
+import traceback
+
+_CONFIG = json.loads(os.read(int(sys.argv[1]), 1 << 24))
+os.close(int(sys.argv[1]))
+sys.path[:0] = _CONFIG["import_paths"]
+_util = type(sys)("ctypes.util")  # the bindings would run ldconfig to find their libraries; the trainer did
+_util.find_library = _CONFIG["libraries"].get
+sys.modules["ctypes.util"] = ctypes.util = _util
+sys.modules["landlockpy.testing"] = type(sys)("landlockpy.testing")  # unused test helpers (slow imports)
+
+import landlockpy  # noqa: E402
+from landlockpy import AccessFS, AccessNet, Scope  # noqa: E402
+
+del sys.path[: len(_CONFIG["import_paths"])]  # the program's sys.path is the harness's: no extra directories
+for _name in _CONFIG["preload"]:  # common standard modules: imported once here, free in every run
+    __import__(_name)
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_PR_SET_CHILD_SUBREAPER, _PR_SET_KEEPCAPS = 36, 8
+_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, _CAP_DAC_READ_SEARCH = 47, 2, 2
+_PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
+
+
+def _check(result, what):
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, what + ": " + os.strerror(err))
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _drop_root(uid, keep_read_search):
+    """Every uid and gid to ``uid`` (all capabilities go), keeping only CAP_DAC_READ_SEARCH where asked (a Python
+    installation under a directory others cannot search; Landlock still limits what is readable)."""
+    if keep_read_search:
+        _check(_libc.prctl(_PR_SET_KEEPCAPS, 1, 0, 0, 0), "PR_SET_KEEPCAPS")
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    if keep_read_search:
+        bit = 1 << _CAP_DAC_READ_SEARCH
+        data = (_CapData * 2)(_CapData(bit, bit, bit), _CapData(0, 0, 0))
+        _check(_libc.capset(ctypes.byref(_CapHeader(0x20080522, 0)), data), "capset")
+        _check(_libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, _CAP_DAC_READ_SEARCH, 0, 0), "ambient capability")
+    if 0 in os.getresuid() or 0 in os.getresgid():
+        raise RuntimeError("could not drop root privileges")
+
+
+def _landlock(writable):
+    """A Landlock domain: read/execute the system and Python directories, read/write ``writable`` and /dev/null,
+    no TCP bind/connect, signals and abstract unix sockets scoped to this domain (also sets NO_NEW_PRIVS)."""
+    abi = landlockpy.abi_version()
+    if abi < _CONFIG["min_abi"]:
+        raise RuntimeError("Landlock ABI " + str(abi) + " < " + str(_CONFIG["min_abi"]))
+    read = AccessFS.READ_FILE | AccessFS.READ_DIR | AccessFS.EXECUTE
+    with landlockpy.Ruleset(
+        handled_fs=landlockpy.fs_for_abi(abi),
+        handled_net=AccessNet.BIND_TCP | AccessNet.CONNECT_TCP,
+        scoped=Scope.ABSTRACT_UNIX_SOCKET | Scope.SIGNAL,
+    ) as ruleset:
+        for path in _CONFIG["read_only"]:
+            if os.path.exists(path):
+                ruleset.allow_path(path, read if os.path.isdir(path) else read & ~AccessFS.READ_DIR)
+        ruleset.allow_path(os.devnull, AccessFS.READ_FILE | AccessFS.WRITE_FILE | AccessFS.TRUNCATE)
+        ruleset.allow_path(writable, landlockpy.fs_for_abi(abi) & ~AccessFS.IOCTL_DEV)
+        ruleset.restrict()
+
+
+_FILTERS = {key: bytes.fromhex(value) for key, value in _CONFIG["seccomp"].items()}
+
+
+def _seccomp(variant):
+    program = ctypes.create_string_buffer(_FILTERS[variant])
+    fprog = _SockFprog(len(_FILTERS[variant]) // 8, ctypes.cast(program, ctypes.c_void_p))
+    _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
+    _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp filter")
+
+
+_HARNESS = {"__name__": "_harness", "__builtins__": __builtins__}
+exec(compile(_CONFIG["harness"], "_harness.py", "exec"), _HARNESS)
+_RUNTIME = {"__name__": "_harness_runtime", "__builtins__": __builtins__}
+exec(_HARNESS["_runtime_code"](_CONFIG["runtime"]), _RUNTIME)  # before any program: genuine builtins captured
+
+
+def _keep_only(keep):
+    """Close every descriptor above 2 except ``keep``."""
+    low = 3
+    for fd in sorted(keep):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 16)
+
+
+def _confine(header):
+    _check(_libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")
+    if header["uid"] is not None:
+        _drop_root(header["uid"], header["keep_read_search"])
+    os.chdir(header["scratch"])  # as the run's uid: the directory is its own, mode 0700
+    _landlock(header["scratch"])
+    _seccomp(header["seccomp"])
+
+
+def _exit_status(exc):
+    code = exc.code
+    if code is None or type(code) is int:
+        return code or 0
+    with contextlib.suppress(BaseException):  # the program may have broken sys.stderr
+        sys.stderr.write(str(code) + "\n")
+    return 1
+
+
+def _activation(run_sock):
+    """Wait for the trainer's start of the run: its header and descriptors (stdin, stdout, stderr, readiness pipe,
+    payload), sent on the run's socket once this child is in the run's memory cgroup. None: never started."""
+    sock = socket.socket(fileno=os.dup(run_sock))
+    try:
+        message, fds, _, _ = socket.recv_fds(sock, 1 << 16, 5)
+    finally:
+        sock.close()
+    os.close(run_sock)  # the server alone reports on the run's socket
+    if not message or len(fds) != 5:
+        os._exit(0)
+    return json.loads(message), fds
+
+
+def _child(run_sock):
+    """In the forked child (a spare until the trainer starts a run in it): isolate, then run the harness; never
+    returns."""
+    status = 1
+    try:
+        _keep_only({run_sock})  # the control socket and every other run's socket and pidfd
+        os.setsid()
+        header, (stdin, out_w, err_w, ready_w, payload_fd) = _activation(run_sock)
+        for target, fd in ((0, stdin), (1, out_w), (2, err_w)):
+            os.dup2(fd, target)
+        _keep_only({ready_w, payload_fd})
+        os.environ["HOME"] = os.environ["TMPDIR"] = header["scratch"]
+        if "random" in sys.modules:  # a fork shares the server's state; random also reseeds at fork itself
+            sys.modules["random"].seed()
+        sys.argv = ["", str(payload_fd), str(ready_w), "-1"]
+        _HARNESS["_main"](runtime=_RUNTIME, confine=lambda: _confine(header))
+        status = 0
+    except SystemExit as exc:
+        status = _exit_status(exc)
+    except BaseException:  # noqa: B036 - as python does: the traceback on stderr, exit status 1
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
+    for finish in (lambda: sys.modules["threading"]._shutdown() if "threading" in sys.modules else None,
+                   lambda: __import__("atexit")._run_exitfuncs(), sys.stdout.flush, sys.stderr.flush):  # fmt: skip
+        with contextlib.suppress(BaseException):  # the program may have broken them: its output, its problem
+            finish()
+    os._exit(status)
+
+
+def _serve(ctl):
+    """Fork a child per request; report each child's pid (with a pidfd) and its wait status on its socket."""
+    children = {}  # pid -> (status socket, pidfd)
+    while True:
+        # a short timeout: orphans adopted from the runs (no pidfd here) are reaped soon, so their uid's process
+        # count is free again before the uid serves another run
+        readable = select.select([ctl, *(pidfd for _, pidfd in children.values())], [], [], 0.05)[0]
+        if ctl in readable:
+            message, fds, _, _ = socket.recv_fds(ctl, 1 << 16, 8)
+            if not message:  # the trainer is gone (or retired this server): nothing of its runs may stay
+                for pid in children:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, 9)
+                for pid in children:  # waited for: none is left a zombie of whoever adopts it next
+                    with contextlib.suppress(OSError):
+                        os.waitpid(pid, 0)
+                return
+            elif len(fds) == 1:
+                pid = os.fork()
+                if pid == 0:
+                    _child(fds[0])
+                pidfd = os.pidfd_open(pid)
+                status_sock = socket.socket(fileno=fds[0])
+                children[pid] = (status_sock, pidfd)
+                with contextlib.suppress(OSError):  # the trainer gave up on it: the child exits on its own
+                    socket.send_fds(status_sock, [str(pid).encode()], [pidfd])
+            else:
+                for fd in fds:
+                    os.close(fd)
+        while True:  # direct children and orphans adopted as a subreaper alike
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            if pid in children:
+                status_sock, pidfd = children.pop(pid)
+                with contextlib.suppress(OSError):
+                    status_sock.send(b"s" + str(status).encode())
+                status_sock.close()
+                os.close(pidfd)
+
+
+def _main():
+    ctl = socket.socket(fileno=_CONFIG["ctl_fd"])
+    _check(_libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")
+    if _CONFIG["confine_self"]:  # landlock backend: the server's own domain; each run's domain nests in it
+        _landlock(_CONFIG["scratch_root"])
+    ctl.send(b"up")
+    _serve(ctl)
+
+
+if __name__ == "__main__":
+    _main()

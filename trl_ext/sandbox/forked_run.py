@@ -1,0 +1,158 @@
+"""One run through a fork server (``forkserver.py``): the trainer's duties around a forked child are those of a
+per-run launch (``base.Backend.launch``): a uid from the pool (root), a fresh scratch directory bounded by
+``ScratchWatch``, a memory cgroup the child is moved into before it starts (where one can be had, else the watcher
+sums the run's memory), the wall and output limits of ``_process.execute``, and, after the run, every process of it
+killed (its cgroup, else its session) and the scratch removed. A server that dies during a run gives one retry on a
+fresh server, then ``infra_error``: never a failed program."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import tempfile
+
+from trl_ext.sandbox import _process, forkserver, memory
+from trl_ext.sandbox._process import Progress, RunResult, execute, memfd_with
+from trl_ext.sandbox.base import Backend, Run
+from trl_ext.sandbox.limits import UIDS, Limits
+from trl_ext.sandbox.reaper import kill_session, reap_run
+from trl_ext.sandbox.scratch import ScratchWatch, remove_scratch
+
+_ATTEMPTS = 2
+
+
+def launch(backend: Backend, payload: dict, stdin: bytes, limits: Limits, progress: Progress | None) -> RunResult:
+    """``backend.launch`` through its fork server (``backend.fork_server_command`` tells how to start one)."""
+    for _ in range(_ATTEMPTS):
+        try:
+            key = (backend.name, getattr(backend, "bwrap", None))  # a backend of another binary: another server
+            server = forkserver.acquire(key, limits.site_packages, backend.fork_server_command)
+        except (forkserver.ServerLost, OSError) as exc:
+            return RunResult("infra_error", "", f"could not start the sandbox's fork server: {exc}", None, 0.0)
+        result = None
+        try:
+            result = _run_once(backend, server, payload, stdin, limits, progress)
+        except forkserver.ServerLost:
+            result = None
+        finally:
+            forkserver.release(server, lost=result is None)
+        if result is not None:
+            return result
+    return RunResult("infra_error", "", "the sandbox's fork server died during the run", None, 0.0)
+
+
+def _scratch(server: forkserver.ForkServer, uid: int | None) -> str:
+    """A fresh scratch directory under the server's. Raises ``ServerLost`` (a fresh server, then infra_error)
+    where it cannot be made: a run of the trainer's own uid (landlock as non-root) may have changed the
+    directory's mode (Landlock does not govern chmod), which is set back first."""
+    try:
+        os.chmod(server.root, 0o711)
+        scratch = tempfile.mkdtemp(prefix="run-", dir=server.root)
+        if uid is not None:
+            os.chown(scratch, uid, uid)
+    except OSError as exc:
+        raise forkserver.ServerLost(f"could not make the run's scratch directory: {exc}") from exc
+    return scratch
+
+
+def _run_once(
+    backend: Backend, server: forkserver.ForkServer, payload: dict, stdin: bytes, limits: Limits, progress
+) -> RunResult | None:
+    """The run's result, or None when the server was lost before it reported the run's end."""
+    spare = server.take()  # raises ServerLost
+    cgroup = spare.cgroup
+    uid = UIDS.acquire() if os.geteuid() == 0 else None
+    scratch = _scratch(server, uid)
+    pid_r, pid_w = os.pipe()
+    os.set_blocking(pid_r, False)
+    watch = ScratchWatch(
+        pid_r,
+        scratch,
+        limits.scratch_mb << 20,
+        None if cgroup is not None else memory.total_bytes(limits),  # no cgroup: the watcher sums the run
+        pids=functools.partial(memory.procs, cgroup) if cgroup is not None else None,
+    )
+    ready_r, ready_w = os.pipe()
+    os.set_blocking(ready_r, False)
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    child, owned = None, {ready_r, pid_w, out_w, err_w, out_r, err_r}
+    body = {key: value for key, value in payload.items() if key != "runtime"}  # the server loaded it once
+    body.update(uid=-1 if uid is None else uid, limits=backend.rlimits(limits, Run(uid=uid or -1, scratch=scratch)))
+    header = {
+        "uid": uid,
+        "keep_read_search": server.keep_read_search,
+        "scratch": scratch,
+        "seccomp": "1" if cgroup is not None else "0",  # socketpair only where a cgroup bounds the run
+    }
+
+    def spawn(stdin_fd: int) -> forkserver.Child:
+        nonlocal child
+        try:
+            child = server.start(spare, header, [stdin_fd, out_w, err_w, ready_w, payload_fd], (out_r, err_r))
+            owned.difference_update((out_r, err_r))  # closed with the child's stdout and stderr
+        finally:
+            for fd in (out_w, err_w):  # only the child writes them: end of file when it is done
+                owned.discard(fd)
+                os.close(fd)
+        os.write(pid_w, str(child.pid).encode())
+        return child
+
+    got = returncode = failed = None
+    wall = 0.0
+    try:
+        if cgroup is not None:
+            memory.set_limit(cgroup, limits)
+        payload_fd = memfd_with(json.dumps(body).encode(), "sandbox-payload")
+        got, returncode, wall = execute(
+            [], env={}, stdin=stdin, limits=limits, pass_fds=(ready_w, payload_fd), ready_fd=ready_r,
+            progress=progress, spawn=spawn,
+        )  # fmt: skip
+    except forkserver.ServerLost:
+        got = None
+    except OSError as exc:  # the memory cgroup refused the run's bound
+        got, failed = None, RunResult("infra_error", "", f"could not set up the run: {exc}", None, 0.0)
+    finally:
+        sid = _finish(watch, owned, pid_r, child, spare)
+        oom = False
+        if cgroup is not None:
+            oom = memory.oom_killed(cgroup)
+            memory.release(cgroup)  # kills every process of the run: the cgroup holds them all
+        elif sid:
+            kill_session(sid)  # the run's session: seccomp refuses setsid, so none of its processes left it
+        if child is not None:  # where orphans come here (PID 1, a subreaper, a server that died): none is left
+            reap_run(child.pid, [child.pid])
+        remove_scratch(scratch)
+        if uid is not None:
+            UIDS.release(uid)
+    if failed is not None:
+        return failed
+    if got is None or child is None or child.lost:
+        return None
+    return _result(got, returncode, wall, watch, oom)
+
+
+def _finish(watch: ScratchWatch, owned: set[int], pid_r: int, child: forkserver.Child | None, spare) -> int:
+    for fd in owned:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    sid = watch.stop()
+    os.close(pid_r)
+    if child is not None:
+        child.close()
+    else:  # never started: it exits when its socket closes
+        spare.sock.close()
+        os.close(spare.pidfd)
+    return sid
+
+
+def _result(got, returncode: int | None, wall: float, watch: ScratchWatch, oom: bool) -> RunResult:
+    status = _process.classify(got, returncode)  # looked up at each call (tests replace it)
+    if watch.exceeded and status == "ok":
+        status = "runtime_error"  # past the scratch bound, measured from outside
+    if (oom or watch.oom) and status in ("runtime_error", "timeout"):
+        status = "memory"
+    decode = functools.partial(bytes.decode, encoding="utf-8", errors="replace")
+    return RunResult(status, decode(bytes(got.stdout)), decode(bytes(got.stderr)), returncode, wall)
