@@ -38,9 +38,11 @@ def test_no_directory_can_be_hidden_from_the_scratch_accounting():
 
 @EACH_BACKEND
 def test_scratch_is_capped():
-    code = "import os\nos.makedirs('a/b', exist_ok=True)\nfor i in range(6):\n"
+    # 300 MiB against scratch_mb=64: the watcher polls every 20 ms, so a loaded machine may let a burst past the cap
+    # before the kill (documented); a run that keeps writing is stopped long before it finishes, and never passes
+    code = "import os\nos.makedirs('a/b', exist_ok=True)\nfor i in range(20):\n"
     code += "    with open(f'a/b/{i}', 'wb') as f:\n        f.write(b'x' * (15 << 20))\nprint('WROTE ALL')"
-    result = run(code, limits=LIMITS)  # 90 MiB against scratch_mb=64
+    result = run(code, limits=LIMITS)
     assert "WROTE ALL" not in result.stdout and result.status != "ok"
 
 
