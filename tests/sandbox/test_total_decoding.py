@@ -251,3 +251,12 @@ def test_fuzzed_values_decode_totally_with_an_evaluations_memo():
     assert decode({"nan": 3}) is not decode({"nan": 3})
     first = decode({"o": [7, [0]]}, 0, memo)
     assert decode({"o": [7, [0, 1]]}, 0, memo) is first and first == [0, 1]  # the same object, updated in place
+
+
+def test_stdio_integers_compare_exactly_without_int_limits():
+    long = "9" * 5000  # past int()'s 4,300-digit limit
+    for output in ("--5", "+-5", "-+5", long, "5" + long, "٥"):
+        assert compare_stdio(output, "5", 1e-6) is False
+    assert compare_stdio(long, long, 1e-6) is True
+    assert compare_stdio("0" + long + " -0 +7", long + " 0 7", 1e-6) is True
+    assert compare_stdio("-" + long, long, 1e-6) is False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -12,12 +13,22 @@ _SPACE = " \t\r\v\f"  # ASCII blanks only: str.split()/strip() also take \x1c-\x
 
 
 def _float_or_none(token: str) -> float | None:
-    if "_" in token:  # float() accepts "1_000": no number a program prints
+    if "_" in token or not token.isascii():  # float() accepts "1_000" and other scripts' digits: not a printed number
         return None
     try:
         return float(token)
     except ValueError:
         return None
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+\Z")
+
+
+def _integer_key(token: str) -> str:
+    """An ASCII integer token's exact value as text (sign, digits without leading zeros; -0 is 0): no ``int()``,
+    which refuses more than 4,300 digits."""
+    digits = token.lstrip("+-").lstrip("0")
+    return ("-" if token.startswith("-") and digits else "") + digits
 
 
 def _line_equal(actual: str, expected: str, float_tol: float | None) -> bool:
@@ -31,8 +42,8 @@ def _line_equal(actual: str, expected: str, float_tol: float | None) -> bool:
     for g, w in zip(got, want):
         if g == w:
             continue
-        if g.lstrip("+-").isdigit() and w.lstrip("+-").isdigit():  # two integers: exact, as Python compares them
-            if g.isascii() and w.isascii() and int(g) == int(w):
+        if _INTEGER.match(g) and _INTEGER.match(w):  # two integers: exact, as Python compares them
+            if _integer_key(g) == _integer_key(w):
                 continue
             return False
         gf, wf = _float_or_none(g), _float_or_none(w)
