@@ -68,3 +68,13 @@ def test_a_restated_value_still_counts_once():
     golds = ["0.5", r"5\text{ m}", "2, 3"]
     answers = [r"\boxed{\frac{1}{2}, 0.5}", r"\boxed{5\text{ m}, 500\text{ cm}}", r"\boxed{2, 3, \frac{6}{2}}"]
     assert REWARD(answers, solution=golds) == [1.0, -1.0, 1.0]
+
+
+def test_a_percent_sign_scales_only_its_number():
+    golds = ["1", "0.45", "1.21", "99.5"]
+    answers = [r"\boxed{2 \times 50\%}", r"\boxed{50\% - 5\%}", r"\boxed{(1 + 10\%)^2}", r"\boxed{100 - 50\%}"]
+    assert REWARD(answers, solution=golds) == [1.0, 1.0, 1.0, 1.0]
+
+
+def test_a_box_around_the_whole_answer_is_still_read():
+    assert REWARD([r"\boxed{\boxed{3}}", r"\boxed{\fbox{3}, 4}"], solution=["3", "3, 4"]) == [1.0, 1.0]
