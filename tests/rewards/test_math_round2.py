@@ -78,3 +78,8 @@ def test_a_percent_sign_scales_only_its_number():
 
 def test_a_box_around_the_whole_answer_is_still_read():
     assert REWARD([r"\boxed{\boxed{3}}", r"\boxed{\fbox{3}, 4}"], solution=["3", "3, 4"]) == [1.0, 1.0]
+
+
+def test_a_fraction_followed_by_a_percent_sign_is_a_percentage():
+    answers = [r"\boxed{\frac{25}{2}\%}", r"\boxed{\frac{100}{3}\%}", r"\boxed{1 - \frac{25}{2}\%}"]
+    assert REWARD(answers, solution=[r"12.5\%", r"33\frac{1}{3}\%", r"12.5\%"]) == [1.0, 1.0, -1.0]

@@ -299,7 +299,10 @@ _TRIG = re.compile(r"\\(?:arc)?(?:sin|cos|tan|cot|sec|csc)")
 _PRODUCT = re.compile(r"(?<![\w^_{.\\])(\d+)\s*(?=(?:\\left\s*)?\(\s*\\[dt]?frac)")
 _PERCENT_NUMBER = re.compile(r"(?<![\w.}])(\d*\.?\d+)\s*\\%")  # 50\% inside an expression: 50/100
 _WHOLE_BOX = re.compile(r"\s*\\(?:boxed|fbox)\s*\{(.*)\}\s*", re.DOTALL)
-_PERCENTAGE = re.compile(r"\s*([-+]?\s*\d*\.?\d+)\s*\\%\s*")  # 50\% (only a number followed by its sign)
+# 50\%, \frac{25}{2}\%, 33\frac{1}{3}\% (only a number followed by its sign)
+_PERCENTAGE = re.compile(
+    r"\s*([-+]?\s*(?=\d|\\[dt]?frac)(?:\d*\.?\d+)?\s*(?:\\[dt]?frac\s*\{\s*\d+\s*\}\s*\{\s*\d+\s*\})?)\s*\\%\s*"
+)
 # a percent sign left inside an expression, or a box inside the answer's box (math-verify grades the inner box)
 _UNREAD = re.compile(r"\\%|\\(?:boxed|fbox)(?![A-Za-z])")
 _COMMAND = re.compile(r"\\[A-Za-z]+")
