@@ -49,8 +49,14 @@ _QUALIFIERS = {  # hedges, and number or operation words (they change the value:
     "orders", "fifths", "sixths", "sevenths", "eighths", "ninths", "squares", "cubes", "roots", "powers",
     "percents", "zeros", "zeroes", "ones", "twos", "threes", "fours", "fives", "sixes", "sevens", "eights",
     "nines", "tens", "twelves", "twenties", "fifties", "factorials", "inverses", "reciprocals",
-    "negatives",
+    "negatives", "pairs", "couples", "decades", "centuries", "millennia", "myriads", "grands", "googols", "kilos",
+    "megas", "gigas", "basis", "permilles", "permille", "percentages", "doubles", "triples", "quadruples", "halfs",
 }  # fmt: skip
+# twelfths, sixteenths, twentieths, millionths: a fraction's denominator ("seconds" is a unit, checked first)
+_ORDINAL_PLURAL = re.compile(
+    r"[a-z]*(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|teenth|tieth"
+    r"|hundredth|thousandth|illionth|illiardth)s"
+)
 _DOLLAR = re.compile(r"\s*([-+]?)\s*\\\$\s*(.+?)\s*|\s*()(.+?)\s*\\\$\s*")  # \$5, 5 \$
 # a bare angle (90^\circ, 90°), or a temperature (30^\circ\text{C})
 _BARE_ANGLE = re.compile(
@@ -155,9 +161,9 @@ def split_unit(part: str) -> tuple[str, str | None]:
     if re.search(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+", "", head)) or not re.search(r"\d", head):
         return part, None
     wrapped, spaced, glued, power = match.groups()
-    words = re.findall(r"[A-Za-z]+", wrapped or spaced or glued)
+    words = re.findall(r"[A-Za-z]+|/", wrapped or spaced or glued)  # "m/s" is not "m s"
     function = re.match(r"(?:arc)?(?:sin|cos|tan|sec|csc|cot|log|ln|exp|sqrt)", "".join(words))  # 2sinx
-    unit = None if len(words) > 3 or (glued and function) else _unit(words)
+    unit = None if len(words) > 5 or (glued and function) else _unit(words)
     if unit is None:
         return part, None
     return head, unit + re.sub(r"[\s{}^]", "", power)
@@ -171,13 +177,15 @@ def _unit(words: list[str]) -> str | None:
         last = position == len(words) - 1
         if word.lower() in ("square", "sq", "cubic") and not last and not names:
             power = "3" if word.lower() == "cubic" else "2"
-        elif word.lower() == "per" and names and not last:
+        elif word.lower() in ("per", "/") and names and names[-1] != "/" and not last:
             names.append("/")
+        elif word == "/":
+            return None
         else:
             name = _unit_name(word)
             if name is None:
                 return None
-            names.append(name)
+            names.extend(("*", name) if names and names[-1] != "/" else (name,))  # "m s" is m*s, not m/s
     return "".join(names) + power if names else None
 
 
@@ -195,6 +203,8 @@ def _unit_name(word: str) -> str | None:
         return _UNIT_ALIASES.get(stem, _UNIT_ALIASES.get(word))
     if stem in _UNIT_NAMES or word in _SHORT_UNITS:
         return stem
+    if _ORDINAL_PLURAL.fullmatch(word):
+        return None  # "5 twelfths" is 5/12, not five things
     return stem if stem != word and len(word) >= 4 else None
 
 

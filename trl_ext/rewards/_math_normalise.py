@@ -114,9 +114,8 @@ def unwrap_text(text: str) -> str:
 
 def text_key(part: str) -> str:
     """The normalised string used for exact matching: text commands unwrapped, spacing commands, ``\\left``/
-    ``\\right``, whitespace (not between digits) and a final period removed, ``\\dfrac`` read as ``\\frac``,
-    lower case outside command names (``\\Gamma`` stays)."""
+    ``\\right``, whitespace (not between digits) and a final period removed, ``\\dfrac`` read as ``\\frac``.
+    Case is kept: ``mW`` is not ``MW``, ``a`` is not ``A`` (word answers are compared without case by the grader)."""
     key = unwrap_text(part).replace("{,}", ",").replace("{:}", ":")
     key = re.sub(r"\\[dt]frac", r"\\frac", _ESCAPED.sub(lambda m: m.group(0)[1], key))
-    key = _SPACING.sub("", _DIGIT_GAP.sub("\u2423", key)).rstrip(".")  # 1\,0\,0\,0 is not 1000
-    return re.sub(r"(\\[A-Za-z]+)|[A-Z]+", lambda m: m.group(1) or m.group(0).lower(), key)
+    return _SPACING.sub("", _DIGIT_GAP.sub("\u2423", key)).rstrip(".")  # 1\,0\,0\,0 is not 1000

@@ -108,17 +108,26 @@ class Grader:
         from sympy import FiniteSet
 
         word_or_option = self.answers.is_word_answer(text) or self.answers.option_letter(text, strict=gold)
-        value = self.answers.split_unit(self.answers.named_part(text)[1])[0].replace("\\%", "")
-        if word_or_option or _NOT_A_NUMBER.search(value) or not self._consistent(value, gold, timeout):
+        value = _unboxed(self.answers.split_unit(self.answers.named_part(text)[1])[0])
+        in_expression = "\\%" in value and not _PERCENTAGE.fullmatch(value)
+        if "\\%" in value:  # a percent sign applies to the number it follows: 100 - 50\% is 99.5
+            percent = _PERCENTAGE.fullmatch(value)
+            value = percent.group(1) if percent else _PERCENT_NUMBER.sub(r"\\frac{\1}{100}", value)
+        unread = _NOT_A_NUMBER.search(value) or _UNREAD.search(value)
+        if word_or_option or unread or not self._consistent(value, gold, timeout):
             return [Part(text, None, self.answers, gold)]  # compared as a string only
         fraction = self.answers.plain_fraction(value)
         if fraction is not None:  # parsed only if compared with a part that is not a plain fraction
             parse = partial(self._parse, "\\boxed{" + value + "}", self.boxed, timeout)
-            return [Part(text, None, self.answers, gold, fraction, parse)]
+            part = Part(text, None, self.answers, gold, fraction, parse)
+            part.percent = part.percent and not in_expression
+            return [part]
         expr = self._parse("\\boxed{" + _PRODUCT.sub(r"\1 \\cdot ", value) + "}", self.boxed, timeout)
         if isinstance(expr, FiniteSet) and 1 < len(expr.args) <= self.answers.MAX_PARTS:
             return [Part(None, element, self.answers, gold) for element in expr.args]
-        return [Part(text, expr, self.answers, gold)]
+        part = Part(text, expr, self.answers, gold)
+        part.percent = part.percent and not in_expression  # its percent signs are read: the value is no percentage
+        return [part]
 
     def _consistent(self, value: str, gold: bool, timeout: int) -> bool:
         """False for an answer that chains values that differ (``x = 4 = 3``, ``3 \\approx 4``): math-verify
@@ -158,7 +167,8 @@ class Grader:
     def same(self, gold: Part, answer: Part, timeout: int) -> bool:
         if gold.option is not None:
             return answer.option == gold.option
-        if gold.key is not None and gold.key == answer.key:
+        folded = (gold.word or answer.word) and _folded(gold, answer)
+        if gold.key is not None and (gold.key == answer.key or folded):
             return True  # the same answer written the same way (normalised), parsed or not
         if gold.time is not None or (answer.time is not None and ":" not in (gold.key or "")):
             return gold.time == answer.time  # 20:34 = 20:34:00 = 8:34 P.M.; 2:30 is no ratio 1/15 unless the gold is
@@ -168,6 +178,8 @@ class Grader:
             return False  # another unit; radians for a plain number
         if gold.brackets and answer.brackets and gold.brackets != answer.brackets:
             return False
+        if _case_clash(gold.key, answer.key):
+            return False  # mW is not MW, Gb is not GB (math-verify lower-cases \\text: both would read as mw)
         if answer.percent and not gold.percent:  # 50% is 1/2 (and 10% is not 10)
             whole = answer
             answer = Part(None, None, None, False, _scaled(whole.fraction), lambda: _scaled(whole.expr))
@@ -238,6 +250,12 @@ class Grader:
         elements = expr.args if isinstance(expr, FiniteSet) else (expr,)  # "$2$ and $3$"
         return [Part(None, element, self.answers, False) for element in elements]
 
+    def _restates(self, first: Part, part: Part, timeout: int) -> bool:
+        """True when ``part`` is ``first`` written again: the same value, with the same unit and percent sign (``50\\%, 50`` and ``5, 5\\text{ cm}`` are two answers, not one said twice)."""
+        if first.unit != part.unit or first.percent != part.percent:
+            return False
+        return self.same(first, part, timeout)
+
     def match(self, gold: list, answer: list, ordered: bool, timeout: int) -> bool:
         """All gold parts answered, each by its own answer part, nothing more (in order when ``ordered`` and the
         answer gives bare values)."""
@@ -247,7 +265,7 @@ class Grader:
             kept = []
             for part in answer:  # a part written twice alike (2, 2) is two parts, but for a one-part gold
                 restated = [other for other in kept if len(gold) == 1 or part.key != other.key]
-                if not any(self.same(other, part, timeout) for other in restated):
+                if not any(self._restates(other, part, timeout) for other in restated):
                     kept.append(part)
             answer = kept
         if len(answer) != len(gold):
@@ -279,6 +297,15 @@ _ANGLE_IN_RADIANS = re.compile(r"\\left\(\\frac\{[\d.]+\\pi\}\{180\}\\right\)") 
 _TRIG = re.compile(r"\\(?:arc)?(?:sin|cos|tan|cot|sec|csc)")
 # 2(\frac{1}{2}) is 1 (math-verify reads 2 1/2); not an exponent's or index's digit: \tan^2(y)
 _PRODUCT = re.compile(r"(?<![\w^_{.\\])(\d+)\s*(?=(?:\\left\s*)?\(\s*\\[dt]?frac)")
+_PERCENT_NUMBER = re.compile(r"(?<![\w.}])(\d*\.?\d+)\s*\\%")  # 50\% inside an expression: 50/100
+_WHOLE_BOX = re.compile(r"\s*\\(?:boxed|fbox)\s*\{(.*)\}\s*", re.DOTALL)
+# 50\%, \frac{25}{2}\%, 33\frac{1}{3}\% (only a number followed by its sign)
+_PERCENTAGE = re.compile(
+    r"\s*([-+]?\s*(?=\d|\\[dt]?frac)(?:\d*\.?\d+)?\s*(?:\\[dt]?frac\s*\{\s*\d+\s*\}\s*\{\s*\d+\s*\})?)\s*\\%\s*"
+)
+# a percent sign left inside an expression, or a box inside the answer's box (math-verify grades the inner box)
+_UNREAD = re.compile(r"\\%|\\(?:boxed|fbox)(?![A-Za-z])")
+_COMMAND = re.compile(r"\\[A-Za-z]+")
 _CHAIN = re.compile(r"(?<![<>!\\:])=(?!=)|\\approx(?![A-Za-z])")  # sides of x = 4 = 3, 3 \approx 4
 
 
@@ -300,6 +327,36 @@ def _whole_answer(region: str, text: str) -> bool:
     anchors = list(_ANSWER_WORD.finditer(region))
     sentence = region[anchors[-1].end() :] if anchors else region[-300:]
     return not _HEDGE.search(re.split(r"\.\s|\n", sentence[:300], maxsplit=1)[0])
+
+
+def _unboxed(value: str) -> str:
+    """``value`` without boxes around all of it (``\\boxed{\\boxed{3}}`` is 3); a box inside stays (no number)."""
+    while (whole := _WHOLE_BOX.fullmatch(value)) and _balanced(whole.group(1)):
+        value = whole.group(1)
+    return value
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for brace in re.findall(r"(?<!\\)[{}]", text):
+        depth += 1 if brace == "{" else -1
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _case_clash(gold: str | None, answer: str | None) -> bool:
+    """Whether two keys use the same letters (outside command names) but in another case."""
+    if gold is None or answer is None:
+        return False
+    letters = [re.findall(r"[A-Za-z]", _COMMAND.sub("", key)) for key in (gold, answer)]
+    folded = [sorted(char.lower() for char in chars) for chars in letters]
+    return sorted(letters[0]) != sorted(letters[1]) and folded[0] == folded[1]
+
+
+def _folded(gold: Part, answer: Part) -> bool:
+    """Whether a word answer and another answer are the same words but for case (``No``, ``no``)."""
+    return gold.key is not None and answer.key is not None and gold.key.lower() == answer.key.lower()
 
 
 def _scaled(value):
