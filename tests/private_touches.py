@@ -167,10 +167,13 @@ def own_private_names(third_party: set[str]) -> set[str]:
     return names & third_party
 
 
-def attribute_touches(third_party: set[str], own: set[str]) -> list[tuple[str, int, str]]:
-    """(module, line, name): a read or write of a TRL/transformers private attribute."""
+def attribute_touches(
+    third_party: set[str], own: set[str], paths: dict[str, Path] | None = None
+) -> list[tuple[str, int, str]]:
+    """(module, line, name): a read or write of a TRL/transformers private attribute (in trl_ext's modules, or in
+    ``paths``)."""
     found = []
-    for module, path in modules().items():
+    for module, path in (paths or modules()).items():
         for node in ast.walk(ast.parse(path.read_text())):
             name = None
             if isinstance(node, ast.Attribute):

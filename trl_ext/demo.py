@@ -85,12 +85,12 @@ def run_demo(
     trainer = trainer_cls(model=str(policy_path), reward_funcs=[task_reward(recipe)], args=args,
                           train_dataset=arithmetic_prompts(repeats=64))  # fmt: skip
     start = measure(trainer.model, trainer.processing_class, seed)
-    print(f"[trl-ext demo] {trainer._name}: sampled accuracy before training {start:.3f}", flush=True)
+    print(f"[trl-ext demo] {trainer.recipe_card.name}: sampled accuracy before training {start:.3f}", flush=True)
     trainer.train()
     end = measure(trainer.model, trainer.processing_class, seed)
     trainer.save_model(str(output))
     trainer.processing_class.save_pretrained(output)
     write_model_card(trainer, dataset_name="trl_ext/arithmetic (built in)")
-    print(f"[trl-ext demo] {trainer._name}: sampled accuracy {start:.3f} -> {end:.3f} (+{end - start:.3f}); "
+    print(f"[trl-ext demo] {trainer.recipe_card.name}: sampled accuracy {start:.3f} -> {end:.3f} (+{end - start:.3f}); "
           f"model, tokenizer, card and plot in {output.resolve()}", flush=True)  # fmt: skip
     return {"start_reward": start, "end_reward": end}

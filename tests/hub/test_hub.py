@@ -16,12 +16,15 @@ from trl_ext.hub import (
     push_folder,
     write_model_card,
 )
+from trl_ext.trainers.papers import RecipeCard
 
 
 class CardedGRPOTrainer(ModelCardMixin, trl.GRPOTrainer):
-    _name = "DAPO"
-    _paper = {"title": "DAPO", "id": "2503.14476", "citation": "@article{yu2025dapo, title={DAPO}}"}
-    _tag_names = ["trl", "dapo"]
+    recipe_card = RecipeCard(
+        name="DAPO",
+        tags=("trl", "dapo"),
+        paper={"title": "DAPO", "id": "2503.14476", "citation": "@article{yu2025dapo, title={DAPO}}"},
+    )
 
 
 @pytest.fixture(scope="module")

@@ -118,7 +118,8 @@ def test_training_with_a_margin_column_runs_and_keeps_pairwise_data_working(tiny
 
 def test_dpo_trl_hooks_still_exist():
     assert check_trl_hooks(TRLDPOTrainer, DPO_HOOKS) == []
-    assert DPOTrainer._name and DPOTrainer._paper["id"] == "2305.18290" and "trl-ext" in DPOTrainer._tag_names
+    card = DPOTrainer.recipe_card
+    assert card.name == "DPO" and card.paper["id"] == "2305.18290" and "trl-ext" in card.tags
 
 
 def test_plain_trl_config_works_with_resets_off(tiny_policy_path, tmp_path):

@@ -47,10 +47,11 @@ def test_recipe_defaults_follow_the_papers(recipe, tmp_path):
     for name, value in EXPECTED[recipe].items():
         assert getattr(args, name) == value, name
     assert trainer_cls.config_class is config_cls
-    assert set(trainer_cls._paper) == {"title", "id", "citation"}
-    assert trainer_cls._paper["id"] in trainer_cls._paper["citation"]
-    assert trainer_cls._paper["citation"].lstrip().startswith("@")
-    assert "trl-ext" in trainer_cls._tag_names and trainer_cls._name
+    card = trainer_cls.recipe_card
+    assert set(card.paper) == {"title", "id", "citation"}
+    assert card.paper["id"] in card.paper["citation"]
+    assert card.paper["citation"].lstrip().startswith("@")
+    assert "trl-ext" in card.tags and card.name
     assert "TRL" in config_cls.__doc__  # says how it differs from TRL's nearest option
 
 

@@ -43,5 +43,5 @@ def test_paper_recipes_share_the_paper_base_and_document_every_field_they_set(re
     assert own and not own & {"lr_scheduler_type", "vllm_importance_sampling_correction"}  # set once, in the base
     for field in dataclasses.fields(config_cls):
         assert field.metadata.get("help"), field.name
-    assert trainer_cls._paper["id"] in trainer_cls._paper["citation"]
+    assert trainer_cls.recipe_card.paper["id"] in trainer_cls.recipe_card.paper["citation"]
     assert {f.name for f in dataclasses.fields(GRPOConfig)} == {f.name for f in dataclasses.fields(config_cls)}

@@ -121,7 +121,8 @@ def test_unsupported_setups_raise_a_clear_error():
 def test_trl_hooks_the_trainer_relies_on_are_unchanged():
     assert check_trl_hooks(PPOTrainer, PPO_TRL_HOOKS) == []
     assert check_trl_hooks(trl.GRPOTrainer, PPO_TRL_HOOKS) == []
-    assert PPOTrainer._name == "PPO" and PPOTrainer._paper["id"] == "1707.06347" and "ppo" in PPOTrainer._tag_names
+    card = PPOTrainer.recipe_card
+    assert card.name == "PPO" and card.paper["id"] == "1707.06347" and "ppo" in card.tags
 
 
 def recompute_rollout(rollout, kl_coef=0.02):

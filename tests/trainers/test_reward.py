@@ -194,6 +194,6 @@ def test_saved_rm_is_a_grpo_family_reward_function(trained_rm, tiny_policy_path,
 
 def test_reward_trl_hooks_still_exist():
     assert check_trl_hooks(TRLRewardTrainer, REWARD_HOOKS) == []
-    assert RewardTrainer._paper["id"] == "2203.02155" and "trl-ext" in RewardTrainer._tag_names
+    assert RewardTrainer.recipe_card.paper["id"] == "2203.02155" and "trl-ext" in RewardTrainer.recipe_card.tags
     for name in ("listwise_pair_weighting", "listwise_margin_scale"):
         assert RewardConfig.__dataclass_fields__[name].metadata["help"]

@@ -7,6 +7,8 @@ import pytest
 import transformers
 import trl
 
+import trl_ext
+from trl_ext.hub import ModelCardMixin
 from trl_ext.trainers._trl_checkpoint import CheckpointHooksMixin, checkpoint_dir
 from trl_ext.trainers._trl_dpo import DPO_ATTRIBUTES, DPO_HOOKS, DPOHookMixin
 from trl_ext.trainers._trl_hooks import GRPO_HOOKS, TRAINER_PUSH_HOOKS, check_trl_hooks
@@ -140,12 +142,27 @@ def test_grpo_metrics_layout():
 
 
 @pytest.mark.parametrize("trainer_cls", [trl.GRPOTrainer, trl.DPOTrainer, trl.RewardTrainer])
-def test_trl_model_card_attributes_are_what_trl_ext_sets_and_reads(trainer_cls):
-    """trl_ext's trainers name themselves with TRL's class attributes (_tag_names, _name, _paper) and its card reads
-    them: TRL tags the model with _tag_names when it builds the trainer, and reads _paper as a dict of title, id and
-    citation (trl_ext's card reads the same keys)."""
+def test_trl_tags_the_model_with_the_tag_names_trl_ext_hands_it(trainer_cls):
+    """RecipeTagsMixin gives TRL recipe_card.tags as _tag_names: TRL reads it on the instance when it builds the
+    trainer and tags the model with it (the behaviour: test_trl_ext_trainers_tag_their_models)."""
     assert "self.model.add_model_tags(self._tag_names)" in _source(trainer_cls.__init__)
-    assert isinstance(trainer_cls._tag_names, list) and isinstance(trainer_cls._name, str)
-    assert isinstance(trainer_cls._paper, dict)
+    assert isinstance(trainer_cls._tag_names, list)  # a class attribute: a property earlier in the MRO shadows it
+
+
+def test_trl_reads_name_and_paper_only_in_the_card_trl_ext_replaces():
+    """TRL's _name and _paper are read by its create_model_card, which ModelCardMixin replaces: trl_ext sets neither."""
     card = _source(trl.trainer.base_trainer._BaseTrainer.create_model_card)
-    assert "self._name" in card and all(f'self._paper.get("{key}")' in card for key in ("title", "id", "citation"))
+    assert "self._name" in card and "self._paper" in card
+    assert ModelCardMixin.create_model_card is not trl.trainer.base_trainer._BaseTrainer.create_model_card
+    for trainer_cls in (trl_ext.GRPOTrainer, trl_ext.DPOTrainer, trl_ext.RewardTrainer, trl_ext.PPOTrainer):
+        assert trainer_cls.create_model_card is ModelCardMixin.create_model_card
+
+
+def test_trl_ext_trainers_tag_their_models(tmp_path, tiny_policy_path):
+    from tests.scripts.grpo_family import scores_dataset, scripted_reward, tiny_args
+
+    args = tiny_args(trl_ext.DAPOConfig, str(tmp_path))
+    trainer = trl_ext.DAPOTrainer(
+        model=tiny_policy_path, reward_funcs=scripted_reward, args=args, train_dataset=scores_dataset(8)
+    )
+    assert {"trl-ext", "dapo"} <= set(trainer.model.model_tags)

@@ -137,13 +137,14 @@ def card_context(
     args = trainer.args
     base_model, base_text = _base_model(get_config_model_id(trainer.model.config))
     datasets = _dataset_names(trainer, dataset_name)
-    paper = getattr(trainer, "_paper", {}) or {}
+    recipe = getattr(trainer, "recipe_card", None)  # trl_ext's trainers name themselves; any other: its class
+    paper = dict(getattr(recipe, "paper", {}) or {})
     reward_names = list(getattr(trainer, "reward_func_names", []) or [])
     bookkeeping = getattr(trainer, "reset_bookkeeping", None)
     model_name = model_name or Path(args.output_dir).name
     return {
         "model_name": model_name,
-        "recipe": getattr(trainer, "_name", type(trainer).__name__),
+        "recipe": getattr(recipe, "name", type(trainer).__name__),
         "paper_id": paper.get("id"),
         "citation": paper.get("citation"),
         "trl_citation": TRL_CITATION,
@@ -157,7 +158,7 @@ def card_context(
         "hyperparameters": changed_hyperparameters(args),
         "final_metrics": final_metrics(trainer.state.log_history),
         "reset_steps": list(bookkeeping.reset_steps) if bookkeeping else [],
-        "tags": sorted(set(getattr(trainer, "_tag_names", [])) | {"trl", "trl_ext"} | set(_as_list(tags))),
+        "tags": sorted(set(getattr(recipe, "tags", ())) | {"trl", "trl_ext"} | set(_as_list(tags))),
         "versions": versions(),
     }
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from trl_ext.rewards.math import MathAccuracy
 from trl_ext.trainers.grpo import GRPOTrainer, PaperGRPOConfig
-from trl_ext.trainers.papers import paper, paper_default
+from trl_ext.trainers.papers import RecipeCard, paper, paper_default
 
 #: DAPO's rule-based reward (§2.4, Eq. 6): +1 for a correct answer, −1 otherwise.
 dapo_math_accuracy = MathAccuracy(correct_value=1.0, wrong_value=-1.0)
@@ -66,9 +66,11 @@ class DAPOTrainer(GRPOTrainer):
     """DAPO: Decoupled Clip and Dynamic sAmpling Policy Optimization (arXiv 2503.14476); see :class:`DAPOConfig`."""
 
     config_class = DAPOConfig
-    _tag_names = ["trl", "trl-ext", "dapo"]
-    _name = "DAPO"
-    _paper = paper(
-        "DAPO: An Open-Source LLM Reinforcement Learning System at Scale", "2503.14476", "yu2025dapo",
-        "Qiying Yu and Zheng Zhang and Ruofei Zhu and Yufeng Yuan and Xiaochen Zuo and Yu Yue and others", 2025,
+    recipe_card = RecipeCard(
+        name="DAPO",
+        tags=("trl", "trl-ext", "dapo"),
+        paper=paper(
+            "DAPO: An Open-Source LLM Reinforcement Learning System at Scale", "2503.14476", "yu2025dapo",
+            "Qiying Yu and Zheng Zhang and Ruofei Zhu and Yufeng Yuan and Xiaochen Zuo and Yu Yue and others", 2025,
+        ),
     )  # fmt: skip

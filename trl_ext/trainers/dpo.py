@@ -20,10 +20,12 @@ from trl_ext.data.collators import FloatColumnCollator
 from trl_ext.hub import ModelCardMixin
 from trl_ext.models import resolve_model
 from trl_ext.resets import ReferenceResetArguments, ReferenceResetMixin
+from trl_ext.trainers._trl_card import RecipeTagsMixin
 from trl_ext.trainers._trl_checkpoint import CheckpointHooksMixin
 from trl_ext.trainers._trl_dpo import DPO_ATTRIBUTES, DPO_HOOKS, DPOHookMixin  # noqa: F401  (DPO_ATTRIBUTES: old home)
 from trl_ext.trainers._trl_hooks import CompleteCheckpointPushMixin, require_trl_hooks
 from trl_ext.trainers.configs import resolve_config
+from trl_ext.trainers.papers import RecipeCard, paper
 
 # A margin needs a loss of β·Δ alone; "sft" ignores the reference, so the shift does not touch it.
 MARGIN_COMPATIBLE_LOSS_TYPES = (*MARGIN_LOSS_TYPES, "sft")
@@ -56,7 +58,13 @@ class DPOConfig(ReferenceResetArguments, TRLDPOConfig):
 
 
 class DPOTrainer(
-    ModelCardMixin, CompleteCheckpointPushMixin, ReferenceResetMixin, CheckpointHooksMixin, DPOHookMixin, TRLDPOTrainer
+    ModelCardMixin,
+    CompleteCheckpointPushMixin,
+    ReferenceResetMixin,
+    CheckpointHooksMixin,
+    DPOHookMixin,
+    RecipeTagsMixin,
+    TRLDPOTrainer,
 ):
     """TRL's DPOTrainer plus an optional per-pair ``margin`` column (see the module docstring) and ProRL reference
     resets (see [`DPOConfig`]). A plain ``trl.DPOConfig`` works too, with resets off.
@@ -66,9 +74,20 @@ class DPOTrainer(
     """
 
     config_class = DPOConfig
-    _tag_names = ["trl", "trl-ext", "dpo"]
-    _name = "DPO"
-    _paper = TRLDPOTrainer._paper
+    recipe_card = RecipeCard(
+        name="DPO",
+        tags=("trl", "trl-ext", "dpo"),
+        paper=paper(
+            "Direct Preference Optimization: Your Language Model is Secretly a Reward Model",
+            "2305.18290",
+            "rafailov2023direct",
+            "Rafael Rafailov and Archit Sharma and Eric Mitchell and Christopher D. Manning and "
+            "Stefano Ermon and Chelsea Finn",
+            2023,
+            entry="inproceedings",
+            booktitle="Advances in Neural Information Processing Systems 36 (NeurIPS 2023)",
+        ),
+    )
 
     def __init__(
         self,

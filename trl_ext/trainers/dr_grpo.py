@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trl_ext.trainers.grpo import GRPOTrainer, PaperGRPOConfig
-from trl_ext.trainers.papers import paper, paper_default
+from trl_ext.trainers.papers import RecipeCard, paper, paper_default
 
 
 @dataclass
@@ -42,10 +42,12 @@ class DrGRPOTrainer(GRPOTrainer):
     """Dr. GRPO: GRPO Done Right (arXiv 2503.20783); see :class:`DrGRPOConfig`."""
 
     config_class = DrGRPOConfig
-    _tag_names = ["trl", "trl-ext", "dr-grpo"]
-    _name = "Dr. GRPO"
-    _paper = paper(
-        "Understanding R1-Zero-Like Training: A Critical Perspective", "2503.20783", "liu2025understanding",
-        "Zichen Liu and Changyu Chen and Wenjun Li and Penghui Qi and Tianyu Pang and Chao Du and Wee Sun Lee and "
-        "Min Lin", 2025,
+    recipe_card = RecipeCard(
+        name="Dr. GRPO",
+        tags=("trl", "trl-ext", "dr-grpo"),
+        paper=paper(
+            "Understanding R1-Zero-Like Training: A Critical Perspective", "2503.20783", "liu2025understanding",
+            "Zichen Liu and Changyu Chen and Wenjun Li and Penghui Qi and Tianyu Pang and Chao Du and Wee Sun Lee and "
+            "Min Lin", 2025,
+        ),
     )  # fmt: skip

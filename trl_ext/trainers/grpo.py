@@ -21,6 +21,7 @@ from trl_ext.hub import ModelCardMixin
 from trl_ext.models import resolve_model
 from trl_ext.resets import ReferenceResetArguments, ReferenceResetMixin
 from trl_ext.rewards.length import OverlongPenalty
+from trl_ext.trainers._trl_card import RecipeTagsMixin
 from trl_ext.trainers._trl_checkpoint import CheckpointHooksMixin
 from trl_ext.trainers._trl_hooks import (
     CompleteCheckpointPushMixin,
@@ -34,7 +35,7 @@ from trl_ext.trainers.dynamic_sampling import (  # is_shaping_reward: its old im
     is_shaping_reward,  # noqa: F401
     is_trl_overlong,
 )
-from trl_ext.trainers.papers import paper_default
+from trl_ext.trainers.papers import RecipeCard, paper, paper_default
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -292,6 +293,7 @@ class GRPOTrainer(
     ReferenceResetMixin,
     CheckpointHooksMixin,
     GRPOHookMixin,
+    RecipeTagsMixin,
     trl.GRPOTrainer,
 ):
     """``trl.GRPOTrainer`` with trl_ext's extensions (see :class:`GRPOConfig`); the same arguments and, with the
@@ -303,7 +305,18 @@ class GRPOTrainer(
     which are then pooled: each rank trains on its share.
     """
 
-    _tag_names = ["trl", "grpo", "trl-ext"]
+    recipe_card = RecipeCard(
+        name="GRPO",
+        tags=("trl", "grpo", "trl-ext"),
+        paper=paper(
+            "DeepSeekMath: Pushing the Limits of Mathematical Reasoning in Open Language Models",
+            "2402.03300",
+            "shao2024deepseekmath",
+            "Zhihong Shao and Peiyi Wang and Qihao Zhu and Runxin Xu and Junxiao Song and Mingchuan "
+            "Zhang and Y. K. Li and Y. Wu and Daya Guo",
+            2024,
+        ),
+    )
     config_class = GRPOConfig
 
     def __init__(

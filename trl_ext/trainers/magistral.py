@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trl_ext.trainers.grpo import GRPOTrainer, PaperGRPOConfig
-from trl_ext.trainers.papers import paper, paper_default
+from trl_ext.trainers.papers import RecipeCard, paper, paper_default
 
 
 @dataclass
@@ -46,7 +46,9 @@ class MagistralTrainer(GRPOTrainer):
     """Magistral's GRPO variant (arXiv 2506.10910); see :class:`MagistralConfig`."""
 
     config_class = MagistralConfig
-    _tag_names = ["trl", "trl-ext", "magistral"]
-    _name = "Magistral"
-    _paper = paper("Magistral", "2506.10910", "mistral2025magistral",
-                   "{Mistral-AI} and Abhinav Rastogi and Albert Q. Jiang and others", 2025)  # fmt: skip
+    recipe_card = RecipeCard(
+        name="Magistral",
+        tags=("trl", "trl-ext", "magistral"),
+        paper=paper("Magistral", "2506.10910", "mistral2025magistral",
+                       "{Mistral-AI} and Abhinav Rastogi and Albert Q. Jiang and others", 2025),
+    )  # fmt: skip

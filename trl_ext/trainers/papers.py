@@ -3,7 +3,7 @@ trainer's paper with its BibTeX citation (``paper``), rendered in TRL's citation
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -30,3 +30,13 @@ def paper(
         fields["eprint"] = f"{{arXiv:{arxiv_id}}}"
     lines = [f"@{entry}{{{key},", *(f"    {name:<13}= {value}," for name, value in fields.items()), "}"]
     return {"title": title, "id": arxiv_id, "citation": "\n".join(lines)}
+
+
+@dataclass(frozen=True)
+class RecipeCard:
+    """How a trainer names itself: the recipe's name on its model card and in the logs, the Hub tags of the models it
+    trains, and its paper (``paper(...)``: title, arXiv id and BibTeX citation; empty for none)."""
+
+    name: str
+    tags: tuple[str, ...] = ()
+    paper: dict[str, str] = field(default_factory=dict)

@@ -37,7 +37,7 @@ from trl_ext.trainers.critic_training import (  # noqa: F401  (re-exported)
     CriticTrainingMixin,
 )
 from trl_ext.trainers.grpo import GRPOConfig, GRPOTrainer
-from trl_ext.trainers.papers import paper
+from trl_ext.trainers.papers import RecipeCard, paper
 
 require_trl_hooks(None, PPO_TRL_HOOKS)
 
@@ -246,11 +246,13 @@ class PPOTrainer(CriticTrainingMixin, PPOHookMixin, GRPOTrainer):
     """
 
     config_class = PPOConfig
-    _tag_names = ["trl", "trl-ext", "ppo"]
-    _name = "PPO"
-    _paper = paper(
-        "Proximal Policy Optimization Algorithms", "1707.06347", "schulman2017proximal",
-        "John Schulman and Filip Wolski and Prafulla Dhariwal and Alec Radford and Oleg Klimov", 2017,
+    recipe_card = RecipeCard(
+        name="PPO",
+        tags=("trl", "trl-ext", "ppo"),
+        paper=paper(
+            "Proximal Policy Optimization Algorithms", "1707.06347", "schulman2017proximal",
+            "John Schulman and Filip Wolski and Prafulla Dhariwal and Alec Radford and Oleg Klimov", 2017,
+        ),
     )  # fmt: skip
 
     def __init__(

@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 
 from trl_ext.trainers.grpo import GRPOTrainer, PaperGRPOConfig
-from trl_ext.trainers.papers import paper, paper_default
+from trl_ext.trainers.papers import RecipeCard, paper, paper_default
 
 logger = logging.getLogger(__name__)
 
@@ -49,13 +49,15 @@ class ProRLTrainer(GRPOTrainer):
     """Prolonged RL with reference resets (arXiv 2505.24864); see :class:`ProRLConfig` and ``reset_reference()``."""
 
     config_class = ProRLConfig
-    _tag_names = ["trl", "trl-ext", "prorl"]
-    _name = "ProRL"
-    _paper = paper(
-        "ProRL: Prolonged Reinforcement Learning Expands Reasoning Boundaries in Large Language Models", "2505.24864",
-        "liu2025prorl",
-        "Mingjie Liu and Shizhe Diao and Ximing Lu and Jian Hu and Xin Dong and Yejin Choi and Jan Kautz and Yi Dong",
-        2025,
+    recipe_card = RecipeCard(
+        name="ProRL",
+        tags=("trl", "trl-ext", "prorl"),
+        paper=paper(
+            "ProRL: Prolonged Reinforcement Learning Expands Reasoning Boundaries in Large Language Models", "2505.24864",
+            "liu2025prorl",
+            "Mingjie Liu and Shizhe Diao and Ximing Lu and Jian Hu and Xin Dong and Yejin Choi and Jan Kautz and Yi Dong",
+            2025,
+        ),
     )  # fmt: skip
 
     def __init__(self, *args, **kwargs):

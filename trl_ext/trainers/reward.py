@@ -20,10 +20,11 @@ from trl_ext.core.preference import bradley_terry_loss
 from trl_ext.data.collators import FloatColumnCollator
 from trl_ext.data.listwise import expand_listwise, is_listwise
 from trl_ext.hub import ModelCardMixin
+from trl_ext.trainers._trl_card import RecipeTagsMixin
 from trl_ext.trainers._trl_hooks import CompleteCheckpointPushMixin, require_trl_hooks
 from trl_ext.trainers._trl_reward import REWARD_HOOKS, RewardHookMixin
 from trl_ext.trainers.configs import resolve_config
-from trl_ext.trainers.papers import paper
+from trl_ext.trainers.papers import RecipeCard, paper
 
 WEIGHT_COLUMN = "weight"
 
@@ -64,20 +65,22 @@ class RewardConfig(TRLRewardConfig):
     )
 
 
-class RewardTrainer(ModelCardMixin, CompleteCheckpointPushMixin, RewardHookMixin, TRLRewardTrainer):
+class RewardTrainer(ModelCardMixin, CompleteCheckpointPushMixin, RewardHookMixin, RecipeTagsMixin, TRLRewardTrainer):
     """TRL's RewardTrainer that also accepts listwise data (see the module docstring); pairwise data is unchanged."""
 
     config_class = RewardConfig
-    _tag_names = ["trl", "trl-ext", "reward-trainer"]
-    _name = "Reward"
-    _paper = paper(
-        "Training language models to follow instructions with human feedback", "2203.02155", "ouyang2022training",
-        "Long Ouyang and Jeffrey Wu and Xu Jiang and Diogo Almeida and Carroll L. Wainwright and Pamela Mishkin and "
-        "Chong Zhang and Sandhini Agarwal and Katarina Slama and Alex Ray and John Schulman and Jacob Hilton and "
-        "Fraser Kelton and Luke Miller and Maddie Simens and Amanda Askell and Peter Welinder and Paul F. Christiano "
-        "and Jan Leike and Ryan Lowe", 2022, entry="inproceedings", eprint=False,
-        booktitle="Advances in Neural Information Processing Systems 35: Annual Conference on Neural Information "
-        "Processing Systems 2022, NeurIPS 2022",
+    recipe_card = RecipeCard(
+        name="Reward",
+        tags=("trl", "trl-ext", "reward-trainer"),
+        paper=paper(
+            "Training language models to follow instructions with human feedback", "2203.02155", "ouyang2022training",
+            "Long Ouyang and Jeffrey Wu and Xu Jiang and Diogo Almeida and Carroll L. Wainwright and Pamela Mishkin and "
+            "Chong Zhang and Sandhini Agarwal and Katarina Slama and Alex Ray and John Schulman and Jacob Hilton and "
+            "Fraser Kelton and Luke Miller and Maddie Simens and Amanda Askell and Peter Welinder and Paul F. Christiano "
+            "and Jan Leike and Ryan Lowe", 2022, entry="inproceedings", eprint=False,
+            booktitle="Advances in Neural Information Processing Systems 35: Annual Conference on Neural Information "
+            "Processing Systems 2022, NeurIPS 2022",
+        ),
     )  # fmt: skip
 
     def __init__(self, model: Any, args: TRLRewardConfig | None = None, *more: Any, **kwargs: Any):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trl_ext.trainers.grpo import GRPOTrainer, PaperGRPOConfig
-from trl_ext.trainers.papers import paper, paper_default
+from trl_ext.trainers.papers import RecipeCard, paper, paper_default
 
 
 @dataclass
@@ -34,14 +34,16 @@ class RLOOTrainer(GRPOTrainer):
     """REINFORCE Leave-One-Out on the GRPO stack (arXiv 2402.14740); see :class:`RLOOConfig`."""
 
     config_class = RLOOConfig
-    _tag_names = ["trl", "trl-ext", "rloo"]
-    _name = "RLOO"
-    _paper = paper(
-        "Back to Basics: Revisiting REINFORCE-Style Optimization for Learning from Human Feedback in LLMs",
-        "2402.14740", "ahmadian2024back",
-        "Arash Ahmadian and Chris Cremer and Matthias Gall{\\'{e}} and Marzieh Fadaee and Julia Kreutzer and Olivier "
-        'Pietquin and Ahmet {\\"{U}}st{\\"{u}}n and Sara Hooker', 2024, entry="inproceedings",
-        booktitle="Proceedings of the 62nd Annual Meeting of the Association for Computational Linguistics (Volume 1: "
-        "Long Papers), {ACL} 2024",
-        pages="12248--12267",
+    recipe_card = RecipeCard(
+        name="RLOO",
+        tags=("trl", "trl-ext", "rloo"),
+        paper=paper(
+            "Back to Basics: Revisiting REINFORCE-Style Optimization for Learning from Human Feedback in LLMs",
+            "2402.14740", "ahmadian2024back",
+            "Arash Ahmadian and Chris Cremer and Matthias Gall{\\'{e}} and Marzieh Fadaee and Julia Kreutzer and Olivier "
+            'Pietquin and Ahmet {\\"{U}}st{\\"{u}}n and Sara Hooker', 2024, entry="inproceedings",
+            booktitle="Proceedings of the 62nd Annual Meeting of the Association for Computational Linguistics (Volume 1: "
+            "Long Papers), {ACL} 2024",
+            pages="12248--12267",
+        ),
     )  # fmt: skip
