@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from trl_ext.sandbox.backends import BACKEND_ENV, URL_ENV
-from trl_ext.sandbox.limits import _UID_BASE, _UID_SLOTS, UIDS
+from trl_ext.sandbox.limits import _UID_SLOTS, UID_BASE_ENV, UIDS, choose_uid_base
 
 ISOLATED = tuple(os.environ.get("TRL_EXT_TEST_BACKENDS", "bwrap,landlock,remote").split(","))
 
@@ -30,6 +30,8 @@ def start_server(*args: str, timeout_s: float = 60.0) -> tuple[subprocess.Popen,
     """``trl-ext sandbox-serve`` on 127.0.0.1, any free port; returns the process and its URL."""
     cmd = [sys.executable, "-m", "trl_ext.cli", "sandbox-serve", "--host", "127.0.0.1", "--port", "0", *args]
     env = {k: v for k, v in os.environ.items() if k not in (BACKEND_ENV, URL_ENV)}  # the server runs locally
+    env[UID_BASE_ENV] = str(choose_uid_base())  # its sandbox uids, so that tests can tell its runs' processes
+    SERVER_UID_BASES.append(int(env[UID_BASE_ENV]))
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     deadline, seen = time.monotonic() + timeout_s, ""
     with selectors.DefaultSelector() as sel:
@@ -56,6 +58,7 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 
 SERVER_PIDS: list[int] = []
+SERVER_UID_BASES: list[int] = []
 EACH_BACKEND = pytest.mark.usefixtures("sandbox_backend")  # decorate a test: it runs once per isolated backend
 
 
@@ -83,7 +86,7 @@ def sandbox_backend(request, monkeypatch) -> str:
 
 
 def _uid_ranges() -> list[range]:
-    bases = [UIDS._base] + [_UID_BASE + (pid % 256) * _UID_SLOTS for pid in SERVER_PIDS]
+    bases = [UIDS._base, *SERVER_UID_BASES]
     return [range(base, base + _UID_SLOTS) for base in bases]
 
 

@@ -127,6 +127,38 @@ def test_idle_connections_cost_no_thread_and_do_not_delay_real_clients():
                 sock.close()
 
 
+def test_headers_longer_than_the_gate_buffer_get_431_and_never_a_thread():
+    """A header block that does not end within the gate's buffer is answered 431 by the gate: 100 clients each
+    sending 33 KiB of one unfinished header line hold no handler thread, and a real request is served at once."""
+    before = _threads_named("Thread-")
+    line = b"POST /run_code HTTP/1.1\r\nX-Long: " + b"a" * (33 << 10)
+    with serving(workers=1, queue=1, read_timeout_s=20.0) as url:
+        port = int(url.rsplit(":", 1)[1])
+        long_headers = [socket.create_connection(("127.0.0.1", port)) for _ in range(100)]
+        try:
+            for sock in long_headers:
+                sock.sendall(line)
+            time.sleep(0.5)
+            busy = _threads_named("Thread-") - before
+            started = time.monotonic()
+            status, reply = post(url, {"code": "print(3)", "language": "python"})
+            waited = time.monotonic() - started
+            answers = []
+            for sock in long_headers:
+                sock.settimeout(10)
+                try:
+                    answers.append(sock.recv(64).split(b" ")[1])
+                except (OSError, IndexError):
+                    answers.append(b"closed")
+            print(f"100 clients with 33 KiB headers: {busy} server threads; a real request waited {waited:.2f} s")
+            assert busy <= 1 and (status, reply["run_result"]["stdout"]) == (200, "3\n")
+            assert waited < 10  # far below the 20 s read timeout the long headers would hold a thread for
+            assert set(answers) <= {b"431", b"closed"} and answers.count(b"431") >= 90, answers
+        finally:
+            for sock in long_headers:
+                sock.close()
+
+
 def test_clients_that_stall_their_bodies_hold_at_most_the_bounded_threads():
     before = _threads_named("Thread-")
     with serving(workers=1, queue=1, read_timeout_s=2.0) as url:  # at most 1 + 1 + 32 handler threads

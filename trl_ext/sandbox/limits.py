@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import random
 import threading
+from pathlib import Path
 
 # The only variables a sandboxed program sees. Set on the sandbox launcher itself (not only inside it): a
 # variable cleared inside bubblewrap is still readable from the launcher's /proc/<pid>/environ.
@@ -20,8 +22,11 @@ SAFE_ENV: dict[str, str] = {
     "MKL_NUM_THREADS": "1",
 }
 
-_UID_BASE = 61000  # unprivileged uids used when trl_ext runs as root (RLIMIT_NPROC does not apply to root)
+# Unprivileged uids used when trl_ext runs as root (RLIMIT_NPROC does not apply to root): a block of _UID_SLOTS
+# from _UID_FIRST on, inside what this user namespace maps (a container's namespace often maps only 65536 uids).
+_UID_FIRST = 61000
 _UID_SLOTS = 64
+UID_BASE_ENV = "TRL_EXT_SANDBOX_UID_BASE"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,24 +80,83 @@ class Limits:
         }
 
 
+def _mapped_uid_ranges(uid_map: str = "/proc/self/uid_map") -> list[range]:
+    """The uids this user namespace maps (all of them where the map cannot be read)."""
+    try:
+        rows = [line.split() for line in Path(uid_map).read_text().splitlines()]
+        return [range(int(row[0]), int(row[0]) + int(row[2])) for row in rows if len(row) == 3]
+    except (OSError, ValueError):
+        return [range(0, 2**32 - 1)]
+
+
+def _uids_with_processes() -> set[int]:
+    """Real uids of the processes this pid namespace shows."""
+    owners = set()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                owners.add(int(Path(entry.path, "status").read_text().split("\nUid:")[1].split()[0]))
+            except (OSError, IndexError, ValueError):
+                continue
+    return owners
+
+
+def choose_uid_base(tries: int = 4096) -> int:
+    """A block of ``_UID_SLOTS`` uids for this process's runs: ``TRL_EXT_SANDBOX_UID_BASE`` if set, else a block
+    drawn at random from the mapped uids above ``_UID_FIRST``, avoiding blocks that visible processes already use.
+    Drawn, not derived from the pid: trainers that are each their container's pid 1 share one host's uids, and
+    RLIMIT_NPROC counts a uid's processes host-wide (give each a distinct base where ranges are small)."""
+    if os.environ.get(UID_BASE_ENV):
+        try:
+            base = int(os.environ[UID_BASE_ENV])
+        except ValueError:
+            base = -1
+        if not 1000 <= base <= 2**31 - _UID_SLOTS:
+            raise ValueError(f"{UID_BASE_ENV}={os.environ[UID_BASE_ENV]!r}: give an integer from 1000 to 2**31 - 64")
+        return base
+    blocks = [
+        range(max(mapped.start, _UID_FIRST), min(mapped.stop, 2**31) - _UID_SLOTS + 1, _UID_SLOTS)
+        for mapped in _mapped_uid_ranges()
+    ]
+    blocks = [block for block in blocks if len(block)]
+    if not blocks:
+        return _UID_FIRST
+    busy = _uids_with_processes()
+    draw = random.SystemRandom()
+    block = draw.choice(blocks)
+    start = draw.randrange(len(block))
+    for step in range(min(tries, len(block))):  # from a random block on, the first that no process uses
+        base = block[(start + step) % len(block)]
+        if not any(base <= uid < base + _UID_SLOTS for uid in busy):
+            return base
+    return block[start]
+
+
 class UidPool:
     """Hands out distinct unprivileged uids to concurrent runs, so one run's fork bomb cannot use up another's
-    RLIMIT_NPROC. Only used when running as root; the pid offset keeps separate trainer processes apart."""
+    RLIMIT_NPROC. Only used when running as root; each process draws its own block (``choose_uid_base``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._free = list(range(_UID_SLOTS - 1))  # the last slot is the shared overflow uid
         self._in_use: set[int] = set()
-        self._base = _UID_BASE + (os.getpid() % 256) * _UID_SLOTS
+        self._base_uid: int | None = None
+
+    @property
+    def _base(self) -> int:
+        if self._base_uid is None:  # drawn on first use: importing trl_ext reads no /proc
+            self._base_uid = choose_uid_base()
+        return self._base_uid
 
     def acquire(self) -> int:
         """A uid for one run; when more runs than slots are in flight, slots are shared."""
+        base = self._base
         with self._lock:
             if not self._free:
-                return self._base + _UID_SLOTS - 1
+                return base + _UID_SLOTS - 1
             slot = self._free.pop(0)  # FIFO: a released uid's killed processes have time to exit before reuse
             self._in_use.add(slot)
-        return self._base + slot
+        return base + slot
 
     def release(self, uid: int) -> None:
         slot = uid - self._base

@@ -2,7 +2,9 @@
 
 - A connection costs a thread only once its request line and headers have arrived: until then it waits in one
   selector thread (``_HeaderGate``), so clients that connect and send nothing, or trickle their headers, hold a
-  socket and at most ``_HEADER_BYTES`` of memory each, never a thread, and are dropped at their deadline.
+  socket and at most ``_HEADER_BYTES`` of memory each, never a thread, and are dropped at their deadline. Headers
+  that do not end within ``_HEADER_BYTES`` are answered 431 by that thread: an unfinished header block never
+  reaches a handler thread.
 - At most ``threads`` connections are served by threads at once; at most ``held_connections`` (1024, fewer under a
   low RLIMIT_NOFILE) are held in all. Beyond that the accept loop stops accepting and further clients wait in the
   kernel's listen backlog (``request_queue_size``), never reset.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import io
+import json
 import logging
 import resource
 import selectors
@@ -23,9 +26,21 @@ import threading
 import time
 from http.server import ThreadingHTTPServer
 
-_HEADER_BYTES = 32 << 10  # buffered per connection while its headers arrive; longer headers go to a thread as is
+_HEADER_BYTES = 32 << 10  # buffered per connection while its headers arrive; longer headers are answered 431
 _HELD = 1024  # connections held at once (waiting for headers, waiting for a thread, or served)
 _LOGGER = logging.getLogger("trl_ext.sandbox.server")
+
+
+def _answer(status: int, reason: str, detail: str) -> bytes:
+    """A complete HTTP answer with a JSON body, as the handler's errors have."""
+    body = json.dumps({"detail": detail}).encode()
+    head = f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+    return head.encode() + b"Connection: close\r\n\r\n" + body
+
+
+_HEADERS_TOO_LONG = _answer(
+    431, "Request Header Fields Too Large", f"the request line and headers must fit in {_HEADER_BYTES} bytes"
+)
 
 
 class DeadlineReader(io.RawIOBase):
@@ -134,10 +149,16 @@ class _HeaderGate:
         buffer = entry[1]
         buffer += data
         tail = buffer[max(0, len(buffer) - len(data) - 3) :]  # only where the end of the headers can newly be
-        if b"\n\r\n" in tail or b"\n\n" in tail or len(buffer) >= _HEADER_BYTES:
-            self._selector.unregister(sock)
-            del self._waiting[sock]
-            self._ready.append((sock, entry[0], bytes(buffer), entry[2]))
+        if b"\n\r\n" not in tail and b"\n\n" not in tail:
+            if len(buffer) >= _HEADER_BYTES:
+                with contextlib.suppress(OSError):  # best effort: the answer fits any socket buffer
+                    sock.send(_HEADERS_TOO_LONG)
+                    sock.recv(_HEADER_BYTES)  # what is already queued: closing on unread bytes would reset
+                self._drop(sock)
+            return
+        self._selector.unregister(sock)
+        del self._waiting[sock]
+        self._ready.append((sock, entry[0], bytes(buffer), entry[2]))
 
     def _drop(self, sock: socket.socket) -> None:
         if self._waiting.pop(sock, None) is not None:
