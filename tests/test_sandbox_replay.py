@@ -36,7 +36,7 @@ def _evaluate_with(test, fn, entry_point=None, prefix=None, rounds=5):
         task.update(calls=answer["calls"], results=[])  # the whole sequence, run again in order
         for _name, args, kwargs, want_args in answer["calls"]:
             made = []
-            call_args, call_kwargs = harness["_decode"](args, made), harness["_decode"](kwargs, made)
+            call_args, call_kwargs = harness["_decode_call"](args, kwargs, made)
             record, _ = harness["_call_record"](fn, call_args, call_kwargs, want_args, made)
             task["results"].append(json.loads(record))
     return answer, rounds
