@@ -162,15 +162,14 @@ def _factory(factory, depth):
     anew from its plain data on every missing key; null when there is none or its value is no plain data."""
     if factory in _FACTORIES:
         return '"' + factory.__name__ + '"'
-    seen = dict(_SEEN)  # the judge decodes the value alone, once per missing key: numbered on its own
-    _SEEN.clear()
+    global _SEEN
+    seen, _SEEN = _SEEN, {}  # the judge decodes the value alone, once per missing key: numbered on its own
     try:
         return "null" if factory is None else '{"v": ' + _encode(factory(), depth + 1) + "}"
     except BaseException:  # noqa: B036 - the program's factory failed: the dict keeps no factory
         return "null"
     finally:
-        _SEEN.clear()
-        _SEEN.update(seen)
+        _SEEN = seen
 
 
 def _value_base(kind):
