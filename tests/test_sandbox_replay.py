@@ -1,5 +1,6 @@
 """Record and replay of assert tests (trl_ext.sandbox.replay) and the plain-data boundary, end to end."""
 
+import collections
 import json
 import math
 import random
@@ -64,19 +65,20 @@ def _random_graph(rng: random.Random) -> list:
     def value(depth: int):
         if pool and rng.random() < 0.3:
             return rng.choice(pool)  # an alias of an object made before (maybe one still being filled: a cycle)
-        kind = rng.choice(["int", "list", "dict", "set", "tuple"] if depth < 4 else ["int"])
+        kind = rng.choice(["int", "list", "dict", "set", "tuple", "deque", "bytes"] if depth < 4 else ["int"])
         if kind == "int":
             return rng.randint(-3, 3)
-        if kind == "set":
+        if kind in ("set", "bytes"):
             made = {rng.randint(0, 9) for _ in range(rng.randint(0, 3))}
+            made = bytearray(made) if kind == "bytes" else made
         elif kind == "tuple":
             return tuple(value(depth + 1) for _ in range(rng.randint(0, 3)))
         else:
-            made = [] if kind == "list" else {}
+            made = [] if kind == "list" else collections.deque() if kind == "deque" else {}
         pool.append(made)
-        for k in range(rng.randint(0, 3)) if kind != "set" else ():
+        for k in range(rng.randint(0, 3)) if kind not in ("set", "bytes") else ():
             item = value(depth + 1)
-            made.append(item) if kind == "list" else made.__setitem__(f"k{k}", item)
+            made.append(item) if kind != "dict" else made.__setitem__(f"k{k}", item)
         return made
 
     return [value(0) for _ in range(rng.randint(1, 3))]
@@ -87,13 +89,13 @@ def _same_shape(one, other, pairs: dict) -> bool:
     (an object of one always meets the same object of the other, both ways)."""
     if type(one) is not type(other):
         return False
-    if type(one) in (list, dict, set):
+    if type(one) in (list, dict, set, collections.deque, bytearray):
         if id(one) in pairs:
             return pairs[id(one)] is other
         if id(other) in {id(v) for v in pairs.values()}:
             return False
         pairs[id(one)] = other
-    if type(one) in (list, tuple):
+    if type(one) in (list, tuple, collections.deque):
         return len(one) == len(other) and all(_same_shape(a, b, pairs) for a, b in zip(one, other))
     if type(one) is dict:
         return one.keys() == other.keys() and all(_same_shape(one[k], other[k], pairs) for k in one)
@@ -106,8 +108,10 @@ def _program_changing(made: list, rng: random.Random, sent: list):
 
     def program(*args, **kwargs):
         for obj in made:
-            if type(obj) is list:
+            if type(obj) in (list, collections.deque):
                 obj.append(rng.choice(made)) if rng.random() < 0.5 else obj.reverse()
+            elif type(obj) is bytearray:
+                obj.append(rng.randint(0, 255))
             elif type(obj) is dict:
                 obj[f"n{rng.randint(0, 2)}"] = rng.choice([rng.choice(made), (1, rng.choice(made))])
             else:

@@ -149,6 +149,12 @@ def count_into(a, b):
     b.append(len(a))
 def pop_row(g):
     g.pop()[0] = 5
+def push(q):
+    q.append(1)
+def bump(c):
+    c["a"] += 1
+def add_to(d):
+    d["k"].append(1)
 """
 TESTS = [
     'assert counts("aab") == {"a": 2, "b": 1}',
@@ -240,6 +246,13 @@ TESTS = [
     "x = []\nwrap_self(x)\nassert x[0] is x and len(x) == 1",
     "a = self_ref()\nassert a[0] is a",
     "x = [0]\nx.append(x)\nset_first_row([x])\nassert x[0] == 1 and x[1] is x",
+    "q = deque(maxlen=1)\npush(q)\nassert list(q) == [1]",
+    "q = deque([0], maxlen=1)\npush(q)\nassert q == deque([0])",
+    "q = deque()\nd = {'a': q}\npush(d['a'])\nassert d['a'] is q and q == deque([1]) and same(q) is q",
+    "b = bytearray()\npush(b)\nassert b == bytearray([1])",
+    "c = Counter(a=1)\nbump(c)\nassert c == Counter(a=2) and type(c) is Counter",
+    "c = OrderedDict(a=1)\nbump(c)\nassert list(c.items()) == [('a', 2)] and type(c) is OrderedDict",
+    "from collections import defaultdict\nd = defaultdict(list)\nadd_to(d)\nassert d == {'k': [1]} and d['z'] == []",
 ]
 TEST_IMPORTS = "from collections import Counter, OrderedDict, deque\nfrom fractions import Fraction\n"
 

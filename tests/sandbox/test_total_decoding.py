@@ -70,6 +70,7 @@ def _value(rng: random.Random, depth: int = 0):
 def _updates(rng: random.Random) -> object:
     """A record's argument updates ("upd"), well-formed or not."""
     forms = [lambda: [_value(rng)], lambda: {"d": [[1, _value(rng)]]}, lambda: {"s": [_value(rng)]}, lambda: "x"]
+    forms += [lambda: {"dq": [[_value(rng)], rng.choice([None, 1, -1])]}, lambda: {"ba": rng.choice(["eA==", 1])}]
     return rng.choice([[rng.choice(forms)() for _ in range(rng.randint(0, 3))], "x", None, {"d": []}])
 
 
@@ -245,16 +246,17 @@ def test_fuzzed_records_decode_totally_with_an_evaluations_memo():
     never swaps an argument's type, and a malformed record changes no argument at all."""
     rng = random.Random(21)
     for _ in range(10_000):
-        originals = [[1], {"a": 1}, {1}]
+        originals = [[1], {"a": 1}, {1}, collections.deque([1]), bytearray(b"x")]
         record = {"ok": rng.random() < 0.5, "value": _value(rng), "raised": "ValueError", "exc": [_value(rng)]}
         if rng.random() < 0.9:
-            record["upd"] = rng.choice([_updates(rng), [[_value(rng)], {"d": [[1, _value(rng)]]}, {"s": [1]}]])
+            fitting = [[_value(rng)], {"d": [[1, _value(rng)]]}, {"s": [1]}, {"dq": [[_value(rng)], None]}, {"ba": ""}]
+            record["upd"] = rng.choice([_updates(rng), fitting])
         mine = originals if rng.random() < 0.8 else None  # the judge's objects, or fresh ones (a shape check)
         try:
             decode_record(record, {"nans": {}, "objects": {}}, mine)
         except ValueError:
-            assert originals == [[1], {"a": 1}, {1}]
-        assert [type(o) for o in originals] == [list, dict, set]
+            assert originals == [[1], {"a": 1}, {1}, collections.deque([1]), bytearray(b"x")]
+        assert [type(o) for o in originals] == [list, dict, set, collections.deque, bytearray]
 
 
 def test_records_keep_the_identity_of_arguments_and_aliases():

@@ -14,6 +14,7 @@ too (the judge updates its own objects in place). A subclass or object
 whose own code decides ``==`` cannot be encoded: the judge never runs the program's code.
 """
 
+import _collections
 import _json
 import binascii
 import builtins
@@ -101,7 +102,15 @@ _MAX_ITEMS = 100000  # items taken from a generator or iterator; a longer one is
 
 def _encode_library(value, kind, depth):
     """Counter, OrderedDict, defaultdict, deque, namedtuples, Fraction, range, generators and builtin iterators
-    as tagged plain data (the judge rebuilds the same standard types; only the program's answer crosses)."""
+    as tagged plain data (the judge rebuilds the same standard types; only the program's answer crosses); one of
+    the call's own arguments (a deque, a bytearray...) by its number."""
+    seen = _SEEN.get(id(value))
+    if seen is not None:
+        return '{"a": ' + _int_repr(seen[0]) + "}"
+    return _library_text(value, kind, depth)
+
+
+def _library_text(value, kind, depth):
     module, name = getattr(kind, "__module__", None), getattr(kind, "__qualname__", None)
     if module == "collections" and name in ("Counter", "OrderedDict") and isinstance(value, dict):
         return '{"' + ("C" if name == "Counter" else "od") + '": ' + _encode_pairs(dict.items(value), depth) + "}"
@@ -239,6 +248,8 @@ def _decode(value, made):
         for k, v in inner:
             items[_decode(k, made)] = _decode(v, made)
         return items
+    if tag in _MUTABLE_ARGUMENTS:  # a library value the program may change in place, numbered like a list
+        return _decode_library(tag, inner, made)
     if tag == "b":
         return binascii.a2b_base64(inner)
     if tag == "c":
@@ -248,6 +259,28 @@ def _decode(value, made):
     if tag == "i":
         return int(inner, 16)
     raise ValueError("unknown tag " + repr(tag))
+
+
+def _decode_library(tag, inner, made):
+    """A deque, bytearray, Counter, OrderedDict or defaultdict argument (``_collections`` is a C module; Counter
+    is in ``collections`` itself, imported only for a test that passes one)."""
+    if tag == "ba":
+        return _made(bytearray(binascii.a2b_base64(inner)), made)
+    if tag == "dq":
+        items = _made(_collections.deque((), inner[1]), made)
+        items.extend([_decode(v, made) for v in inner[0]])
+        return items
+    if tag == "dd":
+        factory, inner = inner[0] and next(f for f in _FACTORIES if f.__name__ == inner[0]), inner[1]
+        items = _made(_collections.defaultdict(factory), made)
+    else:
+        items = _made(_collections.OrderedDict() if tag == "od" else __import__("collections").Counter(), made)
+    for k, v in inner:
+        items[_decode(k, made)] = _decode(v, made)
+    return items
+
+
+_MUTABLE_ARGUMENTS = ("ba", "dq", "dd", "od", "C")
 
 
 def _made(value, made):
@@ -302,8 +335,11 @@ def _call_record(fn, args, kwargs, want_args, made):
 
 
 def _content(value):
-    """What one of the call's lists, dicts or sets holds (the judge's ``plain_data._content`` reads it)."""
-    return _encode_items(value, 0) if _type(value) is list else _encode_container(value, _type(value), 0)
+    """What one of the call's arguments holds (the judge's ``plain_data._content`` reads it)."""
+    kind = _type(value)
+    if kind is list:
+        return _encode_items(value, 0)
+    return _encode_container(value, kind, 0) if kind is dict or kind is set else _library_text(value, kind, 0)
 
 
 def _exception_args(exc):

@@ -44,7 +44,7 @@ def encode(value: Any, depth: int = 0, graph: tuple[dict, list] | None = None) -
         return value if value.bit_length() <= _BIG_INT_BITS else {"i": format(value, "x")}
     if kind is float:
         return value if math.isfinite(value) else {"f": repr(value)}
-    if kind is list or kind is set or kind is dict:
+    if kind in _TRACKED:
         numbers, shared = graph if graph is not None else ({}, [])
         if id(value) in numbers:
             return {"a": numbers[id(value)]}
@@ -60,11 +60,27 @@ def encode(value: Any, depth: int = 0, graph: tuple[dict, list] | None = None) -
         return {"s" if kind is set else "fs": items}
     if kind is dict:
         return {"d": [[encode(k, depth + 1), encode(v, depth + 1, graph)] for k, v in value.items()]}
-    if kind is bytes:
-        return {"b": base64.b64encode(value).decode()}
+    if kind is bytes or kind is bytearray:
+        return {"b" if kind is bytes else "ba": base64.b64encode(value).decode()}
     if kind is complex:
         return {"c": [encode(value.real, depth + 1), encode(value.imag, depth + 1)]}
+    if kind is collections.deque:
+        return {"dq": [[encode(v, depth + 1, graph) for v in value], value.maxlen]}
+    if kind in _TRACKED:  # Counter, OrderedDict, defaultdict (with a builtin type, or no factory)
+        pairs = [[encode(k, depth + 1), encode(v, depth + 1, graph)] for k, v in value.items()]
+        if kind is not collections.defaultdict:
+            return {"C" if kind is collections.Counter else "od": pairs}
+        factory = value.default_factory
+        name = None if factory is None else getattr(factory, "__name__", None)
+        if factory is not None and _FACTORIES.get(name) is not factory:  # a lambda would be the test's code
+            raise TypeError("a defaultdict argument's factory must be a builtin type")
+        return {"dd": [name, pairs]}
     raise TypeError(f"{kind.__name__} is not plain data")
+
+
+# the mutable types a test may pass as arguments: numbered where first met, updated in place after each call
+_TRACKED = frozenset({list, set, dict, bytearray, collections.deque, collections.Counter})
+_TRACKED |= {collections.OrderedDict, collections.defaultdict}
 
 
 def encode_call(args: tuple | list, kwargs: dict) -> tuple[list, dict, list]:
@@ -134,26 +150,36 @@ def decode_record(record: dict, memo: dict, originals: list | None = None) -> An
     return decoded
 
 
+_EMPTY = {"d": dict, "s": set, "ba": bytearray, "dq": collections.deque, "C": collections.Counter}
+_EMPTY.update(od=collections.OrderedDict, dd=collections.defaultdict)
+
+
 def _fresh(update: Any) -> Any:
-    """An empty object of the type an update is written for (a list, {"d": pairs} or {"s": items})."""
+    """An empty object of the type an update is written for (a list, or a tag of a mutable type)."""
     if type(update) is list:
         return []
-    if type(update) is dict and len(update) == 1 and next(iter(update)) in ("d", "s"):
-        return {} if "d" in update else set()
-    raise ValueError("an argument update is no list, dict or set")
+    if type(update) is dict and len(update) == 1 and next(iter(update)) in _EMPTY:
+        return _EMPTY[next(iter(update))]()
+    raise ValueError("an argument update is of no mutable type")
 
 
 def _content(mine: Any, update: Any, memo: dict) -> Any:
     """What the program left in ``mine`` (one of the call's objects), from its update, as a new object."""
-    kind, tag = type(mine), "d" if type(mine) is dict else "s"
+    kind = type(mine)
+    if kind is list:  # its items: the list itself is numbered already (it is ``mine``)
+        if type(update) is not list or len(update) > _MAX_ITEMS:
+            raise ValueError("a list argument's update is no list")
+        return [decode(v, 1, memo) for v in update]
+    tag = "d" if kind is dict else "s" if kind is set else None
     try:
-        if kind is list and type(update) is list and len(update) <= _MAX_ITEMS:
-            return [decode(v, 1, memo) for v in update]
-        if kind in (dict, set) and type(update) is dict and update.keys() == {tag}:
+        if tag and type(update) is dict and update.keys() == {tag}:
             return dict(_pairs(update[tag], 1, memo)) if kind is dict else set(_hashed(_items(update[tag], 1, memo)))
     except (TypeError, KeyError, IndexError, ArithmeticError) as exc:
         raise ValueError(f"malformed argument update ({type(exc).__name__})") from None
-    raise ValueError("an argument update of another type than the argument")
+    after = None if tag else decode(update, 1, memo)  # a library type: never numbered in a record
+    if type(after) is not kind:
+        raise ValueError("an argument update of another type than the argument")
+    return after
 
 
 def _items(inner: Any, depth: int, memo: dict) -> list:
@@ -300,10 +326,13 @@ def _filled(made: Any, items: list) -> Any:
 def _update(mine: Any, after: Any) -> Any:
     """``mine`` (an object the test holds), updated in place to what the program left of it (``after``); ``after``
     itself when there is no such object of the same type (a call test's check decodes without a memo)."""
-    if mine is None or type(mine) is not type(after) or type(after) not in (list, dict, set):
+    if mine is None or type(mine) is not type(after) or type(after) not in _TRACKED:
         return after
-    if type(mine) is list:
+    if type(mine) is list or type(mine) is bytearray:
         mine[:] = after
+    elif type(mine) is collections.deque:
+        mine.clear()
+        mine.extend(after)
     else:
         mine.clear()
         mine.update(after)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
 import functools
 import json
 import os
@@ -123,6 +124,9 @@ class _Pending:
     __format__ = __repr__
 
 
+_CONTAINERS = (list, tuple, set, frozenset, dict, collections.deque)
+
+
 def _contains_pending(value: Any) -> bool:
     """Whether ``value`` holds a placeholder, anywhere in its containers (each visited once: aliases, cycles)."""
     todo, seen = [value], set()
@@ -130,10 +134,10 @@ def _contains_pending(value: Any) -> bool:
         item = todo.pop()
         if isinstance(item, _Pending):
             return True
-        if type(item) in (list, tuple, set, frozenset, dict) and id(item) not in seen:
+        if isinstance(item, _CONTAINERS) and id(item) not in seen:
             seen.add(id(item))
-            todo.extend(item.values() if type(item) is dict else item)
-            todo.extend(item.keys() if type(item) is dict else ())
+            todo.extend(item.values() if isinstance(item, dict) else item)
+            todo.extend(item.keys() if isinstance(item, dict) else ())
     return False
 
 
