@@ -57,10 +57,11 @@ def _encode(value, depth=0):
             return '{"f": "' + ("inf" if value > 0 else "-inf") + '"}'
         return _float_repr(value)
     if kind is list or kind is dict or kind is set:
-        seen = _SEEN.get(id(value))  # met before in this record, or one of the call's arguments: by its number
+        key = id(value)
+        seen = _SEEN.get(key)  # met before in this record, or one of the call's arguments: by its number
         if seen is not None:
             return '{"a": ' + _int_repr(seen[0]) + "}"
-        _SEEN[id(value)] = (len(_SEEN), value)  # numbered before its items (it may hold itself); kept alive
+        _SEEN[key] = (len(_SEEN), value)  # numbered before its items (it may hold itself); kept alive
         return _encode_items(value, depth) if kind is list else _encode_container(value, kind, depth)
     tag = _CONTAINER_TAGS.get(kind)
     if tag is not None:

@@ -106,10 +106,12 @@ def decode(obj: Any, depth: int = 0, memo: dict | None = None) -> Any:
     if obj is None or kind in (bool, int, float, str):
         return obj
     if memo is None:
-        memo = {}
+        memo = {"refs": []}
     if kind is list and len(obj) <= _MAX_ITEMS:
-        made = _register([], memo)
-        made.extend([decode(v, depth + 1, memo) for v in obj])
+        made: list = []
+        refs = memo.get("refs")
+        (refs if refs is not None else memo.setdefault("refs", [])).append(made)  # numbered before its items
+        made += [decode(v, depth + 1, memo) for v in obj]
         return made
     if kind is not dict or len(obj) != 1:
         raise ValueError("malformed plain data")
