@@ -1,7 +1,9 @@
 """Record and replay of assert tests (trl_ext.sandbox.replay) and the plain-data boundary, end to end."""
 
+import collections
 import json
 import math
+import random
 
 import pytest
 
@@ -9,7 +11,7 @@ from trl_ext.rewards import CodeTests
 from trl_ext.sandbox import Limits, judge, parse_tests, run_tests
 from trl_ext.sandbox.assert_plan import program_names
 from trl_ext.sandbox.judge import harness_runtime
-from trl_ext.sandbox.replay import decode, encode, evaluate
+from trl_ext.sandbox.replay import decode, decode_record, encode, encode_call, evaluate
 
 FAST = Limits(timeout_s=3.0)
 
@@ -36,7 +38,7 @@ def _evaluate_with(test, fn, entry_point=None, prefix=None, rounds=5):
         task.update(calls=answer["calls"], results=[])  # the whole sequence, run again in order
         for _name, args, kwargs, want_args in answer["calls"]:
             made = []
-            call_args, call_kwargs = harness["_decode"](args, made), harness["_decode"](kwargs, made)
+            call_args, call_kwargs = harness["_decode_call"](args, kwargs, made)
             record, _ = harness["_call_record"](fn, call_args, call_kwargs, want_args, made)
             task["results"].append(json.loads(record))
     return answer, rounds
@@ -54,6 +56,91 @@ def test_plain_data_round_trips_with_exact_types():
     for malformed in ({"t": 1}, {"x": []}, {"d": [[1]]}, {"s": [[1]]}, {"c": [1, 2]}, {"a": 1, "b": 2}):
         with pytest.raises(ValueError):
             decode(malformed)
+
+
+def _random_graph(rng: random.Random) -> list:
+    """Arguments whose lists, dicts and sets share sub-objects at random (aliases, rows, cycles, tuple-held)."""
+    pool: list = []
+
+    def value(depth: int):
+        if pool and rng.random() < 0.3:
+            return rng.choice(pool)  # an alias of an object made before (maybe one still being filled: a cycle)
+        kind = rng.choice(["int", "list", "dict", "set", "tuple", "deque", "bytes"] if depth < 4 else ["int"])
+        if kind == "int":
+            return rng.randint(-3, 3)
+        if kind in ("set", "bytes"):
+            made = {rng.randint(0, 9) for _ in range(rng.randint(0, 3))}
+            made = bytearray(made) if kind == "bytes" else made
+        elif kind == "tuple":
+            return tuple(value(depth + 1) for _ in range(rng.randint(0, 3)))
+        else:
+            made = [] if kind == "list" else collections.deque() if kind == "deque" else {}
+        pool.append(made)
+        for k in range(rng.randint(0, 3)) if kind not in ("set", "bytes") else ():
+            item = value(depth + 1)
+            made.append(item) if kind != "dict" else made.__setitem__(f"k{k}", item)
+        return made
+
+    return [value(0) for _ in range(rng.randint(1, 3))]
+
+
+def _same_shape(one, other, pairs: dict) -> bool:
+    """Whether two object graphs are the same graph: equal leaves, and the same sharing of lists, dicts and sets
+    (an object of one always meets the same object of the other, both ways)."""
+    if type(one) is not type(other):
+        return False
+    if type(one) in (list, dict, set, collections.deque, bytearray):
+        if id(one) in pairs:
+            return pairs[id(one)] is other
+        if id(other) in {id(v) for v in pairs.values()}:
+            return False
+        pairs[id(one)] = other
+    if type(one) in (list, tuple, collections.deque):
+        return len(one) == len(other) and all(_same_shape(a, b, pairs) for a, b in zip(one, other))
+    if type(one) is dict:
+        return one.keys() == other.keys() and all(_same_shape(one[k], other[k], pairs) for k in one)
+    return one == other
+
+
+def _program_changing(made: list, rng: random.Random, sent: list):
+    """A stand-in program that changes the sandbox's objects through whatever path it finds, then returns (or
+    raises with) new containers holding some of them; what it sent goes to ``sent``."""
+
+    def program(*args, **kwargs):
+        for obj in made:
+            if type(obj) in (list, collections.deque):
+                obj.append(rng.choice(made)) if rng.random() < 0.5 else obj.reverse()
+            elif type(obj) is bytearray:
+                obj.append(rng.randint(0, 255))
+            elif type(obj) is dict:
+                obj[f"n{rng.randint(0, 2)}"] = rng.choice([rng.choice(made), (1, rng.choice(made))])
+            else:
+                obj.add(rng.randint(10, 12))
+        sent.append([rng.choice(made), [rng.choice(made), {"new": [made[-1]]}]] if made else [[]])
+        if rng.random() < 0.3:
+            raise ValueError(*sent[0])
+        return sent[0]
+
+    return program
+
+
+def test_argument_graphs_cross_with_their_sharing_and_come_back_updated():
+    """The root of aliasing: the judge's ``encode_call`` and the harness's ``_decode_call`` build the same graph
+    (one object per shared object, cycles included); what the program does to it, through any alias, comes back
+    in one record that the judge applies to its own objects, and the value names the same objects."""
+    harness, rng = _harness_codec(), random.Random(5)
+    for _ in range(300):
+        args = _random_graph(rng)
+        encoded_args, encoded_kwargs, originals = encode_call(args, {"kw": args[0]})
+        made: list = []
+        there, there_kw = harness["_decode_call"](*json.loads(json.dumps([encoded_args, encoded_kwargs])), made)
+        assert _same_shape([args, args[0]], [there, there_kw["kw"]], {}) and len(made) == len(originals)
+
+        sent: list = []
+        program = _program_changing(made, rng, sent)
+        record, _ = harness["_call_record"](program, there, there_kw, bool(originals), made)
+        decoded = decode_record(json.loads(record), {}, originals)
+        assert _same_shape([originals, decoded], [made, sent[0]], {}), record  # exception arguments: a list
 
 
 def test_loops_random_inputs_and_arithmetic_take_one_round():

@@ -126,6 +126,36 @@ def tick():
     LOG.append(len(LOG))
     return LOG
 """
+# the identity of the test's own arguments: aliases (one object passed twice, shared rows), a call that changes
+# its argument and then raises (the change stays; the exception may carry the argument), cycles
+PROGRAM += """
+def push_first(a, b):
+    a.append(1)
+def set_first_row(g):
+    g[0][0] = 1
+def spoil(a):
+    a.append(9)
+    raise ValueError("bad input")
+def spoil_with(a):
+    a.append(2)
+    raise ValueError(a)
+def wrap_self(a):
+    a.append(a)
+def self_ref():
+    a = []
+    a.append(a)
+    return a
+def count_into(a, b):
+    b.append(len(a))
+def pop_row(g):
+    g.pop()[0] = 5
+def push(q):
+    q.append(1)
+def bump(c):
+    c["a"] += 1
+def add_to(d):
+    d["k"].append(1)
+"""
 TESTS = [
     'assert counts("aab") == {"a": 2, "b": 1}',
     'assert counts("aab") == Counter(a=2, b=1)',
@@ -201,6 +231,28 @@ TESTS = [
     "a = tick()\nb = tick()\nassert a == [0]",
     "a = tick()\nb = tick()\nassert a is b and a == [0, 1]",
     "a = [1]\nassert same(a) is not a",
+    "x = []\npush_first(x, x)\nassert x == [1]",
+    "x = []\npush_first(x, x)\nassert x == []",
+    "x = []\npush_first(x, [x])\nassert x == [1]",
+    "r = [0, 0]\ng = [r, r]\nset_first_row(g)\nassert g == [[1, 0], [1, 0]] and g[0] is g[1] is r",
+    "r = [0, 0]\ng = [r, r]\nset_first_row(g)\nassert g[1] == [0, 0]",
+    "r = [0]\nd = {'a': r, 'b': (r,)}\nset_first_row([d['b'][0]])\nassert d == {'a': [1], 'b': ([1],)}",
+    "x = []\ncount_into(x, b=x)\nassert x == [0]",
+    "r = [0]\ng = [[1], r]\npop_row(g)\nassert r == [5] and g == [[1]]",
+    "x = [1]\ntry:\n    spoil(x)\nexcept ValueError:\n    pass\nassert x == [1]",
+    "x = [1]\ntry:\n    spoil(x)\nexcept ValueError:\n    pass\nassert x == [1, 9]",
+    "x = [1]\ntry:\n    spoil_with(x)\nexcept ValueError as e:\n    assert e.args[0] is x and x == [1, 2]",
+    "x = [1]\ntry:\n    spoil_with(x)\nexcept ValueError as e:\n    assert e.args[0] is not x",
+    "x = []\nwrap_self(x)\nassert x[0] is x and len(x) == 1",
+    "a = self_ref()\nassert a[0] is a",
+    "x = [0]\nx.append(x)\nset_first_row([x])\nassert x[0] == 1 and x[1] is x",
+    "q = deque(maxlen=1)\npush(q)\nassert list(q) == [1]",
+    "q = deque([0], maxlen=1)\npush(q)\nassert q == deque([0])",
+    "q = deque()\nd = {'a': q}\npush(d['a'])\nassert d['a'] is q and q == deque([1]) and same(q) is q",
+    "b = bytearray()\npush(b)\nassert b == bytearray([1])",
+    "c = Counter(a=1)\nbump(c)\nassert c == Counter(a=2) and type(c) is Counter",
+    "c = OrderedDict(a=1)\nbump(c)\nassert list(c.items()) == [('a', 2)] and type(c) is OrderedDict",
+    "from collections import defaultdict\nd = defaultdict(list)\nadd_to(d)\nassert d == {'k': [1]} and d['z'] == []",
 ]
 TEST_IMPORTS = "from collections import Counter, OrderedDict, deque\nfrom fractions import Fraction\n"
 

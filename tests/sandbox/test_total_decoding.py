@@ -5,7 +5,6 @@ and is counted as the "invalid_result" outcome."""
 from __future__ import annotations
 
 import collections
-import contextlib
 import json
 import random
 import time
@@ -14,7 +13,7 @@ import pytest
 
 from trl_ext.rewards import CodeTests
 from trl_ext.sandbox import Backend, RunResult, compare_stdio, run_tests, values_equal
-from trl_ext.sandbox.replay import decode
+from trl_ext.sandbox.replay import decode, decode_record
 
 PRIME = 2**61 - 1  # ints that are multiples of it all hash to 0
 BIG_INTS = (10**309, -(10**400), 10**1000)
@@ -45,15 +44,14 @@ def _value(rng: random.Random, depth: int = 0):
         lambda: {"b": rng.choice(["AA==", "@@", 1])},
         lambda: {rng.choice(["t", "s", "fs", "C", "od", "g", "zz"]): rng.choice([1, "x", None, {}])},
         lambda: {"t": [1], "s": [2]},
-        # the tags of views, Decimal, arrays, identity ("m", "nan") and defaultdict values
+        # the tags of views, Decimal, arrays, identity ("a", "o", "nan") and defaultdict values
         lambda: {rng.choice(["dk", "dv", "di"]): rng.choice([[1, 2], [[1, 2]], COLLIDING[1], [[[1], 2]], "x"])},
         lambda: {"dec": rng.choice(["0.5", "-Infinity", "NaN", "sNaN", "1e999999999999", "x", 1, "9" * 300_000])},
         lambda: {
             rng.choice(["ar", "mv"]): [rng.choice(["i", "B", "d", "u", "x", 1]), rng.choice([[1, 2], [2**70], ["a"]])]
         },
-        lambda: {
-            rng.choice(["m", "o"]): [rng.choice([0, -1, 10**30, "0"]), rng.choice([[1], {"d": [[1, 2]]}, {"s": [1]}])]
-        },
+        lambda: {"o": [rng.choice([0, -1, 10**30, "0"]), rng.choice([[1], {"d": [[1, 2]]}, {"s": [1]}, {"a": 0}])]},
+        lambda: {"a": rng.choice([0, 1, 2, 3, -1, 10**30, "0", True, None, [0]])},  # a reference, maybe to nothing
         lambda: {"nan": rng.choice([0, 1, -1, 2**40, "0", None])},
         lambda: {"dd": [rng.choice([{"v": 0}, {"v": {"zz": 1}}, {"x": 0}, {"v": [1]}]), [[1, 2]]]},
         lambda: {rng.choice(["ba", "E"]): rng.choice(["AA==", "...", "@@", 1])},
@@ -67,6 +65,13 @@ def _value(rng: random.Random, depth: int = 0):
         lambda: {rng.choice(["d", "C", "od"]): [[_value(rng, depth + 1), _value(rng, depth + 1)]]},
     ]
     return rng.choice(containers)()
+
+
+def _updates(rng: random.Random) -> object:
+    """A record's argument updates ("upd"), well-formed or not."""
+    forms = [lambda: [_value(rng)], lambda: {"d": [[1, _value(rng)]]}, lambda: {"s": [_value(rng)]}, lambda: "x"]
+    forms += [lambda: {"dq": [[_value(rng)], rng.choice([None, 1, -1])]}, lambda: {"ba": rng.choice(["eA==", 1])}]
+    return rng.choice([[rng.choice(forms)() for _ in range(rng.randint(0, 3))], "x", None, {"d": []}])
 
 
 def _deep(depth: int, tagged: bool) -> str:
@@ -86,6 +91,8 @@ def _record_text(rng: random.Random, index: int, mode: str) -> str:
             record[rng.choice(["raised", "unencodable", "x"])] = rng.choice(["ValueError", True, ["x"], "a b"])
             if rng.random() < 0.3:
                 record["exc"] = rng.choice([["bad"], "bad", _value(rng), [10**400]])
+        if rng.random() < 0.2:
+            record["upd"] = _updates(rng)
     else:
         record["status"] = rng.choice(["ok", "ok", "timeout", "memory", "passed", 1, ["ok"]])
         record["out"] = rng.choice(["MQ==", "", "@@", 5, "QQ==" * 10_000])
@@ -233,24 +240,47 @@ def test_many_distinct_namedtuple_names_decode_fast_and_compare_as_namedtuples()
             decode({"nt": [name, fields, values]})
 
 
-def test_fuzzed_values_decode_totally_with_an_evaluations_memo():
-    """The assert-test path decodes with a memo (NaN objects, the test's argument containers updated in place by
-    "m" tags): still only ValueError, whatever the value, and an "m" tag never swaps a container's type."""
+def test_fuzzed_records_decode_totally_with_an_evaluations_memo():
+    """The assert-test path decodes a whole record with an evaluation's memo and the call's own argument objects
+    (updated in place by "upd", named by "a" references): still only ValueError, whatever the record; an update
+    never swaps an argument's type, and a malformed record changes no argument at all."""
     rng = random.Random(21)
     for _ in range(10_000):
-        originals = [[1], {"a": 1}, {1}]
-        memo = {"nans": {}, "originals": originals}
-        value = _value(rng)
-        with contextlib.suppress(ValueError):
-            decode(value, 0, memo)
-        assert [type(o) for o in originals] == [list, dict, set]
-    memo = {"nans": {}, "originals": [[2, 1]]}
-    inner = memo["originals"][0]
-    assert decode({"m": [0, [1, 2]]}, 0, memo) is inner and inner == [1, 2]
+        originals = [[1], {"a": 1}, {1}, collections.deque([1]), bytearray(b"x")]
+        record = {"ok": rng.random() < 0.5, "value": _value(rng), "raised": "ValueError", "exc": [_value(rng)]}
+        if rng.random() < 0.9:
+            fitting = [[_value(rng)], {"d": [[1, _value(rng)]]}, {"s": [1]}, {"dq": [[_value(rng)], None]}, {"ba": ""}]
+            record["upd"] = rng.choice([_updates(rng), fitting])
+        mine = originals if rng.random() < 0.8 else None  # the judge's objects, or fresh ones (a shape check)
+        try:
+            decode_record(record, {"nans": {}, "objects": {}}, mine)
+        except ValueError:
+            assert originals == [[1], {"a": 1}, {1}, collections.deque([1]), bytearray(b"x")]
+        assert [type(o) for o in originals] == [list, dict, set, collections.deque, bytearray]
+
+
+def test_records_keep_the_identity_of_arguments_and_aliases():
+    inner, table = [2, 1], {"k": 0}
+    memo = {"nans": {}, "objects": {}}
+    assert decode_record({"ok": True, "value": {"a": 0}, "upd": [[1, 2], {"d": []}]}, memo, [inner, table]) is inner
+    assert inner == [1, 2] and table == {}
+    decode_record({"ok": True, "value": None, "upd": [[{"a": 0}, {"a": 1}], {"d": [["me", {"a": 1}]]}]}, memo,
+                  [inner, table])  # fmt: skip
+    assert inner[0] is inner and inner[1] is table and table["me"] is table  # cycles, as the program left them
+    shared = decode([[5], {"a": 1}, {"d": [[1, {"a": 1}]]}])
+    assert shared[0] is shared[1] is shared[2][1]
+    args = decode_record({"ok": False, "raised": "ValueError", "exc": [{"a": 0}], "upd": [[7]]}, {}, [inner])
+    assert args[0] is inner and inner == [7]  # an exception carries the argument, changed before the raise
+    for malformed in ([{"d": []}], [[1], [2]], [[{"a": 9}]], [{"s": [[1]]}]):
+        with pytest.raises(ValueError):
+            decode_record({"ok": True, "value": 1, "upd": malformed}, {}, [inner])
+        assert inner == [7]
     assert decode({"nan": 3}, 0, memo) is decode({"nan": 3}, 0, memo)
     assert decode({"nan": 3}) is not decode({"nan": 3})
-    first = decode({"o": [7, [0]]}, 0, memo)
-    assert decode({"o": [7, [0, 1]]}, 0, memo) is first and first == [0, 1]  # the same object, updated in place
+    objects: dict = {}  # an evaluation's returned containers; each record numbers its own objects anew
+    first = decode({"o": [7, [0]]}, 0, {"objects": objects})
+    again = decode([{"o": [7, [0, 1]]}, {"a": 1}], 0, {"objects": objects})
+    assert again[0] is first is again[1] and first == [0, 1]  # the same object, updated in place
 
 
 def test_stdio_integers_compare_exactly_without_int_limits():

@@ -27,7 +27,7 @@ _SIGKILL, _SIGXCPU = 9, 24
 _write, _exit = os.write, os._exit
 
 if False:  # never runs: ``judge.harness_runtime`` compiles _harness_values.py and this file as one module
-    from trl_ext.sandbox._harness_values import _b64, _call_record, _decode, _int_repr, _type
+    from trl_ext.sandbox._harness_values import _b64, _call_record, _decode_call, _int_repr, _type
 
 
 def _quietly(fn, *args):
@@ -123,8 +123,8 @@ def _lines(fd, pid, cap=1 << 26):
 def _calls_child(payload, write_fd):
     """In the forked child: run the program once, then call its functions; one result body per line."""
     stop_on_failure = payload["stop_on_failure"]
-    calls = [(name, _decode(args, made), _decode(kwargs, made), want, made) for name, args, kwargs, want in
-             payload["calls"] for made in ([],)]  # fmt: skip
+    calls = [(name, *_decode_call(args, kwargs, made), want, made) for name, args, kwargs, want in payload["calls"]
+             for made in ([],)]  # fmt: skip
     code, namespace = payload["code"], _new_namespace()
     devnull = os.open("/dev/null", os.O_WRONLY)  # the program's prints are not judged: out of the way
     os.dup2(devnull, 1)

@@ -7,11 +7,14 @@ Plain data crosses as tagged JSON text, by category rather than by listing types
 standard-library types converted to tagged plain data (Counter, OrderedDict, defaultdict, deque, namedtuples,
 Fraction, Decimal, range, bytearray, dict views); any iterator that is builtin or equals only itself, consumed;
 a subclass of a builtin value type whose comparisons, hash and item access are all the base's, as its base value.
-Identity crosses where ``==`` depends on it: each NaN object has its number in the run, and a call's own
-argument containers come back marked with theirs (the judge updates its objects in place). A subclass or object
+Identity crosses where ``==`` or a mutation can tell: each NaN object has its number in the run; a record's lists,
+dicts and sets are numbered where first met (the call's own arguments first, numbered as the judge numbered them),
+so an alias or a cycle is a reference; a call's arguments come back as what each holds now ("upd"), after a raise
+too (the judge updates its own objects in place). A subclass or object
 whose own code decides ``==`` cannot be encoded: the judge never runs the program's code.
 """
 
+import _collections
 import _json
 import binascii
 import builtins
@@ -54,9 +57,12 @@ def _encode(value, depth=0):
             return '{"f": "' + ("inf" if value > 0 else "-inf") + '"}'
         return _float_repr(value)
     if kind is list or kind is dict or kind is set:
-        text = _encode_items(value, depth) if kind is list else _encode_container(value, kind, depth)
-        origin = _ORIGINS.get(id(value))  # one of the call's arguments: the judge updates its own object
-        return text if origin is None else '{"m": [' + _int_repr(origin) + "," + text + "]}"
+        key = id(value)
+        seen = _SEEN.get(key)  # met before in this record, or one of the call's arguments: by its number
+        if seen is not None:
+            return '{"a": ' + _int_repr(seen[0]) + "}"
+        _SEEN[key] = (len(_SEEN), value)  # numbered before its items (it may hold itself); kept alive
+        return _encode_items(value, depth) if kind is list else _encode_container(value, kind, depth)
     tag = _CONTAINER_TAGS.get(kind)
     if tag is not None:
         return '{"' + tag + '": ' + _encode_items(value, depth) + "}"
@@ -97,7 +103,15 @@ _MAX_ITEMS = 100000  # items taken from a generator or iterator; a longer one is
 
 def _encode_library(value, kind, depth):
     """Counter, OrderedDict, defaultdict, deque, namedtuples, Fraction, range, generators and builtin iterators
-    as tagged plain data (the judge rebuilds the same standard types; only the program's answer crosses)."""
+    as tagged plain data (the judge rebuilds the same standard types; only the program's answer crosses); one of
+    the call's own arguments (a deque, a bytearray...) by its number."""
+    seen = _SEEN.get(id(value))
+    if seen is not None:
+        return '{"a": ' + _int_repr(seen[0]) + "}"
+    return _library_text(value, kind, depth)
+
+
+def _library_text(value, kind, depth):
     module, name = getattr(kind, "__module__", None), getattr(kind, "__qualname__", None)
     if module == "collections" and name in ("Counter", "OrderedDict") and isinstance(value, dict):
         return '{"' + ("C" if name == "Counter" else "od") + '": ' + _encode_pairs(dict.items(value), depth) + "}"
@@ -158,10 +172,14 @@ def _factory(factory, depth):
     anew from its plain data on every missing key; null when there is none or its value is no plain data."""
     if factory in _FACTORIES:
         return '"' + factory.__name__ + '"'
+    global _SEEN
+    seen, _SEEN = _SEEN, {}  # the judge decodes the value alone, once per missing key: numbered on its own
     try:
         return "null" if factory is None else '{"v": ' + _encode(factory(), depth + 1) + "}"
     except BaseException:  # noqa: B036 - the program's factory failed: the dict keeps no factory
         return "null"
+    finally:
+        _SEEN = seen
 
 
 def _value_base(kind):
@@ -196,27 +214,43 @@ _BASE_COPY = {  # the exact base value of a subclass instance, read from its sto
     set: set.copy,
     frozenset: frozenset.copy,
 }
-# NaN objects and returned containers seen in this run (kept alive: ids stay theirs); arguments: see _call_record
-_NANS, _OBJECTS, _KEEP, _ORIGINS = {}, {}, [], {}
+# NaN objects and returned containers seen in this run (kept alive: ids stay theirs); the lists, dicts and sets of
+# the record being written, {id: (number, object)} (see _call_record)
+_NANS, _OBJECTS, _KEEP, _SEEN = {}, {}, [], {}
+
+
+def _decode_call(args, kwargs, made):
+    """The arguments and keyword arguments of one call from the judge's ``encode_call``; its lists, dicts and sets
+    are appended to ``made`` in the judge's numbering (where each begins), so an alias is one object here too."""
+    return [_decode(v, made) for v in args], {k: _decode(v, made) for k, v in kwargs["d"]}
 
 
 def _decode(value, made):
-    """Inverse of ``_encode`` on parsed JSON (the judge's arguments; runs before the program). Lists, dicts and
-    sets are appended to ``made`` as they are completed (children first), the order in which the judge numbers
-    its own objects (``replay._mutables``)."""
+    """Inverse of the judge's ``encode`` on parsed JSON (trusted: the judge's; runs before the program)."""
     if _type(value) is list:
-        return _made([_decode(v, made) for v in value], made)
+        items = _made([], made)
+        items.extend([_decode(v, made) for v in value])
+        return items
     if _type(value) is not dict:
         return value
     ((tag, inner),) = value.items()
+    if tag == "a":
+        return made[inner]
     if tag == "t":
-        return tuple(_decode(v, made) for v in inner)
+        return tuple([_decode(v, made) for v in inner])
     if tag == "s":
-        return _made({_decode(v, made) for v in inner}, made)
+        items = _made(set(), made)
+        items.update([_decode(v, made) for v in inner])
+        return items
     if tag == "fs":
-        return frozenset(_decode(v, made) for v in inner)
+        return frozenset([_decode(v, made) for v in inner])
     if tag == "d":
-        return _made({_decode(k, made): _decode(v, made) for k, v in inner}, made)
+        items = _made({}, made)
+        for k, v in inner:
+            items[_decode(k, made)] = _decode(v, made)
+        return items
+    if tag in _MUTABLE_ARGUMENTS:  # a library value the program may change in place, numbered like a list
+        return _decode_library(tag, inner, made)
     if tag == "b":
         return binascii.a2b_base64(inner)
     if tag == "c":
@@ -226,6 +260,28 @@ def _decode(value, made):
     if tag == "i":
         return int(inner, 16)
     raise ValueError("unknown tag " + repr(tag))
+
+
+def _decode_library(tag, inner, made):
+    """A deque, bytearray, Counter, OrderedDict or defaultdict argument (``_collections`` is a C module; Counter
+    is in ``collections`` itself, imported only for a test that passes one)."""
+    if tag == "ba":
+        return _made(bytearray(binascii.a2b_base64(inner)), made)
+    if tag == "dq":
+        items = _made(_collections.deque((), inner[1]), made)
+        items.extend([_decode(v, made) for v in inner[0]])
+        return items
+    if tag == "dd":
+        factory, inner = inner[0] and next(f for f in _FACTORIES if f.__name__ == inner[0]), inner[1]
+        items = _made(_collections.defaultdict(factory), made)
+    else:
+        items = _made(_collections.OrderedDict() if tag == "od" else __import__("collections").Counter(), made)
+    for k, v in inner:
+        items[_decode(k, made)] = _decode(v, made)
+    return items
+
+
+_MUTABLE_ARGUMENTS = ("ba", "dq", "dd", "od", "C")
 
 
 def _made(value, made):
@@ -253,28 +309,43 @@ _BUILTIN_EXCEPTIONS = {
 
 def _call_record(fn, args, kwargs, want_args, made):
     """(record body, whether the call returned plain data) of one call (the harness adds the case index). With
-    ``want_args``, the arguments' lists, dicts and sets (``made``) travel back marked with their numbers, in the
-    value and in the arguments, so the judge updates its own objects in place (nested ones and aliases too)."""
-    head = '{"ok": '
+    ``want_args``, the call's lists, dicts and sets (``made``, numbered as the judge numbers its own) travel back:
+    "upd" holds what each holds now, after a raise too, and the value or the exception's arguments name them by
+    number where they hold them, so the judge updates its own objects in place and keeps their identity."""
     try:
-        value = fn(*args, **kwargs)
+        value, raised = fn(*args, **kwargs), None
     except BaseException as exc:  # noqa: B036 - SystemExit in a call is that call's failure
-        record = head + 'false, "raised": "' + _exception_name(exc) + '"'
-        try:  # noqa: SIM105 - its arguments, when they are plain data: the judge raises it with them (str(e) too)
-            record += ', "exc": ' + _encode(list(BaseException.args.__get__(exc)))
-        except BaseException:  # noqa: B036
-            pass
-        return record + "}", False
+        value, raised = None, exc
     try:
-        _ORIGINS.update({id(v): k for k, v in enumerate(made)} if want_args else {})
-        text, kind = _encode(value), _type(value)
-        if (kind is list or kind is dict or kind is set) and id(value) not in _ORIGINS:  # the same object again
-            text = '{"o": [' + _int_repr(_number(_OBJECTS, value)) + "," + text + "]}"  # is the judge's same object
-        record = head + 'true, "value": ' + text
+        record = '{"ok": true' if raised is None else '{"ok": false, "raised": "' + _exception_name(raised) + '"'
         if want_args:  # in-place changes to the arguments, which the judge applies to its own objects
-            record += ', "args": ' + _encode(args) + ', "kwargs": ' + _encode(kwargs)
-        return record + "}", True
+            for v in made:
+                _SEEN[id(v)] = (len(_SEEN), v)
+            record += ', "upd": [' + _str_join(",", [_content(v) for v in made]) + "]"
+        if raised is not None:
+            return record + _exception_args(raised) + "}", False
+        kind, returned_before = _type(value), id(value) in _SEEN
+        text = _encode(value)
+        if (kind is list or kind is dict or kind is set) and not returned_before:  # returned again later, it is
+            text = '{"o": [' + _int_repr(_number(_OBJECTS, value)) + "," + text + "]}"  # the judge's same object
+        return record + ', "value": ' + text + "}", True
     except BaseException:  # noqa: B036
-        return head + 'false, "unencodable": true}', False
+        return '{"ok": false, "unencodable": true}', False
     finally:
-        _ORIGINS.clear()
+        _SEEN.clear()
+
+
+def _content(value):
+    """What one of the call's arguments holds (the judge's ``plain_data._content`` reads it)."""
+    kind = _type(value)
+    if kind is list:
+        return _encode_items(value, 0)
+    return _encode_container(value, kind, 0) if kind is dict or kind is set else _library_text(value, kind, 0)
+
+
+def _exception_args(exc):
+    """The exception's arguments, when they are plain data (the judge raises it with them: ``str(e)`` too)."""
+    try:
+        return ', "exc": ' + _encode(list(BaseException.args.__get__(exc)))
+    except BaseException:  # noqa: B036
+        return ""

@@ -290,7 +290,7 @@ def _run_call(runner, program, spec, limits, stop_on_failure, float_tol) -> Test
     def check(record: dict) -> bool:
         return record["ok"] is True and values_equal(record["decoded"], cases[record["i"]]["expected"], float_tol)
 
-    calls = [[spec["fn_name"], replay.encode(list(case["args"])), {"d": []}, False] for case in cases]
+    calls = [[spec["fn_name"], *replay.encode_call(case["args"], {})[:2], False] for case in cases]
     payload = _calls_payload(program, calls, stop_on_failure)
     grader = _StreamingGrader(RecordStream(payload["marker"], "calls", len(cases)), check, stop_on_failure)
     result = _launch_streaming(runner, payload, limits, len(cases), grader)

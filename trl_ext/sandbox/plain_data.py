@@ -2,8 +2,10 @@
 for the test's arguments, ``decode`` for the program's results, total on untrusted input. The decoder rebuilds
 standard types (Counter, OrderedDict, defaultdict, deque, Fraction, Decimal, range, bytearray, dict views, an
 iterator over a consumed iterator's items; one generic tuple class for namedtuples), so that the test's ``==``
-is CPython's own on equal objects; an evaluation's ``memo`` gives identity back where ``==`` depends on it
-(NaN objects, the test's own argument containers, updated in place).
+is CPython's own on equal objects. Identity crosses both ways where ``==`` or a mutation can tell: a call's lists,
+dicts and sets form one graph (an alias or a cycle is a reference, {"a": number}, to the object met first), a
+record sends what the program left in each of the call's own objects ("upd", after a raise too) and the judge
+updates the test's objects in place; an evaluation's ``memo`` keeps NaN objects and returned containers.
 
 Stdlib only and no trl_ext import: ``replay.py`` imports it, in the judge as a module of the package and in the
 evaluation worker (which runs ``replay.py`` by its path) as the file next to it.
@@ -28,9 +30,11 @@ _MAX_SHARED_HASHES = 64  # elements of one set or dict beyond this many sharing 
 _MAX_ITEMS = 1 << 20  # elements of one list, set or mapping (the run's output cap bounds them all together too)
 
 
-def encode(value: Any, depth: int = 0) -> Any:
+def encode(value: Any, depth: int = 0, graph: tuple[dict, list] | None = None) -> Any:
     """JSON-able tagged form of plain data, by exact type; raises TypeError for anything else. Sets are sorted
-    by their elements' JSON, so equal values always encode identically (they key the recorded results)."""
+    by their elements' JSON, so equal values always encode identically (they key the recorded results). Lists,
+    dicts and sets keep their identity: each is numbered where first met (before its items) and sent once, an
+    alias or a cycle as {"a": number}; ``graph`` ({id: number}, [objects in number order]) spans one call."""
     if depth > _MAX_DEPTH:
         raise TypeError("value nested too deeply")
     kind = type(value)
@@ -40,42 +44,144 @@ def encode(value: Any, depth: int = 0) -> Any:
         return value if value.bit_length() <= _BIG_INT_BITS else {"i": format(value, "x")}
     if kind is float:
         return value if math.isfinite(value) else {"f": repr(value)}
+    if kind in _TRACKED:
+        numbers, shared = graph if graph is not None else ({}, [])
+        if id(value) in numbers:
+            return {"a": numbers[id(value)]}
+        numbers[id(value)] = len(shared)
+        shared.append(value)  # alive while the graph is: its id stays its own
+        graph = numbers, shared
     if kind is list:
-        return [encode(v, depth + 1) for v in value]
+        return [encode(v, depth + 1, graph) for v in value]
     if kind is tuple:
-        return {"t": [encode(v, depth + 1) for v in value]}
-    if kind is set or kind is frozenset:
+        return {"t": [encode(v, depth + 1, graph) for v in value]}
+    if kind is set or kind is frozenset:  # elements are hashable: no list, dict or set among them
         items = sorted((encode(v, depth + 1) for v in value), key=lambda e: json.dumps(e))
         return {"s" if kind is set else "fs": items}
     if kind is dict:
-        return {"d": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
-    if kind is bytes:
-        return {"b": base64.b64encode(value).decode()}
+        return {"d": [[encode(k, depth + 1), encode(v, depth + 1, graph)] for k, v in value.items()]}
+    if kind is bytes or kind is bytearray:
+        return {"b" if kind is bytes else "ba": base64.b64encode(value).decode()}
     if kind is complex:
         return {"c": [encode(value.real, depth + 1), encode(value.imag, depth + 1)]}
+    if kind is collections.deque:
+        return {"dq": [[encode(v, depth + 1, graph) for v in value], value.maxlen]}
+    if kind in _TRACKED:  # Counter, OrderedDict, defaultdict (with a builtin type, or no factory)
+        pairs = [[encode(k, depth + 1), encode(v, depth + 1, graph)] for k, v in value.items()]
+        if kind is not collections.defaultdict:
+            return {"C" if kind is collections.Counter else "od": pairs}
+        factory = value.default_factory
+        name = None if factory is None else getattr(factory, "__name__", None)
+        if factory is not None and _FACTORIES.get(name) is not factory:  # a lambda would be the test's code
+            raise TypeError("a defaultdict argument's factory must be a builtin type")
+        return {"dd": [name, pairs]}
     raise TypeError(f"{kind.__name__} is not plain data")
+
+
+# the mutable types a test may pass as arguments: numbered where first met, updated in place after each call
+_TRACKED = frozenset({list, set, dict, bytearray, collections.deque, collections.Counter})
+_TRACKED |= {collections.OrderedDict, collections.defaultdict}
+
+
+def encode_call(args: tuple | list, kwargs: dict) -> tuple[list, dict, list]:
+    """(arguments, keyword arguments, their distinct lists, dicts and sets in number order) of one call, encoded
+    as one graph: an object the test passes twice (``f(x, x)``, ``[r, r]``) is one object in the sandbox too, and
+    the k-th object listed is the one the sandbox's records call k (``decode_record``)."""
+    graph: tuple[dict, list] = ({}, [])
+    encoded_args = [encode(v, 1, graph) for v in args]
+    encoded_kwargs = {"d": [[encode(k, 1), encode(v, 1, graph)] for k, v in kwargs.items()]}
+    return encoded_args, encoded_kwargs, graph[1]
 
 
 def decode(obj: Any, depth: int = 0, memo: dict | None = None) -> Any:
     """Plain data from its tagged JSON form (as ``json.loads`` returns it). Total on untrusted input: bounded
     depth, element count, big-int size and hash sharing; anything malformed raises ValueError and nothing else.
-    ``memo`` (an evaluation's): "nans" maps the run's NaN numbers to one object each, "originals" lists the
-    call's argument containers (``_mutables``) that a "m" tag updates in place and returns; without it both tags
-    decode to new objects."""
+    ``memo`` spans one record: "refs" numbers its lists, dicts and sets (the call's own argument objects first,
+    see ``decode_record``) where each begins, so {"a": k} is that object again (an alias, or a cycle); an
+    evaluation's "nans" maps the run's NaN numbers to one object each and "objects" its returned containers
+    (the "o" tag), updated in place. Without a memo, identity holds within ``obj`` only."""
     if depth > _MAX_DEPTH:
         raise ValueError("value nested too deeply")
     kind = type(obj)
     if obj is None or kind in (bool, int, float, str):
         return obj
+    if memo is None:
+        memo = {"refs": []}
     if kind is list and len(obj) <= _MAX_ITEMS:
-        return [decode(v, depth + 1, memo) for v in obj]
+        made: list = []
+        refs = memo.get("refs")
+        (refs if refs is not None else memo.setdefault("refs", [])).append(made)  # numbered before its items
+        made += [decode(v, depth + 1, memo) for v in obj]
+        return made
     if kind is not dict or len(obj) != 1:
         raise ValueError("malformed plain data")
     ((tag, inner),) = obj.items()
     try:
-        return _decode_tagged(tag, inner, depth + 1, {} if memo is None else memo)
+        return _decode_tagged(tag, inner, depth + 1, memo)
     except (TypeError, ValueError, KeyError, IndexError, ArithmeticError) as exc:  # decimal's errors too
         raise ValueError(f"malformed plain data ({tag!r:.20}: {type(exc).__name__})") from None
+
+
+def _register(made: Any, memo: dict) -> Any:
+    """``made``, numbered in the record (before its items are decoded: an item may be ``made`` itself)."""
+    refs = memo.get("refs")
+    if refs is None:
+        refs = memo["refs"] = []
+    refs.append(made)
+    return made
+
+
+def decode_record(record: dict, memo: dict, originals: list | None = None) -> Any:
+    """Apply a call record's argument updates and decode its value ("ok") or its exception's arguments ("exc";
+    None when absent). "upd" holds, for the k-th of the call's lists, dicts and sets (``encode_call``), what the
+    program left in it; ``originals`` are the test's own objects, updated in place all at once after every update
+    decoded (a malformed record changes none); without them (checking a record's shape), fresh ones. Raises
+    ValueError (only) for a malformed record: an update of the wrong type or count, an unknown reference."""
+    updates = record.get("upd")
+    wrong_count = originals is not None and type(updates) is list and len(updates) != len(originals)
+    if updates is not None and (type(updates) is not list or wrong_count):
+        raise ValueError("a record updates other arguments than the call's")
+    if originals is None:
+        originals = [_fresh(update) for update in updates or ()]
+    memo["refs"] = list(originals)
+    contents = [_content(mine, update, memo) for mine, update in zip(originals, updates or ())]
+    field = "value" if record.get("ok") is True else "exc"
+    decoded = decode(record[field], 0, memo) if field in record else None
+    for mine, content in zip(originals, contents):  # no "upd": the call changed nothing (a missing function)
+        _update(mine, content)
+    return decoded
+
+
+_EMPTY = {"d": dict, "s": set, "ba": bytearray, "dq": collections.deque, "C": collections.Counter}
+_EMPTY.update(od=collections.OrderedDict, dd=collections.defaultdict)
+
+
+def _fresh(update: Any) -> Any:
+    """An empty object of the type an update is written for (a list, or a tag of a mutable type)."""
+    if type(update) is list:
+        return []
+    if type(update) is dict and len(update) == 1 and next(iter(update)) in _EMPTY:
+        return _EMPTY[next(iter(update))]()
+    raise ValueError("an argument update is of no mutable type")
+
+
+def _content(mine: Any, update: Any, memo: dict) -> Any:
+    """What the program left in ``mine`` (one of the call's objects), from its update, as a new object."""
+    kind = type(mine)
+    if kind is list:  # its items: the list itself is numbered already (it is ``mine``)
+        if type(update) is not list or len(update) > _MAX_ITEMS:
+            raise ValueError("a list argument's update is no list")
+        return [decode(v, 1, memo) for v in update]
+    tag = "d" if kind is dict else "s" if kind is set else None
+    try:
+        if tag and type(update) is dict and update.keys() == {tag}:
+            return dict(_pairs(update[tag], 1, memo)) if kind is dict else set(_hashed(_items(update[tag], 1, memo)))
+    except (TypeError, KeyError, IndexError, ArithmeticError) as exc:
+        raise ValueError(f"malformed argument update ({type(exc).__name__})") from None
+    after = None if tag else decode(update, 1, memo)  # a library type: never numbered in a record
+    if type(after) is not kind:
+        raise ValueError("an argument update of another type than the argument")
+    return after
 
 
 def _items(inner: Any, depth: int, memo: dict) -> list:
@@ -133,13 +239,21 @@ _FACTORIES = {f.__name__: f for f in (int, float, str, list, dict, set, tuple, b
 def _decode_tagged(tag: str, inner: Any, depth: int, memo: dict) -> Any:
     if (simple := _SIMPLE_TAGS.get(tag)) is not None:
         return simple(inner, depth, memo)
-    if tag == "m" and type(inner) is list and len(inner) == 2 and type(inner[0]) is int:
-        originals = memo.get("originals", ())
-        mine = originals[inner[0]] if 0 <= inner[0] < len(originals) else None
-        return _update(mine, decode(inner[1], depth, memo))
+    if tag == "a" and type(inner) is int:  # an object met before in this record (or one of the call's own)
+        refs = memo.get("refs", ())
+        if not 0 <= inner < len(refs):
+            raise ValueError("a reference to no object")
+        return refs[inner]
     if tag == "o" and type(inner) is list and len(inner) == 2 and type(inner[0]) is int:  # a returned container
-        after, objects = decode(inner[1], depth, memo), memo.setdefault("objects", {})
-        return objects.setdefault(inner[0], after) if inner[0] not in objects else _update(objects[inner[0]], after)
+        refs, objects = memo.setdefault("refs", []), memo.setdefault("objects", {})
+        at, after = len(refs), decode(inner[1], depth, memo)
+        if inner[0] not in objects:
+            objects[inner[0]] = after
+            return after
+        mine = _update(objects[inner[0]], after)  # returned again: the test's object, updated in place
+        if at < len(refs) and refs[at] is after:
+            refs[at] = mine
+        return mine
     if tag == "nan" and type(inner) is int and 0 <= inner <= _MAX_ITEMS:  # one object per NaN of the run
         return memo.setdefault("nans", {}).setdefault(inner, float("nan"))
     if tag == "dec" and type(inner) is str and len(inner) <= _MAX_HEX_DIGITS and "s" not in inner.lower():
@@ -192,9 +306,9 @@ def _decode_tagged(tag: str, inner: Any, depth: int, memo: dict) -> Any:
 
 _SIMPLE_TAGS = {
     "t": lambda inner, depth, memo: tuple(_items(inner, depth, memo)),
-    "s": lambda inner, depth, memo: set(_hashed(_items(inner, depth, memo))),
+    "s": lambda inner, depth, memo: _filled(_register(set(), memo), _hashed(_items(inner, depth, memo))),
     "fs": lambda inner, depth, memo: frozenset(_hashed(_items(inner, depth, memo))),
-    "d": lambda inner, depth, memo: dict(_pairs(inner, depth, memo)),
+    "d": lambda inner, depth, memo: _filled(_register({}, memo), _pairs(inner, depth, memo)),
     "C": lambda inner, depth, memo: collections.Counter(dict(_pairs(inner, depth, memo))),
     "od": lambda inner, depth, memo: collections.OrderedDict(_pairs(inner, depth, memo)),
     "g": lambda inner, depth, memo: iter(_items(inner, depth, memo)),  # an iterator's items: equal only to itself
@@ -206,25 +320,22 @@ _SIMPLE_TAGS = {
 }
 
 
+def _filled(made: Any, items: list) -> Any:
+    made.update(items)
+    return made
+
+
 def _update(mine: Any, after: Any) -> Any:
     """``mine`` (an object the test holds), updated in place to what the program left of it (``after``); ``after``
     itself when there is no such object of the same type (a call test's check decodes without a memo)."""
-    if mine is None or type(mine) is not type(after) or type(after) not in (list, dict, set):
+    if mine is None or type(mine) is not type(after) or type(after) not in _TRACKED:
         return after
-    if type(mine) is list:
+    if type(mine) is list or type(mine) is bytearray:
         mine[:] = after
+    elif type(mine) is collections.deque:
+        mine.clear()
+        mine.extend(after)
     else:
         mine.clear()
         mine.update(after)
     return mine
-
-
-def _mutables(value: Any, found: list, depth: int = 0) -> list:
-    """The lists, dicts and sets in ``value``, children first, in the order the harness decodes them."""
-    kind = type(value)
-    if depth <= _MAX_DEPTH and kind in (list, tuple, set, frozenset, dict):
-        for item in (v for pair in value.items() for v in pair) if kind is dict else value:
-            _mutables(item, found, depth + 1)
-        if kind in (list, set, dict):
-            found.append(value)
-    return found

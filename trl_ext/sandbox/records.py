@@ -18,8 +18,8 @@ from trl_ext.sandbox import replay
 
 STDIO_STATUSES = frozenset({"ok", "timeout", "runtime_error", "memory", "output_limit"})
 _STDIO_KEYS = frozenset({"i", "status", "out"})
-_VALUE_KEYS = (frozenset({"i", "ok", "value"}), frozenset({"i", "ok", "value", "args", "kwargs"}))
-_RAISED_KEYS = (frozenset({"i", "ok", "raised"}), frozenset({"i", "ok", "raised", "exc"}))
+_VALUE_KEYS = (frozenset({"i", "ok", "value"}), frozenset({"i", "ok", "value", "upd"}))
+_RAISED_KEYS = tuple(frozenset({"i", "ok", "raised", *more}) for more in ((), ("exc",), ("upd",), ("exc", "upd")))
 _MAX_NAME = 64  # an exception class name
 
 
@@ -47,10 +47,8 @@ def _call_record(record: dict) -> dict | None:
     keys, ok = record.keys(), record.get("ok")
     if ok is True and keys in _VALUE_KEYS:
         checked = dict(record)
-        try:
-            checked["decoded"] = replay.decode(record["value"])
-            if "args" in record:
-                replay.decode(record["args"]), replay.decode(record["kwargs"])
+        try:  # the argument updates and the value, as one record (the value may name an argument's objects)
+            checked["decoded"] = replay.decode_record(record, {})
         except ValueError:
             return {"i": record["i"], "ok": False, "invalid": True}
         return checked
@@ -64,11 +62,12 @@ def _call_record(record: dict) -> dict | None:
 
 
 def _exception_args(record: dict) -> bool:
-    """Whether a raised record's exception arguments (optional) are a list of plain data."""
+    """Whether a raised record's argument updates and exception arguments (both optional) are plain data."""
     try:
-        return "exc" not in record or type(replay.decode(record["exc"])) is list
+        args = replay.decode_record(record, {})
     except ValueError:
         return False
+    return "exc" not in record or type(args) is list
 
 
 class RecordStream:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
 import functools
 import json
 import os
@@ -28,7 +29,7 @@ import time
 from typing import Any
 
 if __package__:  # the judge: a module of the package
-    from trl_ext.sandbox.plain_data import _MAX_DEPTH, _mutables, decode, encode
+    from trl_ext.sandbox.plain_data import decode, decode_record, encode, encode_call
 else:  # the evaluation worker runs this file by its path: the codec is the file next to it (read by its path:
     # a confined worker may read that file but not list its directory, which an import through sys.path needs)
     import importlib.util
@@ -39,7 +40,7 @@ else:  # the evaluation worker runs this file by its path: the codec is the file
     _codec = importlib.util.module_from_spec(_spec)
     sys.modules[_spec.name] = _codec  # dataclass-free, but `from __future__ import annotations` looks itself up
     _spec.loader.exec_module(_codec)
-    _MAX_DEPTH, _mutables, decode, encode = _codec._MAX_DEPTH, _codec._mutables, _codec.decode, _codec.encode
+    decode, decode_record, encode, encode_call = _codec.decode, _codec.decode_record, _codec.encode, _codec.encode_call
 
 _MAX_CALLS = 20000
 ASSERT_HOOK = "__trl_ext_assert_failed__"
@@ -48,15 +49,6 @@ ASSERT_HOOK = "__trl_ext_assert_failed__"
 def call_key(name: str, args: Any, kwargs: Any) -> str:
     """The key of one call: its function name and encoded arguments."""
     return json.dumps([name, args, kwargs], separators=(",", ":"))
-
-
-def _has_mutable(value: Any) -> bool:
-    kind = type(value)
-    if kind in (list, dict, set):
-        return True
-    if kind in (tuple, frozenset):
-        return any(_has_mutable(v) for v in value)
-    return False
 
 
 # -- the test, rewritten -------------------------------------------------------------------------------------
@@ -132,11 +124,20 @@ class _Pending:
     __format__ = __repr__
 
 
-def _contains_pending(value: Any, depth: int = 0) -> bool:
-    if isinstance(value, _Pending):
-        return True
-    if depth < _MAX_DEPTH and type(value) in (list, tuple, set, frozenset, dict):
-        return any(_contains_pending(v, depth + 1) for v in (value.items() if type(value) is dict else value))
+_CONTAINERS = (list, tuple, set, frozenset, dict, collections.deque)
+
+
+def _contains_pending(value: Any) -> bool:
+    """Whether ``value`` holds a placeholder, anywhere in its containers (each visited once: aliases, cycles)."""
+    todo, seen = [value], set()
+    while todo:
+        item = todo.pop()
+        if isinstance(item, _Pending):
+            return True
+        if isinstance(item, _CONTAINERS) and id(item) not in seen:
+            seen.add(id(item))
+            todo.extend(item.values() if isinstance(item, dict) else item)
+            todo.extend(item.keys() if isinstance(item, dict) else ())
     return False
 
 
@@ -176,8 +177,8 @@ class _Session:
         if _contains_pending((args, kwargs)):
             self.blocked = True
             raise _Stop
-        try:
-            encoded_args, encoded_kwargs = encode(list(args)), encode(kwargs)
+        try:  # one graph: an object passed twice is one object in the sandbox too (``encode_call``)
+            encoded_args, encoded_kwargs, originals = encode_call(args, kwargs)
         except TypeError as exc:
             self.unsupported = f"an argument of {name}() is not plain data ({exc})"
             raise _Stop from None
@@ -185,39 +186,36 @@ class _Session:
         if position >= _MAX_CALLS:
             self.unsupported = f"the test makes more than {_MAX_CALLS} calls"
             raise _Stop
-        self.calls.append([name, encoded_args, encoded_kwargs, _has_mutable((args, kwargs))])
+        self.calls.append([name, encoded_args, encoded_kwargs, bool(originals)])
         same_so_far = not self.pending and position < len(self.known) and position < len(self.results)
         if not same_so_far or self.known[position] != call_key(name, encoded_args, encoded_kwargs):
             self.frontier = position if not self.pending else self.frontier  # the first call with no result
             self.pending = True  # from here on this pass differs from the run: the next run replays it all
             return _Pending()
-        return self._replay(name, self.results[position], args, kwargs)
+        return self._replay(name, self.results[position], originals)
 
-    def _replay(self, name: str, record: dict, args: tuple, kwargs: dict) -> Any:
-        if record.get("ok") is True:
-            memo = {"nans": self.nans, "objects": self.objects}
-            memo["originals"] = _mutables(kwargs, _mutables(list(args), []))
-            try:  # decoding updates the test's own argument objects in place, nested ones too ("m" tags)
-                value = decode(record.get("value"), 0, memo)
-                if "args" in record:
-                    decode(record["args"], 0, memo), decode(record.get("kwargs"), 0, memo)
-            except ValueError:
-                self.rejected = f"{name}() returned no plain data"
-                raise _Stop from None
-            return value
-        raised = record.get("raised")
+    def _replay(self, name: str, record: dict, originals: list) -> Any:
+        ok, raised = record.get("ok") is True, record.get("raised")
+        if not ok and type(raised) is not str:
+            why = "returned no plain data" if record.get("unencodable") else "gave no result"
+            self.rejected = f"{name}() {why}"
+            raise _Stop
+        try:  # the test's own argument objects are updated in place (a raising call's changes too)
+            decoded = decode_record(record, {"nans": self.nans, "objects": self.objects}, originals)
+        except ValueError:
+            self.rejected = f"{name}() returned no plain data"
+            raise _Stop from None
+        if ok:
+            return decoded
         if raised in ("StopIteration", "StopAsyncIteration"):  # PEP 479: it must not end the test's loop
             raise RuntimeError(f"the program's {name}() raised {raised}")
-        if raised:
-            raise _program_exception(raised, name, record.get("exc"))
-        self.rejected = f"{name}() " + ("returned no plain data" if record.get("unencodable") else "gave no result")
-        raise _Stop
+        raise _program_exception(raised, name, decoded)
 
 
 def _program_exception(raised: str, name: str, args: Any = None) -> BaseException:
-    """The builtin exception class the program's raised, with its arguments where they crossed (``str(e)``)."""
+    """The builtin exception class the program's raised, with its (decoded) arguments where they crossed."""
     try:  # a few builtin exceptions need more arguments (UnicodeDecodeError): without them, ProgramError
-        values = decode(args) if args is not None else [f"raised by the program's {name}()"]
+        values = args if type(args) is list else [f"raised by the program's {name}()"]
         return _EXCEPTIONS.get(raised, ProgramError)(*values)
     except (TypeError, ValueError, OverflowError):
         return ProgramError(f"{raised} raised by the program's {name}()")
