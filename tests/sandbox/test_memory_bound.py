@@ -1,6 +1,10 @@
 """Class 6 (memory): a run's memory is bounded as a total across its processes, memfds, tmpfs and pipe buffers at
 2 x memory_mb: by a memory cgroup where one can be had (root), else by summing the run's processes."""
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +13,7 @@ from trl_ext.sandbox import Limits, memory, run
 
 from .._backends import EACH_BACKEND, current_backend, sandbox_backend, sandbox_server  # noqa: F401
 
+ROOT = Path(__file__).resolve().parents[2]
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 LIMITS = Limits(timeout_s=4.0, memory_mb=128)
 CHILDREN = """
@@ -173,3 +178,68 @@ def test_pipes_cannot_pin_pages_outside_the_bound():
         assert result.status == "memory" if current_backend() != "remote" else result.status != "ok"
     else:  # no huge pages here: 40 x 64 KiB pinned, inside the bound and charged to the run's cgroup
         assert result.status == "ok" and result.stdout == "ALL HELD\n"
+
+
+MEMFD_CREATE = (
+    "import os\ntry:\n    os.memfd_create('x')\n    print('created')\nexcept OSError as e:\n    print(e.errno)"
+)
+
+
+@EACH_BACKEND
+def test_memfds_need_a_memory_cgroup():
+    """A memfd is memory no RLIMIT_AS bounds until mapped: only a cgroup charges it, so without one it is refused."""
+    assert run(MEMFD_CREATE, limits=LIMITS).stdout == ("created\n" if memory.available() else "1\n")
+
+
+NON_DUMPABLE_MEMFDS = """
+import ctypes, os, time
+ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: the trainer's uid can no longer read its descriptors
+r, w = os.pipe()
+for c in range(4):
+    if os.fork() == 0:
+        try:
+            fds = [os.memfd_create("m") for _ in range(16)]
+            for fd in fds:  # 16 x 16 MiB per child, never mapped
+                os.pwrite(fd, b"x" * (16 << 20), 0)
+            os.write(w, b"x")
+        except OSError:
+            os.write(w, b"e")
+        time.sleep(30)
+        os._exit(0)
+got = b""
+while len(got) < 4:
+    got += os.read(r, 4)
+print("ALL HELD" if got == b"xxxx" else "REFUSED")
+"""
+
+
+@EACH_BACKEND
+def test_non_dumpable_children_holding_memfds_stay_inside_the_total():
+    """1 GiB of unmapped memfds in non-dumpable children against 2 x 64 MiB: charged to the cgroup where one
+    exists, else memfd_create is refused and a process whose descriptors cannot be read counts as hiding."""
+    result = run(NON_DUMPABLE_MEMFDS, limits=Limits(timeout_s=10.0, memory_mb=64))
+    assert "ALL HELD" not in result.stdout  # without a cgroup: refused, or killed as hiding (non-dumpable)
+
+
+def as_uid_1000(code: str) -> subprocess.CompletedProcess:
+    """``python -c code`` as uid 1000 in a container without user namespaces (the trainer's case under landlock)."""
+    cmd = ["bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-user"]
+    cmd += ["--disable-userns", "--uid", "1000", "--gid", "1000", "--die-with-parent", "--chdir", str(ROOT)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([*cmd, sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None or os.geteuid() != 0, reason="needs bwrap, started as root")
+def test_a_process_whose_descriptors_cannot_be_read_is_unreadable():
+    """``memory.descriptors`` never skips an entry it cannot read (the root cause of uncounted memfds); run as
+    uid 1000 without user namespaces, where the kernel refuses a non-dumpable process's entries."""
+    code = (
+        "import ctypes, os, sys, time\nfrom trl_ext.sandbox import memory\n"
+        "r, w = os.pipe()\npid = os.fork()\nif pid == 0:\n"
+        "    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)\n    os.write(w, b'x')\n    time.sleep(10)\n    os._exit(0)\n"
+        "os.read(r, 1)\nassert any(t.startswith('pipe:') for t, _ in memory.descriptors(os.getpid()))\n"
+        "try:\n    memory.descriptors(pid)\n    print('read')\nexcept memory.Unreadable:\n    print('unreadable')\n"
+        "os.kill(pid, 9)\nos.waitpid(pid, 0)\nassert memory.descriptors(pid) == []\n"
+    )
+    done = as_uid_1000(code)
+    assert done.stdout == "unreadable\n", done.stderr

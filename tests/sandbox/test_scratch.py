@@ -4,8 +4,10 @@ always removed: unreadable directories, nesting deeper than PATH_MAX, odd names,
 import os
 import tempfile
 
+import pytest
+
 from trl_ext.sandbox import Limits, run
-from trl_ext.sandbox.scratch import ENTRY_BYTES, remove_scratch, scratch_bytes
+from trl_ext.sandbox.scratch import ENTRY_BYTES, ScratchWatch, remove_scratch, scratch_bytes
 
 from .._backends import EACH_BACKEND, sandbox_backend, sandbox_server  # noqa: F401
 
@@ -132,3 +134,96 @@ def test_the_scratch_walk_counts_entries_and_stops_at_the_cap(tmp_path):
     assert scratch_bytes(str(tmp_path), entry_bytes=ENTRY_BYTES) >= 3000 * ENTRY_BYTES
     walked = scratch_bytes(str(tmp_path), entry_bytes=ENTRY_BYTES, stop_above=100 * ENTRY_BYTES)
     assert 100 * ENTRY_BYTES < walked <= 102 * ENTRY_BYTES + os.stat(tmp_path).st_blocks * 512  # stopped early
+
+
+HIDDEN_HOLDERS = """
+import ctypes, os, shutil, sys, time
+HOW = {how!r}
+HOLD = '''
+import os, sys, time
+fds = []
+for i in range(8):  # 8 x 16 MiB per process, unlinked before a walk can list them
+    name = "u%d_%d" % (os.getpid(), i)
+    fd = os.open(name, os.O_RDWR | os.O_CREAT, 0o600)
+    os.unlink(name)
+    os.pwrite(fd, b"y" * (16 << 20), 0)
+    fds.append(fd)
+os.write(int(sys.argv[1]), b"x")
+time.sleep(30)
+'''
+r, w = os.pipe()
+if HOW == "prctl":
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0, inherited by the children
+else:  # exec of a file the process cannot read (execute-only) makes it non-dumpable too
+    fd = os.open("py", os.O_WRONLY | os.O_CREAT, 0o100)
+    with open(os.path.realpath(sys.executable), "rb") as source:
+        os.write(fd, source.read())
+    os.close(fd)
+for c in range(4):
+    if os.fork() == 0:
+        os.close(r)
+        try:
+            if HOW == "prctl":
+                exec(HOLD.replace("int(sys.argv[1])", str(w)))
+            os.execv("./py", ["py", "-c", HOLD, str(w)])
+        finally:
+            os._exit(1)
+os.close(w)  # end of file once every child is gone
+got = b""
+while len(got) < 4 and (chunk := os.read(r, 4)):
+    got += chunk
+print("ALL HELD" if got == b"xxxx" else "NOT ALL")
+"""
+
+
+@EACH_BACKEND
+@pytest.mark.parametrize("how", ["prctl", "exec_only"])
+def test_non_dumpable_processes_cannot_hide_unlinked_files(how):
+    """512 MiB held in files unlinked while open by processes whose descriptors the trainer's uid cannot read
+    (non-dumpable by prctl or by exec of an unreadable file): counted as hiding, never held past the cap."""
+    result = run(HIDDEN_HOLDERS.format(how=how), limits=Limits(timeout_s=10.0, scratch_mb=16, nofile=32))
+    assert "ALL HELD" not in result.stdout  # killed, or refused by a capped tmpfs (bubblewrap's per-run scratch)
+
+
+BURST = """
+import os, time
+for k in range(12000):  # ~47 MiB of entries (ENTRY_BYTES each): walks get slow
+    open("e%d" % k, "w").close()
+for c in range(4):
+    if os.fork() == 0:
+        for i in range(16):  # 16 x 16 MiB per process, 1 GiB in all; one line per file written
+            with open("b%d_%d" % (c, i), "wb") as f:
+                f.write(b"z" * (16 << 20))
+            os.write(1, b"w\\n")
+        os._exit(0)
+for _ in range(4):
+    os.wait()
+print("DONE")
+"""
+
+
+@EACH_BACKEND
+def test_a_burst_behind_slow_walks_stays_near_the_cap():
+    """Many entries make each walk slow; files written in the gap between two walks are still measured within a
+    poll (the file system's growth ends the gap): what the run wrote stays a bounded overshoot of ``scratch_mb``,
+    not the 1 GiB it asked for (3 GiB were held this way before)."""
+    result = run(BURST, limits=Limits(timeout_s=30.0, scratch_mb=64))
+    written_mib = 16 * result.stdout.count("w\n")
+    assert written_mib <= 64 + 256, written_mib
+    # a capped tmpfs (bubblewrap's per-run scratch) refuses the writes past the cap: the run may then end "ok"
+    assert result.status != "ok" or written_mib <= 64, (result.status, written_mib)
+
+
+def test_growth_of_the_file_system_between_walks_triggers_a_walk(tmp_path):
+    """The per-poll check that does not depend on the entries: growth past the room the last walk left walks now."""
+    pid_r, pid_w = os.pipe()  # never written: the watcher's own thread stays idle, the test drives ``_over``
+    os.set_blocking(pid_r, False)
+    watch = ScratchWatch(pid_r, str(tmp_path), 4 << 20, pids=list)
+    try:
+        assert not watch._over(walk=True) and watch.walks == 1
+        (tmp_path / "big").write_bytes(b"q" * (64 << 20))
+        assert watch._over(walk=False) and watch.walks == 2 and watch.exceeded
+    finally:
+        watch.stop()
+        os.close(pid_r)
+        os.close(pid_w)

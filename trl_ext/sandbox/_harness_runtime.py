@@ -155,10 +155,14 @@ def _calls_child(payload, write_fd):
 def _undumpable():
     """prctl(PR_SET_DUMPABLE, 0) through the C module of ctypes (importing ctypes itself costs ~10 ms): no
     process of the sandbox's uid may then open /proc/<harness>/fd/* or read the harness's memory. Best effort
-    (no /proc, an interpreter without _ctypes): the judge's strict record parsing is the fix, this is depth."""
+    (no /proc, an interpreter without _ctypes): the judge's strict record parsing is the fix, this is depth.
+    Not where /proc cannot be opened at all (Landlock grants no /proc: the program cannot reach it either): there
+    the harness stays dumpable, so the trainer (same uid) can still read the run's descriptors, which its
+    memory and scratch accounting needs (a process it cannot read counts as hiding and kills the run)."""
     try:
         if os.stat("/proc/self/fd").st_uid != os.geteuid():  # /proc/<pid> is root's once it is not dumpable
             return  # already so: dropping root to the sandbox uid made it (the kernel's suid_dumpable rule)
+        os.close(os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY))  # PermissionError under Landlock
         import _ctypes
 
         class _Int(_ctypes._SimpleCData):
@@ -241,15 +245,32 @@ def _case_status(wait_status):
     return "ok" if code == 0 else "memory" if code == _MEMORY_EXIT else "runtime_error"
 
 
+def _anonymous_file(data):
+    """A descriptor reading ``data`` from its start: a memfd, or where the seccomp filter refuses memfds (no memory
+    cgroup bounds the run), a file of the working directory (the run's scratch) unlinked once open."""
+    try:
+        fd = os.memfd_create("stdin", 0)
+    except OSError:
+        while True:  # a name the program cannot foresee (it may have made files in the same directory)
+            name = ".trl-ext-stdin-" + os.urandom(12).hex()
+            try:
+                fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                break
+            except FileExistsError:
+                continue
+        os.unlink(name)
+    _write_all(fd, data)
+    os.lseek(fd, 0, 0)
+    return fd
+
+
 def _stdio_mode(payload, out_fd):
     """Run the program once per input, each in a fresh fork of this (program-free) harness; write one
     marker-prefixed record per case with the status and the base64 output. Outputs are compared outside."""
     marker, timeout, cap = payload.pop("marker").encode(), payload["case_timeout"], payload["max_output"]
     cpu_s = int(timeout) + 1
     for index, data in enumerate(payload["inputs"]):
-        stdin_fd = os.memfd_create("stdin", 0)
-        _write_all(stdin_fd, str.encode(data))
-        os.lseek(stdin_fd, 0, 0)
+        stdin_fd = _anonymous_file(str.encode(data))
         out_r, out_w = os.pipe()
         pid = os.fork()
         if pid == 0:

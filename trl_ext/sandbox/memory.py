@@ -162,19 +162,45 @@ def _remove_all() -> None:
             _remove(path)
 
 
-def session_bytes(pids: list[int]) -> int:
+class Unreadable(PermissionError):
+    """A process of the run whose descriptors cannot be read: it made itself non-dumpable (``prctl``, or exec of a
+    file it cannot read), so what it holds (memfds, files unlinked while open) cannot be measured."""
+
+
+def descriptors(pid: int) -> list[tuple[str, os.stat_result]]:
+    """(link target, stat) of each open descriptor of ``pid``; [] once it has exited (a zombie has none).
+    Raises ``Unreadable`` where the kernel refuses them: the fd directory of a non-dumpable process of the same
+    uid can still be listed, only its entries are refused, so each entry is checked (an error there is never
+    skipped: skipping it once let 3 GiB of memfds go uncounted)."""
+    try:
+        names = os.listdir(f"/proc/{pid}/fd")
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise Unreadable(f"descriptors of process {pid}: {exc}") from exc
+    found = []
+    for name in names:
+        path = f"/proc/{pid}/fd/{name}"
+        try:
+            found.append((os.readlink(path), os.stat(path)))
+        except FileNotFoundError:
+            continue  # closed meanwhile, or the process exited
+        except OSError as exc:  # EACCES: not dumpable; anything else cannot be measured either
+            raise Unreadable(f"descriptors of process {pid}: {exc}") from exc
+    return found
+
+
+def session_bytes(pids: list[int], tables: dict[int, list[tuple[str, os.stat_result]]] | None = None) -> int:
     """Memory held by ``pids``: resident anonymous and shared pages (memfd and tmpfs mappings), plus memfds they
-    hold open without mapping them (each counted once). A process whose descriptors cannot be read (not dumpable)
-    shows its resident pages only."""
+    hold open without mapping them (each counted once; without a memory cgroup the seccomp filter refuses
+    ``memfd_create`` to a run, so only the harness's own can be there). Raises ``Unreadable`` for a process whose
+    descriptors cannot be read. ``tables``: ``descriptors`` of each pid, already read by the caller."""
     total, memfds = 0, {}
     for pid in pids:
         for line in _read(Path(f"/proc/{pid}/status")).splitlines():
             if line.startswith(("RssAnon:", "RssShmem:")):
                 total += int(line.split()[1]) << 10
-        with contextlib.suppress(OSError), os.scandir(f"/proc/{pid}/fd") as entries:
-            for entry in entries:
-                with contextlib.suppress(OSError):
-                    if os.readlink(entry.path).startswith("/memfd:"):
-                        info = os.stat(entry.path)
-                        memfds[info.st_dev, info.st_ino] = info.st_blocks * 512
+        for target, info in tables[pid] if tables is not None and pid in tables else descriptors(pid):
+            if target.startswith("/memfd:"):
+                memfds[info.st_dev, info.st_ino] = info.st_blocks * 512
     return total + sum(memfds.values())

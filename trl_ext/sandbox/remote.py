@@ -55,7 +55,17 @@ PAYLOAD, NONCE, FLAGS, HARNESS = {payload!r}, {nonce!r}, {flags!r}, {harness!r}
 MARKER, STEP_S, START_S, CAPS = {marker!r}, {step_s!r}, {start_s!r}, {caps!r}
 READY, NOT_READY = {ready!r}, {not_ready!r}
 def memfd(data):
-    fd = os.memfd_create("trl-ext", 0)
+    try:
+        fd = os.memfd_create("trl-ext", 0)
+    except OSError:  # refused where no memory cgroup bounds the run: a file of the scratch, unlinked once open
+        while True:
+            name = ".trl-ext-" + os.urandom(12).hex()
+            try:
+                fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                break
+            except FileExistsError:
+                continue
+        os.unlink(name)
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
@@ -87,7 +97,9 @@ if pid == 0:  # the harness, once the relay below has written its proof
 for fd in fds + [out_w, err_w, go_r]:
     if fd >= 0:
         os.close(fd)
-try:  # the program shares this uid: keep it out of this process's /proc files and ptrace
+try:  # the program shares this uid: keep it out of this process's /proc files and ptrace, where /proc can be
+    # opened at all (not under Landlock: there the service must still read this process's descriptors)
+    os.close(os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY))
     import ctypes
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
 except Exception:

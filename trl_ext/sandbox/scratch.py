@@ -27,13 +27,21 @@ class ScratchWatch:
     """Learns the run's session id from the launcher and, while the run lasts, kills the session once the scratch
     directory holds more than ``cap_bytes`` or has a directory it cannot list (the seccomp filter refuses modes
     that take read or search from the owner, so only a hiding attempt makes one), or, with ``memory_cap`` (no
-    memory cgroup), once the session's processes hold more than that (``oom`` is then set). Polled every 20 ms,
-    so a run can overshoot by what it writes or allocates in that time (per file bounded by RLIMIT_FSIZE, per
-    process by RLIMIT_AS). The memory poll comes first and runs every time; the scratch walk, whose cost grows with
-    the entries (each counted as at least ``ENTRY_BYTES``, so at most ``cap_bytes / ENTRY_BYTES`` are walked), waits
-    four times its own last duration between walks: the watcher spends at most a fifth of a core on it."""
+    memory cgroup), once the session's processes hold more than that (``oom`` is then set).
+
+    Every poll (20 ms) reads each run process's descriptors, whatever the scratch holds: memfds and files unlinked
+    while open are summed there, and a process whose descriptors cannot be read (it made itself non-dumpable)
+    counts as hiding. The walk of the directory, whose cost grows with its entries (each counted as at least
+    ``ENTRY_BYTES``, so at most ``cap_bytes / ENTRY_BYTES`` are walked), runs every poll while it is quick and
+    otherwise waits up to four times its last duration (at most ``_MAX_GAP_S``): the watcher spends at most a
+    fifth of a core on it. A per-poll ``statvfs`` of the scratch's file system (one syscall, whatever the entries)
+    ends that wait: once the file system grew by more than the room the last walk left under the cap, the walk
+    runs at that poll. Other writers on that file system can only make walks more frequent, never a kill. Since
+    the seccomp filter refuses ``fallocate`` (an instant 16 MiB per call), a run adds between two measures at most
+    what its processes write in one poll and one walk."""
 
     _POLL_S = 0.02
+    _MAX_GAP_S = 0.25
 
     def __init__(
         self,
@@ -46,7 +54,8 @@ class ScratchWatch:
         """``pids``: lists the run's processes (its memory cgroup's), instead of scanning /proc for its session."""
         self.pid_fd, self.scratch, self.cap_bytes, self.memory_cap = pid_fd, scratch, cap_bytes, memory_cap
         self.pids = pids
-        self.sid, self.oom, self.exceeded = 0, False, False
+        self.sid, self.oom, self.exceeded, self.walks = 0, False, False, 0
+        self._walked = (0, _used_bytes(scratch))  # what the last walk found, the file system's use when it began
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="trl-ext-scratch-watch", daemon=True)
         self._thread.start()
@@ -56,16 +65,30 @@ class ScratchWatch:
             with contextlib.suppress(BlockingIOError, ValueError, OSError):
                 self.sid = int(os.read(self.pid_fd, 32) or 0)
 
+    def _grew_past_room(self, deleted: int) -> bool:
+        """Whether the file system grew, since the last walk began, by more than the cap leaves room for."""
+        held, used = self._walked
+        return _used_bytes(self.scratch) - used > self.cap_bytes - held - deleted
+
     def _over(self, walk: bool = True) -> bool:
         pids = self.pids() if self.pids is not None else [p.pid for p in processes() if p.sid == self.sid]
+        try:
+            tables = {pid: memory.descriptors(pid) for pid in pids}
+        except memory.Unreadable:
+            self.exceeded = True  # what it holds cannot be measured: hiding
+            return True
         if self.memory_cap is not None:  # first: a long scratch walk must not delay it
-            self.oom = self.oom or memory.session_bytes(pids) > self.memory_cap
-        if walk:
+            self.oom = self.oom or memory.session_bytes(pids, tables) > self.memory_cap
+        deleted = deleted_open_bytes(self.scratch, tables)
+        if walk or self._grew_past_room(deleted):
+            used = _used_bytes(self.scratch)
             try:
                 held = scratch_bytes(self.scratch, strict=True, entry_bytes=ENTRY_BYTES, stop_above=self.cap_bytes)
-                self.exceeded = self.exceeded or held + deleted_open_bytes(self.scratch, pids) > self.cap_bytes
             except Hidden:
                 self.exceeded = True
+                return True
+            self._walked, self.walks = (held, used), self.walks + 1
+        self.exceeded = self.exceeded or self._walked[0] + deleted > self.cap_bytes
         return self.exceeded or self.oom
 
     def _watch(self) -> None:
@@ -74,13 +97,12 @@ class ScratchWatch:
             self._read_sid()
             if not self.sid:
                 continue
-            started = time.monotonic()
-            walk = started >= next_walk
-            if self._over(walk):
+            started, walks = time.monotonic(), self.walks
+            if self._over(started >= next_walk):
                 kill_session(self.sid)
                 return
-            if walk:  # the next walk after four times this one's duration (at least every poll when it is quick)
-                next_walk = time.monotonic() + 4 * (time.monotonic() - started)
+            if self.walks != walks:  # the next walk after four times this one's duration, within the cap
+                next_walk = time.monotonic() + min(4 * (time.monotonic() - started), self._MAX_GAP_S)
 
     def stop(self) -> int:
         """Stop watching, measuring once more (a burst between two polls still counts: ``exceeded``); the run's
@@ -93,26 +115,28 @@ class ScratchWatch:
         return self.sid
 
 
-def deleted_open_bytes(root: str, pids: list[int]) -> int:
-    """Disk space of files on ``root``'s file system that ``pids`` hold open after unlinking them (no directory
-    lists them any more), each counted once. A process whose descriptors cannot be read raises ``Hidden``."""
+def _used_bytes(root: str) -> int:
+    """The bytes in use on ``root``'s file system (one ``statvfs``; 0 if it is gone)."""
+    try:
+        info = os.statvfs(root)
+    except OSError:
+        return 0
+    return (info.f_blocks - info.f_bfree) * info.f_frsize
+
+
+def deleted_open_bytes(root: str, tables: dict[int, list[tuple[str, os.stat_result]]]) -> int:
+    """Disk space of files on ``root``'s file system held open after being unlinked (no directory lists them any
+    more), each counted once; ``tables``: ``memory.descriptors`` of each run process (an unreadable one raised
+    there: it counts as hiding)."""
     try:
         device = os.stat(root).st_dev
     except FileNotFoundError:
         return 0
     held = {}
-    for pid in pids:
-        try:
-            entries = os.listdir(f"/proc/{pid}/fd")
-        except FileNotFoundError:
-            continue  # exited meanwhile
-        except OSError as exc:  # not dumpable: what it holds cannot be measured
-            raise Hidden(f"descriptors of process {pid}: {exc}") from exc
-        for name in entries:
-            with contextlib.suppress(OSError):
-                info = os.stat(f"/proc/{pid}/fd/{name}")
-                if info.st_dev == device and info.st_nlink == 0 and not stat.S_ISDIR(info.st_mode):
-                    held[info.st_ino] = info.st_blocks * 512
+    for table in tables.values():
+        for _, info in table:
+            if info.st_dev == device and info.st_nlink == 0 and not stat.S_ISDIR(info.st_mode):
+                held[info.st_ino] = info.st_blocks * 512
     return sum(held.values())
 
 

@@ -20,10 +20,11 @@ this list) fails with ENOSYS, which libc treats as "not supported here". The cla
 - ``MODE_CHECKED``: a new directory's mode (or umask) that takes read or search away from its owner is refused, so
   the scratch accounting can always list what a run wrote; O_TMPFILE (an invisible file) is refused.
 - ``NO_PROCESS_TARGET``: everything else, reviewed as acting on the caller and its own resources only.
-F_SETPIPE_SZ is refused always (pipe buffers count towards the bound). ``CGROUP_ONLY`` (``socketpair``, and the
-pipe syscalls that pin pages: ``vmsplice``, ``splice``, ``tee``, ``sendfile``) is allowed only where a memory
-cgroup bounds the run: what they hold belongs to no process, so the watcher that sums a run's processes without a
-cgroup cannot see it.
+F_SETPIPE_SZ is refused always (pipe buffers count towards the bound), and ``fallocate`` fails with EOPNOTSUPP
+(``NOT_SUPPORTED``: an instant reservation of RLIMIT_FSIZE on disk per call). ``CGROUP_ONLY`` (``socketpair``,
+``memfd_create``, and the pipe syscalls that pin pages: ``vmsplice``, ``splice``, ``tee``, ``sendfile``) is
+allowed only where a memory cgroup bounds the run: what they hold belongs to no process (or, for a memfd, to no
+process's address space), so the watcher that sums a run's processes without a cgroup cannot bound it.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ NO_PROCESS_TARGET = frozenset(
     restart_syscall fadvise64 timer_create timer_settime timer_gettime timer_getoverrun timer_delete clock_gettime
     clock_getres clock_nanosleep exit_group epoll_wait epoll_ctl mbind set_mempolicy get_mempolicy mknodat
     newfstatat unlinkat renameat linkat symlinkat readlinkat faccessat pselect6 ppoll set_robust_list
-    sync_file_range epoll_pwait signalfd timerfd_create eventfd fallocate timerfd_settime timerfd_gettime accept4
+    sync_file_range epoll_pwait signalfd timerfd_create eventfd timerfd_settime timerfd_gettime accept4
     signalfd4 eventfd2 epoll_create1 dup3 pipe2 preadv pwritev recvmmsg syncfs sendmmsg getcpu renameat2 seccomp
     getrandom execveat membarrier mlock2 copy_file_range preadv2 pwritev2 pkey_mprotect pkey_alloc pkey_free statx
     io_pgetevents rseq close_range faccessat2 epoll_pwait2 landlock_create_ruleset landlock_add_rule
@@ -97,14 +98,20 @@ NO_PROCESS_TARGET = frozenset(
     futex_requeue""".split()  # noqa: SIM905 - a table, one name per word
 )
 # checked by argument below: clone (namespace flags, CLONE_PARENT), clone3 (ENOSYS: flags hidden in a struct, libc falls back to
-# clone), open/openat (O_TMPFILE), fcntl (F_SETPIPE_SZ), umask, memfd_create (by the run's bound)
-ARGUMENT_CHECKED = frozenset({"clone", "clone3", "open", "openat", "fcntl", "umask", "memfd_create"})
+# clone), open/openat (O_TMPFILE), fcntl (F_SETPIPE_SZ), umask
+ARGUMENT_CHECKED = frozenset({"clone", "clone3", "open", "openat", "fcntl", "umask"})
+# EOPNOTSUPP always (as on a file system without it; glibc's posix_fallocate then writes the blocks itself):
+# fallocate reserves up to RLIMIT_FSIZE on disk in one instant call, so a run with several processes could
+# reserve gigabytes between two polls of the scratch watcher; written bytes cost the writer time
+NOT_SUPPORTED = frozenset({"fallocate"})
 # allowed only where a memory cgroup bounds the run (EPERM elsewhere): memory they hold belongs to no process, so the
 # watcher that sums a run's processes cannot see it. socketpair: socket buffers and memfds in flight (SCM_RIGHTS);
 # vmsplice, splice, tee, sendfile: pipe slots that reference pages instead of copying bytes (vmsplice of one 4 KiB
 # piece of a transparent huge page pins all 2 MiB after the program unmaps it; splice/sendfile from a file pin its
 # page-cache folios after the file is deleted). Without them a pipe holds only the pages write() copies into it.
-CGROUP_ONLY = frozenset({"socketpair", "vmsplice", "splice", "tee", "sendfile"})
+# memfd_create: a memfd is memory that no process's RLIMIT_AS bounds until it is mapped (nproc x nofile x
+# RLIMIT_FSIZE in all), and a process that made itself non-dumpable hides its descriptors from the watcher.
+CGROUP_ONLY = frozenset({"socketpair", "vmsplice", "splice", "tee", "sendfile", "memfd_create"})
 
 # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET; CLONE_PARENT (the child would be the caller's
 # sibling: under landlock a child of the trainer, a zombie nobody in the run can wait for)
@@ -117,7 +124,7 @@ _OWNER_RX = 0o500
 def classified() -> set[str]:
     """Every syscall name the filter has a rule for."""
     return {*TARGETS_SELF_ONLY, *WHICH_WHO, *KERNEL_CONFINED, *DENIED, *MODE_CHECKED, *NO_PROCESS_TARGET} | set(
-        ARGUMENT_CHECKED | CGROUP_ONLY
+        ARGUMENT_CHECKED | CGROUP_ONLY | NOT_SUPPORTED
     )
 
 
@@ -152,16 +159,19 @@ def bpf(allow_memfd: bool, allow_socketpair: bool = True) -> bytes:
     rules.add_rule(allow, "umask", sc.Arg(0, sc.MASKED_EQ, _OWNER_RX, 0))
     for taken in (0o100, 0o400, 0o500):
         rules.add_rule(deny, "umask", sc.Arg(0, sc.MASKED_EQ, _OWNER_RX, taken))
-    _add_argument_rules(rules, sc, allow, deny, allow_memfd)
+    _add_argument_rules(rules, sc, allow, deny)
+    for name in NOT_SUPPORTED:
+        rules.add_rule(sc.ERRNO(errno.EOPNOTSUPP), name)
     for name in CGROUP_ONLY:
-        rules.add_rule(allow if allow_socketpair else deny, name)
+        allowed = allow_socketpair and (allow_memfd or name != "memfd_create")
+        rules.add_rule(allow if allowed else deny, name)
     with tempfile.TemporaryFile() as out:  # libseccomp writes to a file descriptor
         rules.export_bpf(out)
         out.seek(0)
         return out.read()
 
 
-def _add_argument_rules(rules, sc, allow, deny, allow_memfd: bool) -> None:
+def _add_argument_rules(rules, sc, allow, deny) -> None:
     refused = 0
     for flag in _CLONE_DENIED_FLAGS:
         refused |= flag
@@ -173,11 +183,10 @@ def _add_argument_rules(rules, sc, allow, deny, allow_memfd: bool) -> None:
         rules.add_rule(deny, name, sc.Arg(index, sc.MASKED_EQ, _O_TMPFILE, _O_TMPFILE))
     rules.add_rule(allow, "fcntl", sc.Arg(1, sc.NE, _F_SETPIPE_SZ))
     rules.add_rule(deny, "fcntl", sc.Arg(1, sc.EQ, _F_SETPIPE_SZ))
-    rules.add_rule(allow if allow_memfd else deny, "memfd_create")
 
 
 def memfd_allowed() -> bool:
-    """Whether runs may create memfds. Yes for now: the harness's stdio mode and the remote bootstrap pass data on
-    memfds. Where a memory cgroup bounds the run their pages are counted; elsewhere each memfd is capped by
-    RLIMIT_FSIZE only (see docs/sandbox.md, class 6)."""
+    """Whether runs may create memfds where a memory cgroup bounds them (their pages are charged there). Without
+    one, ``CGROUP_ONLY`` refuses them whatever this says; the harness's stdio mode and the remote bootstrap then
+    pass their data in a file of the run's scratch, unlinked once open (counted against ``scratch_mb``)."""
     return True
