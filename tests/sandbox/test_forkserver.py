@@ -46,14 +46,18 @@ def _server_pid(backend: str) -> int:
         spare.discard()
 
 
-def test_runs_go_through_a_fork_server_when_selected_and_the_per_run_path_otherwise(backend, monkeypatch):
+def test_runs_go_through_a_fork_server_by_default_and_the_per_run_path_when_switched_off(backend, monkeypatch):
     forkserver.close_all()
+    monkeypatch.delenv(forkserver.FORKSERVER_ENV)
     assert run("print(1)", backend=backend).stdout == "1\n"
     assert len(_servers(backend)) == 1
     forkserver.close_all()
     monkeypatch.setenv(forkserver.FORKSERVER_ENV, "0")
     assert run("print(2)", backend=backend).stdout == "2\n"
     assert _servers(backend) == []
+    monkeypatch.setenv(forkserver.FORKSERVER_ENV, "maybe")
+    with pytest.raises(ValueError, match=forkserver.FORKSERVER_ENV):
+        run("print(3)", backend=backend)
 
 
 PROBE = """
@@ -187,3 +191,71 @@ def test_a_run_that_changes_the_mode_of_the_servers_directory_does_not_break_the
     run(hostile, backend=backend)
     result = run("open('f', 'w').write('x')\nprint(open('f').read())", backend=backend)
     assert (result.status, result.stdout) == ("ok", "x\n")
+
+
+FILL = """
+import os
+fs = os.statvfs(".")
+print(os.getcwd(), sorted(os.listdir(".")), fs.f_blocks * fs.f_frsize >> 20, flush=True)
+codes = []
+for k in range(4):  # 4 processes x 32 MiB against scratch_mb=64: the kernel stops them, not a watcher's poll
+    pid = os.fork()
+    if pid == 0:
+        try:
+            fd = os.open(f"f{k}", os.O_WRONLY | os.O_CREAT)
+            os.posix_fallocate(fd, 0, 32 << 20)
+            os._exit(0)
+        except OSError:
+            os._exit(1)
+    codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+print(codes)
+"""
+
+
+@pytest.fixture
+def bwrap_server(monkeypatch) -> str:
+    if not forkserver.supported():
+        pytest.fail("this kernel lacks Landlock ABI >= 6: fork servers are not used here")
+    monkeypatch.delenv(forkserver.FORKSERVER_ENV, raising=False)  # the default
+    get_backend("bwrap")
+    yield "bwrap"
+    forkserver.close_all()
+
+
+def test_a_bwrap_run_gets_its_own_kernel_capped_scratch(bwrap_server):
+    """Each child mounts its own tmpfs at /tmp, capped at ``scratch_mb`` as in a per-run bubblewrap: a burst of
+    writes from several processes ends in ENOSPC at the cap (no watcher's poll to outrun), the run sees no other
+    run's files, and what it wrote is gone for the next run."""
+    limits = Limits(scratch_mb=64, file_size_mb=64)
+    first = run(FILL, backend=bwrap_server, limits=limits)
+    assert first.status == "ok", first.stderr
+    assert first.stdout.splitlines() == ["/tmp [] 64", "[0, 0, 1, 1]"]
+    assert _servers("bwrap")
+    second = run(FILL, backend=bwrap_server, limits=limits)
+    assert second.stdout.splitlines() == ["/tmp [] 64", "[0, 0, 1, 1]"], second.stderr
+
+
+UNMOUNT = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+sets = (ctypes.c_uint32 * 6)()
+assert libc.capget((ctypes.c_uint32 * 2)(0x20080522, 0), sets) == 0
+print(list(sets), libc.umount2(b"/tmp", 2), libc.mount(b"none", b"/tmp", b"tmpfs", 32, b"size=1G"))
+"""
+
+
+def test_a_bwrap_run_keeps_no_capability_and_cannot_unmount_or_grow_its_scratch(bwrap_server):
+    """The server keeps CAP_SYS_ADMIN to mount each child's tmpfs: the child drops it (and CAP_SETUID/SETGID)
+    from every set before the program starts."""
+    result = run(UNMOUNT, backend=bwrap_server)
+    assert result.stdout == "[0, 0, 0, 0, 0, 0] -1 -1\n", result.stderr
+
+
+def test_deep_nesting_in_a_bwrap_run_is_no_failure(bwrap_server):
+    """The kernel caps the tmpfs, so nothing walks the scratch: nesting deeper than the watcher's limit (as in
+    a per-run bubblewrap) is allowed, and the next run starts clean."""
+    nest = "import os\nfor _ in range(600):\n    os.mkdir('d')\n    os.chdir('d')\nprint('deep')\n"
+    result = run(nest, backend=bwrap_server)
+    assert (result.status, result.stdout) == ("ok", "deep\n"), result.stderr
+    assert _servers("bwrap")
+    assert run("import os\nprint(os.listdir('.'))", backend=bwrap_server).stdout == "[]\n"

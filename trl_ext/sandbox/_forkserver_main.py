@@ -46,6 +46,8 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _PR_SET_CHILD_SUBREAPER, _PR_SET_KEEPCAPS = 36, 8
 _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, _CAP_DAC_READ_SEARCH = 47, 2, 2
 _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
+_CLONE_NEWNS, _MS_NOSUID, _MS_NODEV, _MS_REC, _MS_PRIVATE = 0x20000, 2, 4, 0x4000, 1 << 18
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 
 
 def _check(result, what):
@@ -81,6 +83,28 @@ def _drop_root(uid, keep_read_search):
         _check(_libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, _CAP_DAC_READ_SEARCH, 0, 0), "ambient capability")
     if 0 in os.getresuid() or 0 in os.getresgid():
         raise RuntimeError("could not drop root privileges")
+
+
+def _own_mounts():
+    """A mount namespace of this child's own (a spare does it ahead of its run: the copy is off the run's path),
+    where nothing it mounts reaches the server or another run."""
+    _check(_libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    _check(_libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "private mounts")
+
+
+def _mount_scratch(path, size, uid):
+    """The run's scratch: a tmpfs capped by the kernel at ``size`` bytes (as a per-run bubblewrap's /tmp), owned by
+    ``uid``, hiding what was at ``path`` (/tmp: the servers' directory, as a rule) from the run. It goes with the child's mount
+    namespace, when the run's last process exits."""
+    options = "size=" + str(size) + ",mode=0700,uid=" + str(uid) + ",gid=" + str(uid)
+    _check(_libc.mount(b"tmpfs", path.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options.encode()), "tmpfs")
+
+
+def _drop_capabilities():
+    """No capability left in any set (the ambient set goes with the permitted one): the bubblewrap server kept
+    CAP_SYS_ADMIN (to mount the run's scratch), CAP_SETUID and CAP_SETGID, which the program must not keep."""
+    empty = (_CapData * 2)(_CapData(0, 0, 0), _CapData(0, 0, 0))
+    _check(_libc.capset(ctypes.byref(_CapHeader(0x20080522, 0)), empty), "capset")
 
 
 def _landlock(writable):
@@ -130,8 +154,13 @@ def _keep_only(keep):
 
 def _confine(header):
     _check(_libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")
+    if header["tmpfs_bytes"]:
+        uid = os.getuid() if header["uid"] is None else header["uid"]
+        _mount_scratch(header["scratch"], header["tmpfs_bytes"], uid)
     if header["uid"] is not None:
         _drop_root(header["uid"], header["keep_read_search"])
+    if header["uid"] is None or not header["keep_read_search"]:
+        _drop_capabilities()  # the inheritable set too, which changing uids leaves
     os.chdir(header["scratch"])  # as the run's uid: the directory is its own, mode 0700
     _landlock(header["scratch"])
     _seccomp(header["seccomp"])
@@ -167,6 +196,8 @@ def _child(run_sock):
     try:
         _keep_only({run_sock})  # the control socket and every other run's socket and pidfd
         os.setsid()
+        if _CONFIG["private_scratch"]:
+            _own_mounts()
         header, (stdin, out_w, err_w, ready_w, payload_fd) = _activation(run_sock)
         for target, fd in ((0, stdin), (1, out_w), (2, err_w)):
             os.dup2(fd, target)

@@ -51,15 +51,23 @@ class BwrapBackend(Backend):
 
     def fork_server_command(self, server_argv: list[str], root: str) -> forkserver.ServerCommand:
         """The fork server in one bubblewrap sandbox (the argv of a run without its seccomp filter: each child
-        installs it), with ``root`` (the runs' scratch directories) bound read-write at the same path. With
-        ``--die-with-parent``: if this process dies, the server's pid namespace goes, with every run in it."""
+        installs it), with ``root`` bound read-write at the same path. It keeps CAP_SYS_ADMIN so that each child
+        mounts, in a mount namespace of its own, a tmpfs at /tmp capped at the run's ``scratch_mb`` (the kernel
+        bounds scratch as in a per-run sandbox), then drops every capability. With ``--die-with-parent``: if this
+        process dies, the server's pid namespace goes, with every run in it."""
         argv = self.argv(server_argv, Limits(scratch_mb=16))
         info_r, info_w = os.pipe()
         os.set_blocking(info_r, False)
         at = argv.index("--remount-ro")
         argv[at:at] = ["--bind", root, root, "--info-fd", str(info_w)]
+        at = argv.index("--cap-drop") + 2
+        argv[at:at] = ["--cap-add", "CAP_SYS_ADMIN"]
         return forkserver.ServerCommand(
-            argv=argv, read_only=read_only_paths(python_roots()), pass_fds=(info_w,), info_fd=info_r
+            argv=argv,
+            read_only=read_only_paths(python_roots()),
+            pass_fds=(info_w,),
+            info_fd=info_r,
+            private_scratch=True,
         )
 
     def command(self, harness_args: list[str], limits: Limits, run: Run) -> list[str]:

@@ -64,7 +64,8 @@ def _run_once(
     spare = server.take()  # raises ServerLost
     cgroup = spare.cgroup
     uid = UIDS.acquire() if os.geteuid() == 0 else None
-    scratch = _scratch(server, uid)
+    # bubblewrap: the child's own tmpfs at /tmp, capped by the kernel; the watcher finds no directory to walk here
+    scratch = os.path.join(server.root, "in-the-run") if server.private_scratch else _scratch(server, uid)
     pid_r, pid_w = os.pipe()
     os.set_blocking(pid_r, False)
     watch = ScratchWatch(
@@ -84,7 +85,8 @@ def _run_once(
     header = {
         "uid": uid,
         "keep_read_search": server.keep_read_search,
-        "scratch": scratch,
+        "scratch": "/tmp" if server.private_scratch else scratch,
+        "tmpfs_bytes": limits.scratch_mb << 20 if server.private_scratch else 0,
         "seccomp": "1" if cgroup is not None else "0",  # socketpair only where a cgroup bounds the run
     }
 
