@@ -8,12 +8,11 @@ import os
 import shutil
 
 from trl_ext.sandbox import forked_run, forkserver, seccomp
-from trl_ext.sandbox._process import Progress, RunResult, memfd_with
+from trl_ext.sandbox._process import memfd_with
 from trl_ext.sandbox.base import (
     LOADER_FILES,
     SYSTEM_DIRS,
     UNAVAILABLE,
-    Backend,
     Run,
     SandboxUnavailable,
     ancestors,
@@ -23,7 +22,7 @@ from trl_ext.sandbox.landlock import read_only_paths
 from trl_ext.sandbox.limits import SAFE_ENV, Limits
 
 
-class BwrapBackend(Backend):
+class BwrapBackend(forked_run.ForkServedBackend):
     """bubblewrap: new pid/net/ipc/uts/mount namespaces, read-only allow-listed system and Python directories,
     a capped tmpfs at /tmp, no $HOME, no Hub cache, no dataset or checkpoints; the harness drops to an
     unprivileged uid when launched as root. Killing the launcher tears the pid namespace down, taking every
@@ -35,19 +34,8 @@ class BwrapBackend(Backend):
     def __init__(self, bwrap: str | None = None) -> None:
         self.bwrap = bwrap or shutil.which("bwrap")
 
-    def launch(
-        self,
-        payload: dict,
-        stdin: bytes,
-        limits: Limits,
-        nonce: bytes | None = None,
-        progress: Progress | None = None,
-    ) -> RunResult:
-        """Through this backend's fork server (``forkserver``) where it can run, else a fresh bubblewrap."""
-        if nonce is None and forkserver.enabled() and forkserver.supported():
-            self.argv([], limits)  # raises SandboxUnavailable without bubblewrap
-            return forked_run.launch(self, payload, stdin, limits, progress)
-        return super().launch(payload, stdin, limits, nonce, progress)
+    def check_available(self) -> None:
+        self.argv([], Limits())  # raises SandboxUnavailable without bubblewrap
 
     def fork_server_command(self, server_argv: list[str], root: str) -> forkserver.ServerCommand:
         """The fork server in one bubblewrap sandbox (the argv of a run without its seccomp filter: each child
