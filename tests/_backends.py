@@ -118,7 +118,7 @@ def sandbox_pids(since_ticks: int = 0) -> list[int]:
     return pids
 
 
-_SERVER_MARK = forkserver._SOURCE.encode()[:120]
+_SERVER_MARK = Path(forkserver.__file__).with_name("_forkserver_main.py").read_bytes()[:120]
 
 
 def _fork_server_own(pid: int) -> bool:

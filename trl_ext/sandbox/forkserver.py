@@ -28,7 +28,7 @@ from pathlib import Path
 
 from trl_ext.sandbox import memory, seccomp
 from trl_ext.sandbox._process import memfd_with
-from trl_ext.sandbox.base import harness_runtime_source, sandbox_interpreter
+from trl_ext.sandbox.base import confined_source, harness_runtime_source, sandbox_interpreter
 from trl_ext.sandbox.limits import SAFE_ENV, Limits
 from trl_ext.sandbox.reaper import kill_session, reap_run
 from trl_ext.sandbox.scratch import remove_scratch
@@ -36,7 +36,7 @@ from trl_ext.sandbox.scratch import remove_scratch
 FORKSERVER_ENV = "TRL_EXT_SANDBOX_FORKSERVER"
 RUNS_PER_SERVER = 1000  # a server is replaced after this many runs (and whenever it dies)
 MIN_ABI = 6  # Landlock's signal and abstract-socket scoping: every child gets a domain of its own
-_SOURCE = (Path(__file__).parent / "_forkserver_main.py").read_text()
+_SOURCE = confined_source("_forkserver_main.py")
 _HARNESS = (Path(__file__).parent / "_harness.py").read_text()
 
 # Standard modules many programs import (typing alone costs a bare interpreter ~5 ms): imported once per server.

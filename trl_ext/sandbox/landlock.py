@@ -28,12 +28,12 @@ from pathlib import Path
 
 from trl_ext.sandbox import forked_run, forkserver, memory, seccomp
 from trl_ext.sandbox._process import memfd_with
-from trl_ext.sandbox.base import Run, SandboxUnavailable, python_roots
+from trl_ext.sandbox.base import Run, SandboxUnavailable, confined_source, python_roots
 from trl_ext.sandbox.limits import SAFE_ENV, Limits
 from trl_ext.sandbox.reaper import kill_session, processes
 from trl_ext.sandbox.scratch import ScratchWatch, remove_scratch
 
-_LAUNCHER_SOURCE = (Path(__file__).parent / "_landlock_launcher.py").read_text()
+_LAUNCHER_SOURCE = confined_source("_landlock_launcher.py")
 _READ_ONLY = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/ld.so.cache", "/etc/ld.so.conf")
 _ABI_NEEDED_AS_USER = 6  # signal scoping: the program has the trainer's uid
 
