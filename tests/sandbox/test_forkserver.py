@@ -4,7 +4,10 @@ survives from one run to the next, and what happens when a server dies or is rep
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -83,7 +86,7 @@ try:
 except OSError:
     results.append("no prlimit")
 try:
-    os.listdir(os.path.dirname(os.getcwd()))
+    os.listdir(SERVERS_DIR)  # where the runs' scratch directories are made
     results.append("lists other scratch")
 except OSError:
     results.append("no listing")
@@ -117,7 +120,8 @@ def test_a_run_reaches_neither_the_server_nor_a_sibling_run(backend):
         while "pid" not in sibling and time.monotonic() < deadline:
             time.sleep(0.01)
         assert "pid" in sibling, "the sibling run never started"
-        probe = run(PROBE.replace("TARGET", str(sibling["pid"])), backend=backend)
+        probe = PROBE.replace("TARGET", str(sibling["pid"])).replace("SERVERS_DIR", repr(_server(backend).root))
+        probe = run(probe, backend=backend)
     finally:
         done.set()
         holder.join()
@@ -169,6 +173,8 @@ def test_a_server_killed_during_a_run_never_fails_the_program(backend):
 
 def test_a_server_is_replaced_after_its_runs_and_leaves_nothing_behind(backend, monkeypatch):
     forkserver.close_all()
+    pattern = f"trl-ext-forkserver-{os.getpid()}-*"  # as PID 1 of a namespace, another process's may be there
+    before = set(Path("/tmp").glob(pattern))
     monkeypatch.setattr(forkserver, "RUNS_PER_SERVER", 3)
     servers = []
     for k in range(7):
@@ -180,8 +186,7 @@ def test_a_server_is_replaced_after_its_runs_and_leaves_nothing_behind(backend, 
     assert not Path(retired.root).exists()
     forkserver.close_all()
     assert servers[-1].proc.poll() is not None and not Path(servers[-1].root).exists()
-    mine = [p for p in Path("/tmp").glob(f"trl-ext-forkserver-{os.getpid()}-*")]
-    assert mine == []
+    assert set(Path("/tmp").glob(pattern)) - before == set()
 
 
 def test_a_run_that_changes_the_mode_of_the_servers_directory_does_not_break_the_next_run(backend):
@@ -259,3 +264,18 @@ def test_deep_nesting_in_a_bwrap_run_is_no_failure(bwrap_server):
     assert (result.status, result.stdout) == ("ok", "deep\n"), result.stderr
     assert _servers("bwrap")
     assert run("import os\nprint(os.listdir('.'))", backend=bwrap_server).stdout == "[]\n"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("unshare") is None or os.geteuid() != 0, reason="needs unshare, started as root")
+def test_bwrap_fork_server_as_a_non_root_uid():
+    """The bubblewrap tests of this module as uid 1000 (in a user namespace, where bubblewrap makes its own):
+    the server's CAP_SYS_ADMIN lives in its user namespace, and each child still mounts its capped tmpfs and ends
+    with no capability."""
+    cmd = ["unshare", "--user", "--map-user=1000", "--map-group=1000", "--pid", "--fork", "--mount-proc"]
+    cmd += [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", "bwrap and not non_root"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert " passed" in done.stdout and "failed" not in done.stdout and "skipped" not in done.stdout
+    assert int(done.stdout.split(" passed")[0].split()[-1]) >= 10
