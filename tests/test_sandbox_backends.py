@@ -5,6 +5,7 @@ namespaces, the remote backend's SandboxFusion mapping and retries, and `trl-ext
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from trl_ext.rewards import CodeTests
-from trl_ext.sandbox import Limits, SandboxUnavailable, bwrap, landlock, run, run_tests, selection
+from trl_ext.sandbox import Limits, SandboxUnavailable, bwrap, forkserver, landlock, run, run_tests, selection
 from trl_ext.sandbox.remote import RemoteBackend, to_run_result
 
 from ._backends import start_server, stop_server
@@ -43,7 +44,12 @@ def _post(url: str, body: bytes, timeout: float = 30.0) -> tuple[int, dict | str
 def test_env_variable_sets_the_default_and_an_explicit_backend_wins(monkeypatch):
     where = "import os; print(os.getcwd())"
     monkeypatch.setenv("TRL_EXT_SANDBOX_BACKEND", "landlock")
-    assert run(where).stdout.startswith("/tmp/trl-ext-landlock-")
+    forkserver.close_all()
+    # landlock: a fresh scratch directory (per run, or under its fork server's directory); bwrap: its own /tmp
+    assert re.match(r"/tmp/trl-ext-(landlock|forkserver)-", run(where).stdout)
+    assert [key[0] for key in forkserver._SERVERS] == (
+        ["landlock"] if forkserver.enabled() and forkserver.supported() else []
+    )
     assert run(where, backend="bwrap").stdout == "/tmp\n"
     assert run_tests("print(5)\n", {"kind": "stdio", "cases": [{"input": "", "output": "5"}]}).all_passed
 

@@ -4,7 +4,10 @@ survives from one run to the next, and what happens when a server dies or is rep
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -46,14 +49,18 @@ def _server_pid(backend: str) -> int:
         spare.discard()
 
 
-def test_runs_go_through_a_fork_server_when_selected_and_the_per_run_path_otherwise(backend, monkeypatch):
+def test_runs_go_through_a_fork_server_by_default_and_the_per_run_path_when_switched_off(backend, monkeypatch):
     forkserver.close_all()
+    monkeypatch.delenv(forkserver.FORKSERVER_ENV)
     assert run("print(1)", backend=backend).stdout == "1\n"
     assert len(_servers(backend)) == 1
     forkserver.close_all()
     monkeypatch.setenv(forkserver.FORKSERVER_ENV, "0")
     assert run("print(2)", backend=backend).stdout == "2\n"
     assert _servers(backend) == []
+    monkeypatch.setenv(forkserver.FORKSERVER_ENV, "maybe")
+    with pytest.raises(ValueError, match=forkserver.FORKSERVER_ENV):
+        run("print(3)", backend=backend)
 
 
 PROBE = """
@@ -79,7 +86,7 @@ try:
 except OSError:
     results.append("no prlimit")
 try:
-    os.listdir(os.path.dirname(os.getcwd()))
+    os.listdir(SERVERS_DIR)  # where the runs' scratch directories are made
     results.append("lists other scratch")
 except OSError:
     results.append("no listing")
@@ -113,7 +120,8 @@ def test_a_run_reaches_neither_the_server_nor_a_sibling_run(backend):
         while "pid" not in sibling and time.monotonic() < deadline:
             time.sleep(0.01)
         assert "pid" in sibling, "the sibling run never started"
-        probe = run(PROBE.replace("TARGET", str(sibling["pid"])), backend=backend)
+        probe = PROBE.replace("TARGET", str(sibling["pid"])).replace("SERVERS_DIR", repr(_server(backend).root))
+        probe = run(probe, backend=backend)
     finally:
         done.set()
         holder.join()
@@ -165,6 +173,8 @@ def test_a_server_killed_during_a_run_never_fails_the_program(backend):
 
 def test_a_server_is_replaced_after_its_runs_and_leaves_nothing_behind(backend, monkeypatch):
     forkserver.close_all()
+    pattern = f"trl-ext-forkserver-{os.getpid()}-*"  # as PID 1 of a namespace, another process's may be there
+    before = set(Path("/tmp").glob(pattern))
     monkeypatch.setattr(forkserver, "RUNS_PER_SERVER", 3)
     servers = []
     for k in range(7):
@@ -176,8 +186,7 @@ def test_a_server_is_replaced_after_its_runs_and_leaves_nothing_behind(backend, 
     assert not Path(retired.root).exists()
     forkserver.close_all()
     assert servers[-1].proc.poll() is not None and not Path(servers[-1].root).exists()
-    mine = [p for p in Path("/tmp").glob(f"trl-ext-forkserver-{os.getpid()}-*")]
-    assert mine == []
+    assert set(Path("/tmp").glob(pattern)) - before == set()
 
 
 def test_a_run_that_changes_the_mode_of_the_servers_directory_does_not_break_the_next_run(backend):
@@ -187,3 +196,86 @@ def test_a_run_that_changes_the_mode_of_the_servers_directory_does_not_break_the
     run(hostile, backend=backend)
     result = run("open('f', 'w').write('x')\nprint(open('f').read())", backend=backend)
     assert (result.status, result.stdout) == ("ok", "x\n")
+
+
+FILL = """
+import os
+fs = os.statvfs(".")
+print(os.getcwd(), sorted(os.listdir(".")), fs.f_blocks * fs.f_frsize >> 20, flush=True)
+codes = []
+for k in range(4):  # 4 processes x 32 MiB against scratch_mb=64: the kernel stops them, not a watcher's poll
+    pid = os.fork()
+    if pid == 0:
+        try:
+            fd = os.open(f"f{k}", os.O_WRONLY | os.O_CREAT)
+            os.posix_fallocate(fd, 0, 32 << 20)
+            os._exit(0)
+        except OSError:
+            os._exit(1)
+    codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+print(codes)
+"""
+
+
+@pytest.fixture
+def bwrap_server(monkeypatch) -> str:
+    if not forkserver.supported():
+        pytest.fail("this kernel lacks Landlock ABI >= 6: fork servers are not used here")
+    monkeypatch.delenv(forkserver.FORKSERVER_ENV, raising=False)  # the default
+    get_backend("bwrap")
+    yield "bwrap"
+    forkserver.close_all()
+
+
+def test_a_bwrap_run_gets_its_own_kernel_capped_scratch(bwrap_server):
+    """Each child mounts its own tmpfs at /tmp, capped at ``scratch_mb`` as in a per-run bubblewrap: a burst of
+    writes from several processes ends in ENOSPC at the cap (no watcher's poll to outrun), the run sees no other
+    run's files, and what it wrote is gone for the next run."""
+    limits = Limits(scratch_mb=64, file_size_mb=64)
+    first = run(FILL, backend=bwrap_server, limits=limits)
+    assert first.status == "ok", first.stderr
+    assert first.stdout.splitlines() == ["/tmp [] 64", "[0, 0, 1, 1]"]
+    assert _servers("bwrap")
+    second = run(FILL, backend=bwrap_server, limits=limits)
+    assert second.stdout.splitlines() == ["/tmp [] 64", "[0, 0, 1, 1]"], second.stderr
+
+
+UNMOUNT = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+sets = (ctypes.c_uint32 * 6)()
+assert libc.capget((ctypes.c_uint32 * 2)(0x20080522, 0), sets) == 0
+print(list(sets), libc.umount2(b"/tmp", 2), libc.mount(b"none", b"/tmp", b"tmpfs", 32, b"size=1G"))
+"""
+
+
+def test_a_bwrap_run_keeps_no_capability_and_cannot_unmount_or_grow_its_scratch(bwrap_server):
+    """The server keeps CAP_SYS_ADMIN to mount each child's tmpfs: the child drops it (and CAP_SETUID/SETGID)
+    from every set before the program starts."""
+    result = run(UNMOUNT, backend=bwrap_server)
+    assert result.stdout == "[0, 0, 0, 0, 0, 0] -1 -1\n", result.stderr
+
+
+def test_deep_nesting_in_a_bwrap_run_is_no_failure(bwrap_server):
+    """The kernel caps the tmpfs, so nothing walks the scratch: nesting deeper than the watcher's limit (as in
+    a per-run bubblewrap) is allowed, and the next run starts clean."""
+    nest = "import os\nfor _ in range(600):\n    os.mkdir('d')\n    os.chdir('d')\nprint('deep')\n"
+    result = run(nest, backend=bwrap_server)
+    assert (result.status, result.stdout) == ("ok", "deep\n"), result.stderr
+    assert _servers("bwrap")
+    assert run("import os\nprint(os.listdir('.'))", backend=bwrap_server).stdout == "[]\n"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("unshare") is None or os.geteuid() != 0, reason="needs unshare, started as root")
+def test_bwrap_fork_server_as_a_non_root_uid():
+    """The bubblewrap tests of this module as uid 1000 (in a user namespace, where bubblewrap makes its own):
+    the server's CAP_SYS_ADMIN lives in its user namespace, and each child still mounts its capped tmpfs and ends
+    with no capability."""
+    cmd = ["unshare", "--user", "--map-user=1000", "--map-group=1000", "--pid", "--fork", "--mount-proc"]
+    cmd += [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", "bwrap and not non_root"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert " passed" in done.stdout and "failed" not in done.stdout and "skipped" not in done.stdout
+    assert int(done.stdout.split(" passed")[0].split()[-1]) >= 10

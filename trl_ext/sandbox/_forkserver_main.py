@@ -18,6 +18,7 @@ enters a Landlock domain of its own (read the system and Python directories, wri
 (atexit, threads, flushed stdio).
 """
 
+# ruff: noqa: F821 - names defined by _confinement.py, whose source runs first
 import contextlib
 import ctypes
 import json
@@ -27,91 +28,34 @@ import socket
 import sys
 import traceback
 
+# ``_confinement.py``'s source comes first (``base.confined_source``): _import_bindings, _drop_root,
+# _drop_capabilities, _landlock, _seccomp, _check, _libc and the prctl constants are defined there.
 _CONFIG = json.loads(os.read(int(sys.argv[1]), 1 << 24))
 os.close(int(sys.argv[1]))
-sys.path[:0] = _CONFIG["import_paths"]
-_util = type(sys)("ctypes.util")  # the bindings would run ldconfig to find their libraries; the trainer did
-_util.find_library = _CONFIG["libraries"].get
-sys.modules["ctypes.util"] = ctypes.util = _util
-sys.modules["landlockpy.testing"] = type(sys)("landlockpy.testing")  # unused test helpers (slow imports)
-
-import landlockpy  # noqa: E402
-from landlockpy import AccessFS, AccessNet, Scope  # noqa: E402
-
-del sys.path[: len(_CONFIG["import_paths"])]  # the program's sys.path is the harness's: no extra directories
+_import_bindings(_CONFIG["import_paths"], _CONFIG["libraries"])
 for _name in _CONFIG["preload"]:  # common standard modules: imported once here, free in every run
     __import__(_name)
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_PR_SET_CHILD_SUBREAPER, _PR_SET_KEEPCAPS = 36, 8
-_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, _CAP_DAC_READ_SEARCH = 47, 2, 2
-_PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
+_CLONE_NEWNS, _MS_NOSUID, _MS_NODEV, _MS_REC, _MS_PRIVATE = 0x20000, 2, 4, 0x4000, 1 << 18
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 
 
-def _check(result, what):
-    if result != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, what + ": " + os.strerror(err))
+def _own_mounts():
+    """A mount namespace of this child's own (a spare does it ahead of its run: the copy is off the run's path),
+    where nothing it mounts reaches the server or another run."""
+    _check(_libc.unshare(_CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    _check(_libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "private mounts")
 
 
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-
-def _drop_root(uid, keep_read_search):
-    """Every uid and gid to ``uid`` (all capabilities go), keeping only CAP_DAC_READ_SEARCH where asked (a Python
-    installation under a directory others cannot search; Landlock still limits what is readable)."""
-    if keep_read_search:
-        _check(_libc.prctl(_PR_SET_KEEPCAPS, 1, 0, 0, 0), "PR_SET_KEEPCAPS")
-    os.setgroups([])
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)
-    if keep_read_search:
-        bit = 1 << _CAP_DAC_READ_SEARCH
-        data = (_CapData * 2)(_CapData(bit, bit, bit), _CapData(0, 0, 0))
-        _check(_libc.capset(ctypes.byref(_CapHeader(0x20080522, 0)), data), "capset")
-        _check(_libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, _CAP_DAC_READ_SEARCH, 0, 0), "ambient capability")
-    if 0 in os.getresuid() or 0 in os.getresgid():
-        raise RuntimeError("could not drop root privileges")
-
-
-def _landlock(writable):
-    """A Landlock domain: read/execute the system and Python directories, read/write ``writable`` and /dev/null,
-    no TCP bind/connect, signals and abstract unix sockets scoped to this domain (also sets NO_NEW_PRIVS)."""
-    abi = landlockpy.abi_version()
-    if abi < _CONFIG["min_abi"]:
-        raise RuntimeError("Landlock ABI " + str(abi) + " < " + str(_CONFIG["min_abi"]))
-    read = AccessFS.READ_FILE | AccessFS.READ_DIR | AccessFS.EXECUTE
-    with landlockpy.Ruleset(
-        handled_fs=landlockpy.fs_for_abi(abi),
-        handled_net=AccessNet.BIND_TCP | AccessNet.CONNECT_TCP,
-        scoped=Scope.ABSTRACT_UNIX_SOCKET | Scope.SIGNAL,
-    ) as ruleset:
-        for path in _CONFIG["read_only"]:
-            if os.path.exists(path):
-                ruleset.allow_path(path, read if os.path.isdir(path) else read & ~AccessFS.READ_DIR)
-        ruleset.allow_path(os.devnull, AccessFS.READ_FILE | AccessFS.WRITE_FILE | AccessFS.TRUNCATE)
-        ruleset.allow_path(writable, landlockpy.fs_for_abi(abi) & ~AccessFS.IOCTL_DEV)
-        ruleset.restrict()
+def _mount_scratch(path, size, uid):
+    """The run's scratch: a tmpfs capped by the kernel at ``size`` bytes (as a per-run bubblewrap's /tmp), owned
+    by ``uid``, hiding what was at ``path`` (/tmp: the servers' directory, as a rule) from the run. It goes with
+    the child's mount namespace, when the run's last process exits."""
+    options = "size=" + str(size) + ",mode=0700,uid=" + str(uid) + ",gid=" + str(uid)
+    _check(_libc.mount(b"tmpfs", path.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options.encode()), "tmpfs")
 
 
 _FILTERS = {key: bytes.fromhex(value) for key, value in _CONFIG["seccomp"].items()}
-
-
-def _seccomp(variant):
-    program = ctypes.create_string_buffer(_FILTERS[variant])
-    fprog = _SockFprog(len(_FILTERS[variant]) // 8, ctypes.cast(program, ctypes.c_void_p))
-    _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
-    _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp filter")
-
 
 _HARNESS = {"__name__": "_harness", "__builtins__": __builtins__}
 exec(compile(_CONFIG["harness"], "_harness.py", "exec"), _HARNESS)
@@ -130,11 +74,16 @@ def _keep_only(keep):
 
 def _confine(header):
     _check(_libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")
+    if header["tmpfs_bytes"]:
+        uid = os.getuid() if header["uid"] is None else header["uid"]
+        _mount_scratch(header["scratch"], header["tmpfs_bytes"], uid)
     if header["uid"] is not None:
         _drop_root(header["uid"], header["keep_read_search"])
+    if header["uid"] is None or not header["keep_read_search"]:
+        _drop_capabilities()  # the inheritable set too, which changing uids leaves
     os.chdir(header["scratch"])  # as the run's uid: the directory is its own, mode 0700
-    _landlock(header["scratch"])
-    _seccomp(header["seccomp"])
+    _landlock(_CONFIG["read_only"], header["scratch"], _CONFIG["min_abi"])
+    _seccomp(_FILTERS[header["seccomp"]])
 
 
 def _exit_status(exc):
@@ -167,6 +116,8 @@ def _child(run_sock):
     try:
         _keep_only({run_sock})  # the control socket and every other run's socket and pidfd
         os.setsid()
+        if _CONFIG["private_scratch"]:
+            _own_mounts()
         header, (stdin, out_w, err_w, ready_w, payload_fd) = _activation(run_sock)
         for target, fd in ((0, stdin), (1, out_w), (2, err_w)):
             os.dup2(fd, target)
@@ -237,7 +188,7 @@ def _main():
     ctl = socket.socket(fileno=_CONFIG["ctl_fd"])
     _check(_libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")
     if _CONFIG["confine_self"]:  # landlock backend: the server's own domain; each run's domain nests in it
-        _landlock(_CONFIG["scratch_root"])
+        _landlock(_CONFIG["read_only"], _CONFIG["scratch_root"], _CONFIG["min_abi"])
     ctl.send(b"up")
     _serve(ctl)
 

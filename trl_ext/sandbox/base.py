@@ -29,6 +29,13 @@ def harness_runtime_source() -> str:
     return (here / "_harness_values.py").read_text() + "\n" + (here / "_harness_runtime.py").read_text()
 
 
+def confined_source(name: str) -> str:
+    """The source of ``name`` (a script that runs inside the sandbox: the landlock launcher, the fork server)
+    behind that of ``_confinement.py``, which both use to confine a process (``python -c`` takes one source)."""
+    here = Path(__file__).parent
+    return (here / "_confinement.py").read_text() + "\n" + (here / name).read_text()
+
+
 class SandboxUnavailable(RuntimeError):
     """The requested sandbox backend cannot run on this machine."""
 

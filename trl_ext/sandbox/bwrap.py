@@ -8,12 +8,11 @@ import os
 import shutil
 
 from trl_ext.sandbox import forked_run, forkserver, seccomp
-from trl_ext.sandbox._process import Progress, RunResult, memfd_with
+from trl_ext.sandbox._process import memfd_with
 from trl_ext.sandbox.base import (
     LOADER_FILES,
     SYSTEM_DIRS,
     UNAVAILABLE,
-    Backend,
     Run,
     SandboxUnavailable,
     ancestors,
@@ -23,7 +22,7 @@ from trl_ext.sandbox.landlock import read_only_paths
 from trl_ext.sandbox.limits import SAFE_ENV, Limits
 
 
-class BwrapBackend(Backend):
+class BwrapBackend(forked_run.ForkServedBackend):
     """bubblewrap: new pid/net/ipc/uts/mount namespaces, read-only allow-listed system and Python directories,
     a capped tmpfs at /tmp, no $HOME, no Hub cache, no dataset or checkpoints; the harness drops to an
     unprivileged uid when launched as root. Killing the launcher tears the pid namespace down, taking every
@@ -35,31 +34,28 @@ class BwrapBackend(Backend):
     def __init__(self, bwrap: str | None = None) -> None:
         self.bwrap = bwrap or shutil.which("bwrap")
 
-    def launch(
-        self,
-        payload: dict,
-        stdin: bytes,
-        limits: Limits,
-        nonce: bytes | None = None,
-        progress: Progress | None = None,
-    ) -> RunResult:
-        """Through this backend's fork server (``forkserver``) where it can run, else a fresh bubblewrap."""
-        if nonce is None and forkserver.enabled() and forkserver.supported():
-            self.argv([], limits)  # raises SandboxUnavailable without bubblewrap
-            return forked_run.launch(self, payload, stdin, limits, progress)
-        return super().launch(payload, stdin, limits, nonce, progress)
+    def check_available(self) -> None:
+        self.argv([], Limits())  # raises SandboxUnavailable without bubblewrap
 
     def fork_server_command(self, server_argv: list[str], root: str) -> forkserver.ServerCommand:
         """The fork server in one bubblewrap sandbox (the argv of a run without its seccomp filter: each child
-        installs it), with ``root`` (the runs' scratch directories) bound read-write at the same path. With
-        ``--die-with-parent``: if this process dies, the server's pid namespace goes, with every run in it."""
+        installs it), with ``root`` bound read-write at the same path. It keeps CAP_SYS_ADMIN so that each child
+        mounts, in a mount namespace of its own, a tmpfs at /tmp capped at the run's ``scratch_mb`` (the kernel
+        bounds scratch as in a per-run sandbox), then drops every capability. With ``--die-with-parent``: if this
+        process dies, the server's pid namespace goes, with every run in it."""
         argv = self.argv(server_argv, Limits(scratch_mb=16))
         info_r, info_w = os.pipe()
         os.set_blocking(info_r, False)
         at = argv.index("--remount-ro")
         argv[at:at] = ["--bind", root, root, "--info-fd", str(info_w)]
+        at = argv.index("--cap-drop") + 2
+        argv[at:at] = ["--cap-add", "CAP_SYS_ADMIN"]
         return forkserver.ServerCommand(
-            argv=argv, read_only=read_only_paths(python_roots()), pass_fds=(info_w,), info_fd=info_r
+            argv=argv,
+            read_only=read_only_paths(python_roots()),
+            pass_fds=(info_w,),
+            info_fd=info_r,
+            private_scratch=True,
         )
 
     def command(self, harness_args: list[str], limits: Limits, run: Run) -> list[str]:

@@ -23,6 +23,32 @@ from trl_ext.sandbox.scratch import ScratchWatch, remove_scratch
 _ATTEMPTS = 2
 
 
+class ForkServedBackend(Backend):
+    """A backend whose runs go through its fork server (``fork_server_command`` tells how to start one) where fork
+    servers are on and the kernel supports them, else through a fresh sandbox each (``Backend.launch``)."""
+
+    def launch(
+        self,
+        payload: dict,
+        stdin: bytes,
+        limits: Limits,
+        nonce: bytes | None = None,
+        progress: Progress | None = None,
+    ) -> RunResult:
+        """Through the fork server, or a fresh sandbox (always for a run that carries a ``nonce``)."""
+        if nonce is None and forkserver.enabled() and forkserver.supported():
+            self.check_available()
+            return launch(self, payload, stdin, limits, progress)
+        return super().launch(payload, stdin, limits, nonce, progress)
+
+    def check_available(self) -> None:
+        """Raise ``SandboxUnavailable`` where this backend cannot run here."""
+        raise NotImplementedError
+
+    def fork_server_command(self, server_argv: list[str], root: str) -> forkserver.ServerCommand:
+        raise NotImplementedError
+
+
 def launch(backend: Backend, payload: dict, stdin: bytes, limits: Limits, progress: Progress | None) -> RunResult:
     """``backend.launch`` through its fork server (``backend.fork_server_command`` tells how to start one)."""
     for _ in range(_ATTEMPTS):
@@ -64,7 +90,8 @@ def _run_once(
     spare = server.take()  # raises ServerLost
     cgroup = spare.cgroup
     uid = UIDS.acquire() if os.geteuid() == 0 else None
-    scratch = _scratch(server, uid)
+    # bubblewrap: the child's own tmpfs at /tmp, capped by the kernel; the watcher finds no directory to walk here
+    scratch = os.path.join(server.root, "in-the-run") if server.private_scratch else _scratch(server, uid)
     pid_r, pid_w = os.pipe()
     os.set_blocking(pid_r, False)
     watch = ScratchWatch(
@@ -84,7 +111,8 @@ def _run_once(
     header = {
         "uid": uid,
         "keep_read_search": server.keep_read_search,
-        "scratch": scratch,
+        "scratch": "/tmp" if server.private_scratch else scratch,
+        "tmpfs_bytes": limits.scratch_mb << 20 if server.private_scratch else 0,
         "seccomp": "1" if cgroup is not None else "0",  # socketpair only where a cgroup bounds the run
     }
 

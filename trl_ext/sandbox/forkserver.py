@@ -3,8 +3,8 @@ confined child per run (``_forkserver_main.py`` runs inside; docs/sandbox.md, "F
 argument). This module is the trainer's side: it starts and replaces the servers and runs one program through a
 server with the same scratch, memory and clean-up duties as a per-run launch (``base.Backend.launch``).
 
-``TRL_EXT_SANDBOX_FORKSERVER=1`` selects them; the default is still the per-run launch (a fresh sandbox per
-program): see docs/sandbox.md, "Fork server", for what keeps them from being the default yet.
+They are the default on bwrap and landlock wherever the kernel's Landlock ABI is >= 6 and its bindings are
+installed; ``TRL_EXT_SANDBOX_FORKSERVER=0`` selects the per-run launch (a fresh sandbox per program) instead.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from trl_ext.sandbox import memory, seccomp
 from trl_ext.sandbox._process import memfd_with
-from trl_ext.sandbox.base import harness_runtime_source, sandbox_interpreter
+from trl_ext.sandbox.base import confined_source, harness_runtime_source, sandbox_interpreter
 from trl_ext.sandbox.limits import SAFE_ENV, Limits
 from trl_ext.sandbox.reaper import kill_session, reap_run
 from trl_ext.sandbox.scratch import remove_scratch
@@ -36,7 +36,7 @@ from trl_ext.sandbox.scratch import remove_scratch
 FORKSERVER_ENV = "TRL_EXT_SANDBOX_FORKSERVER"
 RUNS_PER_SERVER = 1000  # a server is replaced after this many runs (and whenever it dies)
 MIN_ABI = 6  # Landlock's signal and abstract-socket scoping: every child gets a domain of its own
-_SOURCE = (Path(__file__).parent / "_forkserver_main.py").read_text()
+_SOURCE = confined_source("_forkserver_main.py")
 _HARNESS = (Path(__file__).parent / "_harness.py").read_text()
 
 # Standard modules many programs import (typing alone costs a bare interpreter ~5 ms): imported once per server.
@@ -102,12 +102,22 @@ class ServerCommand:
     keep_read_search: bool = False
     confine_self: bool = False
     info_fd: int | None = None  # bubblewrap's --info-fd: its namespace init, to reap
+    private_scratch: bool = False  # each child mounts its own capped tmpfs at /tmp (a mount namespace of its own)
+
+
+_OFF = ("0", "false", "no", "off")
+_ON = ("", "1", "true", "yes", "on")
 
 
 def enabled() -> bool:
-    """Whether runs go through fork servers (``TRL_EXT_SANDBOX_FORKSERVER=1``) rather than a fresh sandbox each
-    (the default until the older sandbox suites, which assume a per-run sandbox, pass on fork servers too)."""
-    return os.environ.get(FORKSERVER_ENV, "0").strip().lower() in ("1", "true", "yes", "on")
+    """Whether runs go through fork servers (the default) rather than a fresh sandbox each
+    (``TRL_EXT_SANDBOX_FORKSERVER=0``). Raises ``ValueError`` on any other value, naming the variable."""
+    value = os.environ.get(FORKSERVER_ENV, "1").strip().lower()
+    if value not in _ON + _OFF:
+        raise ValueError(
+            f"{FORKSERVER_ENV}={value!r}: set it to 1 (fork servers, the default) or 0 (a fresh sandbox per run)"
+        )
+    return value in _ON
 
 
 @functools.cache
@@ -216,6 +226,7 @@ class ForkServer:
         interpreter = [sandbox_interpreter(), "-I" if site_packages else "-IS", "-c", _SOURCE]
         spec = command(interpreter, self.root)
         self.keep_read_search, self._info_fd = spec.keep_read_search, spec.info_fd
+        self.private_scratch = spec.private_scratch
         try:
             import_paths, libraries = _bindings()
             config = {
@@ -230,6 +241,7 @@ class ForkServer:
                 "min_abi": MIN_ABI,
                 "confine_self": spec.confine_self,
                 "scratch_root": self.root,
+                "private_scratch": spec.private_scratch,
             }
             config_fd = memfd_with(json.dumps(config).encode(), "fork-server-config")
             self.proc = _SPAWNER.submit(  # a thread that lives as long as this process: see ``_SPAWNER``

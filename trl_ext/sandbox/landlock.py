@@ -27,13 +27,13 @@ import tempfile
 from pathlib import Path
 
 from trl_ext.sandbox import forked_run, forkserver, memory, seccomp
-from trl_ext.sandbox._process import Progress, RunResult, memfd_with
-from trl_ext.sandbox.base import Backend, Run, SandboxUnavailable, python_roots
+from trl_ext.sandbox._process import memfd_with
+from trl_ext.sandbox.base import Run, SandboxUnavailable, confined_source, python_roots
 from trl_ext.sandbox.limits import SAFE_ENV, Limits
 from trl_ext.sandbox.reaper import kill_session, processes
 from trl_ext.sandbox.scratch import ScratchWatch, remove_scratch
 
-_LAUNCHER_SOURCE = (Path(__file__).parent / "_landlock_launcher.py").read_text()
+_LAUNCHER_SOURCE = confined_source("_landlock_launcher.py")
 _READ_ONLY = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/ld.so.cache", "/etc/ld.so.conf")
 _ABI_NEEDED_AS_USER = 6  # signal scoping: the program has the trainer's uid
 
@@ -118,7 +118,7 @@ def nproc_limit(limits: Limits) -> int:
     return sum(p.threads for p in processes() if p.uid == uid) + limits.nproc
 
 
-class LandlockBackend(Backend):
+class LandlockBackend(forked_run.ForkServedBackend):
     """Landlock + seccomp + rlimits + a session per run, for containers where bubblewrap cannot create
     namespaces (non-root, default Docker/Kubernetes seccomp profiles). See ``trl_ext.sandbox.landlock`` for what
     it isolates and how it bounds what needs namespaces (process count, pid visibility)."""
@@ -131,22 +131,10 @@ class LandlockBackend(Backend):
         """Landlock's signal scope (ABI >= 6) confines kill(-1) to the run's own processes."""
         return landlock_abi() >= 6
 
-    def launch(
-        self,
-        payload: dict,
-        stdin: bytes,
-        limits: Limits,
-        nonce: bytes | None = None,
-        progress: Progress | None = None,
-    ) -> RunResult:
-        """Through this backend's fork server (``forkserver``: one interpreter per run, forked from a warm one)
-        where it can run, else the launcher and the harness (two interpreters per run)."""
-        if nonce is None and forkserver.enabled() and forkserver.supported():
-            reason = unavailable_reason()
-            if reason is not None:
-                raise SandboxUnavailable(f"The landlock code sandbox cannot run here: {reason}.")
-            return forked_run.launch(self, payload, stdin, limits, progress)
-        return super().launch(payload, stdin, limits, nonce, progress)
+    def check_available(self) -> None:
+        reason = unavailable_reason()
+        if reason is not None:
+            raise SandboxUnavailable(f"The landlock code sandbox cannot run here: {reason}.")
 
     def fork_server_command(self, server_argv: list[str], root: str) -> forkserver.ServerCommand:
         """The fork server confines itself to a Landlock domain (read the system and Python directories, write
@@ -160,9 +148,7 @@ class LandlockBackend(Backend):
         )
 
     def command(self, harness_args: list[str], limits: Limits, run: Run) -> list[str]:
-        reason = unavailable_reason()
-        if reason is not None:
-            raise SandboxUnavailable(f"The landlock code sandbox cannot run here: {reason}.")
+        self.check_available()
         pid_r, pid_w = os.pipe()
         os.set_blocking(pid_r, False)
         os.set_inheritable(pid_w, True)

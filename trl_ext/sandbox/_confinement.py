@@ -1,0 +1,113 @@
+"""How a process confines itself before a program's first instruction, one source for the landlock launcher
+(``_landlock_launcher.py``) and the fork server's children (``_forkserver_main.py``). Not imported by the trainer:
+its source goes in front of theirs (``base.confined_source``), and the whole runs with ``python -I [-S] -c`` inside the sandbox,
+with the standard library and the Landlock bindings only.
+
+``_import_bindings`` (landlockpy, with the C libraries the trainer found), ``_drop_root`` (to the run's uid,
+optionally keeping CAP_DAC_READ_SEARCH), ``_drop_capabilities`` (every set emptied), ``_landlock`` (the domain:
+read the system and Python directories, write one directory and /dev/null, no TCP, signals and abstract unix
+sockets scoped) and ``_seccomp`` (the filter of ``trl_ext.sandbox.seccomp``, compiled by the trainer).
+"""
+
+import ctypes
+import os
+import sys
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_PR_SET_CHILD_SUBREAPER, _PR_SET_KEEPCAPS = 36, 8
+_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, _CAP_DAC_READ_SEARCH = 47, 2, 2
+_PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
+_CAPABILITY_VERSION_3 = 0x20080522
+
+
+def _check(result, what):
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, what + ": " + os.strerror(err))
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _import_bindings(import_paths, libraries):
+    """Import landlockpy from ``import_paths`` (taken off ``sys.path`` again). Both bindings look their C libraries
+    up with ctypes.util.find_library at import, which runs ldconfig (and imports subprocess): the trainer resolved
+    them once (``libraries``); landlockpy's test helpers (slow imports) are never loaded."""
+    global landlockpy, AccessFS, AccessNet, Scope
+    util = type(sys)("ctypes.util")
+    util.find_library = libraries.get
+    sys.modules["ctypes.util"] = ctypes.util = util
+    sys.modules["landlockpy.testing"] = type(sys)("landlockpy.testing")
+    sys.path[:0] = import_paths
+    try:
+        import landlockpy
+        from landlockpy import AccessFS, AccessNet, Scope
+    finally:
+        del sys.path[: len(import_paths)]
+
+
+def _capset(bits):
+    """capset(2) by hand: no maintained pure-Python binding of libcap installs for any interpreter (python-prctl
+    needs a C build against libcap headers), and this is one plain syscall."""
+    data = (_CapData * 2)(_CapData(bits, bits, bits), _CapData(0, 0, 0))
+    _check(_libc.capset(ctypes.byref(_CapHeader(_CAPABILITY_VERSION_3, 0)), data), "capset")
+
+
+def _drop_root(uid, keep_read_search):
+    """Every uid and gid to ``uid`` (all capabilities go), keeping only CAP_DAC_READ_SEARCH (as the only, ambient,
+    capability) where asked: a Python installation under a directory others cannot search (/root/.pyenv);
+    Landlock still limits what is readable."""
+    if keep_read_search:
+        _check(_libc.prctl(_PR_SET_KEEPCAPS, 1, 0, 0, 0), "PR_SET_KEEPCAPS")
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    if keep_read_search:
+        _capset(1 << _CAP_DAC_READ_SEARCH)
+        _check(_libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, _CAP_DAC_READ_SEARCH, 0, 0), "ambient capability")
+    if 0 in os.getresuid() or 0 in os.getresgid():
+        raise RuntimeError("could not drop root privileges")
+
+
+def _drop_capabilities():
+    """No capability left in any set (the ambient set goes with the permitted one; changing uids leaves the
+    inheritable set)."""
+    _capset(0)
+
+
+def _landlock(read_only, writable, min_abi):
+    """A Landlock domain: read/execute ``read_only`` (files: no directory rights), read/write ``writable`` and
+    /dev/null, nothing else (no /proc), no TCP bind/connect, signals and abstract unix sockets scoped to this domain
+    (ABI >= 6). Also sets NO_NEW_PRIVS."""
+    abi = landlockpy.abi_version()
+    if abi < min_abi:
+        raise RuntimeError("Landlock ABI " + str(abi) + " < " + str(min_abi))
+    read = AccessFS.READ_FILE | AccessFS.READ_DIR | AccessFS.EXECUTE
+    with landlockpy.Ruleset(
+        handled_fs=landlockpy.fs_for_abi(abi),
+        handled_net=AccessNet.BIND_TCP | AccessNet.CONNECT_TCP,
+        scoped=Scope.ABSTRACT_UNIX_SOCKET | Scope.SIGNAL,
+    ) as ruleset:
+        for path in read_only:
+            if os.path.exists(path):
+                ruleset.allow_path(path, read if os.path.isdir(path) else read & ~AccessFS.READ_DIR)
+        ruleset.allow_path(os.devnull, AccessFS.READ_FILE | AccessFS.WRITE_FILE | AccessFS.TRUNCATE)
+        ruleset.allow_path(writable, landlockpy.fs_for_abi(abi) & ~AccessFS.IOCTL_DEV)
+        ruleset.restrict()
+
+
+def _seccomp(filter_bytes):
+    """Load the run's filter (classic BPF, compiled once by the trainer: ``trl_ext.sandbox.seccomp``)."""
+    program = ctypes.create_string_buffer(filter_bytes)
+    fprog = _SockFprog(len(filter_bytes) // 8, ctypes.cast(program, ctypes.c_void_p))
+    _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
+    _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp filter")
