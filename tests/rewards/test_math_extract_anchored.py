@@ -87,6 +87,11 @@ ANCHORED_ROWS = {
         ["The answer is $12$.\n\nThis completes the solution."],
         ["The answer is 12. Or perhaps 14.", "The answer is 12 if k is even.", "The answer is likely 12."],
     ),
+    "a chain whose values differ (math-verify's anchors took its last side)": (
+        "12",
+        ["The answer is $x = 5 + 7 = 12$."],
+        ["The answer is $x = 13 = 12$.", "The answer is $x = 2 + 3 = 12$."],
+    ),
     "a negative answer": ("-12", ["The answer is −12.", "The answer is $-12$."], ["The answer is 12."]),
     "two parts": ("4, 9", ["The answer is $4$ and $9$."], ["The answer is $4$ or $9$.", "The answer is $4$."]),
 }
