@@ -20,6 +20,7 @@ ANCHORED_TEXT = {
     "The answer is 12 apples.": "12 apples",
     "The answer is $12$ meters.": "12 meters",
     "The answer is #### 12": "12",
+    "The answer is \\$12.": "\\$12",
     "Final Answer: The largest $k$ is 12.": "12",
     "So the answer: $12$ is the result.": "12",
     "Answer $ 12 $": "12",

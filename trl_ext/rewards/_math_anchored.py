@@ -42,8 +42,9 @@ _HEDGE = re.compile(
 )
 # after the answer's sentence: another number, math span, box or option letter is a second candidate
 _SECOND_CANDIDATE = re.compile(r"\d|(?<!\\)\$|\\[(\[]|\(\s*[A-Za-z]\s*\)")
-# what a plain-text answer may be written with (no ; | & ~ # and no other script: "3 | 4", "3 ~ 4", "3 – 4")
-_PLAIN_CHARS = re.compile(r"[A-Za-z0-9 +\-*/^()\[\]{}.,=\\_!%<>']+")
+# what a plain-text answer may be written with (no ; | & ~ # and no other script: "3 | 4", "3 ~ 4", "3 – 4"); a $
+# left in plain text is escaped (\$5): an unescaped one opens math
+_PLAIN_CHARS = re.compile(r"[A-Za-z0-9 +\-*/^()\[\]{}.,=\\_!%<>'$]+")
 _PERCENT_WORD = re.compile(r"\s*\b(?:percent|per\s+cent|pct)\b|\s*(?<!\\)%")
 _IS_THE_ANSWER = re.compile(r"\s+(?:is|are)\s+(?:the|our|my)\s+(?:final\s+)?(?:solution|answer|result)s?\s*$", re.I)
 # what ends the lead of an answer sentence ("The largest $n$ is", "Here is a zero matrix:")
