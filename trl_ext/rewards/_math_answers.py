@@ -18,6 +18,7 @@ part's text), ``_math_compare`` (the string-side readings the comparison uses); 
 would import torch).
 """
 
+from trl_ext.rewards._math_anchored import anchored_parts
 from trl_ext.rewards._math_compare import (
     fraction_verdict,
     is_word_answer,
@@ -44,6 +45,7 @@ from trl_ext.rewards._math_normalise import text_key
 __all__ = [
     "MAX_ANSWER_CHARS",
     "MAX_PARTS",
+    "anchored_parts",
     "answer_parts",
     "boxed_spans",
     "fraction_verdict",

@@ -17,9 +17,10 @@ _PLAIN_FRACTION = re.compile(
 _LONG_DECIMAL = re.compile(r"([-+]?)(\d*)\.(\d+)(?:(?:\\times|\\cdot|\*)10\^\{?([-+]?\d+)\}?|[eE]([-+]?\d+))?")
 _TIME = re.compile(r"(\d{1,2}):(\d\d)(?::(\d\d))?\s*(?:\\,|~)?\s*([ap])?\.?\s*(?:m\b\.?)?", re.IGNORECASE)
 _OPTION = re.compile(r"^\(([a-e])\)$|^([a-e])\)?$")
-# another option letter (a letter A-E standing alone) or a hedge word after "(C)"
+# another option letter (a letter A-E standing alone, any letter in brackets) or a hedge word after "(C)"
 _OTHER_OPTION = re.compile(
-    r"(?<![A-Za-z])[A-Ea-e](?![A-Za-z])|\b(?:or|and|oder|und|ou|but|also|maybe|vs|either)\b", re.I
+    r"(?<![A-Za-z])[A-Ea-e](?![A-Za-z])|\(\s*[A-Za-z]\s*\)|\b(?:or|and|oder|und|ou|but|also|maybe|vs|either)\b",
+    re.I,
 )
 _OPTION_PREFIX = re.compile(r"^\(([a-e])\)")
 _NOT_AN_ANSWER = re.compile(r"\b(?:proof|prove[dn]?|shown?|see|omitted|n/a|none given|exercise)\b")

@@ -9,9 +9,14 @@ import re
 
 from trl_ext.rewards._math_normalise import (
     _TEXT_COMMANDS,
+    ambiguous_latex,
+    constant_side_last,
+    defined_as,
     degrees_to_radians,
     join_thousands,
+    latin_letters,
     mixed_number,
+    primes_as_marks,
     repeating_decimals,
     strip_delimiters,
 )
@@ -110,6 +115,7 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
     """The parts of one answer (the content of one box, or a bare gold): a comma/and/or list, a written-out set,
     ``\\pm``; each part keeps its brackets (a tuple, an interval or a matrix is one part) and its percent sign
     (``\\%``; the word "percent" is read as one). Named solution sets are tuples marked with their names."""
+    content = latin_letters(content)  # (C) / В (Cyrillic), Ｄ, 𝐃: another option, seen as B or D
     content = _PERCENT.sub(lambda _: "\\%", content) if "%" in content or "p" in content else content
     content = strip_delimiters(repeating_decimals(join_thousands(content)))
     content = _strip_trailing_spacing(content) if content.endswith(_TRAILING_SPACING) else content
@@ -129,6 +135,9 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
         piece = re.sub(r"(?<!\\)\$", "", piece) if "$" in piece else piece  # "$125$ miles"
         piece = degrees_to_radians(piece) if "circ" in piece or "deg" in piece or "°" in piece else piece
         piece = mixed_number(piece) if " " in piece and "/" in piece else piece
+        piece = primes_as_marks(piece) if "'" in piece or "\u2032" in piece or "\u2033" in piece else piece
+        piece = defined_as(piece) if ":=" in piece or "coloneqq" in piece else piece
+        piece = constant_side_last(piece) if "=" in piece else piece
         if piece:
             parts.extend(dict.fromkeys(expand_plus_minus(piece)) if "p" in piece else (piece,))
     return parts  # a multiset: a part written twice is required twice
@@ -185,6 +194,8 @@ def answer_parts(region: str) -> tuple[str, ...] | None:
     boxes = _boxes(region)
     if any(len(box) > MAX_ANSWER_CHARS for box in boxes):
         return None  # not an answer (and the string work stays cheap in the trainer's process)
+    if any(ambiguous_latex(box) for box in boxes):
+        return None  # 2^10 renders as 2¹0: refused rather than graded as a value the reader does not see
     parts = tuple(part for content in boxes for part in split_parts(content))
     return parts or None
 

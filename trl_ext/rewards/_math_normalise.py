@@ -5,6 +5,7 @@ Standard library only (the math workers load these modules without the trl_ext p
 """
 
 import re
+import unicodedata
 
 # every text or font command (\text, \textbf, \textnormal, \mbox, \hbox, \mathrm, \operatorname, \rm, ...)
 _TEXT_COMMANDS = r"\\(?:text[a-z]*|math(?:rm|bf|it|sf|tt|normal)|[mh]box|operatorname\*?|rm|emph)"
@@ -27,7 +28,27 @@ _DEGREE_NUMBER = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*" + _DEGREE)
 _BARE_DEGREES = re.compile(
     r"\s*[-+]?\s*\d+(?:\.\d+)?\s*" + _DEGREE + r"\s*(?:\\(?:text|mathrm)\s*\{\s*[CFcf]\s*\}|[CF])?\s*"
 )
+_DEGREE_MARK = re.compile(_DEGREE)
 _MIXED_NUMBER = re.compile(r"([-+]?)(\d+)\s+(\d+)\s*/\s*(\d+)")
+# a prime after a number is arcminutes (or feet), two are arcseconds (or inches): not a degree sign
+_PRIMES = re.compile(r"(?<=\d)\s*(?:(''|\u2033)|('|\u2032))")
+# an equation whose left side is a plain constant: 0 = 2x + 1 (an equation, not the expression), 3 = x
+_CONSTANT_LEFT = re.compile(r"\s*([-+]?\s*\d+(?:\.\d+)?)\s*=(?!=)([^=<>]*[A-Za-z][^=<>]*)")
+_RELATION = re.compile(r"\\(?:[lg]eq?|n?eq|neq|approx|[lg]t|in|sim|equiv|cong|propto)(?![A-Za-z])")
+_DEFINED_AS = re.compile(r":=|\\coloneqq(?![A-Za-z])")  # x := 4 = 3 is a chain like x = 4 = 3
+# LaTeX that renders as something other than what a parser reads: 2^10 is 2¹0, \frac123 is ½3, \sqrt23 is √2·3,
+# 0.\overline{3}4 is no number (math-verify reads 2^10 as 1024: a value the reader does not see)
+_AMBIGUOUS = re.compile(
+    r"[\^_]\s*(?:\d\s*\d|[-+])|\\[dt]?frac\s*(?:\d|\{[^{}]*\})\s*\d\s*\d|\\sqrt\s*\d\s*\d"
+    r"|\\overline\s*\{\s*\d+\s*\}\s*\d"
+)
+# Latin look-alikes (Cyrillic and Greek capitals, Cyrillic lower case) that NFKC leaves as they are
+_CONFUSABLES = str.maketrans(
+    "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0423"
+    "\u0430\u0435\u043e\u0440\u0441\u0445\u0443\u0456\u0458\u0455"
+    "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a5\u03a7\u03bf\u03f2",
+    "ABEKMHOPCTXYaeopcxyijsABEZHIKMNOPTYXoc",
+)
 _OUTER_DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 _SPACING = re.compile(r"\\(?:left|right|big|Big|bigg|Bigg)(?![A-Za-z])|\\[!,;: ]|\\q?quad|\\displaystyle|~|\s+")
 
@@ -119,3 +140,68 @@ def text_key(part: str) -> str:
     key = unwrap_text(part).replace("{,}", ",").replace("{:}", ":")
     key = re.sub(r"\\[dt]frac", r"\\frac", _ESCAPED.sub(lambda m: m.group(0)[1], key))
     return _SPACING.sub("", _DIGIT_GAP.sub("\u2423", key)).rstrip(".")  # 1\,0\,0\,0 is not 1000
+
+
+def latin_letters(text: str) -> str:
+    """``text`` with every letter that renders as a Latin letter written as that letter: fullwidth ``Ｄ``,
+    mathematical bold ``𝐃`` (NFKC), Cyrillic ``В`` and Greek ``Β`` (look-alikes). Other characters are kept
+    (NFKC would also turn ``²`` into ``2``)."""
+    if text.isascii():
+        return text
+    text = text.translate(_CONFUSABLES)
+    return "".join(_latin(char) if ord(char) > 127 else char for char in text)
+
+
+def _latin(char: str) -> str:
+    if not unicodedata.category(char).startswith("L"):
+        return char
+    folded = unicodedata.normalize("NFKC", char)
+    return folded if len(folded) == 1 and folded.isascii() and folded.isalpha() else char
+
+
+def primes_as_marks(part: str) -> str:
+    """``30'`` -> ``30^{\\prime}``, ``30''`` -> ``30^{\\prime\\prime}`` (arcminutes, arcseconds: math-verify drops
+    a bare apostrophe, which would make 30 arcminutes 30 degrees)."""
+    return _PRIMES.sub(lambda m: "^{\\prime\\prime}" if m.group(1) else "^{\\prime}", part)
+
+
+def constant_side_last(part: str) -> str:
+    """``0 = 2x + 1`` -> ``2x + 1 = 0`` and ``3 = x`` -> ``x = 3``: the constant side of a two-sided equation is its
+    value side (math-verify takes the right side: ``0 = 2x + 1`` would be the expression ``2x + 1``)."""
+    match = _CONSTANT_LEFT.fullmatch(part)
+    if match is None or _RELATION.search(match.group(2)):
+        return part  # 0 = x \\le 3 is no equation with a constant side
+    return f"{match.group(2).strip()} = {match.group(1).strip()}"
+
+
+def defined_as(part: str) -> str:
+    """``x := 4`` -> ``x = 4`` (so that ``x := 4 = 3`` is a chain whose values must agree)."""
+    return _DEFINED_AS.sub("=", part)
+
+
+def ambiguous_latex(content: str) -> bool:
+    """True when ``content`` renders as something other than what a parser would read (``2^10``, ``10^23``,
+    ``2^-1``, ``\\frac123``, ``\\sqrt23``, ``0.\\overline{3}4``) or is an angle in degrees of a multiple of pi
+    (``\\frac{\\pi}{6}^\\circ``): such an answer is refused, not read as either value."""
+    if _AMBIGUOUS.search(content):
+        return True
+    return "\\pi" in content and any(
+        "\\pi" in _term_before(content, m.start()) for m in _DEGREE_MARK.finditer(content)
+    )
+
+
+def _term_before(text: str, end: int) -> str:
+    """The operand that ends at ``end``: back to the nearest ``=``, ``+``, ``-``, ``,`` or opening bracket outside
+    braces and brackets."""
+    depth = 0
+    for pos in range(end - 1, -1, -1):
+        char = text[pos]
+        if char in ")]}":
+            depth += 1
+        elif char in "([{":
+            depth -= 1
+            if depth < 0:
+                return text[pos + 1 : end]
+        elif depth == 0 and char in "=+-,":
+            return text[pos + 1 : end]
+    return text[:end]

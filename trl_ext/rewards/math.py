@@ -14,7 +14,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
-from trl_ext.rewards._math_answers import answer_parts, fraction_verdict, gold_parts
+from trl_ext.rewards._math_answers import anchored_parts, answer_parts, fraction_verdict, gold_parts
 from trl_ext.rewards._pool import WorkerPool
 from trl_ext.rewards._text import THINK_CLOSE, THINK_OPEN, answer_region, column, completion_text, log_outcomes
 from trl_ext.rewards.base import RewardFunction
@@ -121,8 +121,9 @@ class MathAccuracy(RewardFunction):
     a gold that is not an answer scores None (TRL then ignores the row) with one warning naming it. The
     completion is scored on its answer region only (after the last ``</think>``; an unclosed ``<think>`` has no
     answer) with strict, anchored extraction: ``extraction="boxed"`` takes every ``\\boxed{}`` of the region
-    (several boxes are several parts), ``"anchored"`` also accepts math-verify's "final answer is ..." anchors
-    when there is no box; never a number found anywhere in the text. Every gold part must be matched by its
+    (several boxes are several parts), ``"anchored"`` also accepts, when there is no box, a complete answer
+    after the last "answer is"/"Answer:" anchor (nothing but a unit around it, no hedge or second candidate
+    after it); never a number found anywhere in the text. Every gold part must be matched by its
     own answer part (see ``trl_ext.rewards._math_answers`` for what math-verify is not trusted with). Gold is
     always the first argument of ``verify``.
 
@@ -197,15 +198,15 @@ class MathAccuracy(RewardFunction):
 
     def extract(self, text: str) -> tuple[str, ...] | str | None:
         """What is sent to the verifier for one completion: the parts of its boxed answer (every ``\\boxed{}`` of
-        the answer region), the answer region itself for ``"anchored"`` extraction when it has no box, or None
-        when it has no answer."""
+        the answer region), for ``"anchored"`` extraction without a box the parts of the complete answer stated
+        after the last anchor ("The final answer is $3$."), or None when it has no answer."""
         open_tag, close_tag = self.think_tags or (None, None)
         region = answer_region(text, open_tag, close_tag)
         if region is None:
             return None
         parts = answer_parts(region)
-        if parts is None and self.extraction == "anchored" and region.strip():
-            return region
+        if parts is None and self.extraction == "anchored":
+            return anchored_parts(region)
         return parts
 
     def __call__(self, completions: list, **kwargs: Any) -> list[float | None]:

@@ -1,0 +1,192 @@
+"""The answer a completion without a box states after an anchor ("The final answer is $3$.", "Answer: 3").
+
+The anchored answer is taken only when it is complete: what follows the last anchor is math (in ``$...$``,
+``\\(...\\)``, ``\\[...\\]``, or a plain-text expression) that ends its sentence, with only what a whitelist allows
+around it: list separators between several math spans, a unit after a number (a known unit or a count noun, as
+``split_unit`` reads it), closing punctuation. A word before the number ("negative 3", "under 3"), after it
+("3 at most", "3 thousand"), a hedge ("or", "probably", "?") or a second candidate (a number or math) anywhere
+after the answer makes it no answer. The accepted text is then graded exactly like the content of a box.
+
+math-verify's own anchors are not used for this: they read the first value up to 50 characters after "answer"
+("answer is unknown; 3 is a guess" is 3) and ignore what follows it.
+
+Standard library only (the math workers load these modules without the trl_ext package, which imports torch).
+"""
+
+import re
+
+from trl_ext.rewards._math_compare import split_unit
+from trl_ext.rewards._math_extract import MAX_ANSWER_CHARS, split_parts
+from trl_ext.rewards._math_normalise import ambiguous_latex, latin_letters
+
+# "the final answer is", "Answer:", "the answer to the problem would be", "**Answer:**", "Answer $9$"
+_ANCHOR = re.compile(
+    r"\banswer\b(?:\s+to\s+(?:the|this|our|your)\s+(?:question|problem)\b)?(?:\*\*|__)?[ \t]*"
+    r"(?:(?:is|was|would\s+be|will\s+be|should\s+be)\b[ \t]*:?|:|=|(?=[ \t]*(?:\$|\\[(\[])))(?:\*\*|__)?",
+    re.IGNORECASE,
+)
+_BOXED = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
+# inline math ($...$, \\(...\\)) stays on one line; display math ($$...$$, \\[...\\]) may span lines
+_MATH_SPAN = re.compile(
+    r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<!\\)\$([^\n]+?)(?<!\\)\$|\\\(([^\n]+?)\\\)|\\\[(.+?)\\\]", re.DOTALL
+)
+_MATH_OPEN = re.compile(r"(?<!\\)\$|\\[(\[]")
+_SENTENCE_END = re.compile(r"\.(?=\s|\*|$)|\n")
+_LEADING = re.compile(r"[\s:*#]*")  # "The answer is #### 42" (GSM8K's marker)
+# words that make a stated answer a guess or one of several; a question mark
+_HEDGE = re.compile(
+    r"\b(?:or|either|maybe|perhaps|possibly|probably|likely|unlikely|alternatively|unless|if|not|guess|unsure|"
+    r"uncertain|approximately|roughly|about|around|nearly|almost|could|might|but|except|wrong|incorrect|instead|"
+    r"actually|otherwise|vs|xor)\b|n't\b|\?",
+    re.IGNORECASE,
+)
+# after the answer's sentence: another number, math span, box or option letter is a second candidate
+_SECOND_CANDIDATE = re.compile(r"\d|(?<!\\)\$|\\[(\[]|\(\s*[A-Za-z]\s*\)")
+# what a plain-text answer may be written with (no ; | & ~ # and no other script: "3 | 4", "3 ~ 4", "3 – 4"); a $
+# left in plain text is escaped (\$5): an unescaped one opens math
+_PLAIN_CHARS = re.compile(r"[A-Za-z0-9 +\-*/^()\[\]{}.,=\\_!%<>'$]+")
+_PERCENT_WORD = re.compile(r"\s*\b(?:percent|per\s+cent|pct)\b|\s*(?<!\\)%")
+_IS_THE_ANSWER = re.compile(r"\s+(?:is|are)\s+(?:the|our|my)\s+(?:final\s+)?(?:solution|answer|result)s?\s*$", re.I)
+# what ends the lead of an answer sentence ("The largest $n$ is", "Here is a zero matrix:")
+_CONNECTOR = re.compile(r"\b(?:is|are|was|were|be|equals)\b|:")
+_MODAL_BEFORE_CONNECTOR = re.compile(r"\b(?:could|might|may)\s+(?:be|equal)\s*:?\s*$", re.I)
+_DISCOURSE = re.compile(
+    r"(?:(?:therefore|thus|so|hence|then|finally|we|find|found|get|obtain|have|that|this|gives|which)[\s,]*)*", re.I
+)
+_LIST_JOIN = re.compile(r",?\s*(?:and)?\s*,?")
+_UNIT_TAIL = re.compile(r"[A-Za-z]+(?:\s*/\s*[A-Za-z]+|\s+[A-Za-z]+)*")
+_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
+# the symbols a plain-text answer may use, as LaTeX (3² is 9, −3 is -3)
+_SYMBOLS = str.maketrans(
+    {
+        "\u2212": "-", "\u00d7": "\\times ", "\u00f7": "\\div ", "\u00b1": "\\pm ", "\u2213": "\\mp ",
+        "\u03c0": "\\pi ", "\u00b0": "^\\circ ", "\u00b2": "^{2}", "\u00b3": "^{3}", "\u221a": "\\sqrt ",
+        "\u221e": "\\infty ", "\u2264": "\\le ", "\u2265": "\\ge ", "\u2260": "\\ne ", "\u00b7": "\\cdot ",
+    }
+)  # fmt: skip
+
+
+def anchored_parts(region: str) -> tuple[str, ...] | None:
+    """The parts of the answer stated after the last anchor of ``region`` (a region without a box), or None
+    when there is none or it is not a complete answer (see the module docstring)."""
+    text = anchored_answer(region)
+    if text is None or ambiguous_latex(text):
+        return None
+    return tuple(split_parts(text)) or None
+
+
+def anchored_answer(region: str) -> str | None:
+    """The text of the answer stated after the last anchor of ``region``, written as the content of a box
+    (``$1$ and $2$`` -> ``1, 2``; ``$3$ hours`` -> ``3 hours``), or None."""
+    if _BOXED.search(region):
+        return None  # a box is the answer (an empty or refused one included): never an anchor around it
+    anchors = list(_ANCHOR.finditer(region))
+    if not anchors:
+        return None
+    anchor = anchors[-1]
+    sentence_start = max(region.rfind("\n", 0, anchor.start()), region.rfind(". ", 0, anchor.start()))
+    if _HEDGE.search(region[max(sentence_start, anchor.start() - 300, 0) : anchor.start()]):
+        return None  # "If n is even, the answer is 3", "Maybe the answer is 3"
+    pieces, end = _answer_sentence(region, anchor.end())
+    if not pieces:
+        return None
+    rest = region[end:]
+    if _HEDGE.search(rest) or _SECOND_CANDIDATE.search(rest):
+        return None  # "3. Or 4.", "$3$\n\nor maybe $4$."
+    return _whitelisted(pieces)
+
+
+def _answer_sentence(region: str, start: int) -> tuple[list[tuple[bool, str]], int]:
+    """The pieces (is_math, text) of the sentence that starts at ``start``, and where the sentence ends; no
+    pieces when a math span is not closed or the sentence is longer than an answer."""
+    pos = _LEADING.match(region, start).end()
+    pieces: list[tuple[bool, str]] = []
+    while pos < len(region):
+        if pos - start > MAX_ANSWER_CHARS:
+            return [], pos
+        span = _MATH_SPAN.match(region, pos)
+        if span:
+            pieces.append((True, next(group for group in span.groups() if group is not None)))
+            pos = span.end()
+            continue
+        if _MATH_OPEN.match(region, pos):
+            return [], pos  # a math span never closed
+        end = _SENTENCE_END.search(region, pos, pos + MAX_ANSWER_CHARS)
+        opening = _MATH_OPEN.search(region, pos, end.start() if end else pos + MAX_ANSWER_CHARS)
+        stop = opening.start() if opening else end.start() if end else min(len(region), pos + MAX_ANSWER_CHARS + 1)
+        if stop > pos:
+            pieces.append((False, region[pos:stop]))
+            pos = stop
+        if opening is None:
+            return pieces, end.end() if end else pos
+    return pieces, pos
+
+
+def _whitelisted(pieces: list[tuple[bool, str]]) -> str | None:
+    """The answer text of a sentence's pieces when only allowed text surrounds its math, else None."""
+    pieces = [(is_math, text if is_math else _PERCENT_WORD.sub(r"\\%", text)) for is_math, text in pieces]
+    if len(pieces) > 1 and not pieces[-1][0]:  # "$x \ge 5$ is the solution.", "$x < 3$.."
+        pieces[-1] = (False, _IS_THE_ANSWER.sub("", pieces[-1][1].rstrip().rstrip(".")))
+    answer = _after_lead(pieces)
+    if not answer or any(_HEDGE.search(text) for is_math, text in answer if not is_math):
+        return None
+    if not any(is_math for is_math, _ in answer):
+        text = latin_letters("".join(text for _, text in answer).strip().strip("*").strip().translate(_SYMBOLS))
+        if not text.isascii() or not _PLAIN_CHARS.fullmatch(text):
+            return None
+        return text if all(_plain_item(item) for item in re.split(r",|\band\b", text)) else None
+    items: list[str] = []
+    for position, (is_math, text) in enumerate(answer):
+        text = text.strip() if is_math else text.strip().strip("*").strip()
+        if is_math:
+            joined = (
+                items and position > 0 and answer[position - 1][0] is False and not answer[position - 1][1].strip()
+            )
+            items.append(f"{items.pop()} {text}" if joined else text)  # "$A$ $B$": one product
+        elif not text:
+            continue
+        elif position == len(answer) - 1 and items and text == "\\%":
+            items[-1] += text  # "$28$ percent"
+        elif position == len(answer) - 1 and items and _UNIT_TAIL.fullmatch(text):
+            items[-1] = f"{items[-1]} {text}"  # "$3$ hours": the unit is checked with the number
+            if split_unit(items[-1])[1] is None:
+                return None
+        elif not items or not _LIST_JOIN.fullmatch(text):
+            return None  # text before the math, or between two spans ("$3$ to $4$")
+    text = latin_letters(", ".join(items).translate(_SYMBOLS))
+    return text if text.isascii() else None
+
+
+def _after_lead(pieces: list[tuple[bool, str]]) -> list[tuple[bool, str]] | None:
+    """The pieces of the answer itself: after the sentence's last "is"/":" ("Final Answer: The largest $n$ is
+    34") when what comes before it names no number and hedges nothing, after discourse words ("Thus $x < 3$"),
+    else the whole sentence; None when the lead is not allowed."""
+    for index in range(len(pieces) - 1, -1, -1):
+        is_math, text = pieces[index]
+        connectors = [] if is_math else list(_CONNECTOR.finditer(text))
+        if connectors:
+            cut = connectors[-1].end()
+            lead = [*pieces[:index], (False, text[:cut])]
+            if any(re.search(r"\d", part) for _, part in lead) or _hedged_lead(lead):
+                return None  # "4, which is 3": a second candidate; "it could be 3"
+            return [(False, text[cut:]), *pieces[index + 1 :]]
+    if len(pieces) > 1 and not pieces[0][0] and _DISCOURSE.fullmatch(pieces[0][1].strip()):
+        return pieces[1:]
+    return pieces
+
+
+def _hedged_lead(lead: list[tuple[bool, str]]) -> bool:
+    text = " ".join(part for is_math, part in lead if not is_math)
+    words = _HEDGE.findall(text)
+    modal = _MODAL_BEFORE_CONNECTOR.search(text)  # "could be in the domain of $f$ is": a clause, no hedge
+    return bool(modal) or any(word.lower() not in ("could", "might", "may") for word in words)
+
+
+def _plain_item(item: str) -> bool:
+    """Whether one item of a plain-text answer is an expression, optionally followed by a unit (``3 hours``), or
+    a word answer (``yes``, ``Monday``): no word before a number or after it that is not a unit."""
+    words = _WORD.findall(item)
+    if not words or not re.search(r"\d", item):
+        return True
+    value, unit = split_unit(item.strip())
+    return unit is not None and not _WORD.search(value)
