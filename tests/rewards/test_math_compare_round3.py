@@ -57,3 +57,20 @@ CASES = {
 @pytest.mark.parametrize("gold, right, wrong", CASES.values(), ids=CASES.keys())
 def test_right_answer_scores_right_and_wrong_answer_wrong(gold, right, wrong):
     assert REWARD([right, wrong], solution=[gold, gold]) == [1.0, -1.0]
+
+
+# golds written in Python strings without r"": "\frac" is a form feed then "rac", "\times" a tab then "imes"
+ESCAPED_GOLDS = {
+    "form feed for \\f": ("\frac{\\sqrt{11}}{11}", r"\boxed{\frac{\sqrt{11}}{11}}", r"\boxed{\frac{\sqrt{11}}{12}}"),
+    "backspace for \\b": ("2\beta", r"\boxed{2\beta}", r"\boxed{2\alpha}"),
+    "tab for \\t": ("6 \times 10^{3}", r"\boxed{6000}", r"\boxed{600}"),
+}
+
+
+@pytest.mark.parametrize("gold, right, wrong", ESCAPED_GOLDS.values(), ids=ESCAPED_GOLDS.keys())
+def test_gold_with_python_escapes_reads_as_latex(gold, right, wrong):
+    assert REWARD([right, wrong], solution=[gold, gold]) == [1.0, -1.0]
+
+
+def test_a_tab_between_words_stays_a_tab():
+    assert REWARD([r"\boxed{6000}"], solution=["6 \tx 10^{3}"]) == [-1.0]

@@ -6,6 +6,7 @@ import importlib.util
 import logging
 import math
 import numbers
+import re
 import sys
 import threading
 import warnings
@@ -30,6 +31,9 @@ _WARNED_GOLDS: set[str] = set()
 _POOLS: dict[int, WorkerPool] = {}
 _POOLS_LOCK = threading.Lock()
 _LOG = logging.getLogger(__name__)
+# a gold written in a Python string without r"": "\\frac" became a form feed and "rac", "\\times" a tab and "imes"
+_ESCAPED = {"\a": "\\a", "\b": "\\b", "\v": "\\v", "\f": "\\f", "\t": "\\t"}
+_PYTHON_ESCAPE = re.compile(r"[\a\b\v\f](?=[a-z])|\t(?=(?:imes|heta|ext|frac|an|au|ilde|riangle)(?![a-z]))")
 
 
 def shared_pool(num_workers: int) -> WorkerPool:
@@ -69,7 +73,7 @@ def normalize_gold(gold: Any, ordered_lists: bool = False) -> tuple[tuple[str, .
             return None
     if not isinstance(gold, str) or not gold.strip():
         return None
-    return gold_parts(gold, ordered_lists)
+    return gold_parts(_PYTHON_ESCAPE.sub(lambda match: _ESCAPED[match.group()], gold), ordered_lists)
 
 
 def _safe_repr(value: Any) -> str | None:
