@@ -59,11 +59,10 @@ def test_right_answer_scores_right_and_wrong_answer_wrong(gold, right, wrong):
     assert REWARD([right, wrong], solution=[gold, gold]) == [1.0, -1.0]
 
 
-# golds written in Python strings without r"": "\frac" is a form feed then "rac", "\times" a tab then "imes"
+# golds written in Python strings without r"": "\frac" is a form feed then "rac", "\beta" a backspace then "eta"
 ESCAPED_GOLDS = {
     "form feed for \\f": ("\frac{\\sqrt{11}}{11}", r"\boxed{\frac{\sqrt{11}}{11}}", r"\boxed{\frac{\sqrt{11}}{12}}"),
     "backspace for \\b": ("2\beta", r"\boxed{2\beta}", r"\boxed{2\alpha}"),
-    "tab for \\t": ("6 \times 10^{3}", r"\boxed{6000}", r"\boxed{600}"),
 }
 
 
@@ -72,5 +71,10 @@ def test_gold_with_python_escapes_reads_as_latex(gold, right, wrong):
     assert REWARD([right, wrong], solution=[gold, gold]) == [1.0, -1.0]
 
 
-def test_a_tab_between_words_stays_a_tab():
-    assert REWARD([r"\boxed{6000}"], solution=["6 \tx 10^{3}"]) == [-1.0]
+def test_a_tab_stays_a_tab():  # a tab may be meant: "\times" without r"" is not read back
+    assert REWARD([r"\boxed{6000}"], solution=["6 \times 10^{3}"]) == [-1.0]
+
+
+def test_an_answer_with_the_same_escapes_matches_its_gold():  # both sides read back alike
+    gold = "\\begin{pmatrix} -\\\frac{7}{4} & 2 \\end{pmatrix}"
+    assert REWARD([f"\\boxed{{{gold}}}"], solution=[gold]) == [1.0]
