@@ -63,6 +63,7 @@ def test_right_answer_scores_right_and_wrong_answer_wrong(gold, right, wrong):
 ESCAPED_GOLDS = {
     "form feed for \\f": ("\frac{\\sqrt{11}}{11}", r"\boxed{\frac{\sqrt{11}}{11}}", r"\boxed{\frac{\sqrt{11}}{12}}"),
     "backspace for \\b": ("2\beta", r"\boxed{2\beta}", r"\boxed{2\alpha}"),
+    "escaped backslash and form feed": ("-\\\frac{3}{4}", r"\boxed{-\frac{3}{4}}", r"\boxed{\frac{3}{4}}"),
 }
 
 

@@ -33,7 +33,8 @@ _POOLS_LOCK = threading.Lock()
 _LOG = logging.getLogger(__name__)
 # text written in a Python string without r"": "\\frac" became a form feed and "rac", "\\beta" a backspace and "eta"
 # (a tab or newline may be meant: "\\times" and "\\neq" stay as they are)
-_PYTHON_ESCAPE = re.compile(r"[\a\b\v\f](?=[a-z])")
+# (a lone backslash before it was written to escape the command's own: "-\\\frac" is -\frac)
+_PYTHON_ESCAPE = re.compile(r"(?:(?<!\\)\\)?([\a\b\v\f])(?=[a-z])")
 _ESCAPED = {"\a": "\\a", "\b": "\\b", "\v": "\\v", "\f": "\\f"}
 
 
@@ -79,7 +80,7 @@ def normalize_gold(gold: Any, ordered_lists: bool = False) -> tuple[tuple[str, .
 
 def _unescaped(text: str) -> str:
     """``text`` with the control characters a Python string made of LaTeX commands written back (``\\frac``)."""
-    return _PYTHON_ESCAPE.sub(lambda match: _ESCAPED[match.group()], text) if _PYTHON_ESCAPE.search(text) else text
+    return _PYTHON_ESCAPE.sub(lambda match: _ESCAPED[match.group(1)], text) if _PYTHON_ESCAPE.search(text) else text
 
 
 def _safe_repr(value: Any) -> str | None:
