@@ -78,10 +78,13 @@ def _strip_trailing_spacing(part: str) -> str:
 
 def _outer_set(text: str) -> str | None:
     """The inside of ``\\{a, b\\}`` (a set written out) or of a brace group ``{a, b}``, or None when ``text`` is
-    not one whole such set."""
+    not one whole such set. A set of sets (``\\{\\emptyset\\}``, ``\\{\\{1, 2\\}\\}``) stays whole: its elements are sets."""
     for open_, close in (("\\left\\{", "\\right\\}"), ("\\{", "\\}"), ("{", "}")):
         inner = text[len(open_) : -len(close)] if text.startswith(open_) and text.endswith(close) else None
         if inner is not None and balanced_braces(inner) and not re.search(r"\\mid|\||:", inner):
+            pieces = split_top_level(inner)
+            if any(_EMPTY_SET.fullmatch(piece) or piece.startswith(("\\{", "\\left\\{")) for piece in pieces):
+                return None
             return inner if len(split_top_level("(" + inner + ")")) == 1 else None
     return None
 

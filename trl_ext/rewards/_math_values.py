@@ -15,7 +15,7 @@ def numeric_verdict(gold, answer, gold_expr, answer_expr) -> bool | None:
     printed value when it has 6+ significant digits). Exact values must be equal; a printed decimal must equal
     the other side, or be its rounding: a gold printed with 6+ significant digits (``2.31481 \\times 10^{-3}``
     for ``\\frac{1}{432}``), an answer with 6+ significant digits and 6+ decimal places (``0.333333``)."""
-    from sympy import Eq, Expr, Float, Rational, nan, nsimplify, oo, zoo
+    from sympy import Eq, Expr, Float, Rational, nan, oo, zoo
 
     if isinstance(gold_expr, Eq) and isinstance(answer_expr, Eq):
         return None
@@ -29,7 +29,7 @@ def numeric_verdict(gold, answer, gold_expr, answer_expr) -> bool | None:
     answer_decimal = answer.decimal if answer_float else None
     if (gold_float and gold_decimal is None) or (answer_float and answer_decimal is None):
         # a decimal inside an expression (1.5\pi): its printed digits, exactly
-        return values_equal(nsimplify(gold_expr, rational=True), nsimplify(answer_expr, rational=True))
+        return values_equal(printed_exactly(gold_expr), printed_exactly(answer_expr))
     if gold_float and answer_float:  # a longer decimal answer may round to a 6+ digit gold: 1.3333333 for 1.333333
         if gold.digits is None or len(answer_decimal.as_tuple().digits) <= len(gold.digits.as_tuple().digits):
             return gold_decimal == answer_decimal
@@ -80,27 +80,45 @@ def _value_side(expr):
 
 
 def values_equal(first, second) -> bool:
-    """Two numbers equal: their difference is 0, or too close to 0 for sympy to find 30 digits of it."""
+    """Two numbers equal: their difference is 0, or evaluates to 0 and is proven 0. An evaluation that finds no
+    digit of the difference (below 10**-100: cos(10**-100) is not 1) is no proof, nor is a 0 from it: sympy
+    evaluates log(1 + 10**-1000) to 0."""
     from sympy.core.evalf import PrecisionExhausted
 
     try:
         difference = first - second
         if difference == 0:
             return True
-        return bool(difference.evalf(30, strict=True) == 0)
-    except PrecisionExhausted:  # 0, or a difference below 10**-100 (cos(10**-100) is not 1): only a proof counts
-        return _simplifies_to_zero(difference)
+        if difference.evalf(30, strict=True) != 0:
+            return False
+    except PrecisionExhausted:
+        pass
     except Exception:
         return False
+    return _simplifies_to_zero(difference)
 
 
 def _simplifies_to_zero(difference) -> bool:
+    """A proof that ``difference`` is 0: evaluated (math-verify leaves sums unevaluated, so ``15 + 2\\sqrt{33}``
+    minus ``2\\sqrt{33} + 15`` does not cancel), else simplified (slow: minimal polynomials)."""
     from sympy import simplify
 
     try:
-        return simplify(difference) == 0
+        return difference.doit() == 0 or simplify(difference) == 0
     except Exception:
         return False
+
+
+def printed_exactly(expr):
+    """``expr`` with every decimal replaced by the fraction it prints (``0.4999999`` -> 4999999/10**7): compared
+    exactly, never rounded (sympy's nsimplify would read 25.0000000001 as 25)."""
+    from sympy import Float, Rational
+
+    try:
+        decimals = expr.atoms(Float)
+        return expr.xreplace({number: Rational(str(number)) for number in decimals}) if decimals else expr
+    except Exception:
+        return expr
 
 
 def rounds_to(gold: Decimal, answer) -> bool:
@@ -170,3 +188,140 @@ def as_tuples(gold, answer):
 
     answer = Tuple(answer.start, answer.end) if isinstance(answer, Interval) else answer
     return Tuple(*gold), answer
+
+
+class _Printed:
+    """The printed readings ``numeric_verdict`` takes from a part, for one decimal inside a tuple or interval."""
+
+    def __init__(self, expr) -> None:
+        from sympy import Float
+
+        self.decimal = Decimal(str(expr)).normalize() if isinstance(expr, Float) else None
+        significant = self.decimal is not None and len(self.decimal.as_tuple().digits) >= 6
+        self.digits = self.decimal if significant else None
+
+
+def compound_verdict(gold, answer) -> bool | None:
+    """The verdict for two tuples, intervals, matrices, sets or unions of the same kind with a decimal in them,
+    element by element with the rules for numbers (math-verify rounds each decimal inside them to 6 places, so
+    ``[0, 0.4999999]`` would be ``[0, \\\\frac12]``); None when neither holds a decimal, or the two are of other
+    kinds (then compare them with their decimals ``printed_exactly``)."""
+    from sympy import Float
+
+    try:
+        if not (gold.has(Float) or answer.has(Float)):
+            return None
+        return _same_shape(gold, answer)
+    except Exception:
+        return None
+
+
+def _same_shape(gold, answer) -> bool | None:
+    from sympy import FiniteSet, Interval, MatrixBase, Tuple, Union
+
+    if isinstance(gold, Tuple) and isinstance(answer, Tuple):
+        return len(gold) == len(answer) and _all_same(zip(gold.args, answer.args))
+    if isinstance(gold, MatrixBase) and isinstance(answer, MatrixBase):
+        return gold.shape == answer.shape and _all_same(zip(gold, answer))
+    if isinstance(gold, Interval) and isinstance(answer, Interval):
+        if (gold.left_open, gold.right_open) != (answer.left_open, answer.right_open):
+            return False
+        return _all_same(((gold.start, answer.start), (gold.end, answer.end)))
+    if isinstance(gold, (FiniteSet, Union)) and type(gold) is type(answer):
+        if len(gold.args) != len(answer.args):
+            return False
+        fits = [[_same_element(g, a) for a in answer.args] for g in gold.args]
+        if any(fit is None for row in fits for fit in row):
+            return None
+        return perfect_matching(fits)
+    return None
+
+
+def _all_same(pairs) -> bool | None:
+    verdicts = [_same_element(gold, answer) for gold, answer in pairs]
+    if False in verdicts:
+        return False
+    return None if None in verdicts else True
+
+
+def _same_element(gold, answer) -> bool | None:
+    from sympy import Expr
+
+    if isinstance(gold, Expr) and isinstance(answer, Expr) and gold.is_number and answer.is_number:
+        return numeric_verdict(_Printed(gold), _Printed(answer), gold, answer)
+    return _same_shape(gold, answer)
+
+
+def perfect_matching(fits: list) -> bool:
+    """Whether every row can be given its own column with ``fits[row][column]`` (Kuhn's augmenting paths)."""
+    owner = [None] * len(fits[0]) if fits else []
+
+    def assign(row, seen):
+        for column, fit in enumerate(fits[row]):
+            if fit and column not in seen:
+                seen.add(column)
+                if owner[column] is None or assign(owner[column], seen):
+                    owner[column] = row
+                    return True
+        return False
+
+    return all(assign(row, set()) for row in range(len(fits)))
+
+
+def case_sensitive(parse):
+    """``parse()`` with math-verify's LaTeX parser keeping the case of letters (it lower-cases every symbol, so
+    ``\\frac{A}{a}`` would be 1), or None when this math-verify has no such hook (then no verdict is given)."""
+    import math_verify.parser as parser
+    from latex2sympy2_extended.latex2sympy2 import ConversionConfig, latex2sympy
+
+    lower_casing = getattr(parser, "parse_latex_cached", None)
+    if lower_casing is None or not hasattr(parser, "should_treat_as_complex"):
+        return None
+
+    def keep_case(latex: str):
+        real = not parser.should_treat_as_complex(latex)
+        config = ConversionConfig(lowercase_symbols=False)
+        return latex2sympy(latex, is_real=real, normalization_config=None, conversion_config=config)
+
+    parser.parse_latex_cached = keep_case  # the worker is single-threaded: restored before anything else parses
+    try:
+        return parse()
+    finally:
+        parser.parse_latex_cached = lower_casing
+
+
+def set_depth(expr) -> int:
+    """How deep sets nest in ``expr``: 0 for no set, 1 for ``\\{1, 2\\}`` or the empty set, 2 for a set of sets."""
+    from sympy import FiniteSet, Set
+
+    if isinstance(expr, FiniteSet):
+        return 1 + max((set_depth(element) for element in expr.args), default=0)
+    return 1 if isinstance(expr, Set) and expr.is_empty else 0
+
+
+def nested_sets_differ(gold, answer) -> bool:
+    """A set of sets against a value nested less or more deeply (``\\{\\{0\\}\\}`` for 0, ``\\{\\emptyset\\}`` for the
+    empty set): math-verify counts a one-element set as its element, at any depth."""
+    depths = set_depth(gold), set_depth(answer)
+    return max(depths) > 1 and depths[0] != depths[1]
+
+
+def union_of_relations(answer: list, gold):
+    """The union of the solution sets of the answer parts "x < -1", "x > 3" (objects with an ``expr``) when the
+    ``gold`` value is an interval or a union of intervals, else None."""
+    from sympy import EmptySet, FiniteSet, Set, Union
+    from sympy.core.relational import Relational
+
+    if not isinstance(gold, Set) or isinstance(gold, FiniteSet):
+        return None
+    if not all(isinstance(part.expr, Relational) and len(part.expr.free_symbols) == 1 for part in answer):
+        return None
+    if len({symbol for part in answer for symbol in part.expr.free_symbols}) != 1:
+        return None  # "x > 2, y > 5"
+    try:
+        pieces = [part.expr.as_set() for part in answer]
+        if any(a.intersect(b) != EmptySet for i, a in enumerate(pieces) for b in pieces[i + 1 :]):
+            return None  # "x > 2, x < 5" reads as "and": only disjoint pieces are a union ("x < -1 or x > 3")
+        return Union(*pieces)
+    except Exception:
+        return None

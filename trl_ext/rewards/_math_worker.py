@@ -49,10 +49,10 @@ class Part:
     expression; parsed on first use when the part is a plain integer or integer fraction, which ``fraction``
     then holds) and what the string comparisons need."""
 
-    __slots__ = ("_expr", "_parse", "assignment", "brackets", "decimal", "digits", "fraction", "key", "names", "option", "percent", "radians", "time", "unit", "word")  # fmt: skip
+    __slots__ = ("_expr", "_parse", "assignment", "brackets", "decimal", "digits", "fraction", "key", "names", "option", "percent", "radians", "time", "unit", "value", "word")  # fmt: skip
 
-    def __init__(self, text, expr, answers, gold, fraction=None, parse=None):
-        self._expr, self._parse, self.fraction = expr, parse, fraction
+    def __init__(self, text, expr, answers, gold, fraction=None, parse=None, value=None):
+        self._expr, self._parse, self.fraction, self.value = expr, parse, fraction, value
         self.key = (answers.text_key(text) or None) if text is not None else None  # an empty key matches nothing
         self.names, text = answers.named_part(text) if text is not None else (None, None)
         self.percent = text is not None and "\\%" in text
@@ -119,13 +119,14 @@ class Grader:
         fraction = self.answers.plain_fraction(value)
         if fraction is not None:  # parsed only if compared with a part that is not a plain fraction
             parse = partial(self._parse, "\\boxed{" + value + "}", self.boxed, timeout)
-            part = Part(text, None, self.answers, gold, fraction, parse)
+            part = Part(text, None, self.answers, gold, fraction, parse, value)
             part.percent = part.percent and not in_expression
             return [part]
         expr = self._parse("\\boxed{" + _PRODUCT.sub(r"\1 \\cdot ", value) + "}", self.boxed, timeout)
-        if isinstance(expr, FiniteSet) and 1 < len(expr.args) <= self.answers.MAX_PARTS:
-            return [Part(None, element, self.answers, gold) for element in expr.args]
-        part = Part(text, expr, self.answers, gold)
+        elements = expr.args if isinstance(expr, FiniteSet) and self.values.set_depth(expr) == 1 else ()
+        if 1 < len(elements) <= self.answers.MAX_PARTS:  # not a set of sets: {{1}, {2}} is not 1, 2
+            return [Part(None, element, self.answers, gold) for element in elements]
+        part = Part(text, expr, self.answers, gold, value=value)
         part.percent = part.percent and not in_expression  # its percent signs are read: the value is no percentage
         return [part]
 
@@ -183,7 +184,24 @@ class Grader:
         if answer.percent and not gold.percent:  # 50% is 1/2 (and 10% is not 10)
             whole = answer
             answer = Part(None, None, None, False, _scaled(whole.fraction), lambda: _scaled(whole.expr))
-        return self._same_value(gold, answer, timeout)  # a gold's percent: 10% accepts 10 and 10%, not 1000%
+        if not self._same_value(gold, answer, timeout):  # a gold's percent: 10% accepts 10 and 10%, not 1000%
+            return False
+        return not (_mixed_case(gold.key) or _mixed_case(answer.key)) or self._same_in_case(gold, answer, timeout)
+
+    def _same_in_case(self, gold: Part, answer: Part, timeout: int) -> bool:
+        """The values compared again with the case of their letters kept, for a part that uses A and a:
+        math-verify lower-cases every letter (``\\frac{A}{a}`` would be 1)."""
+        from math_verify import verify
+
+        if gold.value is None or answer.value is None:
+            return False
+        gold_expr, answer_expr = (
+            self.values.case_sensitive(partial(self._parse, "\\boxed{" + part.value + "}", self.boxed, timeout))
+            for part in (gold, answer)
+        )
+        if gold_expr is None or answer_expr is None:
+            return False
+        return verify(gold_expr, answer_expr, timeout_seconds=timeout, allow_set_relation_comp=True)
 
     def _same_value(self, gold: Part, answer: Part, timeout: int) -> bool:
         from math_verify import verify
@@ -195,7 +213,7 @@ class Grader:
         if self.values.false_numeric_equation(answer.expr):
             return False  # "2 = 3": math-verify would take its right side
         gold_expr, answer_expr = gold.expr, self.values.named_value(gold.expr, answer.expr)
-        if answer_expr is None:
+        if answer_expr is None or self.values.nested_sets_differ(gold_expr, answer_expr):
             return False
         if self.values.vector_vs_tuple(gold_expr, answer_expr):
             gold_expr, answer_expr = self.values.as_tuples(gold_expr, answer_expr)
@@ -204,8 +222,11 @@ class Grader:
         elif answer.radians and not gold.radians:  # 2 \cdot 45^\circ for a gold 90^\circ
             answer_expr = self.values.in_degrees(answer_expr)
         numeric = self.values.numeric_verdict(gold, answer, gold_expr, answer_expr)
+        if numeric is None:  # tuples, intervals, matrices: element by element
+            numeric = self.values.compound_verdict(gold_expr, answer_expr)
         if numeric is not None:
             return numeric  # numbers: exact, or as printed (math-verify rounds to 6 decimal places)
+        gold_expr, answer_expr = self.values.printed_exactly(gold_expr), self.values.printed_exactly(answer_expr)
         if verify(gold_expr, answer_expr, timeout_seconds=timeout, allow_set_relation_comp=True):
             return True
         return self.values.same_complex(gold_expr, answer_expr, timeout)
@@ -260,7 +281,8 @@ class Grader:
         """All gold parts answered, each by its own answer part, nothing more (in order when ``ordered`` and the
         answer gives bare values)."""
         if len(gold) == 1 and len(answer) > 1:
-            answer = _union_of_relations(answer, gold[0]) or answer  # "x < -1 or x > 3" for a union
+            union = self.values.union_of_relations(answer, gold[0].expr)
+            answer = [Part(None, union, None, False)] if union is not None else answer  # "x < -1 or x > 3" for a union
         if len(answer) > len(gold) and not ordered:  # the same value written twice (1/2 and 0.5) counts once
             kept = []
             for part in answer:  # a part written twice alike (2, 2) is two parts, but for a one-part gold
@@ -275,7 +297,7 @@ class Grader:
         if ordered and not all(part.assignment for part in answer):
             return all(self.same(g, a, timeout) for g, a in zip(gold, answer))
         fits = [[self.same(g, a, timeout) for a in answer] for g in gold]
-        return _perfect_matching(fits)
+        return self.values.perfect_matching(fits)
 
 
 # "the answer is +7": math-verify's anchored extraction does not read an explicit plus sign
@@ -354,6 +376,12 @@ def _case_clash(gold: str | None, answer: str | None) -> bool:
     return sorted(letters[0]) != sorted(letters[1]) and folded[0] == folded[1]
 
 
+def _mixed_case(key: str | None) -> bool:
+    """Whether a key uses one letter in both cases (outside command names): ``\\frac{A}{a}``."""
+    letters = set(re.findall(r"[A-Za-z]", _COMMAND.sub("", key or "")))
+    return any(letter.lower() in letters for letter in letters if letter.isupper())
+
+
 def _folded(gold: Part, answer: Part) -> bool:
     """Whether a word answer and another answer are the same words but for case (``No``, ``no``)."""
     return gold.key is not None and answer.key is not None and gold.key.lower() == answer.key.lower()
@@ -362,45 +390,6 @@ def _folded(gold: Part, answer: Part) -> bool:
 def _scaled(value):
     """``value`` / 100 (a percentage), None for None."""
     return None if value is None else value / 100
-
-
-def _union_of_relations(answer: list, gold: Part) -> list | None:
-    """The answer parts "x < -1", "x > 3" as one part, the union of their solution sets, when the gold is an
-    interval or a union of intervals; else None."""
-    from sympy import EmptySet, FiniteSet, Set, Union
-    from sympy.core.relational import Relational
-
-    if not isinstance(gold.expr, Set) or isinstance(gold.expr, FiniteSet):
-        return None
-    if not all(isinstance(part.expr, Relational) and len(part.expr.free_symbols) == 1 for part in answer):
-        return None
-    if len({symbol for part in answer for symbol in part.expr.free_symbols}) != 1:
-        return None  # "x > 2, y > 5"
-    try:
-        pieces = [part.expr.as_set() for part in answer]
-        if any(a.intersect(b) != EmptySet for i, a in enumerate(pieces) for b in pieces[i + 1 :]):
-            return None  # "x > 2, x < 5" reads as "and": only disjoint pieces are a union ("x < -1 or x > 3")
-        union = Union(*pieces)
-    except Exception:
-        return None
-    merged = Part(None, union, None, False)
-    return [merged]
-
-
-def _perfect_matching(fits: list) -> bool:
-    """Whether every row can be given its own column with ``fits[row][column]`` (Kuhn's augmenting paths)."""
-    owner = [None] * len(fits[0])
-
-    def assign(row, seen):
-        for column, fit in enumerate(fits[row]):
-            if fit and column not in seen:
-                seen.add(column)
-                if owner[column] is None or assign(owner[column], seen):
-                    owner[column] = row
-                    return True
-        return False
-
-    return all(assign(row, set()) for row in range(len(fits)))
 
 
 def main() -> None:

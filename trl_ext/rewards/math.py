@@ -6,6 +6,7 @@ import importlib.util
 import logging
 import math
 import numbers
+import re
 import sys
 import threading
 import warnings
@@ -30,6 +31,11 @@ _WARNED_GOLDS: set[str] = set()
 _POOLS: dict[int, WorkerPool] = {}
 _POOLS_LOCK = threading.Lock()
 _LOG = logging.getLogger(__name__)
+# text written in a Python string without r"": "\\frac" became a form feed and "rac", "\\beta" a backspace and "eta"
+# (a tab or newline may be meant: "\\times" and "\\neq" stay as they are)
+# (a lone backslash before it was written to escape the command's own: "-\\\frac" is -\frac)
+_PYTHON_ESCAPE = re.compile(r"(?:(?<!\\)\\)?([\a\b\v\f])(?=[a-z])")
+_ESCAPED = {"\a": "\\a", "\b": "\\b", "\v": "\\v", "\f": "\\f"}
 
 
 def shared_pool(num_workers: int) -> WorkerPool:
@@ -69,7 +75,12 @@ def normalize_gold(gold: Any, ordered_lists: bool = False) -> tuple[tuple[str, .
             return None
     if not isinstance(gold, str) or not gold.strip():
         return None
-    return gold_parts(gold, ordered_lists)
+    return gold_parts(_unescaped(gold), ordered_lists)
+
+
+def _unescaped(text: str) -> str:
+    """``text`` with the control characters a Python string made of LaTeX commands written back (``\\frac``)."""
+    return _PYTHON_ESCAPE.sub(lambda match: _ESCAPED[match.group(1)], text) if _PYTHON_ESCAPE.search(text) else text
 
 
 def _safe_repr(value: Any) -> str | None:
@@ -224,7 +235,7 @@ class MathAccuracy(RewardFunction):
         raw_gold: dict[tuple, Any] = {}
         for i, (completion, gold) in enumerate(zip(completions, golds)):
             gold_norm = self._gold(gold, ordered[i])
-            answer = self.extract(completion_text(completion, i))
+            answer = self.extract(_unescaped(completion_text(completion, i)))
             if gold_norm is None:
                 keys.append(None)
                 _warn_gold(gold)
