@@ -8,6 +8,7 @@ import collections
 import json
 import random
 import time
+from fractions import Fraction
 
 import pytest
 
@@ -290,3 +291,16 @@ def test_stdio_integers_compare_exactly_without_int_limits():
     assert compare_stdio(long, long, 1e-6) is True
     assert compare_stdio("0" + long + " -0 +7", long + " 0 7", 1e-6) is True
     assert compare_stdio("-" + long, long, 1e-6) is False
+
+
+def test_a_fraction_with_huge_parts_is_refused_before_its_gcd():
+    """Fraction() normalises with a gcd that is quadratic in the parts' size (seconds for million-bit parts, in the
+    trainer): a part over 2**15 bits is refused; at the bound a fraction still decodes, normalised."""
+    rng = random.Random(5)
+    huge = [{"i": format(rng.getrandbits(1 << 20) | 1, "x")} for _ in range(2)]
+    started = time.perf_counter()
+    with pytest.raises(ValueError, match="'q'"):
+        decode({"q": huge})
+    assert time.perf_counter() - started < 1.0  # generous: the gcd alone takes seconds
+    big = (1 << (1 << 15)) - 1
+    assert decode({"q": [{"i": format(2 * big, "x")}, 4]}) == Fraction(big, 2)

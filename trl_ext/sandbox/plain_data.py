@@ -25,6 +25,9 @@ from typing import Any
 
 _BIG_INT_BITS = 12000  # beyond ~3600 digits ints travel as hex: int('...') has a 4300-digit limit
 _MAX_HEX_DIGITS = 1 << 18  # a bigger int (over a million bits) is no answer: refused, not decoded
+# Fraction() normalises with a gcd, quadratic in the parts' size: 3.4 s for two million-bit parts (GIL held, in the
+# trainer), 2 ms at this bound; a fraction with a bigger part is refused (the case fails), never normalised.
+_MAX_FRACTION_BITS = 1 << 15
 _MAX_DEPTH = 100
 _MAX_SHARED_HASHES = 64  # elements of one set or dict beyond this many sharing a hash: a quadratic build, refused
 _MAX_ITEMS = 1 << 20  # elements of one list, set or mapping (the run's output cap bounds them all together too)
@@ -284,6 +287,8 @@ def _decode_tagged(tag: str, inner: Any, depth: int, memo: dict) -> Any:
         numerator, denominator = decode(inner[0], depth, memo), decode(inner[1], depth, memo)
         if type(numerator) is not int or type(denominator) is not int or denominator <= 0:
             raise ValueError("a fraction needs integer parts and a positive denominator")
+        if max(numerator.bit_length(), denominator.bit_length()) > _MAX_FRACTION_BITS:
+            raise ValueError(f"a fraction part over {_MAX_FRACTION_BITS} bits is no answer")
         return fractions.Fraction(numerator, denominator)
     if tag == "r" and type(inner) is list and len(inner) == 3:
         bounds = [decode(v, depth, memo) for v in inner]
