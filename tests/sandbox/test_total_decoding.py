@@ -302,5 +302,5 @@ def test_a_fraction_with_huge_parts_is_refused_before_its_gcd():
     with pytest.raises(ValueError, match="'q'"):
         decode({"q": huge})
     assert time.perf_counter() - started < 1.0  # generous: the gcd alone takes seconds
-    big = (1 << (1 << 15)) - 1
+    big = (1 << ((1 << 15) - 1)) - 1  # 2 * big has exactly 2**15 bits
     assert decode({"q": [{"i": format(2 * big, "x")}, 4]}) == Fraction(big, 2)
