@@ -80,7 +80,9 @@ def normalize_gold(gold: Any, ordered_lists: bool = False) -> tuple[tuple[str, .
 
 def _unescaped(text: str) -> str:
     """``text`` with the control characters a Python string made of LaTeX commands written back (``\\frac``)."""
-    return _PYTHON_ESCAPE.sub(lambda match: _ESCAPED[match.group(1)], text) if _PYTHON_ESCAPE.search(text) else text
+    if not any(character in text for character in _ESCAPED):  # a scan per character: fast on long completions
+        return text
+    return _PYTHON_ESCAPE.sub(lambda match: _ESCAPED[match.group(1)], text)
 
 
 def _safe_repr(value: Any) -> str | None:
