@@ -1,7 +1,7 @@
 """Throughput of the verifiable rewards: math verifications/s and sandbox overhead/runs per second.
 
     OMP_NUM_THREADS=1 python scripts/bench_rewards.py [--workers N] [--items 192] [--runs 40]
-    OMP_NUM_THREADS=1 python scripts/bench_rewards.py --baseline /tmp/base   # graded programs/s vs older code
+    OMP_NUM_THREADS=1 python scripts/bench_rewards.py --baseline /tmp/base   # math and code rates vs older code
 
 Prints: math verifications/s with 1 worker and with N workers (and the ratio; the target is >= 1.8x with
 2 workers) on decimals (math-verify's parser in the workers) and on integer fractions (decided exactly in
@@ -163,6 +163,36 @@ def _rates(tree: str, problems: int, rounds: int) -> dict[str, float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _math_rates(tree: str, workers: int, items: int) -> dict[str, float]:
+    """Math verifications/s per mix, 1 worker and ``workers``, in a subprocess importing trl_ext from ``tree``."""
+    env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve()), "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, __file__, "--math_rates_json", "--workers", str(workers), "--items", str(items)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, timeout=1800)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def print_math_rates_json(workers: int, items: int) -> None:
+    rates = {}
+    for mix in ("decimals", "fractions"):
+        single, multi, _ = bench_math(workers, items, 1, mix)
+        rates[f"{mix}, 1 worker"], rates[f"{mix}, {workers} workers"] = single, multi
+    print(json.dumps(rates))
+
+
+def compare_math_with_baseline(baseline: str, workers: int, items: int, rounds: int) -> None:
+    """Math verifications/s of this checkout against ``baseline``: alternating subprocesses, best of ``rounds``."""
+    here = str(Path(__file__).resolve().parents[1])
+    best: dict[str, dict[str, float]] = {"current": {}, "baseline": {}}
+    for _ in range(rounds):
+        for side, tree in (("current", here), ("baseline", baseline)):
+            for kind, value in _math_rates(tree, workers, items).items():
+                best[side][kind] = max(best[side].get(kind, 0.0), value)
+    print(f"math verifications/s, this checkout vs the baseline at {baseline} ({items} pairs per timing):")
+    for kind, now in best["current"].items():
+        then = best["baseline"][kind]
+        print(f"  {kind:22s}: {now:8.1f}/s vs {then:8.1f}/s -> {now / then:.2f}x")
+
+
 def compare_with_baseline(baseline: str, problems: int, rounds: int) -> None:
     """Graded programs/s of this checkout against ``baseline`` (another checkout of trl_ext), in one run:
     alternating subprocess timings, the best of ``rounds`` each, per test kind and in total."""
@@ -195,12 +225,17 @@ def main() -> None:
     parser.add_argument(
         "--baseline",
         default=None,
-        help="a checkout of older trl_ext code (e.g. `git worktree add /tmp/base <commit>`): print only graded "
-        "programs/s of this checkout against it, measured in this run",
+        help="a checkout of older trl_ext code (e.g. `git worktree add /tmp/base <commit>`): print only math "
+        "verifications/s and graded programs/s of this checkout against it, measured in this run",
     )
+    parser.add_argument("--math_rates_json", action="store_true", help=argparse.SUPPRESS)  # used by --baseline
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if args.math_rates_json:
+        print_math_rates_json(args.workers, args.items)
+        return
     if args.baseline:
+        compare_math_with_baseline(args.baseline, args.workers, args.items, args.rounds)
         compare_with_baseline(args.baseline, args.code_problems, args.rounds)
         return
 
