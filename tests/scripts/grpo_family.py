@@ -138,7 +138,7 @@ def main(model_path: str, out_path: str) -> None:
     if trainer.accelerator.is_main_process:
         with open(out_path, "w") as f:
             json.dump(records, f)
-    trainer.end()
+    trainer.accelerator.end_training()  # Trainer.end() (transformers >= 5.2x) does this; older ones lack it
 
 
 RESUME_KEYS = ("generated_groups", "used_groups", "skipped_prompts", "rounds", "informative_rate_estimate")
@@ -178,7 +178,7 @@ def resume_main(model_path: str, out_path: str) -> None:
         with open(out_path, "w") as f:
             json.dump(report, f)
     full.accelerator.wait_for_everyone()
-    resumed.end()
+    resumed.accelerator.end_training()
 
 
 if __name__ == "__main__":

@@ -85,7 +85,7 @@ def main(model_path: str, out_path: str) -> None:
         with open(out_path, "w") as f:
             json.dump(record, f)
     trainer.accelerator.wait_for_everyone()
-    trainer.end()
+    trainer.accelerator.end_training()  # Trainer.end() (transformers >= 5.2x) does this; older ones lack it
 
 
 if __name__ == "__main__":
