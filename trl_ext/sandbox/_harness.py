@@ -2,7 +2,9 @@
 
 Self-contained: it must not import trl_ext (the package is not visible in the sandbox). Protocol, with the
 file descriptors given in argv:
-  argv[1]  payload fd (read once, closed): JSON {"mode", "code", "limits", "uid", ...}
+  argv[1]  payload fd: frames (``_read_frame``), a header {"mode", "code", "limits", "uid", ...} read before
+           anything is forked, then one frame per call or stdio input, which the judged modes read one at a time,
+           each only when they hand it on: no program process ever holds a call or input it was not given yet
   argv[2]  ready fd (written once, closed BEFORE the program runs): proves the sandbox itself came up, so a
            program cannot make its own failure look like an infrastructure fault
   argv[3]  unused, kept for compatibility (-1; a descriptor given here is closed before the program runs)
@@ -37,12 +39,24 @@ def _parse_json(text):
     return value
 
 
-def _read_fd(fd):
+def _read_exact(fd, size):
     chunks = []
-    while chunk := os.read(fd, 1 << 20):
+    while size and (chunk := os.read(fd, min(size, 1 << 20))):
         chunks.append(chunk)
-    os.close(fd)
-    return b"".join(chunks)
+        size -= len(chunk)
+    return b"".join(chunks), size
+
+
+def _read_frame(fd):
+    """One frame of ``fd`` (the payload, or a calls child's pipe): 10 ASCII digits giving the length, then that
+    many bytes (``base.frame``); None at the end. Reads exactly one frame: nothing after it enters memory."""
+    digits, missing = _read_exact(fd, 10)
+    if not digits:
+        return None
+    body, short = _read_exact(fd, int(digits) if not missing and digits.isdigit() else 0)
+    if missing or short or not digits.isdigit():
+        raise ValueError("truncated frame")
+    return body
 
 
 def _apply_limits(limits, uid):
@@ -66,7 +80,7 @@ def _main(runtime=None, confine=None):
     """``runtime``: the runtime's namespace, already loaded (a fork server); ``confine``: called before the limits
     are applied (a fork server's child confines itself there)."""
     payload_fd, ready_fd, nonce_fd = (int(a) for a in sys.argv[1:4])
-    payload = _parse_json(bytes.decode(_read_fd(payload_fd)))
+    payload = _parse_json(bytes.decode(_read_frame(payload_fd)))  # the header only
     if runtime is None:
         runtime = {"__name__": "_harness_runtime", "__builtins__": __builtins__}
         if payload["mode"] != "script":
@@ -83,11 +97,12 @@ def _main(runtime=None, confine=None):
         os.close(nonce_fd)
     if payload["mode"] == "script":
         os.close(out_fd)
+        os.close(payload_fd)
         del payload_fd, ready_fd, nonce_fd, out_fd
         code = payload.pop("code")
         exec(compile(code, "solution.py", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
     else:
-        runtime["main"](payload, out_fd)
+        runtime["main"](payload, out_fd, payload_fd, _read_frame, _parse_json)
 
 
 if __name__ == "__main__":

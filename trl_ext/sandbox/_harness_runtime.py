@@ -6,7 +6,7 @@ compiling it. Stdlib C modules only, no trl_ext import; the harness executes it 
 names captured below are the genuine ones.
 
 "calls" runs the program once in a forked child (which never holds the run's stdout), calls its functions on
-each payload call's arguments and sends each result as plain data (``_harness_values.py``: values whose ``==``
+each call's arguments (handed over one at a time, each after the previous result) and sends each result as plain data (``_harness_values.py``: values whose ``==``
 the program's own code decides cannot be encoded); the harness numbers the results and writes one record per
 call. "stdio" runs the program once per input in a fresh fork of the harness
 and writes each case's status and raw output. Records are marker-prefixed lines on the harness's stdout.
@@ -75,25 +75,36 @@ def _silence_stderr():
     os.close(devnull)
 
 
-def _calls_mode(payload, out_fd):
-    """Run the program in a forked child that calls its functions on each call's arguments and sends one result
-    per line through a pipe; this process (which never runs program code) numbers them and writes the records.
+def _calls_mode(payload, out_fd, payload_fd, read_frame, parse):
+    """Run the program in a forked child that calls its functions on the calls it is handed one at a time and
+    sends one result per line through a pipe; this process (which never runs program code) numbers them and writes
+    the records. The child is forked before this process reads any call, and gets call k+1 (read from the payload
+    only then) once call k's result came back: the program's memory never holds a call it has not been given.
     The child holds no descriptor of the run's stdout and this process is not dumpable (``_undumpable``), so what
     the program writes can reach the judge only as the bodies of its own calls' records."""
-    marker, n_calls = str.encode(payload.pop("marker")), len(payload["calls"])
+    marker = str.encode(payload.pop("marker"))
     read_fd, write_fd = os.pipe()
+    call_r, call_w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        _quietly(os.close, read_fd)
-        _quietly(os.close, out_fd)
+        for fd in (read_fd, out_fd, payload_fd, call_w):
+            _quietly(os.close, fd)
         marker = out_fd = None  # noqa: F841 - nothing of the channel in the program's frames
-        _calls_child(payload, write_fd)
+        _calls_child(payload, call_r, write_fd, read_frame, parse)
     os.close(write_fd)
-    for index, body in enumerate(_lines(read_fd, pid)):
-        if index >= n_calls:
+    os.close(call_r)
+    lines, index = _lines(read_fd, pid), 0
+    while (item := read_frame(payload_fd)) is not None:
+        try:
+            _write_all(call_w, b"%010d" % len(item) + item)
+        except OSError:  # the child is gone
+            break
+        body = next(lines, None)
+        if body is None:
             break
         body = body if body[:1] == b"{" and body[-1:] == b"}" else b'{"garbled": true}'
         _write_all(out_fd, b"\n" + marker + b'{"i": ' + str.encode(_int_repr(index)) + b", " + body[1:] + b"\n")
+        index += 1
     _quietly(os.kill, pid, _SIGKILL)
     _quietly(_reap)
     _exit(0)
@@ -120,11 +131,10 @@ def _lines(fd, pid, cap=1 << 26):
             buffer += rest
 
 
-def _calls_child(payload, write_fd):
-    """In the forked child: run the program once, then call its functions; one result body per line."""
+def _calls_child(payload, call_fd, write_fd, read_frame, parse):
+    """In the forked child: run the program once, then call its functions on each call read from ``call_fd`` (one
+    frame each, sent only after the previous result); one result body per line."""
     stop_on_failure = payload["stop_on_failure"]
-    calls = [(name, *_decode_call(args, kwargs, made), want, made) for name, args, kwargs, want in payload["calls"]
-             for made in ([],)]  # fmt: skip
     code, namespace = payload["code"], _new_namespace()
     devnull = os.open("/dev/null", os.O_WRONLY)  # the program's prints are not judged: out of the way
     os.dup2(devnull, 1)
@@ -136,7 +146,10 @@ def _calls_child(payload, write_fd):
     except BaseException:  # noqa: B036 - SystemExit at import time is a failure, not an exit
         _exit(1)
     functions = {}
-    for name, args, kwargs, want_args, made in calls:
+    while (item := read_frame(call_fd)) is not None:
+        name, args, kwargs, want_args = parse(bytes.decode(item))
+        made = []
+        args, kwargs = _decode_call(args, kwargs, made)
         if name not in functions:
             try:
                 functions[name] = _resolve(namespace, name)
@@ -264,13 +277,16 @@ def _anonymous_file(data):
     return fd
 
 
-def _stdio_mode(payload, out_fd):
+def _stdio_mode(payload, out_fd, payload_fd, read_frame, parse):
     """Run the program once per input, each in a fresh fork of this (program-free) harness; write one
-    marker-prefixed record per case with the status and the base64 output. Outputs are compared outside."""
+    marker-prefixed record per case with the status and the base64 output. Outputs are compared outside. Input
+    k is read from the payload only just before case k is forked: no case's memory holds a later input."""
     marker, timeout, cap = payload.pop("marker").encode(), payload["case_timeout"], payload["max_output"]
     cpu_s = int(timeout) + 1
-    for index, data in enumerate(payload["inputs"]):
-        stdin_fd = _anonymous_file(str.encode(data))
+    index = -1
+    while (item := read_frame(payload_fd)) is not None:
+        index += 1
+        stdin_fd = _anonymous_file(str.encode(parse(bytes.decode(item))))
         out_r, out_w = os.pipe()
         pid = os.fork()
         if pid == 0:
@@ -291,11 +307,12 @@ def _stdio_mode(payload, out_fd):
     _exit(0)
 
 
-def main(payload, out_fd):
-    """Run the payload's mode; never returns (the harness process exits at the end of the mode)."""
+def main(payload, out_fd, payload_fd, read_frame, parse):
+    """Run the payload's mode on the items of ``payload_fd`` (``read_frame`` reads one, ``parse`` decodes its
+    JSON); never returns (the harness process exits at the end of the mode)."""
     _undumpable()
     if payload["mode"] == "calls":
-        _calls_mode(payload, out_fd)
+        _calls_mode(payload, out_fd, payload_fd, read_frame, parse)
     elif payload["mode"] == "stdio":
-        _stdio_mode(payload, out_fd)
+        _stdio_mode(payload, out_fd, payload_fd, read_frame, parse)
     raise ValueError("unknown mode " + repr(payload["mode"]))

@@ -73,6 +73,28 @@ class Run:
     extra: dict = dataclasses.field(default_factory=dict)
 
 
+STREAMED = ("calls", "inputs")  # the payload's items: each travels in a frame of its own, after the header
+
+
+def frame(body: bytes) -> bytes:
+    """One frame of the harness's payload (``_harness._read_frame``): 10 ASCII digits of length, then ``body``."""
+    return b"%010d" % len(body) + body
+
+
+def payload_items(payload: dict) -> tuple[dict, bytes]:
+    """``payload`` split into its header (all but the calls or stdio inputs) and the frames of its items. The
+    harness reads the header before it forks the program's process and each item only when it hands it on."""
+    header = {key: value for key, value in payload.items() if key not in STREAMED}
+    items = [item for key in STREAMED for item in payload.get(key, ())]
+    return header, b"".join(frame(json.dumps(item).encode()) for item in items)
+
+
+def payload_bytes(payload: dict) -> bytes:
+    """The bytes the harness reads on its payload descriptor: the header frame, then one frame per item."""
+    header, items = payload_items(payload)
+    return frame(json.dumps(header).encode()) + items
+
+
 class Backend:
     """Common launch protocol: payload, readiness proof and nonce travel on inherited file descriptors."""
 
@@ -103,7 +125,7 @@ class Backend:
         fds: list[int] = [ready_w]  # handed to the child, closed by execute(); closed here if it is never called
         try:
             payload = {**payload, "uid": uid, "limits": self.rlimits(limits, run)}
-            fds.append(memfd_with(json.dumps(payload).encode(), "sandbox-payload"))
+            fds.append(memfd_with(payload_bytes(payload), "sandbox-payload"))
             nonce_fd = memfd_with(nonce, "sandbox-nonce") if nonce is not None else -1
             fds += [nonce_fd] if nonce_fd >= 0 else []
             flags = "-I" if limits.site_packages else "-IS"

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
 import tempfile
 
 from trl_ext.sandbox import _process, forkserver, memory
 from trl_ext.sandbox._process import Progress, RunResult, execute, memfd_with
-from trl_ext.sandbox.base import Backend, Run
+from trl_ext.sandbox.base import Backend, Run, payload_bytes
 from trl_ext.sandbox.limits import UIDS, Limits
 from trl_ext.sandbox.reaper import kill_session, reap_run
 from trl_ext.sandbox.scratch import ScratchWatch, remove_scratch
@@ -133,7 +132,7 @@ def _run_once(
     try:
         if cgroup is not None:
             memory.set_limit(cgroup, limits)
-        payload_fd = memfd_with(json.dumps(body).encode(), "sandbox-payload")
+        payload_fd = memfd_with(payload_bytes(body), "sandbox-payload")
         got, returncode, wall = execute(
             [], env={}, stdin=stdin, limits=limits, pass_fds=(ready_w, payload_fd), ready_fd=ready_r,
             progress=progress, spawn=spawn,

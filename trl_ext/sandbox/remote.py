@@ -32,7 +32,7 @@ import urllib.request
 from pathlib import Path
 
 from trl_ext.sandbox._process import Progress, RunResult
-from trl_ext.sandbox.base import Backend
+from trl_ext.sandbox.base import Backend, payload_items
 from trl_ext.sandbox.limits import Limits
 
 _HARNESS_SOURCE = (Path(__file__).parent / "_harness.py").read_text()
@@ -51,7 +51,7 @@ try:
 except (NameError, OSError):
     pass
 import json, resource, select, signal, time
-PAYLOAD, NONCE, FLAGS, HARNESS = {payload!r}, {nonce!r}, {flags!r}, {harness!r}
+HEADER, ITEMS, NONCE, FLAGS, HARNESS = {header!r}, {items!r}, {nonce!r}, {flags!r}, {harness!r}
 MARKER, STEP_S, START_S, CAPS = {marker!r}, {step_s!r}, {start_s!r}, {caps!r}
 READY, NOT_READY = {ready!r}, {not_ready!r}
 def memfd(data):
@@ -75,7 +75,7 @@ def memfd(data):
 def write_all(fd, data):
     while data:
         data = data[os.write(fd, data):]
-payload = json.loads(PAYLOAD)
+payload = json.loads(HEADER)
 for name, (soft, hard) in payload["limits"].items():  # never above what the service itself allows
     cap = resource.getrlimit(getattr(resource, name))[1]
     if cap != resource.RLIM_INFINITY:
@@ -83,7 +83,8 @@ for name, (soft, hard) in payload["limits"].items():  # never above what the ser
         soft = min(soft, hard)
     payload["limits"][name] = [soft, hard]
 (out_r, out_w), (err_r, err_w), (ready_r, ready_w), (go_r, go_w) = os.pipe(), os.pipe(), os.pipe(), os.pipe()
-fds = [memfd(json.dumps(payload).encode()), ready_w, memfd(NONCE) if NONCE is not None else -1]
+header = json.dumps(payload).encode()  # the harness is exec'd afresh: it holds none of ITEMS until it reads them
+fds = [memfd(b"%010d" % len(header) + header + ITEMS), ready_w, memfd(NONCE) if NONCE is not None else -1]
 os.set_inheritable(ready_w, True)
 pid = os.fork()
 if pid == 0:  # the harness, once the relay below has written its proof
@@ -163,11 +164,12 @@ os._exit(1 if code == NOT_READY else code)  # only this relay may say the harnes
 def bootstrap(payload: dict, nonce: bytes | None, limits: Limits, progress: Progress | None = None) -> str:
     """The one Python program sent to the service: it starts the harness on ``payload`` under ``limits`` and
     relays its stdout, enforcing ``progress``'s per-case deadline there (the service only knows the total)."""
-    payload = {**payload, "uid": _REMOTE_UID, "limits": limits.rlimits()}
+    header, items = payload_items({**payload, "uid": _REMOTE_UID, "limits": limits.rlimits()})
     flags = "-I" if limits.site_packages else "-IS"
     marker, step_s = (progress.marker, progress.step_s) if progress is not None else (b"", limits.timeout_s)
     return _BOOTSTRAP.format(
-        payload=json.dumps(payload),
+        header=json.dumps(header),
+        items=items,
         nonce=nonce,
         flags=flags,
         harness=_HARNESS_SOURCE,
