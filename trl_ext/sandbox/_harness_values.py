@@ -226,7 +226,8 @@ def _decode_call(args, kwargs, made):
 
 
 def _decode(value, made):
-    """Inverse of the judge's ``encode`` on parsed JSON (trusted: the judge's; runs before the program)."""
+    """Inverse of the judge's ``encode`` on parsed JSON (trusted: the judge's). Runs in the calls child after the
+    program has loaded, one call at a time: a program that patches what it uses spoils only its own results."""
     if _type(value) is list:
         items = _made([], made)
         items.extend([_decode(v, made) for v in value])
