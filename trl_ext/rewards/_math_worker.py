@@ -8,8 +8,8 @@ itself is pointed at stderr so library prints cannot corrupt the protocol). Pars
 The parent enforces a hard deadline per task by killing this process; math-verify's own signal timeouts
 (main thread only, which this is) usually fire first and keep the process alive.
 
-A task holds the gold's parts, whether they are ordered, and the answer's parts (or, for anchored extraction
-without a box, the answer region). Every gold part must be matched by exactly one answer part.
+A task holds the gold's parts, whether they are ordered, and the answer's parts (boxed, or stated after an anchor:
+extracted in the calling process). Every gold part must be matched by exactly one answer part.
 """
 
 import contextlib
@@ -77,7 +77,7 @@ class Part:
 class Grader:
     def __init__(self, answers_path: str) -> None:
         from latex2sympy2_extended.latex2sympy2 import NormalizationConfig
-        from math_verify import ExprExtractionConfig, LatexExtractionConfig
+        from math_verify import LatexExtractionConfig
 
         self.answers, self.values = _load_answers(answers_path)
         # math-verify's own unit stripping is off (it reads 3t as 3): units are split off by split_unit
@@ -86,7 +86,6 @@ class Grader:
             boxed_match_priority=0, try_extract_without_anchor=False, normalization_config=normalization
         )
         self.boxed = [latex]
-        self.anchored = [latex, ExprExtractionConfig(try_extract_without_anchor=False)]
         self.gold_parts = lru_cache(maxsize=4096)(self._gold_parts)
 
     def _parse(self, text, configs, timeout):
@@ -236,40 +235,13 @@ class Grader:
         gold = self.gold_parts(tuple(task["gold"]), timeout)
         if gold is None:
             return "gold_error"
-        if task.get("answer") is not None:
-            keys, gold_keys = [self.answers.text_key(text) for text in task["answer"]], [p.key for p in gold]
-            if all(gold_keys) and (keys == gold_keys if task["ordered"] else sorted(keys) == sorted(gold_keys)):
-                return "correct"  # every part written as in the gold (normalised): nothing to parse
-            answer = [part for text in task["answer"] for part in self._parts(text, False, timeout)]
-        else:
-            answer = self._anchored(task["region"], timeout)
-            if answer is None:
-                return "wrong"
+        keys, gold_keys = [self.answers.text_key(text) for text in task["answer"]], [p.key for p in gold]
+        if all(gold_keys) and (keys == gold_keys if task["ordered"] else sorted(keys) == sorted(gold_keys)):
+            return "correct"  # every part written as in the gold (normalised): nothing to parse
+        answer = [part for text in task["answer"] for part in self._parts(text, False, timeout)]
         if len(answer) > self.answers.MAX_PARTS:
             return "wrong"
         return "correct" if self.match(gold, answer, task["ordered"], timeout) else "wrong"
-
-    def _anchored(self, region: str, timeout: int):
-        """The answer Parts of a region without a box: the text math-verify's anchors ("the final answer is")
-        point at, split and read like a boxed answer (units, thousands, words); its value when that text does
-        not read."""
-        from math_verify import parse
-        from sympy import Basic, FiniteSet, MatrixBase
-
-        region = _UNSIGNED.sub(r"\1", region)
-        found = parse(region, self.anchored, parsing_timeout=timeout)
-        if len(found) < 2 or not isinstance(found[0], (Basic, MatrixBase)) or not isinstance(found[1], str):
-            return None
-        if not _whole_answer(region, found[1]):
-            return None
-        if len(found) > 1 and isinstance(found[1], str) and len(found[1]) <= self.answers.MAX_ANSWER_CHARS:
-            texts = self.answers.split_parts(found[1])
-            parts = [part for text in texts for part in self._parts(text, False, timeout)]
-            if parts and all(part.expr is not None or part.word or part.option or part.time for part in parts):
-                return parts
-        expr = found[0]
-        elements = expr.args if isinstance(expr, FiniteSet) else (expr,)  # "$2$ and $3$"
-        return [Part(None, element, self.answers, False) for element in elements]
 
     def _restates(self, first: Part, part: Part, timeout: int) -> bool:
         """True when ``part`` is ``first`` written again: the same value, with the same unit and percent sign (``50\\%, 50`` and ``5, 5\\text{ cm}`` are two answers, not one said twice)."""
@@ -300,19 +272,6 @@ class Grader:
         return self.values.perfect_matching(fits)
 
 
-# "the answer is +7": math-verify's anchored extraction does not read an explicit plus sign
-_UNSIGNED = re.compile(r"(\b(?:is|are|be|equals)\s*:?\s*\$?\s*)\+\s*(?=\d)", re.IGNORECASE)
-# an anchored answer is the whole rest of its sentence, and nothing hedges it: not "3 or 4", "either 3", "not 3",
-# "4 = 3", "3, but it could also be 4", "$3$ (or maybe $4$)" (math-verify takes the first value it reads)
-_HEDGED_BEFORE = re.compile(
-    r"(?:\b(?:either|not|between|maybe|perhaps|possibly|or|and|approximately|about|around|than|least|most|nearly)"
-    r"|[=<>]|\\pm|\\mp)\s*(?:\$|\\\(|\\\[|\*\*)*\s*[-+]?\s*$",
-    re.IGNORECASE,
-)
-_SENTENCE_REST = re.compile(r"[^\n]*?(?:[.!?](?=\s|$)|\n|$)")  # the rest of the sentence after the answer
-_MORE_MATH = re.compile(r"[\d$\\=<>(]")
-_HEDGE = re.compile(r"\b(?:or|either|not|between|maybe|perhaps|possibly|but|could)\b|\\pm|\\mp", re.IGNORECASE)
-_ANSWER_WORD = re.compile(r"answer", re.IGNORECASE)
 # digits with a subscript (3_{4}: a numeral in base 4) or apart (1\,0\,0): not a number math-verify may read
 _NOT_A_NUMBER = re.compile(r"\d\s*_|\d(?:\s|\\[,!;: ]|~)+\d|\d\s*:\s*\d+\s*:")  # and 1:2:0
 _ANGLE_IN_RADIANS = re.compile(r"\\left\(\\frac\{[\d.]+\\pi\}\{180\}\\right\)")  # degrees_to_radians' output
@@ -329,26 +288,6 @@ _PERCENTAGE = re.compile(
 _UNREAD = re.compile(r"\\%|\\(?:boxed|fbox)(?![A-Za-z])")
 _COMMAND = re.compile(r"\\[A-Za-z]+")
 _CHAIN = re.compile(r"(?<![<>!\\:])=(?!=)|\\approx(?![A-Za-z])")  # sides of x = 4 = 3, 3 \approx 4
-
-
-def _whole_answer(region: str, text: str) -> bool:
-    """True when ``text`` (what math-verify's anchor found) ends its sentence in ``region`` and no hedge comes
-    before it; when math-verify rewrote ``text`` (it is not in the region), when the anchor's sentence has no
-    hedge word."""
-    if not text.strip():
-        return False
-    pieces = text.split(" and ")  # "$1$ and $2$" is found as "1 and 2"
-    pattern = re.compile(r"\$?\s*and\s*\$?".join(re.escape(piece) for piece in pieces))
-    matches = list(pattern.finditer(region, max(0, len(region) - 20 * len(text) - 2000)))
-    if matches:
-        last = matches[-1]
-        before = region[max(0, last.start() - 100) : last.start()]
-        rest = _SENTENCE_REST.match(region, last.end()).group()  # "$ is the solution.", " hours ago."
-        rest = rest.lstrip("$ )]}*\\")  # closing delimiters
-        return not _HEDGED_BEFORE.search(before) and not _MORE_MATH.search(rest) and not _HEDGE.search(rest)
-    anchors = list(_ANSWER_WORD.finditer(region))
-    sentence = region[anchors[-1].end() :] if anchors else region[-300:]
-    return not _HEDGE.search(re.split(r"\.\s|\n", sentence[:300], maxsplit=1)[0])
 
 
 def _unboxed(value: str) -> str:

@@ -281,7 +281,7 @@ class MathAccuracy(RewardFunction):
     def _task(key: tuple, timeout: int) -> dict:
         gold, ordered, answer = key
         task = {"gold": list(gold), "ordered": ordered, "timeout": timeout}
-        return task | ({"answer": list(answer)} if isinstance(answer, tuple) else {"answer": None, "region": answer})
+        return task | {"answer": list(answer)}
 
     def _inner_timeout(self) -> int:
         # math-verify's own (signal) timeouts, per parse and per verify, inside the hard deadline
