@@ -186,7 +186,9 @@ def test_a_server_is_replaced_after_its_runs_and_leaves_nothing_behind(backend, 
     assert not Path(retired.root).exists()
     forkserver.close_all()
     assert servers[-1].proc.poll() is not None and not Path(servers[-1].root).exists()
-    assert set(Path("/tmp").glob(pattern)) - before == set()
+    assert not any(Path(server.root).exists() for server in servers)
+    if os.getpid() != 1:  # as PID 1 of a namespace, a concurrent PID 1 elsewhere makes directories of this pattern
+        assert set(Path("/tmp").glob(pattern)) - before == set()
 
 
 def test_a_run_that_changes_the_mode_of_the_servers_directory_does_not_break_the_next_run(backend):
