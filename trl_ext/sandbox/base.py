@@ -4,9 +4,12 @@ directories a sandboxed run needs. Each backend lives in a module of its own (``
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import functools
+import hashlib
 import json
+import marshal
 import os
 import sys
 from pathlib import Path
@@ -27,6 +30,23 @@ def harness_runtime_source() -> str:
     uses its names)."""
     here = Path(__file__).parent
     return (here / "_harness_values.py").read_text() + "\n" + (here / "_harness_runtime.py").read_text()
+
+
+@functools.cache
+def harness_runtime() -> dict:
+    """The judged modes of the harness for a payload's "runtime": compiled once here, so that no run compiles
+    them again (the bytecode serves the same interpreter; the source any other, e.g. a remote executor's)."""
+    source = harness_runtime_source()
+    bytecode = marshal.dumps(compile(source, "_harness_runtime.py", "exec"))
+    tag = sys.implementation.cache_tag + " " + sys.version
+    return {"source": source, "bytecode": base64.b64encode(bytecode).decode(), "tag": tag}
+
+
+@functools.cache
+def harness_digest() -> str:
+    """A digest of the whole harness (launcher and judged modes): two processes whose harnesses have the same
+    digest speak the same record protocol (``sandbox-serve`` then runs a client's payload with its own copy)."""
+    return hashlib.sha256((_HARNESS_SOURCE + "\0" + harness_runtime_source()).encode()).hexdigest()[:32]
 
 
 def confined_source(name: str) -> str:

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import ast
-import base64
 import dataclasses
 import functools
 import json
-import marshal
 import os
 import secrets
-import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +16,7 @@ from trl_ext.sandbox import replay
 from trl_ext.sandbox._process import Progress, RunResult
 from trl_ext.sandbox.assert_plan import program_names
 from trl_ext.sandbox.backends import Backend, get_backend
-from trl_ext.sandbox.base import harness_runtime_source
+from trl_ext.sandbox.base import harness_runtime
 from trl_ext.sandbox.comparison import compare_stdio, values_equal
 from trl_ext.sandbox.eval_worker import evaluation_pool
 from trl_ext.sandbox.limits import Limits
@@ -192,16 +189,6 @@ def run_tests(
     if spec["kind"] == "call":
         return _run_call(runner, program, spec, limits, stop_on_failure, float_tol)
     return _run_assert(runner, program, spec, limits)
-
-
-@functools.lru_cache(maxsize=1)
-def harness_runtime() -> dict:
-    """The judged modes of the harness for a payload's "runtime": compiled once here, so that no run compiles
-    them again (the bytecode serves the same interpreter; the source any other, e.g. a remote executor's)."""
-    source = harness_runtime_source()
-    bytecode = marshal.dumps(compile(source, "_harness_runtime.py", "exec"))
-    tag = sys.implementation.cache_tag + " " + sys.version
-    return {"source": source, "bytecode": base64.b64encode(bytecode).decode(), "tag": tag}
 
 
 class _StreamingGrader:

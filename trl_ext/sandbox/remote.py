@@ -22,6 +22,7 @@ own retry policy; no HTTP library is pinned next to TRL's for it.
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import signal
@@ -31,8 +32,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from trl_ext.sandbox import native_payload
 from trl_ext.sandbox._process import Progress, RunResult
-from trl_ext.sandbox.base import Backend, payload_items
+from trl_ext.sandbox.base import Backend, harness_digest, payload_items
 from trl_ext.sandbox.limits import Limits
 
 _HARNESS_SOURCE = (Path(__file__).parent / "_harness.py").read_text()
@@ -43,7 +45,12 @@ _RETRIABLE_HTTP = (429, 500, 502, 503, 504)
 _STEP_TIMEOUT = "trl-ext-bootstrap: step_timeout"
 _NOT_READY = 125  # the relay's exit code when the harness never reported ready (a program's 125 becomes 1)
 _OVERFLOW = "trl-ext-bootstrap: output_limit"
-SECRET_ENV = "TRL_EXT_SANDBOX_SECRET"  # the shared secret of `trl-ext sandbox-serve`, sent as a bearer token
+_PROGRAM_STATUSES = ("ok", "runtime_error", "timeout", "memory", "output_limit")
+_PROBE_AGAIN_S = 60.0  # a service that did not speak the payload extension is asked again after this long
+SECRET_ENV = "TRL_EXT_SANDBOX_SECRET"
+PROTOCOL_ENV = (
+    "TRL_EXT_SANDBOX_REMOTE_PROTOCOL"  # the shared secret of `trl-ext sandbox-serve`, sent as a bearer token
+)
 
 _BOOTSTRAP = """import os, sys
 try:
@@ -194,6 +201,9 @@ class RemoteBackend(Backend):
             the request's deadline is ``timeout_s`` + start-up slack + ``queue_s``.
         secret: the service's shared secret, sent as ``Authorization: Bearer <secret>`` (default: the
             ``TRL_EXT_SANDBOX_SECRET`` environment variable; none when unset). It never enters a sandbox.
+        protocol: "auto" sends ``trl-ext sandbox-serve`` the harness's payload itself where its ``/health``
+            names this harness (``native_payload``), any other service the SandboxFusion program; "bootstrap"
+            always sends the program (default: ``TRL_EXT_SANDBOX_REMOTE_PROTOCOL``, else "auto").
     """
 
     name = "remote"
@@ -206,8 +216,13 @@ class RemoteBackend(Backend):
         backoff_s: float = 0.5,
         queue_s: float = 60.0,
         secret: str | None = None,
+        protocol: str | None = None,
     ) -> None:
         self.url = url.rstrip("/")
+        self.protocol = protocol or os.environ.get(PROTOCOL_ENV) or "auto"
+        if self.protocol not in ("auto", "bootstrap"):
+            raise ValueError(f"remote `protocol` (or {PROTOCOL_ENV}) must be auto or bootstrap, got {self.protocol!r}")
+        self._speaks_payload, self._asked_at, self._probe_lock = False, -math.inf, threading.Lock()
         secret = secret if secret is not None else os.environ.get(SECRET_ENV)
         self._headers = {"Content-Type": "application/json"}
         if secret:
@@ -226,23 +241,49 @@ class RemoteBackend(Backend):
         """Run remotely; per-case deadlines (``progress``) are enforced by the harness there, the overall one by
         the service (``run_timeout``) and by this request's deadline."""
         request = {
-            "code": bootstrap(payload, nonce, limits, progress),
+            "code": "",
             "language": "python",
             "stdin": stdin.decode("utf-8", errors="replace"),
-            "run_timeout": limits.timeout_s + _START_SLACK_S,
+            "run_timeout": limits.timeout_s,
             "memory_limit_MB": limits.memory_mb,  # the service bounds the run's total at 2x this, as locally
             "output_limit_bytes": limits.max_output_bytes,  # trl-ext sandbox-serve only; others ignore it
         }
+        native = self.speaks_payload()
+        if native:
+            request[native_payload.FIELD] = native_payload.request_field(payload, limits, nonce, progress)
+        else:
+            request.update(
+                code=bootstrap(payload, nonce, limits, progress), run_timeout=limits.timeout_s + _START_SLACK_S
+            )
         start = time.monotonic()
         with self._slots:
             response, error = self._post(json.dumps(request).encode(), start + limits.timeout_s + _START_SLACK_S)
         wall = time.monotonic() - start
         if response is None:
             return RunResult("infra_error", "", f"execution service {self.url}: {error}", None, wall)
-        result = to_run_result(response, limits, wall)
+        result = (payload_run_result if native else to_run_result)(response, limits, wall)
         if progress is not None and progress.stop is not None:
             result.stdout = _until_stop(result.stdout, progress)
         return result
+
+    def speaks_payload(self) -> bool:
+        """Whether the service runs this harness's payloads itself (asked once; a no is asked again after a
+        while, so a service that comes up later is used fully)."""
+        if self.protocol == "bootstrap":
+            return False
+        with self._probe_lock:
+            if not self._speaks_payload and time.monotonic() - self._asked_at > _PROBE_AGAIN_S:
+                self._asked_at = time.monotonic()
+                self._speaks_payload = self._health().get(native_payload.HEALTH_KEY) == harness_digest()
+        return self._speaks_payload
+
+    def _health(self) -> dict:
+        try:
+            with urllib.request.urlopen(self.url + "/health", timeout=5.0) as reply:
+                answer = json.loads(reply.read(1 << 16))
+        except (OSError, ValueError, RecursionError):  # not there, not HTTP, not JSON: SandboxFusion or down
+            return {}
+        return answer if isinstance(answer, dict) else {}
 
     @staticmethod
     def unreachable(url: str, timeout_s: float = 5.0) -> str | None:
@@ -294,10 +335,8 @@ def _until_stop(stdout: str, progress: Progress) -> str:
     return stdout
 
 
-def to_run_result(response: dict, limits: Limits, wall: float) -> RunResult:
-    """Map a SandboxFusion ``/run_code`` response onto a RunResult. Only a run whose harness reported ready on
-    stdout can be charged to the program; anything else (a malformed answer included) is an infrastructure fault.
-    Total: any JSON value gives a RunResult, never an exception."""
+def _run_fields(response: object, wall: float) -> RunResult | tuple[dict, str, str, int | None, float]:
+    """(run_result, stdout, stderr, return code, wall) of a well-formed answer, else the infra_error it is."""
     if not isinstance(response, dict):
         return RunResult("infra_error", "", f"execution service sent {_describe(response)}", None, wall)
     run = response.get("run_result")
@@ -313,6 +352,32 @@ def to_run_result(response: dict, limits: Limits, wall: float) -> RunResult:
         )
     if isinstance(elapsed, (int, float)) and not isinstance(elapsed, bool) and 0 < elapsed < 1e9:
         wall = float(elapsed)
+    return run, stdout, stderr, code, wall
+
+
+def payload_run_result(response: object, limits: Limits, wall: float) -> RunResult:
+    """Map ``sandbox-serve``'s answer to a ``trl_ext_payload`` request onto a RunResult: the service ran the
+    harness as a local run does, so its own status (``trl_ext_status``) is the run's. Total, as ``to_run_result``."""
+    fields = _run_fields(response, wall)
+    if isinstance(fields, RunResult):
+        return fields
+    run, stdout, stderr, code, wall = fields
+    status = run.get("trl_ext_status")
+    if status not in _PROGRAM_STATUSES:
+        return RunResult("infra_error", "", f"execution service sent no run status {_describe(status)}", code, wall)
+    if len(stdout.encode()) > limits.max_output_bytes:
+        status = "output_limit"
+    return RunResult(status, stdout[: limits.max_output_bytes], stderr[: limits.max_stderr_bytes], code, wall)
+
+
+def to_run_result(response: dict, limits: Limits, wall: float) -> RunResult:
+    """Map a SandboxFusion ``/run_code`` response onto a RunResult. Only a run whose harness reported ready on
+    stdout can be charged to the program; anything else (a malformed answer included) is an infrastructure fault.
+    Total: any JSON value gives a RunResult, never an exception."""
+    fields = _run_fields(response, wall)
+    if isinstance(fields, RunResult):
+        return fields
+    run, stdout, stderr, code, wall = fields
     if not stdout.startswith(_READY) or (code == _NOT_READY and "trl-ext-bootstrap: harness_not_ready" in stderr):
         return RunResult("infra_error", "", f"the sandbox did not come up remotely: {stderr[-500:]}", code, wall)
     stdout = stdout[len(_READY) :]

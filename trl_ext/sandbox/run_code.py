@@ -22,6 +22,7 @@ import json
 import math
 import secrets
 
+from trl_ext.sandbox import native_payload
 from trl_ext.sandbox._process import RunResult
 from trl_ext.sandbox.limits import Limits
 
@@ -85,6 +86,7 @@ class RunRequest:
     files: dict[str, bytes]
     fetch_files: list[str]
     output_cap: int  # the client's stdout cap (the sandbox's own cap also carries fetched files)
+    native: native_payload.NativeRun | None = None  # trl-ext's own extension: a harness payload, not a program
 
 
 def decode_body(data: bytes, max_timeout_s: float, max_memory_mb: int) -> RunRequest:
@@ -125,8 +127,21 @@ def parse_request(body: object, max_timeout_s: float, max_memory_mb: int) -> Run
     # headroom over the client's cap: trl_ext's remote bootstrap enforces it itself and says so on stderr;
     # fetched files come back on stdout after the program's own output
     sandbox_cap = output_cap + _HEADROOM_BYTES + (FETCH_CAP_BYTES * 4 // 3 + (8 << 10) if fetch else 0)
+    native = _native(body, float(timeout), bool(files or fetch))
+    sandbox_cap = output_cap if native is not None else sandbox_cap  # no bootstrap, no files: the client's own cap
     limits = Limits(timeout_s=float(timeout), memory_mb=memory, max_output_bytes=sandbox_cap, max_stderr_bytes=1 << 20)
-    return RunRequest(language, code, (stdin or "").encode(), limits, files, fetch, output_cap)
+    return RunRequest(language, code, (stdin or "").encode(), limits, files, fetch, output_cap, native)
+
+
+def _native(body: dict, timeout_s: float, with_files: bool) -> native_payload.NativeRun | None:
+    if native_payload.FIELD not in body:
+        return None
+    if with_files:
+        raise BadRequest(f"`{native_payload.FIELD}` cannot be combined with `files` or `fetch_files`")
+    try:
+        return native_payload.parse_field(body[native_payload.FIELD], timeout_s)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
 
 
 def _short(value: object) -> str:

@@ -29,9 +29,19 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler
 
+from trl_ext.sandbox import native_payload
 from trl_ext.sandbox.backends import Backend, get_backend
+from trl_ext.sandbox.base import harness_digest
 from trl_ext.sandbox.remote import SECRET_ENV
-from trl_ext.sandbox.run_code import BadRequest, RunRequest, answer, decode_body, program, unavailable_language
+from trl_ext.sandbox.run_code import (
+    BadRequest,
+    RunRequest,
+    answer,
+    decode_body,
+    program,
+    response_for,
+    unavailable_language,
+)
 from trl_ext.sandbox.serve_http import BoundedHTTPServer, DeadlineReader
 
 _SPARE_CONNECTIONS = 32  # threads beyond workers + queue: they answer 429, 400, 401 while the queue is full
@@ -157,7 +167,8 @@ def make_server(config: ServeConfig, backend: Backend | None = None) -> BoundedH
 
         def do_GET(self) -> None:
             if self.path in ("/health", "/v1/ping"):
-                self._reply(200, {"status": "ok", "backend": runner.name} if self.path == "/health" else "pong")
+                health = {"status": "ok", "backend": runner.name, native_payload.HEALTH_KEY: harness_digest()}
+                self._reply(200, health if self.path == "/health" else "pong")
             else:
                 self._reply(404, {"detail": f"no such endpoint {self.path[:200]}"})
 
@@ -204,6 +215,9 @@ def make_server(config: ServeConfig, backend: Backend | None = None) -> BoundedH
 
 
 def _execute(runner: Backend, request: RunRequest, running: threading.Semaphore) -> dict:
+    if request.native is not None:
+        with running:
+            return response_for(native_payload.run(runner, request.native, request.stdin, request.limits))
     code, marker = program(request)
     with running:
         result = runner.launch({"mode": "script", "code": code}, request.stdin, request.limits)
