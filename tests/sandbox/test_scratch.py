@@ -341,7 +341,7 @@ def test_mapped_unlinked_files_are_charged_at_the_file_size_limit(tmp_path, keep
 
 
 def test_more_mappings_than_a_measure_reads_count_as_hiding(tmp_path, monkeypatch):
-    monkeypatch.setattr(scratch, "MAX_MAPPINGS", 20)  # a Python process alone has more
+    monkeypatch.setattr(scratch, "MAX_MAPS_BYTES", 2000)  # a Python process alone has more
     with pytest.raises(scratch.Hidden):
         scratch.mapped_deleted_bytes(str(tmp_path), [os.getpid()], {}, 1)
 

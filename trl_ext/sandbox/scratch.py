@@ -34,8 +34,8 @@ class ScratchWatch:
     run process's descriptors and its mappings) runs every poll while it is quick and otherwise waits ``_SPEND``
     times its last duration (at most ``_MAX_GAP_S``): a tenth of a core at most while a measure takes up to
     110 ms, which the defaults' worst case stays under (each entry counted as at least ``ENTRY_BYTES``, so at most
-    ``cap_bytes / ENTRY_BYTES`` are walked; ``nproc x nofile`` descriptors; ``MAX_MAPPINGS`` mapping lines, more
-    counts as hiding). The ``statvfs`` ends that wait: once the file system grew by more than the room the last
+    ``cap_bytes / ENTRY_BYTES`` are walked; ``nproc x nofile`` descriptors; ``MAX_MAPS_BYTES`` of mapping text,
+    more counts as hiding). The ``statvfs`` ends that wait: once the file system grew by more than the room the last
     measure left under the cap, the measure runs at that poll. Other writers on that file system can only make
     measures more frequent, never a kill. Since the seccomp filter refuses ``fallocate`` (an instant 16 MiB per
     call), a run adds between two measures at most what its processes write in one poll and one measure.
@@ -194,8 +194,8 @@ def deleted_open_bytes(root: str, tables: dict[int, list[os.stat_result]]) -> in
     return sum(held.values())
 
 
-MAX_MAPPINGS = 65536  # mapping lines one measure reads, all run processes together (~30 ms); more is hiding
-_DELETED = b" (deleted)\n"
+MAX_MAPS_BYTES = 4 << 20  # /proc/<pid>/maps text one measure reads, all run processes together; more is hiding
+_DELETED = b" (deleted)"
 
 
 def mapped_deleted_bytes(root: str, pids: list[int], tables: dict[int, list[os.stat_result]], file_bytes: int) -> int:
@@ -204,15 +204,15 @@ def mapped_deleted_bytes(root: str, pids: list[int], tables: dict[int, list[os.s
     or MAP_PRIVATE alike). Their size cannot be read without CAP_SYS_ADMIN (``/proc/<pid>/map_files``), so each
     file counts as ``file_bytes`` (RLIMIT_FSIZE: no process of the run can make a file larger), once, unless a
     descriptor in ``tables`` still holds it (``deleted_open_bytes`` counts it exactly). Raises
-    ``memory.Unreadable`` for a process whose mappings cannot be read and ``Hidden`` past ``MAX_MAPPINGS``."""
+    ``memory.Unreadable`` for a process whose mappings cannot be read and ``Hidden`` past ``MAX_MAPS_BYTES`` of
+    mapping text (65,536 mappings take ~5 MiB; the bound also covers long paths, which cost the kernel more)."""
     prefix = os.fsencode(root.rstrip("/") + "/")
     held_open = {(info.st_dev, info.st_ino) for table in tables.values() for info in table}
-    mapped, lines = set(), 0
+    mapped, budget = set(), MAX_MAPS_BYTES
     for pid in pids:
-        for line in _mapping_lines(pid):
-            lines += 1
-            if lines > MAX_MAPPINGS:
-                raise Hidden(f"more than {MAX_MAPPINGS} mappings")
+        text = _mappings(pid, budget)
+        budget -= len(text)
+        for line in text.splitlines():
             fields = line.split(maxsplit=5)
             if len(fields) == 6 and fields[5].startswith(prefix) and line.endswith(_DELETED):
                 major, minor = fields[3].split(b":")
@@ -220,20 +220,22 @@ def mapped_deleted_bytes(root: str, pids: list[int], tables: dict[int, list[os.s
     return len(mapped - held_open) * file_bytes
 
 
-def _mapping_lines(pid: int) -> list[bytes]:
-    """The lines of ``/proc/<pid>/maps`` ([] once the process is gone), read in pieces, never past
-    ``MAX_MAPPINGS`` lines (the kernel formats each piece as it is read)."""
+def _mappings(pid: int, budget: int) -> bytes:
+    """``/proc/<pid>/maps`` (empty once the process is gone), read in pieces (the kernel formats each as it is read)
+    and never past ``budget`` bytes: ``Hidden`` beyond."""
+    pieces, size = [], 0
     try:
         with open(f"/proc/{pid}/maps", "rb", buffering=0) as maps:
-            data, count = [], 0
-            while (piece := maps.read(1 << 16)) and count <= MAX_MAPPINGS:
-                data.append(piece)
-                count += piece.count(b"\n")
+            while piece := maps.read(1 << 16):
+                pieces.append(piece)
+                size += len(piece)
+                if size > budget:
+                    raise Hidden(f"more than {MAX_MAPS_BYTES} bytes of mappings")
     except (FileNotFoundError, ProcessLookupError):
-        return []
+        return b""
     except OSError as exc:  # EACCES: not dumpable
         raise memory.Unreadable(f"mappings of process {pid}: {exc}") from exc
-    return b"".join(data).splitlines(keepends=True)
+    return b"".join(pieces)
 
 
 def scratch_bytes(root: str, strict: bool = False, entry_bytes: int = 0, stop_above: int | None = None) -> int:
