@@ -168,26 +168,48 @@ class Unreadable(PermissionError):
     measured."""
 
 
-def descriptors(pid: int) -> list[os.stat_result]:
-    """The stat of each open descriptor of ``pid`` (one ``stat`` each: no ``readlink``, a memfd is told by its
-    device, ``memfd_device``); [] once it has exited (a zombie has none). Raises ``Unreadable`` where the kernel
-    refuses them: the fd directory of a non-dumpable process of the same uid can still be listed, only its entries
-    are refused, so each entry is checked (an error there is never skipped: skipping it once let 3 GiB of memfds
-    go uncounted)."""
+def proc_dir(pid: int) -> str:
+    """The /proc directory that shows ``pid``'s memory and mappings: ``/proc/<pid>``, or, once its
+    main thread exited alone (``SYS_exit``) while other threads live on, a live thread's: a zombie leader shows no
+    memory and no mapping of the process it still heads. Called only where ``/proc/<pid>`` shows none (a process
+    that is gone or a zombie): a listing of its threads."""
     try:
-        names = os.listdir(f"/proc/{pid}/fd")
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return f"/proc/{pid}"
+    return next((f"/proc/{pid}/task/{tid}" for tid in tids if tid != str(pid)), f"/proc/{pid}")
+
+
+def descriptors(pid: int) -> list[os.stat_result]:
+    """The stat of each open descriptor of every thread of ``pid`` (one ``stat`` each: no ``readlink``, a memfd is
+    told by its device, ``memfd_device``); [] once it has exited. Every thread's table is read: a thread cloned
+    without CLONE_FILES has a table of its own, which ``/proc/<pid>/fd`` (the main thread's) does not show, and a
+    main thread that exited alone shows none. So at most ``nproc x nofile`` descriptors in all. Raises
+    ``Unreadable`` where the kernel refuses them: the fd directory of a non-dumpable process of the same uid can
+    still be listed, only its entries are refused, so each entry is checked (an error there is never skipped:
+    skipping it once let 3 GiB of memfds go uncounted)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
     except FileNotFoundError:
         return []
     except OSError as exc:
-        raise Unreadable(f"descriptors of process {pid}: {exc}") from exc
+        raise Unreadable(f"threads of process {pid}: {exc}") from exc
     found = []
-    for name in names:
+    for tid in tids:
+        directory = f"/proc/{pid}/task/{tid}/fd"
         try:
-            found.append(os.stat(f"/proc/{pid}/fd/{name}"))
+            names = os.listdir(directory)
         except FileNotFoundError:
-            continue  # closed meanwhile, or the process exited
-        except OSError as exc:  # EACCES: not dumpable; anything else cannot be measured either
+            continue  # the thread exited
+        except OSError as exc:
             raise Unreadable(f"descriptors of process {pid}: {exc}") from exc
+        for name in names:
+            try:
+                found.append(os.stat(f"{directory}/{name}"))
+            except FileNotFoundError:
+                continue  # closed meanwhile, or the thread exited
+            except OSError as exc:  # EACCES: not dumpable; anything else cannot be measured either
+                raise Unreadable(f"descriptors of process {pid}: {exc}") from exc
     return found
 
 
@@ -206,20 +228,30 @@ def resident_bytes(pids: list[int]) -> int:
     (this runs every poll, for every process of the run: ~12 us each)."""
     total = 0
     for pid in pids:
-        try:
-            fd = os.open(f"/proc/{pid}/status", os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
-            continue  # gone
-        try:
-            text = os.read(fd, 1 << 16)
-        except OSError:
-            continue
-        finally:
-            os.close(fd)
-        for field in (b"\nRssAnon:", b"\nRssShmem:"):
-            start = text.find(field)
-            if start >= 0:  # absent for a zombie (no memory left)
-                total += int(text[start + len(field) : text.index(b"kB", start)]) << 10
+        found = _resident(f"/proc/{pid}/status")
+        if found is None:  # gone, a zombie, or a zombie leader whose threads live on
+            found = _resident(f"{proc_dir(pid)}/status")
+        total += found or 0
+    return total
+
+
+def _resident(status: str) -> int | None:
+    """RssAnon + RssShmem of one /proc status file, None where it shows no memory."""
+    try:
+        fd = os.open(status, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        text = os.read(fd, 1 << 16)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    total = None
+    for field in (b"\nRssAnon:", b"\nRssShmem:"):
+        start = text.find(field)
+        if start >= 0:
+            total = (total or 0) + (int(text[start + len(field) : text.index(b"kB", start)]) << 10)
     return total
 
 

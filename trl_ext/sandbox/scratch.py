@@ -223,9 +223,16 @@ def mapped_deleted_bytes(root: str, pids: list[int], tables: dict[int, list[os.s
 def _mappings(pid: int, budget: int) -> bytes:
     """``/proc/<pid>/maps`` (empty once the process is gone), read in pieces (the kernel formats each as it is read)
     and never past ``budget`` bytes: ``Hidden`` beyond."""
+    text = _read_mappings(f"/proc/{pid}/maps", pid, budget)
+    if not text:  # gone, a zombie, or a zombie leader whose threads live on
+        text = _read_mappings(f"{memory.proc_dir(pid)}/maps", pid, budget)
+    return text
+
+
+def _read_mappings(path: str, pid: int, budget: int) -> bytes:
     pieces, size = [], 0
     try:
-        with open(f"/proc/{pid}/maps", "rb", buffering=0) as maps:
+        with open(path, "rb", buffering=0) as maps:
             while piece := maps.read(1 << 16):
                 pieces.append(piece)
                 size += len(piece)
