@@ -29,8 +29,8 @@ class ScratchWatch:
     holds more than ``cap_bytes`` or hides something from the measure, or, with ``memory_cap`` (no memory
     cgroup), once the session's processes hold more than that (``oom`` is then set).
 
-    Every poll (20 ms) costs one /proc status read per run process (resident memory, with ``memory_cap``) and one
-    ``statvfs`` of the scratch's file system. The measure of the scratch (``_measure``: the directory walk, every
+    Every poll (20 ms) costs one /proc status read per run process (resident memory, with ``memory_cap``), one
+    ``statvfs`` of the scratch's file system and, without ``pids``, a listing of /proc (``_Session``). The measure of the scratch (``_measure``: the directory walk, every
     run process's descriptors and its mappings) runs every poll while it is quick and otherwise waits ``_SPEND``
     times its last duration (at most ``_MAX_GAP_S``): a tenth of a core at most while a measure takes up to
     110 ms, which the defaults' worst case stays under (each entry counted as at least ``ENTRY_BYTES``, so at most
