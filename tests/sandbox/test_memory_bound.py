@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,98 @@ def test_children_each_allocating_stay_inside_the_total():
     assert over.status == "memory" if current_backend() != "remote" else over.status != "ok"
     within = run(CHILDREN.format(n=2, mb=40), limits=LIMITS)
     assert within.status == "ok" and within.stdout == "ALL HELD\n"
+
+
+ZOMBIE_LEADERS = """
+import ctypes, os, threading, time
+N, MB = 6, 90
+r, w = os.pipe()
+for _ in range(N):
+    if os.fork() == 0:
+        def hold():
+            time.sleep(0.3)  # the main thread has exited by now
+            block = bytearray(MB << 20)
+            for i in range(0, len(block), 4096):
+                block[i] = 1
+            os.write(w, b"x")
+            time.sleep(30)
+        threading.Thread(target=hold).start()
+        ctypes.CDLL(None).syscall(60, 0)  # SYS_exit: the main thread alone; /proc/<pid> then shows no memory
+got = 0
+while got < N:
+    got += len(os.read(r, N))
+print("ALL HELD")
+"""
+
+
+@EACH_BACKEND
+def test_children_whose_main_thread_exited_still_count():
+    """A process whose main thread exited alone is a zombie leader: its /proc/<pid>/status, fd and maps show
+    nothing of what its live threads hold, so the watcher reads a live thread's instead."""
+    over = run(ZOMBIE_LEADERS, limits=LIMITS)
+    assert "ALL HELD" not in over.stdout and over.status != "ok", (over.status, over.stdout)
+
+
+def _zombie_leader(directory: Path) -> tuple[int, int]:
+    """A child whose main thread exited, while a thread holds 32 MiB, a 1 MiB file unlinked while open and a
+    64 KiB file unlinked while only mapped; (pid, wake fd)."""
+    import ctypes
+    import threading
+
+    ready_r, ready_w = os.pipe()
+    wake_r, wake_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(wake_w)
+
+        def hold():
+            block = bytearray(32 << 20)
+            for i in range(0, len(block), 4096):
+                block[i] = 1
+            kept = os.open(directory / "open", os.O_CREAT | os.O_RDWR, 0o600)
+            os.write(kept, bytes(1 << 20))
+            os.unlink(directory / "open")
+            mapped = os.open(directory / "mapped", os.O_CREAT | os.O_RDWR, 0o600)
+            os.write(mapped, bytes(1 << 16))
+            libc = ctypes.CDLL(None)
+            libc.mmap.restype = ctypes.c_void_p
+            libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+            libc.mmap.argtypes += [ctypes.c_long]
+            libc.mmap(None, 4096, 1, 2, mapped, 0)
+            os.close(mapped)
+            os.unlink(directory / "mapped")
+            os.write(ready_w, b"x")
+            os.read(wake_r, 1)
+            os._exit(0)
+
+        threading.Thread(target=hold).start()
+        time.sleep(0.1)
+        ctypes.CDLL(None).syscall(60, 0)  # SYS_exit: the main thread alone
+    os.read(ready_r, 1)
+    for _ in range(500):
+        if "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]:
+            break
+        time.sleep(0.01)
+    os.close(ready_r)
+    os.close(ready_w)
+    os.close(wake_r)
+    return pid, wake_w
+
+
+def test_a_zombie_leaders_threads_are_measured(tmp_path):
+    from trl_ext.sandbox import scratch
+
+    pid, wake = _zombie_leader(tmp_path)
+    try:
+        assert "RssAnon" not in Path(f"/proc/{pid}/status").read_text()  # what hid it before
+        resident = memory.resident_bytes([pid])
+        tables = {pid: memory.descriptors(pid)}
+        unlinked = scratch.deleted_open_bytes(str(tmp_path), tables)
+        mapped = scratch.mapped_deleted_bytes(str(tmp_path), [pid], tables, 1 << 30)
+    finally:
+        os.close(wake)
+        os.waitpid(pid, 0)
+    assert resident >= 32 << 20 and unlinked >= 1 << 20 and mapped == 1 << 30, (resident, unlinked, mapped)
 
 
 @EACH_BACKEND
@@ -241,7 +334,7 @@ def test_a_process_whose_descriptors_cannot_be_read_is_unreadable():
         "import ctypes, os, sys, time\nfrom trl_ext.sandbox import memory\n"
         "r, w = os.pipe()\npid = os.fork()\nif pid == 0:\n"
         "    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)\n    os.write(w, b'x')\n    time.sleep(10)\n    os._exit(0)\n"
-        "os.read(r, 1)\nassert any(t.startswith('pipe:') for t, _ in memory.descriptors(os.getpid()))\n"
+        "os.read(r, 1)\nimport stat\nassert any(stat.S_ISFIFO(i.st_mode) for i in memory.descriptors(os.getpid()))\n"
         "try:\n    memory.descriptors(pid)\n    print('read')\nexcept memory.Unreadable:\n    print('unreadable')\n"
         "os.kill(pid, 9)\nos.waitpid(pid, 0)\nassert memory.descriptors(pid) == []\n"
     )

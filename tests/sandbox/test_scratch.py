@@ -3,13 +3,14 @@ always removed: unreadable directories, nesting deeper than PATH_MAX, odd names,
 
 import os
 import tempfile
+import time
 
 import pytest
 
-from trl_ext.sandbox import Limits, run
+from trl_ext.sandbox import Limits, forkserver, memory, run, scratch
 from trl_ext.sandbox.scratch import ENTRY_BYTES, ScratchWatch, remove_scratch, scratch_bytes
 
-from .._backends import EACH_BACKEND, sandbox_backend, sandbox_server  # noqa: F401
+from .._backends import EACH_BACKEND, current_backend, sandbox_backend, sandbox_server  # noqa: F401
 
 LIMITS = Limits(timeout_s=5.0)
 
@@ -227,3 +228,153 @@ def test_growth_of_the_file_system_between_walks_triggers_a_walk(tmp_path):
         watch.stop()
         os.close(pid_r)
         os.close(pid_w)
+
+
+MAPPED_UNLINKED = """
+import ctypes, mmap, os, tempfile
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+with tempfile.TemporaryFile() as f:  # a right program's mapping of an unlinked file: its descriptor holds it
+    f.write(b"ok" * 4096)
+    f.flush()
+    view = mmap.mmap(f.fileno(), 0)
+    print(view[:2].decode(), flush=True)
+    view.close()
+held = 0
+for k in range(64):  # 4 MiB each (RLIMIT_FSIZE), 256 MiB in all: only a one-page mapping keeps each
+    fd = os.open("m%d" % k, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        os.write(fd, bytes(4 << 20))
+    except OSError:
+        break  # a capped tmpfs is full
+    flags = 1 if k % 2 else 2  # MAP_SHARED, MAP_PRIVATE: both keep every block of the file
+    if libc.mmap(None, 4096, 1, flags, fd, 0) in (None, ctypes.c_void_p(-1).value):
+        break
+    os.close(fd)
+    os.unlink("m%d" % k)
+    held += 4
+    print("HELD", held, flush=True)
+"""
+
+
+def _mapped_unlinked(limits: Limits, **kw) -> tuple[str, int, str]:
+    result = run(MAPPED_UNLINKED, limits=limits, **kw)
+    held = [int(line.split()[1]) for line in result.stdout.splitlines() if line.startswith("HELD")]
+    return result.status, max(held, default=0), result.stdout
+
+
+@EACH_BACKEND
+def test_files_unlinked_while_only_mapped_still_count():
+    """A file mapped one page, its descriptor closed, then unlinked, is in no directory and no descriptor table,
+    yet keeps all its blocks: each counts as RLIMIT_FSIZE (its size cannot be read), so 64 such files never all
+    hold against ``scratch_mb=16`` (an outside red team held 3 GiB of disk this way with ``scratch_mb=64``), while
+    a Python mmap of an unlinked temporary file (its descriptor kept by ``mmap``) is measured exactly and passes."""
+    status, held_mib, stdout = _mapped_unlinked(Limits(timeout_s=15.0, scratch_mb=16, file_size_mb=4))
+    cap = Limits().scratch_mb if current_backend() == "remote" else 16  # the service applies its own scratch cap
+    assert stdout.startswith("ok\n"), stdout
+    assert held_mib <= cap + 64, (status, held_mib)  # a poll's writes past the cap at most
+    assert status != "ok" or held_mib <= cap, (status, held_mib)  # a capped tmpfs refuses the writes past the cap
+
+
+def test_files_unlinked_while_only_mapped_count_on_landlock_per_run(monkeypatch):
+    """The same through a fresh landlock sandbox per run (no fork server): the same watcher."""
+    monkeypatch.setenv(forkserver.FORKSERVER_ENV, "0")
+    status, held_mib, _ = _mapped_unlinked(Limits(timeout_s=15.0, scratch_mb=16, file_size_mb=4), backend="landlock")
+    assert status != "ok" and held_mib <= 16 + 64, (status, held_mib)
+
+
+def _hold_mapped(directory: str, count: int, keep_fd: bool) -> tuple[int, int]:
+    """A child holding ``count`` one-page mappings of unlinked 64 KiB files in ``directory``; (pid, wake fd)."""
+    import ctypes
+
+    ready_r, ready_w = os.pipe()
+    wake_r, wake_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(wake_w)
+        libc = ctypes.CDLL(None)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_long,
+        ]
+        for k in range(count):
+            name = os.path.join(directory, f"f{k}")
+            fd = os.open(name, os.O_CREAT | os.O_RDWR, 0o600)
+            os.write(fd, bytes(1 << 16))
+            libc.mmap(None, 4096, 1, 2, fd, 0)  # MAP_PRIVATE
+            if not keep_fd:
+                os.close(fd)
+            os.unlink(name)
+        os.write(ready_w, b"x")
+        os.read(wake_r, 1)
+        os._exit(0)
+    os.read(ready_r, 1)
+    for fd in (ready_r, ready_w, wake_r):
+        os.close(fd)
+    return pid, wake_w
+
+
+@pytest.mark.parametrize("keep_fd", [False, True])
+def test_mapped_unlinked_files_are_charged_at_the_file_size_limit(tmp_path, keep_fd):
+    """Without a descriptor, each mapped unlinked file counts as ``file_bytes`` (once, however many mappings);
+    with one, ``deleted_open_bytes`` counts it exactly and the mapping adds nothing."""
+    pid, wake = _hold_mapped(str(tmp_path), 3, keep_fd)
+    try:
+        tables = {pid: memory.descriptors(pid)}
+        mapped = scratch.mapped_deleted_bytes(str(tmp_path), [pid], tables, 1 << 30)
+        deleted = scratch.deleted_open_bytes(str(tmp_path), tables)
+        elsewhere = scratch.mapped_deleted_bytes(str(tmp_path / "other"), [pid], tables, 1 << 30)
+    finally:
+        os.close(wake)
+        os.waitpid(pid, 0)
+    assert elsewhere == 0
+    if keep_fd:
+        assert mapped == 0 and deleted >= 3 << 16
+    else:
+        assert mapped == 3 << 30 and deleted == 0
+
+
+def test_more_mappings_than_a_measure_reads_count_as_hiding(tmp_path, monkeypatch):
+    monkeypatch.setattr(scratch, "MAX_MAPS_BYTES", 2000)  # a Python process alone has more
+    with pytest.raises(scratch.Hidden):
+        scratch.mapped_deleted_bytes(str(tmp_path), [os.getpid()], {}, 1)
+
+
+def test_the_session_of_a_run_is_found_by_listing_proc():
+    """The watcher's session listing (a stat read once per new pid) finds every process of the session and no
+    other, the leader included when it was first listed before its ``setsid``."""
+    go_r, go_w = os.pipe()
+    r, w = os.pipe()
+    leader = os.fork()
+    if leader == 0:
+        os.close(w)
+        os.close(go_w)
+        os.read(go_r, 1)
+        os.setsid()
+        if os.fork() == 0:
+            os.read(r, 1)
+            os._exit(0)
+        os.read(r, 1)
+        os._exit(0)
+    session = scratch._Session()
+    try:
+        assert session.pids(leader) == [leader]  # listed before its setsid
+        os.write(go_w, b"x")
+        for _ in range(200):
+            found = session.pids(leader)
+            if len(found) == 2:
+                break
+            time.sleep(0.01)
+        assert len(found) == 2 and leader in found and os.getpid() not in found
+        assert session.pids(leader) == found  # the second listing reads no stat: the same answer
+    finally:
+        for fd in (w, go_w, go_r):
+            os.close(fd)
+        os.waitpid(leader, 0)
+        os.close(r)

@@ -95,10 +95,11 @@ def _run_once(
     os.set_blocking(pid_r, False)
     watch = ScratchWatch(
         pid_r,
-        scratch,
+        None if server.private_scratch else scratch,  # a tmpfs the kernel caps: nothing to measure
         limits.scratch_mb << 20,
         None if cgroup is not None else memory.total_bytes(limits),  # no cgroup: the watcher sums the run
         pids=functools.partial(memory.procs, cgroup) if cgroup is not None else None,
+        file_bytes=limits.file_size_mb << 20,
     )
     ready_r, ready_w = os.pipe()
     os.set_blocking(ready_r, False)

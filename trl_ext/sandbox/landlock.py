@@ -155,7 +155,9 @@ class LandlockBackend(forked_run.ForkServedBackend):
         run.fds.append(pid_w)
         run.extra["pid_r"] = pid_r
         memory_cap = None if run.extra.get("cgroup") else memory.total_bytes(limits)  # no cgroup: sum the session
-        run.extra["watch"] = ScratchWatch(pid_r, run.scratch, limits.scratch_mb << 20, memory_cap)
+        run.extra["watch"] = ScratchWatch(
+            pid_r, run.scratch, limits.scratch_mb << 20, memory_cap, file_bytes=limits.file_size_mb << 20
+        )
         filter_fd = memfd_with(
             seccomp.bpf(seccomp.memfd_allowed(), allow_socketpair=run.extra.get("cgroup") is not None),
             "sandbox-seccomp",

@@ -163,44 +163,113 @@ def _remove_all() -> None:
 
 
 class Unreadable(PermissionError):
-    """A process of the run whose descriptors cannot be read: it made itself non-dumpable (``prctl``, or exec of a
-    file it cannot read), so what it holds (memfds, files unlinked while open) cannot be measured."""
+    """A process of the run whose descriptors or mappings cannot be read: it made itself non-dumpable (``prctl``,
+    or exec of a file it cannot read), so what it holds (memfds, files unlinked while open or mapped) cannot be
+    measured."""
 
 
-def descriptors(pid: int) -> list[tuple[str, os.stat_result]]:
-    """(link target, stat) of each open descriptor of ``pid``; [] once it has exited (a zombie has none).
-    Raises ``Unreadable`` where the kernel refuses them: the fd directory of a non-dumpable process of the same
-    uid can still be listed, only its entries are refused, so each entry is checked (an error there is never
-    skipped: skipping it once let 3 GiB of memfds go uncounted)."""
+def proc_dir(pid: int) -> str:
+    """The /proc directory that shows ``pid``'s memory and mappings: ``/proc/<pid>``, or, once its
+    main thread exited alone (``SYS_exit``) while other threads live on, a live thread's: a zombie leader shows no
+    memory and no mapping of the process it still heads. Called only where ``/proc/<pid>`` shows none (a process
+    that is gone or a zombie): a listing of its threads."""
     try:
-        names = os.listdir(f"/proc/{pid}/fd")
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return f"/proc/{pid}"
+    return next((f"/proc/{pid}/task/{tid}" for tid in tids if tid != str(pid)), f"/proc/{pid}")
+
+
+def descriptors(pid: int) -> list[os.stat_result]:
+    """The stat of each open descriptor of every thread of ``pid`` (one ``stat`` each: no ``readlink``, a memfd is
+    told by its device, ``memfd_device``); [] once it has exited. Every thread's table is read: a thread cloned
+    without CLONE_FILES has a table of its own, which ``/proc/<pid>/fd`` (the main thread's) does not show, and a
+    main thread that exited alone shows none. So at most ``nproc x nofile`` descriptors in all. Raises
+    ``Unreadable`` where the kernel refuses them: the fd directory of a non-dumpable process of the same uid can
+    still be listed, only its entries are refused, so each entry is checked (an error there is never skipped:
+    skipping it once let 3 GiB of memfds go uncounted)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
     except FileNotFoundError:
         return []
     except OSError as exc:
-        raise Unreadable(f"descriptors of process {pid}: {exc}") from exc
+        raise Unreadable(f"threads of process {pid}: {exc}") from exc
     found = []
-    for name in names:
-        path = f"/proc/{pid}/fd/{name}"
+    for tid in tids:
+        directory = f"/proc/{pid}/task/{tid}/fd"
         try:
-            found.append((os.readlink(path), os.stat(path)))
+            names = os.listdir(directory)
         except FileNotFoundError:
-            continue  # closed meanwhile, or the process exited
-        except OSError as exc:  # EACCES: not dumpable; anything else cannot be measured either
+            continue  # the thread exited
+        except OSError as exc:
             raise Unreadable(f"descriptors of process {pid}: {exc}") from exc
+        for name in names:
+            try:
+                found.append(os.stat(f"{directory}/{name}"))
+            except FileNotFoundError:
+                continue  # closed meanwhile, or the thread exited
+            except OSError as exc:  # EACCES: not dumpable; anything else cannot be measured either
+                raise Unreadable(f"descriptors of process {pid}: {exc}") from exc
     return found
 
 
-def session_bytes(pids: list[int], tables: dict[int, list[tuple[str, os.stat_result]]] | None = None) -> int:
-    """Memory held by ``pids``: resident anonymous and shared pages (memfd and tmpfs mappings), plus memfds they
-    hold open without mapping them (each counted once; without a memory cgroup the seccomp filter refuses
-    ``memfd_create`` to a run, so only the harness's own can be there). Raises ``Unreadable`` for a process whose
-    descriptors cannot be read. ``tables``: ``descriptors`` of each pid, already read by the caller."""
-    total, memfds = 0, {}
+@functools.cache
+def memfd_device() -> int:
+    """The device every memfd of this kernel lives on (its internal shared-memory mount)."""
+    fd = os.memfd_create("trl-ext-probe", os.MFD_CLOEXEC)
+    try:
+        return os.fstat(fd).st_dev
+    finally:
+        os.close(fd)
+
+
+def resident_bytes(pids: list[int]) -> int:
+    """Resident anonymous and shared pages (memfd and tmpfs mappings) of ``pids``: one small read per process
+    (this runs every poll, for every process of the run: ~12 us each)."""
+    total = 0
     for pid in pids:
-        for line in _read(Path(f"/proc/{pid}/status")).splitlines():
-            if line.startswith(("RssAnon:", "RssShmem:")):
-                total += int(line.split()[1]) << 10
-        for target, info in tables[pid] if tables is not None and pid in tables else descriptors(pid):
-            if target.startswith("/memfd:"):
-                memfds[info.st_dev, info.st_ino] = info.st_blocks * 512
-    return total + sum(memfds.values())
+        found = _resident(f"/proc/{pid}/status")
+        if found is None:  # gone, a zombie, or a zombie leader whose threads live on
+            found = _resident(f"{proc_dir(pid)}/status")
+        total += found or 0
+    return total
+
+
+def _resident(status: str) -> int | None:
+    """RssAnon + RssShmem of one /proc status file, None where it shows no memory."""
+    try:
+        fd = os.open(status, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        text = os.read(fd, 1 << 16)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    total = None
+    for field in (b"\nRssAnon:", b"\nRssShmem:"):
+        start = text.find(field)
+        if start >= 0:
+            total = (total or 0) + (int(text[start + len(field) : text.index(b"kB", start)]) << 10)
+    return total
+
+
+def memfd_bytes(tables: dict[int, list[os.stat_result]]) -> int:
+    """Pages of the memfds held open in ``tables`` (``descriptors`` of each process), each counted once (without a
+    memory cgroup the seccomp filter refuses ``memfd_create`` to a run, so only the trainer's payload can be
+    there)."""
+    device, memfds = memfd_device(), {}
+    for table in tables.values():
+        for info in table:
+            if info.st_dev == device:
+                memfds[info.st_ino] = info.st_blocks * 512
+    return sum(memfds.values())
+
+
+def session_bytes(pids: list[int], tables: dict[int, list[os.stat_result]] | None = None) -> int:
+    """Memory held by ``pids``: ``resident_bytes`` plus ``memfd_bytes``. Raises ``Unreadable`` for a process whose
+    descriptors cannot be read. ``tables``: ``descriptors`` of each pid, already read by the caller."""
+    if tables is None:
+        tables = {pid: descriptors(pid) for pid in pids}
+    return resident_bytes(pids) + memfd_bytes(tables)
