@@ -161,6 +161,7 @@ class _Session:
         self.unsupported = ""  # the test's: an argument that is no plain data, too many calls
         self.nans: dict[int, float] = {}  # the run's NaN objects, one each (identity decides `[x] == [x]`)
         self.objects: dict[int, Any] = {}  # the containers the program returned, one each (updated in place)
+        self.classes: dict = {}  # the program's namedtuple classes, one real class each (``plain_data._namedtuple``)
 
     def stand_in(self, name: str):
         def stand_in(*args: Any, **kwargs: Any) -> Any:
@@ -201,7 +202,9 @@ class _Session:
             self.rejected = f"{name}() {why}"
             raise _Stop
         try:  # the test's own argument objects are updated in place (a raising call's changes too)
-            decoded = decode_record(record, {"nans": self.nans, "objects": self.objects}, originals)
+            decoded = decode_record(
+                record, {"nans": self.nans, "objects": self.objects, "classes": self.classes}, originals
+            )
         except ValueError:
             self.rejected = f"{name}() returned no plain data"
             raise _Stop from None
