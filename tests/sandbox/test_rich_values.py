@@ -195,6 +195,53 @@ class Shout(str):
 def shout():
     return Shout("ab")
 """
+# the program's exception classes (stand-in classes: `except MyErr`, subclasses, its own __str__), the attributes
+# CPython's exceptions hold beyond their args, and a function's __name__ and __doc__
+PROGRAM += """
+class AppError(Exception):
+    \"\"\"app failure\"\"\"
+class NotFound(AppError):
+    pass
+class Coded(ValueError):
+    def __str__(self):
+        return "code " + str(self.args[0])
+def lookup(k):
+    raise NotFound(k)
+def coded():
+    raise Coded(7)
+def plain_fail():
+    raise ValueError("v")
+def attr_fail():
+    return None.x
+def name_fail():
+    return undefined_name_zz
+def import_fail():
+    import no_such_module_zz
+def open_fail():
+    return open("no_such_file_zz.txt")
+def documented(a):
+    \"\"\"adds one\"\"\"
+    return a + 1
+"""
+EXCEPTION_TESTS = [
+    "try:\n    lookup(1)\nexcept AppError as e:\n    assert type(e) is NotFound and e.args == (1,) and str(e) == '1'",
+    "try:\n    lookup(1)\nexcept NotFound:\n    pass\nelse:\n    assert False",
+    "try:\n    plain_fail()\nexcept AppError:\n    pass\nexcept ValueError:\n    assert False",
+    "try:\n    plain_fail()\nexcept (AppError, ValueError) as e:\n    assert not isinstance(e, AppError)",
+    "assert issubclass(NotFound, AppError) and AppError.__doc__ == 'app failure' and NotFound.__name__ == 'NotFound'",
+    "assert issubclass(AppError, ValueError)",
+    "assert AppError('x').args == ('x',) and str(NotFound('y')) == 'y' and isinstance(NotFound(), AppError)",
+    "try:\n    coded()\nexcept Coded as e:\n    assert str(e) == 'code 7' and e.args == (7,)",
+    "try:\n    coded()\nexcept ValueError as e:\n    assert str(e) == '7'",
+    "try:\n    attr_fail()\nexcept AttributeError as e:\n    assert e.name == 'x' and e.obj is None",
+    "try:\n    attr_fail()\nexcept AttributeError as e:\n    assert e.name == 'y'",
+    "try:\n    name_fail()\nexcept NameError as e:\n    assert e.name == 'undefined_name_zz'",
+    "try:\n    import_fail()\nexcept ImportError as e:\n    assert e.name == 'no_such_module_zz' and e.path is None",
+    "try:\n    open_fail()\nexcept FileNotFoundError as e:\n    assert e.filename == 'no_such_file_zz.txt' and e.errno == 2",
+    "try:\n    open_fail()\nexcept OSError as e:\n    assert str(e).endswith(\"'no_such_file_zz.txt'\")",
+    "assert documented.__doc__ == 'adds one' and documented.__name__ == 'documented' and documented(1) == 2",
+    "assert documented.__doc__ is None",
+]
 SHAPE_TESTS = [
     "assert list(shrunk()) == [2, 9]",
     "assert shrunk().pop() == 9",
@@ -220,6 +267,7 @@ REFUSED_TESTS = [
     "assert getter().get('zz') == 7",
     "assert shout() == 'ab'",
     "assert q().both() == 'zz'",
+    "assert str(Coded(3)) == 'code 3'",  # a class with code of its own: the test cannot make one (unsupported)
 ]
 TESTS = [
     'assert counts("aab") == {"a": 2, "b": 1}',
@@ -319,6 +367,7 @@ TESTS = [
     "c = OrderedDict(a=1)\nbump(c)\nassert list(c.items()) == [('a', 2)] and type(c) is OrderedDict",
     "from collections import defaultdict\nd = defaultdict(list)\nadd_to(d)\nassert d == {'k': [1]} and d['z'] == []",
     *SHAPE_TESTS,
+    *EXCEPTION_TESTS,
 ]
 TEST_IMPORTS = "from collections import Counter, OrderedDict, deque\nfrom fractions import Fraction\n"
 

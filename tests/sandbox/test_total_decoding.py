@@ -14,7 +14,8 @@ import pytest
 
 from trl_ext.rewards import CodeTests
 from trl_ext.sandbox import Backend, RunResult, compare_stdio, run_tests, values_equal
-from trl_ext.sandbox.replay import decode, decode_record
+from trl_ext.sandbox.records import RecordStream
+from trl_ext.sandbox.replay import _program_exception, decode, decode_record, described_names, exception_details
 
 PRIME = 2**61 - 1  # ints that are multiples of it all hash to 0
 BIG_INTS = (10**309, -(10**400), 10**1000)
@@ -109,6 +110,8 @@ def _record_text(rng: random.Random, index: int, mode: str) -> str:
             record[rng.choice(["raised", "unencodable", "x"])] = rng.choice(["ValueError", True, ["x"], "a b"])
             if rng.random() < 0.3:
                 record["exc"] = rng.choice([["bad"], "bad", _value(rng), [10**400]])
+            if rng.random() < 0.3:  # a program exception class's chain, builtin attributes
+                record.update(_exception_fields(rng))
         if rng.random() < 0.2:
             record["upd"] = _updates(rng)
     else:
@@ -122,6 +125,22 @@ def _record_text(rng: random.Random, index: int, mode: str) -> str:
     if rng.random() < 0.05:
         text = "".join(rng.choice('{}[]",:0123456789aeflnrstu\\') for _ in range(rng.randint(1, 200)))
     return text
+
+
+def _exception_fields(rng: random.Random) -> dict:
+    chains = ([["E", False]], [["E", True], ["Base", False]], [["E", 1]], [["a b", False]], [["E"]], "E", [], [[]])
+    attrs = ({"d": [["name", "x"]]}, {"d": [["obj", _value(rng)]]}, {"d": [["__str__", 5]]}, {"d": [["zz", 1]]})
+    attrs += ({"d": [["filename", "f"], ["filename2", {"a": 0}]]}, [1], {"d": [["__str__", "s"]]}, _value(rng))
+    fields = {"cls": rng.choice(chains), "attrs": rng.choice(attrs)}
+    return {k: v for k, v in fields.items() if rng.random() < 0.7}
+
+
+def _description(rng: random.Random) -> dict:
+    entries = (["f", ["fn", "f", "doc"]], ["f", ["fn", "f", None]], ["f", ["fn", "a b", 1]], ["E", ["exc", [["E", False]],
+               "ValueError", None]], ["E", ["exc", [["E", True]], "NoSuchError", None]], ["E", ["exc", [], "ValueError",
+               "d"]], ["1", ["fn", "f", None]], ["f", ["fn"]], ["f", []], ["f", "x"], [], "x", ["E", ["exc", [["E",
+               False]], "KeyError", "x" * 200_000]])  # fmt: skip
+    return {"names": [rng.choice(entries) for _ in range(rng.randint(0, 4))]} if rng.random() < 0.9 else {"x": 1}
 
 
 class StubBackend(Backend):
@@ -165,6 +184,34 @@ def test_fuzzed_records_and_values_never_raise_and_stay_within_a_time_bound():
         programs += 1
     assert slowest < BOUND_S, f"slowest program took {slowest:.2f} s"
     assert programs >= 2000
+
+
+def test_fuzzed_descriptions_and_exception_details_stay_total():
+    """The program's description (the test's names: functions, exception classes) and a raised exception's
+    program classes and attributes: checked totally (None or ValueError), and an exception is always made."""
+    rng = random.Random(22)
+    for _ in range(10_000):
+        record = {
+            "ok": False,
+            "raised": rng.choice(["ValueError", "KeyError", "OSError", "Nope", "UnicodeDecodeError"]),
+        }
+        record.update(_exception_fields(rng), exc=rng.choice([["x"], [2, "msg"], [], _value(rng)]))
+        memo = {"nans": {}, "objects": {}, "classes": {}}
+        try:
+            args = decode_record(record, memo)
+            details = exception_details(record, memo)
+        except ValueError:
+            continue
+        made = _program_exception(record["raised"], "f", args, details, {"refuse": None})
+        assert isinstance(made, BaseException) and isinstance(str(made), str)
+        names = described_names(_description(rng))
+        assert names is None or all(type(entry[1]) is list for entry in names)
+    stream = RecordStream("@@m@@", "calls", 1, described=True)
+    stream.feed('\n@@m@@{"names": [["f", ["fn", "f", "doc"]]]}\n@@m@@{"names": []}\n')
+    assert stream.names == [["f", ["fn", "f", "doc"]]] and stream.invalid  # a second description is a forgery
+    stream = RecordStream("@@m@@", "calls", 1)
+    stream.feed('\n@@m@@{"names": []}\n')
+    assert stream.names is None and stream.invalid  # only a run that asked for one may carry a description
 
 
 def test_fuzzed_values_decode_or_fail_cleanly_and_compare_totally():

@@ -14,6 +14,9 @@ too (the judge updates its own objects in place). A subclass or object
 whose own code decides ``==`` cannot be encoded: the judge never runs the program's code.
 """
 
+if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harness_program.py as one module
+    from trl_ext.sandbox._harness_program import _exception_extra
+
 import _collections
 import _json
 import binascii
@@ -398,8 +401,13 @@ def _content(value):
 
 
 def _exception_args(exc):
-    """The exception's arguments, when they are plain data (the judge raises it with them: ``str(e)`` too)."""
+    """The exception's arguments, when they are plain data (the judge raises it with them: ``str(e)`` too), its
+    program classes and its builtin attributes (``_harness_program._exception_extra``)."""
+    numbered = len(_SEEN)
     try:
-        return ', "exc": ' + _encode(list(BaseException.args.__get__(exc)))
-    except BaseException:  # noqa: B036
-        return ""
+        text = ', "exc": ' + _encode(list(BaseException.args.__get__(exc)))
+    except BaseException:  # noqa: B036 - no plain data: nothing half-numbered stays (attributes follow)
+        for key in list(_SEEN)[numbered:]:
+            del _SEEN[key]
+        text = ""
+    return text + _exception_extra(exc)
