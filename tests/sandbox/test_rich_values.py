@@ -222,6 +222,16 @@ def open_fail():
 def documented(a):
     \"\"\"adds one\"\"\"
     return a + 1
+def caused():
+    try:
+        1 / 0
+    except ZeroDivisionError as z:
+        raise AppError("v") from z
+def in_handler():
+    try:
+        {}["k"]
+    except KeyError:
+        raise ValueError("w")
 """
 EXCEPTION_TESTS = [
     "try:\n    lookup(1)\nexcept AppError as e:\n    assert type(e) is NotFound and e.args == (1,) and str(e) == '1'",
@@ -241,6 +251,11 @@ EXCEPTION_TESTS = [
     "try:\n    open_fail()\nexcept OSError as e:\n    assert str(e).endswith(\"'no_such_file_zz.txt'\")",
     "assert documented.__doc__ == 'adds one' and documented.__name__ == 'documented' and documented(1) == 2",
     "assert documented.__doc__ is None",
+    "try:\n    caused()\nexcept AppError as e:\n    c = e.__cause__\n"
+    "    assert type(c) is ZeroDivisionError and c is e.__context__ and e.__suppress_context__",
+    "try:\n    in_handler()\nexcept ValueError as e:\n    c = e.__context__\n"
+    "    assert e.__cause__ is None and type(c) is KeyError and c.args == ('k',) and not e.__suppress_context__",
+    "try:\n    plain_fail()\nexcept ValueError as e:\n    assert e.__context__ is not None",
 ]
 SHAPE_TESTS = [
     "assert list(shrunk()) == [2, 9]",

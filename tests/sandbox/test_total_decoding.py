@@ -14,8 +14,8 @@ import pytest
 
 from trl_ext.rewards import CodeTests
 from trl_ext.sandbox import Backend, RunResult, compare_stdio, run_tests, values_equal
-from trl_ext.sandbox.records import RecordStream
-from trl_ext.sandbox.replay import _program_exception, decode, decode_record, described_names, exception_details
+from trl_ext.sandbox.records import RecordStream, _described_names
+from trl_ext.sandbox.replay import _program_exception, decode, decode_record, exception_details
 
 PRIME = 2**61 - 1  # ints that are multiples of it all hash to 0
 BIG_INTS = (10**309, -(10**400), 10**1000)
@@ -131,13 +131,18 @@ def _exception_fields(rng: random.Random) -> dict:
     chains = ([["E", False]], [["E", True], ["Base", False]], [["E", 1]], [["a b", False]], [["E"]], "E", [], [[]])
     attrs = ({"d": [["name", "x"]]}, {"d": [["obj", _value(rng)]]}, {"d": [["__str__", 5]]}, {"d": [["zz", 1]]})
     attrs += ({"d": [["filename", "f"], ["filename2", {"a": 0}]]}, [1], {"d": [["__str__", "s"]]}, _value(rng))
+    nested = ({"t": ["KeyError", ["k"], None, {"d": []}]}, {"t": ["E", [], {"t": [{"t": ["E", False]}]}, {"d": []}]})
+    nested += ({"t": ["E", [], 5, {"d": []}]}, {"t": ["E", [], {"t": [1]}, {"d": []}]}, {"t": ["E", [1]]}, "x", 3)
+    nested += ({"t": ["E", None, None, {"d": [["__str__", 1]]}]}, {"t": ["V", [], None, {"d": [["zz", 1]]}]})
+    attrs += tuple({"d": [[rng.choice(["__cause__", "__context__"]), n]]} for n in nested)
+    attrs += ({"d": [["__context__", "__cause__"], ["__suppress_context__", rng.choice([True, 1])]]},)
     fields = {"cls": rng.choice(chains), "attrs": rng.choice(attrs)}
     return {k: v for k, v in fields.items() if rng.random() < 0.7}
 
 
 def _description(rng: random.Random) -> dict:
     entries = (["f", ["fn", "f", "doc"]], ["f", ["fn", "f", None]], ["f", ["fn", "a b", 1]], ["E", ["exc", [["E", False]],
-               "ValueError", None]], ["E", ["exc", [["E", True]], "NoSuchError", None]], ["E", ["exc", [], "ValueError",
+               "ValueError", None]], ["E", ["exc", [["E", True]], "NoSuchError", None]], ["E", ["exc", [["E", True]], ["x"], None]], ["E", ["exc", [], "ValueError",
                "d"]], ["1", ["fn", "f", None]], ["f", ["fn"]], ["f", []], ["f", "x"], [], "x", ["E", ["exc", [["E",
                False]], "KeyError", "x" * 200_000]])  # fmt: skip
     return {"names": [rng.choice(entries) for _ in range(rng.randint(0, 4))]} if rng.random() < 0.9 else {"x": 1}
@@ -204,7 +209,7 @@ def test_fuzzed_descriptions_and_exception_details_stay_total():
             continue
         made = _program_exception(record["raised"], "f", args, details, {"refuse": None})
         assert isinstance(made, BaseException) and isinstance(str(made), str)
-        names = described_names(_description(rng))
+        names = _described_names(_description(rng))
         assert names is None or all(type(entry[1]) is list for entry in names)
     stream = RecordStream("@@m@@", "calls", 1, described=True)
     stream.feed('\n@@m@@{"names": [["f", ["fn", "f", "doc"]]]}\n@@m@@{"names": []}\n')

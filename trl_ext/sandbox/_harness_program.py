@@ -50,17 +50,18 @@ def _description(value):
     return None
 
 
-def _exception_chain(kind):
+def _exception_chain(kind, tagged=False):
     """[[name, own], ...]: the program's exception classes of ``kind``'s MRO, ``kind`` first; ``own`` when the class
-    defines more than a docstring (an ``__init__``, ``__str__``, attributes...), which the judge cannot rebuild."""
-    chain = []
+    defines more than a docstring (an ``__init__``, ``__str__``, attributes...), which the judge cannot rebuild.
+    ``tagged``: as tuples, inside a value (tuples are never numbered, so the record's numbering stays the judge's)."""
+    chain, start, end = [], '{"t": [' if tagged else "[", "]}" if tagged else "]"
     for klass in kind.__mro__:
         if klass.__flags__ & _HEAPTYPE and issubclass(klass, BaseException):
             own = any(_type(key) is not str or key not in _PLAIN_MEMBERS for key in klass.__dict__)
-            chain.append("[" + _json_str(type.__dict__["__name__"].__get__(klass)) + "," + str(own).lower() + "]")
+            chain.append(start + _json_str(type.__dict__["__name__"].__get__(klass)) + "," + str(own).lower() + end)
     if len(chain) > _MAX_CHAIN:
         raise TypeError("exception classes nested too deeply")
-    return "[" + ",".join(chain) + "]"
+    return start + ",".join(chain) + end
 
 
 def _first_builtin(kind):
@@ -71,23 +72,60 @@ def _first_builtin(kind):
 
 
 def _exception_extra(exc):
-    """', "cls": chain' for an exception of a program class (with its ``str()`` when the class defines its own),
-    and ', "attrs": {...}' with the builtin attributes it holds that are plain data; either may be absent."""
+    """', "cls": chain' for an exception of a program class and ', "attrs": {...}' with what it holds beyond its
+    args (``_attributes``); either may be absent."""
     text, kind = "", _type(exc)
     try:
         if kind.__flags__ & _HEAPTYPE:
             text = ', "cls": ' + _exception_chain(kind)
     except BaseException:  # noqa: B036
         text = ""
+    attributes = _attributes(exc, kind, bool(text), 0)
+    return text + (', "attrs": ' + attributes if attributes != '{"d": []}' else "")
+
+
+def _attributes(exc, kind, program_class, depth):
+    """'{"d": [[name, value], ...]}': the builtin attributes ``exc`` holds that are plain data, its program class's
+    own ``str()`` (run here), and its ``__cause__``/``__context__`` (as [builtin name, args, chain, attributes]).
+    The dict is numbered like any the judge decodes (a placeholder in the record's numbering)."""
+    holder = []
+    _SEEN[id(holder)] = (len(_SEEN), holder)
     pairs = []
-    for holder, names in _ATTRIBUTES:
-        klass = _BUILTIN_EXCEPTIONS[holder]
+    for owner, names in _ATTRIBUTES:
+        klass = _BUILTIN_EXCEPTIONS[owner]
         for name in names if isinstance(exc, klass) else ():
             pairs.append(_attribute(name, klass.__dict__[name].__get__, exc, klass))
-    if text and _owner(kind, "__str__").__flags__ & _HEAPTYPE:
+    if program_class and _owner(kind, "__str__").__flags__ & _HEAPTYPE:
         pairs.append(_attribute("__str__", lambda e, k: str(e), exc, kind))  # the program's own __str__, run here
-    pairs = [pair for pair in pairs if pair]
-    return text + (', "attrs": {"d": [' + ",".join(pairs) + "]}" if pairs else "")
+    cause, context = (BaseException.__dict__[name].__get__(exc) for name in ("__cause__", "__context__"))
+    if depth < 4:
+        pairs.append(_attribute("__cause__", lambda e, k: _Nested(cause), exc, depth))
+        same = context is cause and cause is not None  # one object (raise ... from inside its except)
+        pairs.append(
+            '["__context__","__cause__"]'
+            if same
+            else _attribute("__context__", lambda e, k: _Nested(context), exc, depth)
+        )
+    if BaseException.__dict__["__suppress_context__"].__get__(exc) is True:
+        pairs.append('["__suppress_context__",true]')
+    return '{"d": [' + ",".join([pair for pair in pairs if pair]) + "]}"
+
+
+class _Nested:
+    """A chained exception, encoded as a tuple (never numbered): (builtin name, args, chain, attributes)."""
+
+    def __init__(self, exc):
+        self.exc = exc if isinstance(exc, BaseException) else None
+
+
+def _nested_text(nested, depth):
+    exc = nested.exc
+    if exc is None:
+        return None
+    kind = _type(exc)
+    head = '{"t": [' + _json_str(_first_builtin(kind)) + "," + _encode(list(BaseException.args.__get__(exc))) + ","
+    chain = _exception_chain(kind, True) if kind.__flags__ & _HEAPTYPE else "null"
+    return head + chain + "," + _attributes(exc, kind, chain != "null", depth + 1) + "]}"
 
 
 def _owner(kind, name):
@@ -100,7 +138,8 @@ def _attribute(name, read, exc, klass):
     numbered = len(_SEEN)
     try:
         value = read(exc, klass)  # None: unset (set to None, OSError's str() would print it)
-        return "" if value is None else "[" + _json_str(name) + "," + _encode(value) + "]"
+        text = _nested_text(value, klass) if _type(value) is _Nested else None if value is None else _encode(value)
+        return "" if text is None else "[" + _json_str(name) + "," + text + "]"
     except BaseException:  # noqa: B036
         for key in list(_SEEN)[numbered:]:
             del _SEEN[key]

@@ -77,6 +77,33 @@ def _exception_args(record: dict) -> bool:
     return "exc" not in record or type(args) is list
 
 
+def _described_names(record: dict) -> list | None:
+    """The harness's description of the test's names ({"names": [[name, description], ...]}), checked: a function
+    ["fn", __name__, __doc__] or an exception class ["exc", chain, builtin base, __doc__]; None if malformed."""
+    names = record.get("names") if record.keys() == {"names"} else None
+    if type(names) is not list or len(names) > 1000:
+        return None
+    for entry in names:
+        if (
+            type(entry) is not list
+            or len(entry) != 2
+            or not replay._identifier(entry[0])
+            or type(entry[1]) is not list
+        ):
+            return None
+        what = entry[1]
+        doc = what[-1] if what else None
+        if doc is not None and (type(doc) is not str or len(doc) > 100_000):
+            return None
+        if what[:1] == ["fn"] and len(what) == 3 and replay._identifier(what[1]):
+            continue
+        if what[:1] != ["exc"] or len(what) != 4 or not replay._is_chain(what[1]) or type(what[2]) is not str:
+            return None
+        if what[2] not in replay._EXCEPTIONS:
+            return None
+    return names
+
+
 class RecordStream:
     """The records of one run, parsed as its stdout grows (``feed`` is given successive prefixes of stdout and
     parses each complete line once: linear in the output, however often it is called)."""
@@ -110,7 +137,7 @@ class RecordStream:
     def _parse(self, text: bytes) -> dict | None:
         record, index = _load(text), len(self.records)
         if self.described and index == 0 and self.names is None and type(record) is dict and "i" not in record:
-            self.names = replay.described_names(record)  # once, before the first record
+            self.names = _described_names(record)  # once, before the first record
             if self.names is None:
                 self.invalid = "the program's description is malformed"
             return None

@@ -224,9 +224,8 @@ class _Session:
 def _program_exception(
     raised: str, name: str, args: Any = None, details: tuple | None = None, classes: dict | None = None
 ) -> BaseException:
-    """The exception the program's call raised: its builtin class, or the stand-in of its program class (a subclass
-    of that builtin class, ``_exception_class``), with its (decoded) arguments where they crossed and the builtin
-    attributes CPython exposes (``AttributeError.name``, ``OSError.filename``...)."""
+    """The exception the program's call raised (its builtin class, or the stand-in of its program class), with its
+    arguments where they crossed and the attributes CPython exposes (``AttributeError.name``, ``__cause__``...)."""
     chain, attributes = details or (None, {})
     builtin = _EXCEPTIONS.get(raised)
     try:  # a few builtin exceptions need more arguments (UnicodeDecodeError): without them, ProgramError
@@ -236,15 +235,21 @@ def _program_exception(
     except (TypeError, ValueError, OverflowError):
         return ProgramError(f"{raised} raised by the program's {name}()")
     for attribute, value in attributes.items():
-        if attribute == "__str__" or isinstance(exc, _ATTRIBUTES[attribute]):
+        if type(value) is tuple:  # a chained exception: (builtin name, args, chain, attributes)
+            chain = [list(c) for c in value[2]] if value[2] else None
+            value = _program_exception(value[0], name, value[1], (chain, value[3]), classes)
+        if attribute == "__context__" and value == "__cause__":
+            value = exc.__cause__  # one object, as after ``raise ... from`` inside its ``except``
+        if isinstance(exc, _ATTRIBUTES[attribute]):
             setattr(exc, _STR if attribute == "__str__" else attribute, value)
+    exc.__suppress_context__ = attributes.get("__suppress_context__") is True  # setting __cause__ set it
     return exc
 
 
 _ATTRIBUTES = {"name": (AttributeError, NameError, ImportError), "obj": AttributeError, "path": ImportError}
-_ATTRIBUTES.update(filename=OSError, filename2=OSError, __str__=BaseException)
-_STR = "_trl_ext_program_str"  # the program's own str() of an exception of its class with a __str__ of its own
-_MAX_CLASSES = 64
+_ATTRIBUTES.update(filename=OSError, filename2=OSError, __str__=BaseException, __suppress_context__=BaseException)
+_ATTRIBUTES.update(__cause__=BaseException, __context__=BaseException)
+_STR, _MAX_CLASSES = "_trl_ext_program_str", 64  # the program's own str() of an exception; classes per evaluation
 
 
 class _StandInClass(type):
@@ -258,8 +263,8 @@ class _StandInClass(type):
 
 
 def _exception_class(chain: list, builtin: type, classes: dict, doc: str | None = None) -> type:
-    """The stand-in of the program's exception class ``chain[0]`` ([[name, own], ...] down to ``builtin``): one
-    class per chain in an evaluation, so ``except MyErr`` catches it and its subclasses, as in CPython."""
+    """The stand-in of the program's exception class ``chain[0]`` ([[name, own], ...] down to ``builtin``), one per
+    chain in an evaluation: ``except MyErr`` catches it and its subclasses, as in CPython."""
     key = (tuple(map(tuple, chain)), builtin.__name__)
     if key not in classes:
         if len(classes) >= _MAX_CLASSES:
@@ -271,13 +276,9 @@ def _exception_class(chain: list, builtin: type, classes: dict, doc: str | None 
             return text if type(text) is str else parent.__str__(self)
 
         members = {"__module__": "__main__", "__qualname__": chain[0][0], "__doc__": doc, "__str__": __str__}
-        members.update(_trl_ext_own=chain[0][1], _trl_ext_refuse=classes.get("refuse", _refuse))
+        members.update(_trl_ext_own=chain[0][1], _trl_ext_refuse=classes.get("refuse"))
         classes[key] = _StandInClass(chain[0][0], (parent,), members)
     return classes[key]
-
-
-def _refuse(why: str) -> None:
-    raise TypeError(why)
 
 
 def exception_details(record: dict, memo: dict) -> tuple[list | None, dict]:
@@ -287,11 +288,30 @@ def exception_details(record: dict, memo: dict) -> tuple[list | None, dict]:
     if chain is not None and not _is_chain(chain):
         raise ValueError("an exception's classes are [[name, own], ...]")
     attributes = {} if attributes is None else decode(attributes, 0, memo)
-    if type(attributes) is not dict or not all(type(k) is str and k in _ATTRIBUTES for k in attributes):
+    if not _attributes_ok(attributes):
         raise ValueError("an exception's attributes are builtin ones")
-    if type(attributes.get("__str__", "")) is not str:
-        raise ValueError("an exception's str() is a str")
     return chain, attributes
+
+
+def _attributes_ok(attributes: Any) -> bool:
+    """Builtin attributes of plain data; ``__str__`` a str; a chained exception a tuple (builtin name, args or None,
+    chain or None, attributes); ``__context__`` "__cause__" when it is that one; ``__suppress_context__`` a bool."""
+    if type(attributes) is not dict or not all(type(k) is str and k in _ATTRIBUTES for k in attributes):
+        return False
+    for key in ("__cause__", "__context__"):
+        value = attributes.get(key)
+        if type(value) is tuple and len(value) == 4 and _identifier(value[0]) and type(value[1]) is list:
+            chain = value[2] if value[2] is None or _tuples(value[2]) else ()
+            if not _attributes_ok(value[3]) or not (chain is None or _is_chain([list(c) for c in chain])):
+                return False
+        elif value is not None and (key, value) != ("__context__", "__cause__"):
+            return False
+    suppress = attributes.get("__suppress_context__", False)
+    return type(attributes.get("__str__", "")) is str and type(suppress) is bool
+
+
+def _tuples(value: Any) -> bool:
+    return type(value) is tuple and all(type(c) is tuple for c in value)
 
 
 def _is_chain(chain: Any) -> bool:
@@ -304,26 +324,6 @@ def _is_chain(chain: Any) -> bool:
 
 def _identifier(name: Any) -> bool:
     return type(name) is str and len(name) <= 100 and name.isidentifier()
-
-
-def described_names(record: dict) -> list | None:
-    """The harness's description of the test's names ({"names": [[name, description], ...]}), checked: a function
-    ["fn", __name__, __doc__] or an exception class ["exc", chain, builtin base, __doc__]; None if malformed."""
-    names = record.get("names") if record.keys() == {"names"} else None
-    if type(names) is not list or len(names) > 1000:
-        return None
-    for entry in names:
-        if type(entry) is not list or len(entry) != 2 or not _identifier(entry[0]) or type(entry[1]) is not list:
-            return None
-        what = entry[1]
-        doc = what[-1] if what else None
-        if doc is not None and (type(doc) is not str or len(doc) > 100_000):
-            return None
-        if what[:1] == ["fn"] and len(what) == 3 and _identifier(what[1]):
-            continue
-        if what[:1] != ["exc"] or len(what) != 4 or not _is_chain(what[1]) or what[2] not in _EXCEPTIONS:
-            return None
-    return names
 
 
 def _stand_ins(session: _Session, task: dict) -> dict[str, Any]:
