@@ -14,9 +14,6 @@ too (the judge updates its own objects in place). A subclass or object
 whose own code decides ``==`` cannot be encoded: the judge never runs the program's code.
 """
 
-if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harness_program.py as one module
-    from trl_ext.sandbox._harness_program import _exception_extra
-
 import _collections
 import _json
 import binascii
@@ -410,4 +407,4 @@ def _exception_args(exc):
         for key in list(_SEEN)[numbered:]:
             del _SEEN[key]
         text = ""
-    return text + _exception_extra(exc)
+    return text + _exception_extra(exc)  # noqa: F821 - in _harness_program.py, compiled into the same module
