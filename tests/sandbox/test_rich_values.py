@@ -170,6 +170,9 @@ def shrunk_frozen():
     return frozenset(shrunk())
 def words():
     return {"pear", "fig", "kiwi", "plum", "lime", "date"}
+def drop_fig(s):
+    s.discard("fig")
+    return len(s)
 def grid():
     return [P(0, 1), P(2, 3)]
 class Q(typing.NamedTuple):
@@ -267,6 +270,8 @@ SHAPE_TESTS = [
     "assert shrunk() == {9, 2} and shrunk() == frozenset({2, 9}) and isinstance(shrunk(), set)",
     "assert list(words()) == list(words()) and str(words()) == str(words())",
     "assert ', '.join(words()) == str(words())[2:-2].replace(\"'\", '')",
+    "s = words()\nassert drop_fig(s) == 5 and 'fig' not in s and len(list(s)) == 5 and s == words() - {'fig'}",
+    "s = shrunk()\nassert same(s) is s and list(same(s)) == [2, 9]",
     "assert repr(point()) == 'P(x=1, y=2)' and str(point()) == 'P(x=1, y=2)'",
     "assert str(point()) == '(1, 2)'",
     "assert type(grid()[0]) is type(grid()[1]) and type(point()).__name__ == 'P'",

@@ -41,7 +41,7 @@ def encode(value: Any, depth: int = 0, graph: tuple[dict, list] | None = None) -
     alias or a cycle as {"a": number}; ``graph`` ({id: number}, [objects in number order]) spans one call."""
     if depth > _MAX_DEPTH:
         raise TypeError("value nested too deeply")
-    kind = type(value)
+    kind = _plain_kind(value)
     if value is None or kind is bool or kind is str:
         return value
     if kind is int:
@@ -171,7 +171,7 @@ def _fresh(update: Any) -> Any:
 
 def _content(mine: Any, update: Any, memo: dict) -> Any:
     """What the program left in ``mine`` (one of the call's objects), from its update, as a new object."""
-    kind = type(mine)
+    kind = _plain_kind(mine)
     if kind is list:  # its items: the list itself is numbered already (it is ``mine``)
         if type(update) is not list or len(update) > _MAX_ITEMS:
             raise ValueError("a list argument's update is no list")
@@ -210,16 +210,15 @@ def _hashed(keys: list) -> list:
     return keys
 
 
-_MAX_FIELDS = 256  # fields of one namedtuple class
-_MAX_CLASSES = 64  # distinct namedtuple classes of one evaluation (each costs ~0.1 ms to build)
+_MAX_FIELDS, _MAX_CLASSES = 256, 64  # fields of a namedtuple class; classes of an evaluation (~0.1 ms to build each)
 
 
 def _name(value: Any, field: bool = False) -> str:
     """A valid namedtuple type or field name (``collections.namedtuple``'s own rules, checked before it runs)."""
     if type(value) is not str or not value.isidentifier() or keyword.iskeyword(value) or len(value) > 100:
         raise ValueError("not a name")
-    if field and value.startswith("_"):
-        raise ValueError("a field name starts with an underscore")
+    if field and value.startswith("_"):  # (a field name starting with an underscore)
+        raise ValueError("not a name")
     return value
 
 
@@ -236,30 +235,26 @@ def _namedtuple(inner: list, depth: int, memo: dict) -> tuple:
         raise ValueError("a namedtuple needs one field per value")
     if number is not None and (type(number) is not int or not 0 <= number <= _MAX_ITEMS):
         raise ValueError("a namedtuple class number is a small int")
-    classes = memo.get("classes")
-    if classes is None:
+    if (classes := memo.get("classes")) is None:
         return tuple(items)
-    made = classes.get(number)
-    if made is None:
-        if len(classes) >= _MAX_CLASSES:
-            raise ValueError(f"more than {_MAX_CLASSES} namedtuple classes")
-        made = classes[number] = (key, collections.namedtuple(key[0], key[1], module=module or "__main__"))
-    if made[0] != key:
-        raise ValueError("one namedtuple class with two shapes")
-    return tuple.__new__(made[1], items)
+    if number not in classes and len(classes) >= _MAX_CLASSES:
+        raise ValueError(f"more than {_MAX_CLASSES} namedtuple classes")
+    if number not in classes:
+        classes[number] = (key, collections.namedtuple(key[0], key[1], module=module or "__main__"))
+    if classes[number][0] != key:  # one class, two shapes
+        raise ValueError("a namedtuple class changed its shape")
+    return tuple.__new__(classes[number][1], items)
 
 
-_MAX_SLOTS = 1 << 16  # the table size a set is rebuilt with (a bigger one falls back to ``ProgramOrderSet``)
-_MAX_FILLERS = 1 << 20  # placeholder entries made for presized tables, per record
+# the biggest table a set is rebuilt with (else a ``ProgramOrderSet``); placeholder entries that size tables, a record
+_MAX_SLOTS, _MAX_FILLERS = 1 << 16, 1 << 20
 
 
 def _set_in_order(frozen: bool, inner: Any, depth: int, memo: dict, slots: int = 8) -> set | frozenset:
     """A set (or frozenset) iterating, popping and printing in the program's order (``inner``: its elements in that
     order; ``slots``: its table's size there). A real set of the judge's where a table takes that order (the
     elements added in order to a fresh table, or to one of the program's size), else a ``ProgramOrderSet``."""
-    refs = memo.get("refs")
-    refs = refs if refs is not None else memo.setdefault("refs", [])
-    at, made = len(refs), None if frozen else _register(set(), memo)  # numbered before its elements (a reference)
+    at, made = len(memo.get("refs") or ()), None if frozen else _register(set(), memo)  # numbered before its items
     items = _hashed(_items(inner, depth, memo))
     for candidate in _real_sets(frozen, items, slots, made, memo):
         if len(candidate) != len(items):
@@ -269,7 +264,7 @@ def _set_in_order(frozen: bool, inner: Any, depth: int, memo: dict, slots: int =
     ordered = (ProgramOrderFrozenset if frozen else ProgramOrderSet)(items)
     ordered._order = items
     if not frozen:
-        refs[at] = ordered
+        memo["refs"][at] = ordered
     return ordered
 
 
@@ -294,6 +289,10 @@ def _real_sets(frozen: bool, items: list, slots: int, made: set | None, memo: di
     yield made
 
 
+def _plain_kind(value: Any) -> type:
+    return _PLAIN_KINDS.get(type(value), type(value))  # a program-order set crosses as a set
+
+
 def _in_order(made: set | frozenset, base_iter: Any) -> list:
     """The elements of ``made`` in the program's order (elements the test added since: after, in the table's)."""
     kept = [item for item in getattr(made, "_order", ()) if item in made]
@@ -302,9 +301,8 @@ def _in_order(made: set | frozenset, base_iter: Any) -> list:
 
 
 class ProgramOrderSet(set):
-    """A program's set whose order no table of the judge's takes (another history, or str hashes of another seed):
-    iteration, ``pop()`` and ``repr`` follow the program's order; ``==``, ``in``, hashing and operators are a
-    set's (``type()`` shows this class, named ``set``; ``isinstance(s, set)`` holds)."""
+    """A program's set whose order no table of the judge's takes (another history, str hashes of another seed):
+    iteration, ``pop()`` and ``repr`` in the program's order, the rest a set's (``type()`` shows it, named set)."""
 
     __slots__ = ("_order",)
 
@@ -333,9 +331,9 @@ class ProgramOrderFrozenset(frozenset):
         return "frozenset({" + ", ".join(map(repr, self)) + "})" if self else "frozenset()"
 
 
-for _kind, _base in ((ProgramOrderSet, set), (ProgramOrderFrozenset, frozenset)):
-    _kind.__name__ = _kind.__qualname__ = _base.__name__
-    _kind.__module__ = "builtins"
+_PLAIN_KINDS = {ProgramOrderSet: set, ProgramOrderFrozenset: frozenset}
+for _kind, _base in _PLAIN_KINDS.items():
+    _kind.__name__, _kind.__qualname__, _kind.__module__ = _base.__name__, _base.__name__, "builtins"
 
 
 _ARRAY_CODES = {"ar": tuple(array.typecodes), "mv": ("b", "B", "h", "H", "i", "I", "l", "L", "q", "Q", "f", "d")}
@@ -433,14 +431,16 @@ def _filled(made: Any, items: list) -> Any:
 def _update(mine: Any, after: Any) -> Any:
     """``mine`` (an object the test holds), updated in place to what the program left of it (``after``); ``after``
     itself when there is no such object of the same type (a call test's check decodes without a memo)."""
-    if mine is None or type(mine) is not type(after) or type(after) not in _TRACKED:
+    if mine is None or _plain_kind(mine) is not _plain_kind(after) or _plain_kind(after) not in _TRACKED:
         return after
     if type(mine) is list or type(mine) is bytearray:
         mine[:] = after
     elif type(mine) is collections.deque:
         mine.clear()
         mine.extend(after)
-    else:
+    elif not (isinstance(mine, set) and mine == after):  # an unchanged set keeps its table (its order)
         mine.clear()
         mine.update(after)
+        if type(mine) is ProgramOrderSet:
+            mine._order = list(after)  # the program's order now
     return mine
