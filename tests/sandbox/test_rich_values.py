@@ -156,6 +156,139 @@ def bump(c):
 def add_to(d):
     d["k"].append(1)
 """
+# values that cross as what they are, beyond ==: a set's order (a table that grew, then shrank), namedtuple classes
+# (repr, type identity, attribute access), a subclass overriding what item access does (refused: the call fails)
+PROGRAM += """
+import typing
+def shrunk():
+    s = set(range(100))
+    for i in range(100):
+        if i not in (2, 9):
+            s.discard(i)
+    return s
+def shrunk_frozen():
+    return frozenset(shrunk())
+def words():
+    return {"pear", "fig", "kiwi", "plum", "lime", "date"}
+def drop_fig(s):
+    s.discard("fig")
+    return len(s)
+def grid():
+    return [P(0, 1), P(2, 3)]
+class Q(typing.NamedTuple):
+    a: int
+    b: str = "z"
+    def both(self):
+        return self.b * self.a
+def q():
+    return Q(2)
+class Zero(dict):
+    def __missing__(self, key):
+        return 0
+def zero():
+    return Zero(a=1)
+class Getter(dict):
+    def get(self, key, default=None):
+        return 7
+def getter():
+    return Getter(a=1)
+class Shout(str):
+    def upper(self):
+        return "!"
+def shout():
+    return Shout("ab")
+"""
+# the program's exception classes (stand-in classes: `except MyErr`, subclasses, its own __str__), the attributes
+# CPython's exceptions hold beyond their args, and a function's __name__ and __doc__
+PROGRAM += """
+class AppError(Exception):
+    \"\"\"app failure\"\"\"
+class NotFound(AppError):
+    pass
+class Coded(ValueError):
+    def __str__(self):
+        return "code " + str(self.args[0])
+def lookup(k):
+    raise NotFound(k)
+def coded():
+    raise Coded(7)
+def plain_fail():
+    raise ValueError("v")
+def attr_fail():
+    return None.x
+def name_fail():
+    return undefined_name_zz
+def import_fail():
+    import no_such_module_zz
+def open_fail():
+    return open("no_such_file_zz.txt")
+def documented(a):
+    \"\"\"adds one\"\"\"
+    return a + 1
+def caused():
+    try:
+        1 / 0
+    except ZeroDivisionError as z:
+        raise AppError("v") from z
+def in_handler():
+    try:
+        {}["k"]
+    except KeyError:
+        raise ValueError("w")
+"""
+EXCEPTION_TESTS = [
+    "try:\n    lookup(1)\nexcept AppError as e:\n    assert type(e) is NotFound and e.args == (1,) and str(e) == '1'",
+    "try:\n    lookup(1)\nexcept NotFound:\n    pass\nelse:\n    assert False",
+    "try:\n    plain_fail()\nexcept AppError:\n    pass\nexcept ValueError:\n    assert False",
+    "try:\n    plain_fail()\nexcept (AppError, ValueError) as e:\n    assert not isinstance(e, AppError)",
+    "assert issubclass(NotFound, AppError) and AppError.__doc__ == 'app failure' and NotFound.__name__ == 'NotFound'",
+    "assert issubclass(AppError, ValueError)",
+    "assert AppError('x').args == ('x',) and str(NotFound('y')) == 'y' and isinstance(NotFound(), AppError)",
+    "try:\n    coded()\nexcept Coded as e:\n    assert str(e) == 'code 7' and e.args == (7,)",
+    "try:\n    coded()\nexcept ValueError as e:\n    assert str(e) == '7'",
+    "try:\n    attr_fail()\nexcept AttributeError as e:\n    assert e.name == 'x' and e.obj is None",
+    "try:\n    attr_fail()\nexcept AttributeError as e:\n    assert e.name == 'y'",
+    "try:\n    name_fail()\nexcept NameError as e:\n    assert e.name == 'undefined_name_zz'",
+    "try:\n    import_fail()\nexcept ImportError as e:\n    assert e.name == 'no_such_module_zz' and e.path is None",
+    "try:\n    open_fail()\nexcept FileNotFoundError as e:\n    assert e.filename == 'no_such_file_zz.txt' and e.errno == 2",
+    "try:\n    open_fail()\nexcept OSError as e:\n    assert str(e).endswith(\"'no_such_file_zz.txt'\")",
+    "assert documented.__doc__ == 'adds one' and documented.__name__ == 'documented' and documented(1) == 2",
+    "assert documented.__doc__ is None",
+    "try:\n    caused()\nexcept AppError as e:\n    c = e.__cause__\n"
+    "    assert type(c) is ZeroDivisionError and c is e.__context__ and e.__suppress_context__",
+    "try:\n    in_handler()\nexcept ValueError as e:\n    c = e.__context__\n"
+    "    assert e.__cause__ is None and type(c) is KeyError and c.args == ('k',) and not e.__suppress_context__",
+    "try:\n    plain_fail()\nexcept ValueError as e:\n    assert e.__context__ is not None",
+]
+SHAPE_TESTS = [
+    "assert list(shrunk()) == [2, 9]",
+    "assert shrunk().pop() == 9",
+    "assert str(shrunk()) == '{9, 2}'",
+    "assert str(shrunk()) == '{2, 9}' and next(iter(shrunk())) == 2",
+    "s = shrunk()\nassert s.pop() == 2 and s.pop() == 9 and not s",
+    "assert list(shrunk_frozen()) == [2, 9] and repr(shrunk_frozen()) == 'frozenset({2, 9})'",
+    "assert shrunk() == {9, 2} and shrunk() == frozenset({2, 9}) and isinstance(shrunk(), set)",
+    "assert list(words()) == list(words()) and str(words()) == str(words())",
+    "assert ', '.join(words()) == str(words())[2:-2].replace(\"'\", '')",
+    "s = words()\nassert drop_fig(s) == 5 and 'fig' not in s and len(list(s)) == 5 and s == words() - {'fig'}",
+    "s = shrunk()\nassert same(s) is s and list(same(s)) == [2, 9]",
+    "assert repr(point()) == 'P(x=1, y=2)' and str(point()) == 'P(x=1, y=2)'",
+    "assert str(point()) == '(1, 2)'",
+    "assert type(grid()[0]) is type(grid()[1]) and type(point()).__name__ == 'P'",
+    "a, b = grid()\nassert type(a)(5, 6).y == 6 and b._replace(x=9) == (9, 3)",
+    "assert q().b == 'z' and repr(q()) == \"Q(a=2, b='z')\" and q() == (2, 'z')",
+    "assert shout().upper() == 'AB'",
+]
+# values the judge cannot rebuild as CPython has them: a subclass overriding a method of its base (__missing__,
+# get, upper) does not cross (the call fails), and a NamedTuple's own methods are not kept
+REFUSED_TESTS = [
+    "assert zero()['b'] == 0",
+    "assert zero() == {'a': 1}",
+    "assert getter().get('zz') == 7",
+    "assert shout() == 'ab'",
+    "assert q().both() == 'zz'",
+    "assert str(Coded(3)) == 'code 3'",  # a class with code of its own: the test cannot make one (unsupported)
+]
 TESTS = [
     'assert counts("aab") == {"a": 2, "b": 1}',
     'assert counts("aab") == Counter(a=2, b=1)',
@@ -253,6 +386,8 @@ TESTS = [
     "c = Counter(a=1)\nbump(c)\nassert c == Counter(a=2) and type(c) is Counter",
     "c = OrderedDict(a=1)\nbump(c)\nassert list(c.items()) == [('a', 2)] and type(c) is OrderedDict",
     "from collections import defaultdict\nd = defaultdict(list)\nadd_to(d)\nassert d == {'k': [1]} and d['z'] == []",
+    *SHAPE_TESTS,
+    *EXCEPTION_TESTS,
 ]
 TEST_IMPORTS = "from collections import Counter, OrderedDict, deque\nfrom fractions import Fraction\n"
 
@@ -298,13 +433,14 @@ def test_the_judge_gives_the_verdicts_of_plain_cpython(backend):
 @pytest.mark.parametrize("backend", ISOLATED, indirect=True)
 def test_a_value_whose_equality_is_the_programs_own_code_is_not_judged_by_it(backend):
     """The deliberate difference from plain CPython: a str subclass whose ``__eq__`` says True to anything passes
-    there, but the judge never runs the program's code, so such a value cannot cross (a plain subclass does)."""
-    tests = ["assert loud() == 'zz'", "assert name() == 'ab'"]
-    assert plain_cpython_verdicts(PROGRAM, tests) == [1.0, 1.0]
+    there, but the judge never runs the program's code, so such a value cannot cross (a plain subclass does); nor
+    can a subclass overriding any other method of its base; a NamedTuple's own methods are not kept."""
+    tests = ["assert loud() == 'zz'", "assert name() == 'ab'", *REFUSED_TESTS]
+    assert plain_cpython_verdicts(PROGRAM, tests) == [1.0] * len(tests)
     judged = CodeTests(timeout_s=5.0)(
-        [f"```python\n{PROGRAM}\n```"] * 2, tests=[{"kind": "assert", "code": t} for t in tests]
+        [f"```python\n{PROGRAM}\n```"] * len(tests), tests=[{"kind": "assert", "code": t} for t in tests]
     )
-    assert judged == [0.0, 1.0]
+    assert judged == [0.0, 1.0] + [0.0] * len(REFUSED_TESTS)
 
 
 CALLS = [  # (function, expected JSON value, verdict): the documented rule for JSON expected values

@@ -14,7 +14,8 @@ import pytest
 
 from trl_ext.rewards import CodeTests
 from trl_ext.sandbox import Backend, RunResult, compare_stdio, run_tests, values_equal
-from trl_ext.sandbox.replay import decode, decode_record
+from trl_ext.sandbox.records import RecordStream, _described_names
+from trl_ext.sandbox.replay import _program_exception, decode, decode_record, exception_details
 
 PRIME = 2**61 - 1  # ints that are multiples of it all hash to 0
 BIG_INTS = (10**309, -(10**400), 10**1000)
@@ -57,6 +58,23 @@ def _value(rng: random.Random, depth: int = 0):
         lambda: {"dd": [rng.choice([{"v": 0}, {"v": {"zz": 1}}, {"x": 0}, {"v": [1]}]), [[1, 2]]]},
         lambda: {rng.choice(["ba", "E"]): rng.choice(["AA==", "...", "@@", 1])},
         lambda: {"s": [[1], [2]]},  # unhashable elements
+        # sets in the program's order, with its table size; namedtuples with their class number and module
+        lambda: {
+            rng.choice(["S", "FS"]): [
+                rng.choice([8, 16, 512, 1 << 16, 1 << 40, -1, "x"]),
+                rng.choice([[1, 2], [2, 9], [9, 2], COLLIDING[1], [1, 1.0], [[1]], "x"]),
+            ]
+        },
+        lambda: {rng.choice(["S", "FS"]): rng.choice([[8], [8, [1], 3], "x", [[1], [2]]])},
+        lambda: {
+            "nt": [
+                rng.choice(["P", "if", "_P"]),
+                rng.choice([["a"], ["_a"], ["a", "a"], [1]]),
+                [1],
+                rng.choice([0, 1, -1, "0", 10**30]),
+                rng.choice(["__main__", None, 5, "m" * 300]),
+            ]
+        },
     ]
     if depth > 3 or rng.random() < 0.4:
         return rng.choice(leaves)()
@@ -92,6 +110,8 @@ def _record_text(rng: random.Random, index: int, mode: str) -> str:
             record[rng.choice(["raised", "unencodable", "x"])] = rng.choice(["ValueError", True, ["x"], "a b"])
             if rng.random() < 0.3:
                 record["exc"] = rng.choice([["bad"], "bad", _value(rng), [10**400]])
+            if rng.random() < 0.3:  # a program exception class's chain, builtin attributes
+                record.update(_exception_fields(rng))
         if rng.random() < 0.2:
             record["upd"] = _updates(rng)
     else:
@@ -105,6 +125,27 @@ def _record_text(rng: random.Random, index: int, mode: str) -> str:
     if rng.random() < 0.05:
         text = "".join(rng.choice('{}[]",:0123456789aeflnrstu\\') for _ in range(rng.randint(1, 200)))
     return text
+
+
+def _exception_fields(rng: random.Random) -> dict:
+    chains = ([["E", False]], [["E", True], ["Base", False]], [["E", 1]], [["a b", False]], [["E"]], "E", [], [[]])
+    attrs = ({"d": [["name", "x"]]}, {"d": [["obj", _value(rng)]]}, {"d": [["__str__", 5]]}, {"d": [["zz", 1]]})
+    attrs += ({"d": [["filename", "f"], ["filename2", {"a": 0}]]}, [1], {"d": [["__str__", "s"]]}, _value(rng))
+    nested = ({"t": ["KeyError", ["k"], None, {"d": []}]}, {"t": ["E", [], {"t": [{"t": ["E", False]}]}, {"d": []}]})
+    nested += ({"t": ["E", [], 5, {"d": []}]}, {"t": ["E", [], {"t": [1]}, {"d": []}]}, {"t": ["E", [1]]}, "x", 3)
+    nested += ({"t": ["E", None, None, {"d": [["__str__", 1]]}]}, {"t": ["V", [], None, {"d": [["zz", 1]]}]})
+    attrs += tuple({"d": [[rng.choice(["__cause__", "__context__"]), n]]} for n in nested)
+    attrs += ({"d": [["__context__", "__cause__"], ["__suppress_context__", rng.choice([True, 1])]]},)
+    fields = {"cls": rng.choice(chains), "attrs": rng.choice(attrs)}
+    return {k: v for k, v in fields.items() if rng.random() < 0.7}
+
+
+def _description(rng: random.Random) -> dict:
+    entries = (["f", ["fn", "f", "doc"]], ["f", ["fn", "f", None]], ["f", ["fn", "a b", 1]], ["E", ["exc", [["E", False]],
+               "ValueError", None]], ["E", ["exc", [["E", True]], "NoSuchError", None]], ["E", ["exc", [["E", True]], ["x"], None]], ["E", ["exc", [], "ValueError",
+               "d"]], ["1", ["fn", "f", None]], ["f", ["fn"]], ["f", []], ["f", "x"], [], "x", ["E", ["exc", [["E",
+               False]], "KeyError", "x" * 200_000]])  # fmt: skip
+    return {"names": [rng.choice(entries) for _ in range(rng.randint(0, 4))]} if rng.random() < 0.9 else {"x": 1}
 
 
 class StubBackend(Backend):
@@ -148,6 +189,34 @@ def test_fuzzed_records_and_values_never_raise_and_stay_within_a_time_bound():
         programs += 1
     assert slowest < BOUND_S, f"slowest program took {slowest:.2f} s"
     assert programs >= 2000
+
+
+def test_fuzzed_descriptions_and_exception_details_stay_total():
+    """The program's description (the test's names: functions, exception classes) and a raised exception's
+    program classes and attributes: checked totally (None or ValueError), and an exception is always made."""
+    rng = random.Random(22)
+    for _ in range(10_000):
+        record = {
+            "ok": False,
+            "raised": rng.choice(["ValueError", "KeyError", "OSError", "Nope", "UnicodeDecodeError"]),
+        }
+        record.update(_exception_fields(rng), exc=rng.choice([["x"], [2, "msg"], [], _value(rng)]))
+        memo = {"nans": {}, "objects": {}, "classes": {}}
+        try:
+            args = decode_record(record, memo)
+            details = exception_details(record, memo)
+        except ValueError:
+            continue
+        made = _program_exception(record["raised"], "f", args, details, {"refuse": None})
+        assert isinstance(made, BaseException) and isinstance(str(made), str)
+        names = _described_names(_description(rng))
+        assert names is None or all(type(entry[1]) is list for entry in names)
+    stream = RecordStream("@@m@@", "calls", 1, described=True)
+    stream.feed('\n@@m@@{"names": [["f", ["fn", "f", "doc"]]]}\n@@m@@{"names": []}\n')
+    assert stream.names == [["f", ["fn", "f", "doc"]]] and stream.invalid  # a second description is a forgery
+    stream = RecordStream("@@m@@", "calls", 1)
+    stream.feed('\n@@m@@{"names": []}\n')
+    assert stream.names is None and stream.invalid  # only a run that asked for one may carry a description
 
 
 def test_fuzzed_values_decode_or_fail_cleanly_and_compare_totally():
@@ -227,18 +296,61 @@ def test_the_decoder_bounds_depth_elements_and_big_ints():
     assert len(decode([0] * (1 << 20))) == 1 << 20 and len(decode({"s": [PRIME * k for k in range(64)]})) == 64
 
 
-def test_many_distinct_namedtuple_names_decode_fast_and_compare_as_namedtuples():
-    """28,000 tuple types named apart once cost ~5 s of trainer CPU (a class built per name): one class now."""
-    value = [{"nt": [f"N{i}", ["a", "b"], [i, {"t": [i]}]]} for i in range(28_000)]
+def test_namedtuples_are_real_classes_in_an_evaluation_and_bounded_everywhere():
+    """28,000 tuple types named apart once cost ~5 s of trainer CPU (a class built per name): checking a record's
+    shape builds no class (a tuple), and an evaluation builds one real namedtuple class per class number of the
+    run, at most 64 (each ~0.1 ms), refusing more, a number reused with another shape and invalid names."""
+    value = [{"nt": [f"N{i}", ["a", "b"], [i, {"t": [i]}], i, "__main__"]} for i in range(28_000)]
     started = time.process_time()
     decoded = decode(value)
     assert time.process_time() - started < 1.5  # generous: ~0.1 s here
+    assert type(decoded[7]) is tuple and decoded[7] == (7, (7,))
+    memo = {"classes": {}}
+    made = decode(value[:64] + [{"nt": ["N3", ["a", "b"], [0, 1], 3, "__main__"]}], 0, memo)
     point = collections.namedtuple("N7", "a b")
-    assert decoded[7] == point(7, (7,)) and decoded[7].b == (7,) and hash(decoded[7]) == hash((7, (7,)))
-    assert decoded[7] != (7, (8,)) and decoded[7]._fields == ("a", "b")
-    for name, fields, values in (("P", ["a"], [1, 2]), ("P", ["a b"], [1]), ("1P", ["a"], [1])):
+    assert made[7] == point(7, (7,)) and made[7].b == (7,) and hash(made[7]) == hash((7, (7,)))
+    assert repr(made[7]) == "N7(a=7, b=(7,))" and made[7]._fields == ("a", "b") and type(made[64]) is type(made[3])
+    started = time.process_time()
+    with pytest.raises(ValueError):
+        decode(value[:65], 0, {"classes": {}})
+    fields = [f"f{i}" for i in range(10_000)]
+    for hostile in (
+        {"nt": ["P", ["a"], [1, 2], 0, None]},
+        {"nt": ["P", ["a b"], [1], 0, None]},
+        {"nt": ["1P", ["a"], [1], 0, None]},
+        {"nt": ["class", ["a"], [1], 0, None]},
+        {"nt": ["P", ["_a"], [1], 0, None]},
+        {"nt": ["P", ["a", "a"], [1, 2], 0, None]},
+        {"nt": ["P", ["if"], [1], 0, None]},
+        {"nt": ["P", fields, list(range(10_000)), 0, None]},
+        {"nt": ["P", ["a"], [1], -1, None]},
+        {"nt": ["P", ["a"], [1], 0, 5]},
+        [{"nt": ["P", ["a"], [1], 0, None]}, {"nt": ["Q", ["a"], [1], 0, None]}],  # one class, two shapes
+    ):
         with pytest.raises(ValueError):
-            decode({"nt": [name, fields, values]})
+            decode(hostile, 0, {"classes": {}})
+    assert time.process_time() - started < 1.5
+
+
+def test_sets_keep_the_programs_order_within_a_bound():
+    """A set decodes to one iterating in the order it was sent (a real set where a table takes it, else the
+    program-order set); presizing tables costs a bounded number of placeholder entries per record."""
+    for items in ([2, 9], [9, 2], [PRIME * k for k in range(40)], [f"w{i}" for i in range(50)][::-1]):
+        for slots in (8, 64, 1 << 16):
+            made = decode({"S": [slots, items]}, 0, {"classes": {}})
+            assert list(made) == items and made == set(items) and isinstance(made, set)
+            frozen = decode({"FS": [slots, items]})
+            assert list(frozen) == items and hash(frozen) == hash(frozenset(items))
+    assert type(decode({"S": [512, [2, 9]]})) is set  # a real set: a table of the program's size takes the order
+    made = decode({"S": [8, [2, 9]]})
+    assert made.pop() == 2 and made.pop() == 9 and not made and repr(made) == "set()"
+    hostile = [{"S": [1 << 16, [i, i + 1]]} for i in range(2000)]  # each would presize a 65,536-entry table
+    started = time.process_time()
+    assert len(decode(hostile)) == 2000
+    assert time.process_time() - started < 1.5  # the placeholder budget: ~16 tables, then program-order sets
+    for bad in ({"S": [8, [1, 1.0]]}, {"S": [8, [1, True]]}, {"FS": [8, [[1]]]}, {"S": [8]}, {"S": ["8", []]}):
+        with pytest.raises(ValueError):
+            decode(bad)
 
 
 def test_fuzzed_records_decode_totally_with_an_evaluations_memo():
@@ -254,7 +366,7 @@ def test_fuzzed_records_decode_totally_with_an_evaluations_memo():
             record["upd"] = rng.choice([_updates(rng), fitting])
         mine = originals if rng.random() < 0.8 else None  # the judge's objects, or fresh ones (a shape check)
         try:
-            decode_record(record, {"nans": {}, "objects": {}}, mine)
+            decode_record(record, {"nans": {}, "objects": {}, "classes": {}}, mine)
         except ValueError:
             assert originals == [[1], {"a": 1}, {1}, collections.deque([1]), bytearray(b"x")]
         assert [type(o) for o in originals] == [list, dict, set, collections.deque, bytearray]
@@ -262,7 +374,7 @@ def test_fuzzed_records_decode_totally_with_an_evaluations_memo():
 
 def test_records_keep_the_identity_of_arguments_and_aliases():
     inner, table = [2, 1], {"k": 0}
-    memo = {"nans": {}, "objects": {}}
+    memo = {"nans": {}, "objects": {}, "classes": {}}
     assert decode_record({"ok": True, "value": {"a": 0}, "upd": [[1, 2], {"d": []}]}, memo, [inner, table]) is inner
     assert inner == [1, 2] and table == {}
     decode_record({"ok": True, "value": None, "upd": [[{"a": 0}, {"a": 1}], {"d": [["me", {"a": 1}]]}]}, memo,

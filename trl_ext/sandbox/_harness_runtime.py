@@ -27,6 +27,7 @@ _SIGKILL, _SIGXCPU = 9, 24
 _write, _exit = os.write, os._exit
 
 if False:  # never runs: ``judge.harness_runtime`` compiles _harness_values.py and this file as one module
+    from trl_ext.sandbox._harness_program import _describe
     from trl_ext.sandbox._harness_values import _b64, _call_record, _decode_call, _int_repr, _type
 
 
@@ -94,6 +95,10 @@ def _calls_mode(payload, out_fd, payload_fd, read_frame, parse):
     os.close(write_fd)
     os.close(call_r)
     lines, index = _lines(read_fd, pid), 0
+    if payload.get("describe") is not None:  # the child's first line: what the test's names are in the program
+        body = next(lines, None) or b""
+        if body[:11] == b'{"names": [' and body[-2:] == b"]}":
+            _write_all(out_fd, b"\n" + marker + body + b"\n")
     while (item := read_frame(payload_fd)) is not None:
         try:
             _write_all(call_w, b"%010d" % len(item) + item)
@@ -134,7 +139,7 @@ def _lines(fd, pid, cap=1 << 26):
 def _calls_child(payload, call_fd, write_fd, read_frame, parse):
     """In the forked child: run the program once, then call its functions on each call read from ``call_fd`` (one
     frame each, sent only after the previous result); one result body per line."""
-    stop_on_failure = payload["stop_on_failure"]
+    stop_on_failure, describe = payload["stop_on_failure"], payload.get("describe")
     code, namespace = payload["code"], _new_namespace()
     devnull = os.open("/dev/null", os.O_WRONLY)  # the program's prints are not judged: out of the way
     os.dup2(devnull, 1)
@@ -145,6 +150,8 @@ def _calls_child(payload, call_fd, write_fd, read_frame, parse):
         exec(compile(code, "solution.py", "exec"), namespace)
     except BaseException:  # noqa: B036 - SystemExit at import time is a failure, not an exit
         _exit(1)
+    if describe is not None:
+        _write_all(write_fd, str.encode(_describe(namespace, describe)) + b"\n")
     functions = {}
     while (item := read_frame(call_fd)) is not None:
         name, args, kwargs, want_args = parse(bytes.decode(item))

@@ -18,6 +18,7 @@ import _collections
 import _json
 import binascii
 import builtins
+import sys
 
 _type, _str_join = type, str.join
 _json_str = _json.encode_basestring_ascii  # C function, no patchable Python internals
@@ -62,7 +63,9 @@ def _encode(value, depth=0):
         if seen is not None:
             return '{"a": ' + _int_repr(seen[0]) + "}"
         _SEEN[key] = (len(_SEEN), value)  # numbered before its items (it may hold itself); kept alive
-        return _encode_items(value, depth) if kind is list else _encode_container(value, kind, depth)
+        return _encode_items(value, depth) if kind is list else _encode_container(value, kind, depth, True)
+    if kind is frozenset:
+        return _encode_set(value, kind, depth)
     tag = _CONTAINER_TAGS.get(kind)
     if tag is not None:
         return '{"' + tag + '": ' + _encode_items(value, depth) + "}"
@@ -85,12 +88,18 @@ def _number(table, value):
     return table[id(value)]
 
 
-def _encode_container(value, kind, depth):
-    return (
-        '{"d": ' + _encode_pairs(dict.items(value), depth) + "}"
-        if kind is dict
-        else '{"s": ' + _encode_items(value, depth) + "}"
-    )
+def _encode_container(value, kind, depth, sized=False):
+    if kind is dict:
+        return '{"d": ' + _encode_pairs(dict.items(value), depth) + "}"
+    return _encode_set(value, kind, depth) if sized else '{"s": ' + _encode_items(value, depth) + "}"
+
+
+def _encode_set(value, kind, depth):
+    """A set or frozenset: its elements in its iteration order and the size of its table (what decides that order
+    and ``pop()``'s), so that the judge rebuilds one that iterates as this one does."""
+    slots = (kind.__sizeof__(value) - _SET_SIZE) // 16  # a table of its own beyond the 8 built-in entries
+    tag = '{"S": [' if kind is set else '{"FS": ['
+    return tag + _int_repr(slots if slots > 8 else 8) + "," + _encode_items(value, depth) + "]}"
 
 
 def _encode_pairs(pairs, depth):
@@ -129,17 +138,11 @@ def _library_text(value, kind, depth):
     if module == "collections" and name == "deque":
         maxlen = "null" if value.maxlen is None else _int_repr(value.maxlen)
         return '{"dq": [' + _encode_items(list(value), depth) + "," + maxlen + "]}"
-    if isinstance(value, tuple) and _type(getattr(kind, "_fields", None)) is tuple:
+    if isinstance(value, tuple) and _namedtuple_fields(value, kind) is not None:
         fields = _str_join(",", [_json_str(f) for f in kind._fields])
-        return (
-            '{"nt": ['
-            + _json_str(kind.__name__)
-            + ",["
-            + fields
-            + "],"
-            + _encode_items(tuple.__iter__(value), depth)
-            + "]}"
-        )
+        head = '{"nt": [' + _json_str(kind.__name__) + ",[" + fields + "],"
+        tail = "," + _int_repr(_number(_CLASSES, kind)) + "," + _json_str(kind.__dict__["__module__"]) + "]}"
+        return head + _encode_items(tuple.__iter__(value), depth) + tail
     if module == "fractions" and name == "Fraction":
         return '{"q": [' + _encode(value.numerator, depth + 1) + "," + _encode(value.denominator, depth + 1) + "]}"
     if kind is range:
@@ -167,6 +170,43 @@ def _library_text(value, kind, depth):
     return _encode(_BASE_COPY[base](value), depth + 1)
 
 
+def _namedtuple_fields(value, kind):
+    """The fields of a class made by ``collections.namedtuple`` (or ``typing.NamedTuple``) whose every behaviour
+    is the generated one (so the judge's namedtuple of the same name and fields behaves as it does: ``repr``,
+    ``str``, attribute access, ``_asdict``...); None for anything else (a subclass, an override)."""
+    fields = kind.__dict__.get("_fields")
+    if _type(kind) is not type or kind.__bases__ != (tuple,) or _type(fields) is not tuple:
+        return None
+    if len(fields) != tuple.__len__(value) or _type(kind.__dict__.get("__module__")) is not str:
+        return None
+    genuine = _genuine_namedtuple()
+    for name in _behaviour(tuple) + ["__repr__", "__str__", "__format__", "_asdict", "_replace", "_make"]:
+        mine = kind.__dict__.get(name)
+        if mine is None:
+            continue
+        mine, reference = getattr(mine, "__func__", mine), genuine.get(name)
+        if _type(mine) is not _type(_b64) or getattr(reference, "__code__", None) is not mine.__code__:
+            return None
+    for index, field in enumerate(fields):
+        getter = kind.__dict__.get(field) if _type(field) is str else None
+        if _type(getter) is not _collections._tuplegetter or getter.__reduce__()[1][0] != index:
+            return None
+    return fields
+
+
+def _genuine_namedtuple():
+    """The methods ``collections.namedtuple`` generates (one reference class, made once; ``collections`` is loaded
+    whenever the program made a namedtuple)."""
+    if not _GENUINE:
+        collections = sys.modules.get("collections")
+        made = collections.namedtuple("Reference", "a") if collections is not None else object
+        _GENUINE.update({k: getattr(v, "__func__", v) for k, v in made.__dict__.items()})
+    return _GENUINE
+
+
+_GENUINE, _CLASSES = {}, {}  # the reference namedtuple's methods; the namedtuple classes met, by number in the run
+
+
 def _factory(factory, depth):
     """A defaultdict's factory: a builtin type by name, else (a lambda) the value it makes, which the judge makes
     anew from its plain data on every missing key; null when there is none or its value is no plain data."""
@@ -183,24 +223,37 @@ def _factory(factory, depth):
 
 
 def _value_base(kind):
-    """The builtin value type a subclass (an IntEnum, a str subclass...) keeps every comparison, hash and item
-    access of, so that the judge's copy of the base value compares as CPython compares the original; None if the
-    subclass's own code decides one of them."""
+    """The builtin value type a subclass (an IntEnum, a str subclass...) keeps every behaviour of, so that the
+    judge's copy of the base value behaves as CPython's original does; None if the subclass's own code decides
+    any method of the base (comparisons, hash, item access, ``get``, iteration, mutation...) or ``__missing__``.
+    Only what the judge documents as lost (``repr``, ``str``, ``format``, pickling) may be the subclass's own."""
     base = next((k for k in kind.__mro__ if k in _BASE_COPY), None)
-    for method in _BEHAVIOUR if base is not None else ():
+    for method in _behaviour(base) if base is not None else ():
         owner = next((k for k in kind.__mro__ if method in k.__dict__), object)
         if owner.__flags__ & _HEAPTYPE:
             return None
     return base
 
 
-_CONTAINER_TAGS = {tuple: "t", frozenset: "fs"}
+def _behaviour(base):
+    """The methods of ``base`` a subclass must not override to cross as its base value (computed once a type)."""
+    names = _BEHAVIOUR.get(base)
+    if names is None:
+        names = _BEHAVIOUR[base] = [n for n in dir(base) if n not in _NOT_BEHAVIOUR] + ["__missing__", "__getattr__"]
+    return names
+
+
+_NOT_BEHAVIOUR = frozenset(dir(object)) - {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__"}
+_NOT_BEHAVIOUR = (_NOT_BEHAVIOUR | {"__getnewargs__", "__class_getitem__"}) - {"__getattribute__"}
+
+
+_CONTAINER_TAGS = {tuple: "t"}
+_SET_SIZE = set.__sizeof__(set())  # a set with no table of its own (frozensets have the same layout)
 _FACTORIES = (int, float, str, list, dict, set, tuple, bool, bytes, frozenset)
 _ARRAY_CODES = ("b", "B", "h", "H", "i", "I", "l", "L", "q", "Q", "f", "d")
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (by the program); builtin types are static
 _VIEWS = {_type({}.keys()): "dk", _type({}.values()): "dv", _type({}.items()): "di"}
-_BEHAVIOUR = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__len__", "__iter__")
-_BEHAVIOUR += ("__contains__", "__getitem__", "__bool__", "__index__", "__int__", "__float__", "__add__", "__mul__")
+_BEHAVIOUR = {}  # base type -> the names of its methods a crossing subclass keeps (``_behaviour``)
 _BASE_COPY = {  # the exact base value of a subclass instance, read from its storage (no method it could override)
     int: lambda v: int.__add__(v, 0),
     float: float.__float__,
@@ -345,8 +398,13 @@ def _content(value):
 
 
 def _exception_args(exc):
-    """The exception's arguments, when they are plain data (the judge raises it with them: ``str(e)`` too)."""
+    """The exception's arguments, when they are plain data (the judge raises it with them: ``str(e)`` too), its
+    program classes and its builtin attributes (``_harness_program._exception_extra``)."""
+    numbered = len(_SEEN)
     try:
-        return ', "exc": ' + _encode(list(BaseException.args.__get__(exc)))
-    except BaseException:  # noqa: B036
-        return ""
+        text = ', "exc": ' + _encode(list(BaseException.args.__get__(exc)))
+    except BaseException:  # noqa: B036 - no plain data: nothing half-numbered stays (attributes follow)
+        for key in list(_SEEN)[numbered:]:
+            del _SEEN[key]
+        text = ""
+    return text + _exception_extra(exc)  # noqa: F821 - in _harness_program.py, compiled into the same module

@@ -382,11 +382,12 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
         if answer is None or answer["verdict"] != "incomplete":
             return answer
         calls = answer["calls"]
-        if calls == task["calls"] or answer.get("frontier", 0) <= frontier:  # no progress: it would never end
+        describing = "program" not in task and not calls  # a run only to say what the test's names are
+        if not describing and (calls == task["calls"] or answer.get("frontier", 0) <= frontier):  # no progress
             return {"verdict": "unsupported", "detail": "the test's calls depend on results in a cycle"}
-        frontier = answer.get("frontier", 0)
-        payload = _calls_payload(program, calls, False)
-        stream = RecordStream(payload["marker"], "calls", len(calls))
+        frontier = frontier if describing else answer.get("frontier", 0)
+        payload = {**_calls_payload(program, calls, False), "describe": task["names"]}
+        stream = RecordStream(payload["marker"], "calls", len(calls), described=True)
         result = runner.launch(payload, b"", limits)
         report.statuses.append(result.status)
         if result.status == "infra_error":
@@ -400,7 +401,7 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
             report.statuses.insert(0, "invalid_result")
         results = [{k: v for k, v in record.items() if k not in ("i", "decoded")} for record in stream.records]
         results += [{"ok": False, "missing": True}] * (len(calls) - len(results))
-        task = {**task, "calls": calls, "results": results}
+        task = {**task, "calls": calls, "results": results, "program": stream.names or []}
         answer = EVALUATORS.evaluate(task, deadline_s)
     if answer is None or answer["verdict"] != "incomplete":
         return answer

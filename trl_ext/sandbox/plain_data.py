@@ -1,7 +1,7 @@
 """Plain data as tagged JSON, the judge's side (the harness's ``_harness_values.py`` writes the same format): ``encode``
 for the test's arguments, ``decode`` for the program's results, total on untrusted input. The decoder rebuilds
 standard types (Counter, OrderedDict, defaultdict, deque, Fraction, Decimal, range, bytearray, dict views, an
-iterator over a consumed iterator's items; one generic tuple class for namedtuples), so that the test's ``==``
+iterator over a consumed iterator's items; a real namedtuple class per class of the run), so that the test's ``==``
 is CPython's own on equal objects. Identity crosses both ways where ``==`` or a mutation can tell: a call's lists,
 dicts and sets form one graph (an alias or a cycle is a reference, {"a": number}, to the object met first), a
 record sends what the program left in each of the call's own objects ("upd", after a raise too) and the judge
@@ -20,6 +20,7 @@ import decimal
 import fractions
 import functools
 import json
+import keyword
 import math
 from typing import Any
 
@@ -40,7 +41,7 @@ def encode(value: Any, depth: int = 0, graph: tuple[dict, list] | None = None) -
     alias or a cycle as {"a": number}; ``graph`` ({id: number}, [objects in number order]) spans one call."""
     if depth > _MAX_DEPTH:
         raise TypeError("value nested too deeply")
-    kind = type(value)
+    kind = _plain_kind(value)
     if value is None or kind is bool or kind is str:
         return value
     if kind is int:
@@ -170,7 +171,7 @@ def _fresh(update: Any) -> Any:
 
 def _content(mine: Any, update: Any, memo: dict) -> Any:
     """What the program left in ``mine`` (one of the call's objects), from its update, as a new object."""
-    kind = type(mine)
+    kind = _plain_kind(mine)
     if kind is list:  # its items: the list itself is numbered already (it is ``mine``)
         if type(update) is not list or len(update) > _MAX_ITEMS:
             raise ValueError("a list argument's update is no list")
@@ -209,30 +210,130 @@ def _hashed(keys: list) -> list:
     return keys
 
 
-def _name(value: Any) -> str:
-    if type(value) is not str or not value.isidentifier() or len(value) > 100:
+_MAX_FIELDS, _MAX_CLASSES = 256, 64  # fields of a namedtuple class; classes of an evaluation (~0.1 ms to build each)
+
+
+def _name(value: Any, field: bool = False) -> str:
+    """A valid namedtuple type or field name (``collections.namedtuple``'s own rules, checked before it runs)."""
+    if type(value) is not str or not value.isidentifier() or keyword.iskeyword(value) or len(value) > 100:
+        raise ValueError("not a name")
+    if field and value.startswith("_"):  # (a field name starting with an underscore)
         raise ValueError("not a name")
     return value
 
 
-class RecordTuple(tuple):
-    """A program's namedtuple: one class for all (a class per name took the trainer ~5 s for 28,000 names)."""
+def _namedtuple(inner: list, depth: int, memo: dict) -> tuple:
+    """A program's namedtuple: [typename, fields, items, class number in the run, module]. In an evaluation (a memo
+    with "classes") an instance of a real ``collections.namedtuple`` class, one per class of the run, so ``repr``,
+    ``type(a) is type(b)`` and attribute access are CPython's; elsewhere (checking a record's shape) a tuple."""
+    name, fields, items = inner[0], inner[1], _items(inner[2], depth, memo)
+    number, module = (inner[3], inner[4]) if len(inner) == 5 else (None, None)
+    if type(fields) is not list or len(fields) > _MAX_FIELDS or len(set(map(str, fields))) != len(fields):
+        raise ValueError("namedtuple fields must be distinct names")
+    key = (_name(name), tuple(_name(f, True) for f in fields), module)
+    if len(fields) != len(items) or (module is not None and (type(module) is not str or len(module) > 200)):
+        raise ValueError("a namedtuple needs one field per value")
+    if number is not None and (type(number) is not int or not 0 <= number <= _MAX_ITEMS):
+        raise ValueError("a namedtuple class number is a small int")
+    if (classes := memo.get("classes")) is None:
+        return tuple(items)
+    if number not in classes and len(classes) >= _MAX_CLASSES:
+        raise ValueError(f"more than {_MAX_CLASSES} namedtuple classes")
+    if number not in classes:
+        classes[number] = (key, collections.namedtuple(key[0], key[1], module=module or "__main__"))
+    if classes[number][0] != key:  # one class, two shapes
+        raise ValueError("a namedtuple class changed its shape")
+    return tuple.__new__(classes[number][1], items)
 
-    def __getattr__(self, attribute: str) -> Any:
-        if attribute in (fields := self.__dict__.get("_fields", ())):
-            return self[fields.index(attribute)]
-        raise AttributeError(attribute)
 
-    def _asdict(self) -> dict:
-        return dict(zip(self.__dict__.get("_fields", ()), self))
+# the biggest table a set is rebuilt with (else a ``ProgramOrderSet``); placeholder entries that size tables, a record
+_MAX_SLOTS, _MAX_FILLERS = 1 << 16, 1 << 20
 
-    def _replace(self, **changes: Any) -> RecordTuple:
-        fields = self.__dict__.get("_fields", ())
-        if not set(changes) <= set(fields):
-            raise ValueError(f"Got unexpected field names: {sorted(set(changes) - set(fields))!r}")
-        record = RecordTuple(changes.get(field, value) for field, value in zip(fields, self))
-        record._fields = fields
-        return record
+
+def _set_in_order(frozen: bool, inner: Any, depth: int, memo: dict, slots: int = 8) -> set | frozenset:
+    """A set (or frozenset) iterating, popping and printing in the program's order (``inner``: its elements in that
+    order; ``slots``: its table's size there). A real set of the judge's where a table takes that order (the
+    elements added in order to a fresh table, or to one of the program's size), else a ``ProgramOrderSet``."""
+    at, made = len(memo.get("refs") or ()), None if frozen else _register(set(), memo)  # numbered before its items
+    items = _hashed(_items(inner, depth, memo))
+    for candidate in _real_sets(frozen, items, slots, made, memo):
+        if len(candidate) != len(items):
+            raise ValueError("a set's elements repeat")
+        if all(mine is theirs for mine, theirs in zip(candidate, items)):
+            return candidate
+    ordered = (ProgramOrderFrozenset if frozen else ProgramOrderSet)(items)
+    ordered._order = items
+    if not frozen:
+        memo["refs"][at] = ordered
+    return ordered
+
+
+def _sized(inner: Any) -> tuple[int, Any]:
+    if type(inner) is not list or len(inner) != 2 or type(inner[0]) is not int:
+        raise ValueError("a sized set is [table slots, elements]")
+    return inner[0], inner[1]
+
+
+def _real_sets(frozen: bool, items: list, slots: int, made: set | None, memo: dict):
+    """Real sets holding ``items``, built so that they iterate in their order where the table allows it."""
+    yield frozenset(items) if frozen else _filled(made, items)
+    size = max(slots // 4, 5, len(items))  # a dict of this size presizes an empty set to ``slots`` entries
+    budget = memo.get("fillers", 0) + size - len(items)
+    if frozen or not 16 <= slots <= _MAX_SLOTS or 2 * size >= slots or budget > _MAX_FILLERS:
+        return
+    memo["fillers"] = budget
+    fillers = [object() for _ in range(size - len(items))]  # removed again: they only size the table
+    made.clear()
+    made.update(dict.fromkeys(items + fillers))
+    made.difference_update(fillers)
+    yield made
+
+
+def _plain_kind(value: Any) -> type:
+    return _PLAIN_KINDS.get(type(value), type(value))  # a program-order set crosses as a set
+
+
+def _in_order(made: set | frozenset, base_iter: Any) -> list:
+    """The elements of ``made`` in the program's order (elements the test added since: after, in the table's)."""
+    kept = [item for item in getattr(made, "_order", ()) if item in made]
+    known = set(kept)
+    return kept + [item for item in base_iter(made) if item not in known]
+
+
+class ProgramOrderSet(set):
+    """A program's set whose order no table of the judge's takes (another history, str hashes of another seed):
+    iteration, ``pop()`` and ``repr`` in the program's order, the rest a set's (``type()`` shows it, named set)."""
+
+    __slots__ = ("_order",)
+
+    def __iter__(self):
+        return iter(_in_order(self, set.__iter__))
+
+    def pop(self) -> Any:
+        for item in self:
+            self.remove(item)
+            return item
+        raise KeyError("pop from an empty set")
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(map(repr, self)) + "}" if self else "set()"
+
+
+class ProgramOrderFrozenset(frozenset):
+    """The frozenset counterpart of ``ProgramOrderSet`` (named ``frozenset``)."""
+
+    __slots__ = ("_order",)
+
+    def __iter__(self):
+        return iter(_in_order(self, frozenset.__iter__))
+
+    def __repr__(self) -> str:
+        return "frozenset({" + ", ".join(map(repr, self)) + "})" if self else "frozenset()"
+
+
+_PLAIN_KINDS = {ProgramOrderSet: set, ProgramOrderFrozenset: frozenset}
+for _kind, _base in _PLAIN_KINDS.items():
+    _kind.__name__, _kind.__qualname__, _kind.__module__ = _base.__name__, _base.__name__, "builtins"
 
 
 _ARRAY_CODES = {"ar": tuple(array.typecodes), "mv": ("b", "B", "h", "H", "i", "I", "l", "L", "q", "Q", "f", "d")}
@@ -276,13 +377,8 @@ def _decode_tagged(tag: str, inner: Any, depth: int, memo: dict) -> Any:
         return Ellipsis
     if tag == "dq" and type(inner) is list and len(inner) == 2 and (inner[1] is None or type(inner[1]) is int):
         return collections.deque(_items(inner[0], depth, memo), inner[1])
-    if tag == "nt" and type(inner) is list and len(inner) == 3 and type(inner[1]) is list:
-        record = RecordTuple(_items(inner[2], depth, memo))
-        fields = tuple(_name(f) for f in [inner[0], *inner[1]])[1:]
-        if len(fields) != len(record):
-            raise ValueError("a namedtuple needs one field per value")
-        record._fields = fields  # fields only name the items: == and hash stay a tuple's
-        return record
+    if tag == "nt" and type(inner) is list and len(inner) in (3, 5):
+        return _namedtuple(inner, depth, memo)
     if tag == "q" and type(inner) is list and len(inner) == 2 and all(type(v) in (int, dict) for v in inner):
         numerator, denominator = decode(inner[0], depth, memo), decode(inner[1], depth, memo)
         if type(numerator) is not int or type(denominator) is not int or denominator <= 0:
@@ -311,8 +407,10 @@ def _decode_tagged(tag: str, inner: Any, depth: int, memo: dict) -> Any:
 
 _SIMPLE_TAGS = {
     "t": lambda inner, depth, memo: tuple(_items(inner, depth, memo)),
-    "s": lambda inner, depth, memo: _filled(_register(set(), memo), _hashed(_items(inner, depth, memo))),
-    "fs": lambda inner, depth, memo: frozenset(_hashed(_items(inner, depth, memo))),
+    "s": lambda inner, depth, memo: _set_in_order(False, inner, depth, memo),
+    "fs": lambda inner, depth, memo: _set_in_order(True, inner, depth, memo),
+    "S": lambda inner, depth, memo: _set_in_order(False, _sized(inner)[1], depth, memo, _sized(inner)[0]),
+    "FS": lambda inner, depth, memo: _set_in_order(True, _sized(inner)[1], depth, memo, _sized(inner)[0]),
     "d": lambda inner, depth, memo: _filled(_register({}, memo), _pairs(inner, depth, memo)),
     "C": lambda inner, depth, memo: collections.Counter(dict(_pairs(inner, depth, memo))),
     "od": lambda inner, depth, memo: collections.OrderedDict(_pairs(inner, depth, memo)),
@@ -333,14 +431,16 @@ def _filled(made: Any, items: list) -> Any:
 def _update(mine: Any, after: Any) -> Any:
     """``mine`` (an object the test holds), updated in place to what the program left of it (``after``); ``after``
     itself when there is no such object of the same type (a call test's check decodes without a memo)."""
-    if mine is None or type(mine) is not type(after) or type(after) not in _TRACKED:
+    if mine is None or _plain_kind(mine) is not _plain_kind(after) or _plain_kind(after) not in _TRACKED:
         return after
     if type(mine) is list or type(mine) is bytearray:
         mine[:] = after
     elif type(mine) is collections.deque:
         mine.clear()
         mine.extend(after)
-    else:
+    elif not (isinstance(mine, set) and mine == after):  # an unchanged set keeps its table (its order)
         mine.clear()
         mine.update(after)
+        if type(mine) is ProgramOrderSet:
+            mine._order = list(after)  # the program's order now
     return mine

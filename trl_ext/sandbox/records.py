@@ -19,7 +19,8 @@ from trl_ext.sandbox import replay
 STDIO_STATUSES = frozenset({"ok", "timeout", "runtime_error", "memory", "output_limit"})
 _STDIO_KEYS = frozenset({"i", "status", "out"})
 _VALUE_KEYS = (frozenset({"i", "ok", "value"}), frozenset({"i", "ok", "value", "upd"}))
-_RAISED_KEYS = tuple(frozenset({"i", "ok", "raised", *more}) for more in ((), ("exc",), ("upd",), ("exc", "upd")))
+_RAISED_KEYS = frozenset({"i", "ok", "raised"})
+_RAISED_MORE = frozenset({"exc", "upd", "cls", "attrs"})  # each optional
 _MAX_NAME = 64  # an exception class name
 
 
@@ -54,7 +55,11 @@ def _call_record(record: dict) -> dict | None:
         return checked
     if ok is not False:
         return None
-    if keys in _RAISED_KEYS and type(record["raised"]) is str and record["raised"].isidentifier():
+    if (
+        _RAISED_KEYS <= keys <= _RAISED_KEYS | _RAISED_MORE
+        and type(record["raised"]) is str
+        and record["raised"].isidentifier()
+    ):
         return record if len(record["raised"]) <= _MAX_NAME and _exception_args(record) else None
     if keys == {"i", "ok", "unencodable"} and record["unencodable"] is True:
         return record
@@ -63,21 +68,52 @@ def _call_record(record: dict) -> dict | None:
 
 def _exception_args(record: dict) -> bool:
     """Whether a raised record's argument updates and exception arguments (both optional) are plain data."""
+    memo: dict = {}
     try:
-        args = replay.decode_record(record, {})
+        args = replay.decode_record(record, memo)
+        replay.exception_details(record, memo)  # the program classes and builtin attributes ("cls", "attrs")
     except ValueError:
         return False
     return "exc" not in record or type(args) is list
+
+
+def _described_names(record: dict) -> list | None:
+    """The harness's description of the test's names ({"names": [[name, description], ...]}), checked: a function
+    ["fn", __name__, __doc__] or an exception class ["exc", chain, builtin base, __doc__]; None if malformed."""
+    names = record.get("names") if record.keys() == {"names"} else None
+    if type(names) is not list or len(names) > 1000:
+        return None
+    for entry in names:
+        if (
+            type(entry) is not list
+            or len(entry) != 2
+            or not replay._identifier(entry[0])
+            or type(entry[1]) is not list
+        ):
+            return None
+        what = entry[1]
+        doc = what[-1] if what else None
+        if doc is not None and (type(doc) is not str or len(doc) > 100_000):
+            return None
+        if what[:1] == ["fn"] and len(what) == 3 and replay._identifier(what[1]):
+            continue
+        if what[:1] != ["exc"] or len(what) != 4 or not replay._is_chain(what[1]) or type(what[2]) is not str:
+            return None
+        if what[2] not in replay._EXCEPTIONS:
+            return None
+    return names
 
 
 class RecordStream:
     """The records of one run, parsed as its stdout grows (``feed`` is given successive prefixes of stdout and
     parses each complete line once: linear in the output, however often it is called)."""
 
-    def __init__(self, marker: str, mode: str, n_cases: int) -> None:
+    def __init__(self, marker: str, mode: str, n_cases: int, described: bool = False) -> None:
         self.marker, self.mode, self.n_cases = marker.encode(), mode, n_cases
+        self.described = described  # a run whose payload asked for the program's description ("describe")
         self.records: list[dict] = []
         self.invalid = ""  # why the run is invalid ("" when it is not)
+        self.names: list | None = None  # calls mode: what the test's names are in the program (before record 0)
         self._offset = 0
 
     def feed(self, stdout: bytes | str) -> list[dict]:
@@ -100,6 +136,11 @@ class RecordStream:
 
     def _parse(self, text: bytes) -> dict | None:
         record, index = _load(text), len(self.records)
+        if self.described and index == 0 and self.names is None and type(record) is dict and "i" not in record:
+            self.names = _described_names(record)  # once, before the first record
+            if self.names is None:
+                self.invalid = "the program's description is malformed"
+            return None
         if type(record) is not dict or type(record.get("i")) is not int:
             self.invalid = "a result record is malformed"
         elif record["i"] != index or index >= self.n_cases:

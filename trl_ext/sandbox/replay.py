@@ -161,6 +161,8 @@ class _Session:
         self.unsupported = ""  # the test's: an argument that is no plain data, too many calls
         self.nans: dict[int, float] = {}  # the run's NaN objects, one each (identity decides `[x] == [x]`)
         self.objects: dict[int, Any] = {}  # the containers the program returned, one each (updated in place)
+        self.classes: dict = {}  # the program's namedtuple classes, one real class each (``plain_data._namedtuple``)
+        self.exception_classes: dict = {"refuse": self.refuse}  # stand-ins of its exception classes, by chain
 
     def stand_in(self, name: str):
         def stand_in(*args: Any, **kwargs: Any) -> Any:
@@ -168,6 +170,11 @@ class _Session:
 
         stand_in.__name__ = stand_in.__qualname__ = name
         return stand_in
+
+    def refuse(self, why: str) -> None:
+        """The test needs what only the program's code could make (an instance of its own exception class)."""
+        self.unsupported = why
+        raise _Stop
 
     def assert_failed(self, message: Any = None) -> None:
         if not self.pending:  # with placeholders about, a failure proves nothing: keep discovering calls
@@ -200,8 +207,10 @@ class _Session:
             why = "returned no plain data" if record.get("unencodable") else "gave no result"
             self.rejected = f"{name}() {why}"
             raise _Stop
+        memo = {"nans": self.nans, "objects": self.objects, "classes": self.classes}
         try:  # the test's own argument objects are updated in place (a raising call's changes too)
-            decoded = decode_record(record, {"nans": self.nans, "objects": self.objects}, originals)
+            decoded = decode_record(record, memo, originals)
+            details = None if ok else exception_details(record, memo)
         except ValueError:
             self.rejected = f"{name}() returned no plain data"
             raise _Stop from None
@@ -209,16 +218,129 @@ class _Session:
             return decoded
         if raised in ("StopIteration", "StopAsyncIteration"):  # PEP 479: it must not end the test's loop
             raise RuntimeError(f"the program's {name}() raised {raised}")
-        raise _program_exception(raised, name, decoded)
+        raise _program_exception(raised, name, decoded, details, self.exception_classes)
 
 
-def _program_exception(raised: str, name: str, args: Any = None) -> BaseException:
-    """The builtin exception class the program's raised, with its (decoded) arguments where they crossed."""
+def _program_exception(
+    raised: str, name: str, args: Any = None, details: tuple | None = None, classes: dict | None = None
+) -> BaseException:
+    """The exception the program's call raised (its builtin class, or the stand-in of its program class), with its
+    arguments where they crossed and the attributes CPython exposes (``AttributeError.name``, ``__cause__``...)."""
+    chain, attributes = details or (None, {})
+    builtin = _EXCEPTIONS.get(raised)
     try:  # a few builtin exceptions need more arguments (UnicodeDecodeError): without them, ProgramError
         values = args if type(args) is list else [f"raised by the program's {name}()"]
-        return _EXCEPTIONS.get(raised, ProgramError)(*values)
+        kind = _exception_class(chain, builtin, classes) if chain and builtin and classes is not None else builtin
+        exc = type.__call__(kind or ProgramError, *values)  # past a stand-in's refusal to be made by the test
     except (TypeError, ValueError, OverflowError):
         return ProgramError(f"{raised} raised by the program's {name}()")
+    for attribute, value in attributes.items():
+        if type(value) is tuple:  # a chained exception: (builtin name, args, chain, attributes)
+            chain = [list(c) for c in value[2]] if value[2] else None
+            value = _program_exception(value[0], name, value[1], (chain, value[3]), classes)
+        if attribute == "__context__" and value == "__cause__":
+            value = exc.__cause__  # one object, as after ``raise ... from`` inside its ``except``
+        if isinstance(exc, _ATTRIBUTES[attribute]):
+            setattr(exc, _STR if attribute == "__str__" else attribute, value)
+    exc.__suppress_context__ = attributes.get("__suppress_context__") is True  # setting __cause__ set it
+    return exc
+
+
+_ATTRIBUTES = {"name": (AttributeError, NameError, ImportError), "obj": AttributeError, "path": ImportError}
+_ATTRIBUTES.update(filename=OSError, filename2=OSError, __str__=BaseException, __suppress_context__=BaseException)
+_ATTRIBUTES.update(__cause__=BaseException, __context__=BaseException)
+_STR, _MAX_CLASSES = "_trl_ext_program_str", 64  # the program's own str() of an exception; classes per evaluation
+
+
+class _StandInClass(type):
+    """The metaclass of the stand-ins of the program's exception classes: a class that defines more than a
+    docstring (an ``__init__``, a ``__str__``...) cannot be made by the test (its code is the program's)."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls._trl_ext_own:
+            cls._trl_ext_refuse(f"the test makes an instance of the program's class {cls.__name__}")
+        return super().__call__(*args, **kwargs)
+
+
+def _exception_class(chain: list, builtin: type, classes: dict, doc: str | None = None) -> type:
+    """The stand-in of the program's exception class ``chain[0]`` ([[name, own], ...] down to ``builtin``), one per
+    chain in an evaluation: ``except MyErr`` catches it and its subclasses, as in CPython."""
+    key = (tuple(map(tuple, chain)), builtin.__name__)
+    if key not in classes:
+        if len(classes) >= _MAX_CLASSES:
+            raise ValueError(f"more than {_MAX_CLASSES} program exception classes")
+        parent = _exception_class(chain[1:], builtin, classes) if len(chain) > 1 else builtin
+
+        def __str__(self: BaseException) -> str:
+            text = self.__dict__.get(_STR)
+            return text if type(text) is str else parent.__str__(self)
+
+        members = {"__module__": "__main__", "__qualname__": chain[0][0], "__doc__": doc, "__str__": __str__}
+        members.update(_trl_ext_own=chain[0][1], _trl_ext_refuse=classes.get("refuse"))
+        classes[key] = _StandInClass(chain[0][0], (parent,), members)
+    return classes[key]
+
+
+def exception_details(record: dict, memo: dict) -> tuple[list | None, dict]:
+    """(the program classes of a raised exception, its builtin attributes) from a raised record's "cls" and
+    "attrs", decoded with the record's memo (an attribute may name the test's objects). ValueError if malformed."""
+    chain, attributes = record.get("cls"), record.get("attrs")
+    if chain is not None and not _is_chain(chain):
+        raise ValueError("an exception's classes are [[name, own], ...]")
+    attributes = {} if attributes is None else decode(attributes, 0, memo)
+    if not _attributes_ok(attributes):
+        raise ValueError("an exception's attributes are builtin ones")
+    return chain, attributes
+
+
+def _attributes_ok(attributes: Any) -> bool:
+    """Builtin attributes of plain data; ``__str__`` a str; a chained exception a tuple (builtin name, args or None,
+    chain or None, attributes); ``__context__`` "__cause__" when it is that one; ``__suppress_context__`` a bool."""
+    if type(attributes) is not dict or not all(type(k) is str and k in _ATTRIBUTES for k in attributes):
+        return False
+    for key in ("__cause__", "__context__"):
+        value = attributes.get(key)
+        if type(value) is tuple and len(value) == 4 and _identifier(value[0]) and type(value[1]) is list:
+            chain = value[2] if value[2] is None or _tuples(value[2]) else ()
+            if not _attributes_ok(value[3]) or not (chain is None or _is_chain([list(c) for c in chain])):
+                return False
+        elif value is not None and (key, value) != ("__context__", "__cause__"):
+            return False
+    suppress = attributes.get("__suppress_context__", False)
+    return type(attributes.get("__str__", "")) is str and type(suppress) is bool
+
+
+def _tuples(value: Any) -> bool:
+    return type(value) is tuple and all(type(c) is tuple for c in value)
+
+
+def _is_chain(chain: Any) -> bool:
+    return (
+        type(chain) is list
+        and 0 < len(chain) <= 16
+        and all(type(c) is list and len(c) == 2 and type(c[1]) is bool and _identifier(c[0]) for c in chain)
+    )
+
+
+def _identifier(name: Any) -> bool:
+    return type(name) is str and len(name) <= 100 and name.isidentifier()
+
+
+def _stand_ins(session: _Session, task: dict) -> dict[str, Any]:
+    """The test's names for the program's: a function with the program's ``__name__`` and ``__doc__`` that asks
+    for a call, or the stand-in class of a program exception class (``_exception_class``)."""
+    described = {name: what for name, what in task.get("program") or ()}
+    stand_ins = {}
+    for name in task["names"]:
+        what = described.get(name)
+        if what and what[0] == "exc":
+            classes = session.exception_classes
+            stand_ins[name] = _exception_class(what[1], _EXCEPTIONS[what[2]], classes, what[3])
+            continue
+        stand_ins[name] = session.stand_in(name)
+        if what:
+            stand_ins[name].__name__, stand_ins[name].__doc__ = what[1], what[2]
+    return stand_ins
 
 
 def evaluate(task: dict) -> dict:
@@ -240,8 +362,7 @@ def evaluate(task: dict) -> dict:
             exec(prefix_code, namespace)
         for module in task.get("modules", ()):
             namespace[module] = __import__(module)
-        for name in task["names"]:
-            namespace[name] = session.stand_in(name)
+        namespace.update(_stand_ins(session, task))
         namespace[ASSERT_HOOK] = session.assert_failed
         exec(test_code, namespace)
         if task.get("entry_point"):
@@ -257,6 +378,8 @@ def evaluate(task: dict) -> dict:
         return {"verdict": "unsupported", "detail": session.unsupported, "calls": calls}
     if session.pending or session.blocked:
         return {"verdict": "incomplete", "detail": error, "calls": calls, "frontier": session.frontier}
+    if "program" not in task and not calls:  # the test used the program's names without a call: what are they?
+        return {"verdict": "incomplete", "detail": error, "calls": calls, "describe": True}
     return {"verdict": "failed" if error else "passed", "detail": error, "calls": calls}
 
 

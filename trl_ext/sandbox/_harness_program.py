@@ -1,0 +1,146 @@
+"""What the judge learns of the program beyond its calls' values, written in the sandbox (``judge.harness_runtime``
+compiles this file between ``_harness_values.py`` and ``_harness_runtime.py``, as one module; same rules: stdlib C
+modules only, no trl_ext import).
+
+- ``_describe``: what each name the test uses is in the program (a function: its ``__name__`` and ``__doc__``; an
+  exception class: its chain of the program's classes down to the builtin one it derives from), so that the
+  judge's stand-in for it is a function with that name and docstring, or a class (``except MyErr`` works).
+- ``_exception_extra``: of a raised exception, its program classes and the attributes CPython exposes beyond its
+  arguments (``AttributeError.name``, ``OSError.filename``...), as plain data.
+"""
+
+if False:  # never runs: ``judge.harness_runtime`` compiles the three files as one module
+    from trl_ext.sandbox._harness_values import _BUILTIN_EXCEPTIONS, _HEAPTYPE, _SEEN, _b64, _encode, _json_str, _type
+
+_MAX_CHAIN = 16  # program exception classes between a raised one and its builtin base
+# class members that change nothing a stand-in class could get wrong (a class with others is "own": see the judge)
+_PLAIN_MEMBERS = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__"})
+_ATTRIBUTES = (  # what CPython's builtin exceptions hold beyond their args, by the class that holds it
+    ("AttributeError", ("name", "obj")),
+    ("NameError", ("name",)),
+    ("ImportError", ("name", "path")),
+    ("OSError", ("filename", "filename2")),
+)
+
+
+def _describe(namespace, names):
+    """One JSON line: {"names": [[name, description], ...]} for the names of ``names`` the program defines as a
+    function (["fn", __name__, __doc__]) or an exception class (["exc", chain, builtin base, __doc__])."""
+    entries = []
+    for name in names if _type(names) is list else ():
+        try:
+            entry = _description(dict.get(namespace, name)) if _type(name) is str else None
+        except BaseException:  # noqa: B036 - a hostile metaclass: the name stays a plain stand-in
+            entry = None
+        if entry is not None:
+            entries.append("[" + _json_str(name) + "," + entry + "]")
+    return '{"names": [' + ",".join(entries) + "]}"
+
+
+def _description(value):
+    kind = _type(value)
+    if kind is _type(_b64) or kind is _type(len):
+        doc = value.__doc__
+        return '["fn",' + _json_str(value.__name__) + "," + (_json_str(doc) if _type(doc) is str else "null") + "]"
+    if kind is type and issubclass(value, BaseException) and value.__flags__ & _HEAPTYPE:
+        doc = type.__dict__["__doc__"].__get__(value)
+        chain = _exception_chain(value)
+        builtin = _json_str(_first_builtin(value))
+        return '["exc",' + chain + "," + builtin + "," + (_json_str(doc) if _type(doc) is str else "null") + "]"
+    return None
+
+
+def _exception_chain(kind, tagged=False):
+    """[[name, own], ...]: the program's exception classes of ``kind``'s MRO, ``kind`` first; ``own`` when the class
+    defines more than a docstring (an ``__init__``, ``__str__``, attributes...), which the judge cannot rebuild.
+    ``tagged``: as tuples, inside a value (tuples are never numbered, so the record's numbering stays the judge's)."""
+    chain, start, end = [], '{"t": [' if tagged else "[", "]}" if tagged else "]"
+    for klass in kind.__mro__:
+        if klass.__flags__ & _HEAPTYPE and issubclass(klass, BaseException):
+            own = any(_type(key) is not str or key not in _PLAIN_MEMBERS for key in klass.__dict__)
+            chain.append(start + _json_str(type.__dict__["__name__"].__get__(klass)) + "," + str(own).lower() + end)
+    if len(chain) > _MAX_CHAIN:
+        raise TypeError("exception classes nested too deeply")
+    return start + ",".join(chain) + end
+
+
+def _first_builtin(kind):
+    for klass in kind.__mro__:
+        if _BUILTIN_EXCEPTIONS.get(klass.__name__) is klass:
+            return klass.__name__
+    return "Exception"
+
+
+def _exception_extra(exc):
+    """', "cls": chain' for an exception of a program class and ', "attrs": {...}' with what it holds beyond its
+    args (``_attributes``); either may be absent."""
+    text, kind = "", _type(exc)
+    try:
+        if kind.__flags__ & _HEAPTYPE:
+            text = ', "cls": ' + _exception_chain(kind)
+    except BaseException:  # noqa: B036
+        text = ""
+    attributes = _attributes(exc, kind, bool(text), 0)
+    return text + (', "attrs": ' + attributes if attributes != '{"d": []}' else "")
+
+
+def _attributes(exc, kind, program_class, depth):
+    """'{"d": [[name, value], ...]}': the builtin attributes ``exc`` holds that are plain data, its program class's
+    own ``str()`` (run here), and its ``__cause__``/``__context__`` (as [builtin name, args, chain, attributes]).
+    The dict is numbered like any the judge decodes (a placeholder in the record's numbering)."""
+    holder = []
+    _SEEN[id(holder)] = (len(_SEEN), holder)
+    pairs = []
+    for owner, names in _ATTRIBUTES:
+        klass = _BUILTIN_EXCEPTIONS[owner]
+        for name in names if isinstance(exc, klass) else ():
+            pairs.append(_attribute(name, klass.__dict__[name].__get__, exc, klass))
+    if program_class and _owner(kind, "__str__").__flags__ & _HEAPTYPE:
+        pairs.append(_attribute("__str__", lambda e, k: str(e), exc, kind))  # the program's own __str__, run here
+    cause, context = (BaseException.__dict__[name].__get__(exc) for name in ("__cause__", "__context__"))
+    if depth < 4:
+        pairs.append(_attribute("__cause__", lambda e, k: _Nested(cause), exc, depth))
+        same = context is cause and cause is not None  # one object (raise ... from inside its except)
+        pairs.append(
+            '["__context__","__cause__"]'
+            if same
+            else _attribute("__context__", lambda e, k: _Nested(context), exc, depth)
+        )
+    if BaseException.__dict__["__suppress_context__"].__get__(exc) is True:
+        pairs.append('["__suppress_context__",true]')
+    return '{"d": [' + ",".join([pair for pair in pairs if pair]) + "]}"
+
+
+class _Nested:
+    """A chained exception, encoded as a tuple (never numbered): (builtin name, args, chain, attributes)."""
+
+    def __init__(self, exc):
+        self.exc = exc if isinstance(exc, BaseException) else None
+
+
+def _nested_text(nested, depth):
+    exc = nested.exc
+    if exc is None:
+        return None
+    kind = _type(exc)
+    head = '{"t": [' + _json_str(_first_builtin(kind)) + "," + _encode(list(BaseException.args.__get__(exc))) + ","
+    chain = _exception_chain(kind, True) if kind.__flags__ & _HEAPTYPE else "null"
+    return head + chain + "," + _attributes(exc, kind, chain != "null", depth + 1) + "]}"
+
+
+def _owner(kind, name):
+    return next((k for k in kind.__mro__ if name in k.__dict__), object)
+
+
+def _attribute(name, read, exc, klass):
+    """'[name, value]' of one attribute, or "" when it is no plain data (the numbering of the record's objects
+    is restored then: nothing half-encoded leaves a number the judge never sees)."""
+    numbered = len(_SEEN)
+    try:
+        value = read(exc, klass)  # None: unset (set to None, OSError's str() would print it)
+        text = _nested_text(value, klass) if _type(value) is _Nested else None if value is None else _encode(value)
+        return "" if text is None else "[" + _json_str(name) + "," + text + "]"
+    except BaseException:  # noqa: B036
+        for key in list(_SEEN)[numbered:]:
+            del _SEEN[key]
+        return ""
