@@ -23,10 +23,11 @@ LOADER_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d")
 
 @functools.cache
 def harness_runtime_source() -> str:
-    """The judged modes of the harness as one module's source: the values codec first (``_harness_runtime.py``
-    uses its names)."""
+    """The judged modes of the harness as one module's source: the values codec first, then the live objects of an
+    assert test's run (``_harness_runtime.py`` uses the names of both)."""
     here = Path(__file__).parent
-    return (here / "_harness_values.py").read_text() + "\n" + (here / "_harness_runtime.py").read_text()
+    parts = ("_harness_values.py", "_harness_live.py", "_harness_runtime.py")
+    return "\n".join((here / part).read_text() for part in parts)
 
 
 def confined_source(name: str) -> str:

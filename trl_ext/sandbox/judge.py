@@ -399,7 +399,7 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
             return {"verdict": "unsupported", "detail": "the test's calls depend on results in a cycle"}
         frontier = answer.get("frontier", 0)
         payload = _calls_payload(program, calls, False)
-        stream = RecordStream(payload["marker"], "calls", len(calls))
+        stream = RecordStream(payload["marker"], "live", len(calls))
         result = runner.launch(payload, b"", limits)
         report.statuses.append(result.status)
         if result.status == "infra_error":
