@@ -118,6 +118,18 @@ def _overwrite(target, items):
         target[:] = items
 
 
+def _release(number):
+    """Drop the run's reference to an iterator the test dropped: unless the program holds it, it is freed here and
+    then (a generator's ``finally`` runs, as in one interpreter). Its number stays taken."""
+    value = _LIVE[number]
+    if _SNAPS[number] is not None or _SEEN.get(id(value), (None, None))[1] is not value:
+        raise TypeError("not an iterator of the run")
+    _LIVE[number] = None
+    del _SEEN[id(value)]
+    _SEEN[-1 - number] = (number, None)  # (an id is never negative): the count of numbers stays
+    del value
+
+
 def _rollback(mark):
     """Forget the numbers given since ``mark`` (a record that will not be sent must not shift later numbers)."""
     for key in list(_SEEN)[mark:]:
@@ -137,8 +149,8 @@ def _live_prepare(name, args, kwargs, sync, namespace, functions):
     for number, _contents in sync:
         _SNAPS[number] = _snapshot(live[number])
     _SNAPS.extend([_snapshot(v) for v in live[len(_SNAPS) :]])
-    if name == "":  # a step of an iterator the program returned
-        return next, [live[args[0]]], {}
+    if name == "":  # a step of an iterator the program returned, or [number, 0]: the test dropped it
+        return (next, [live[args[0]]], {}) if len(args) == 1 else (_release, [args[0]], {})
     if name not in functions:
         try:
             functions[name] = _resolve(namespace, name)  # noqa: F821 - _harness_runtime.py's, compiled after

@@ -19,6 +19,7 @@ import array
 import collections
 import operator
 import sys
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -33,10 +34,13 @@ class ProgramIterator:
     a generator reads lazily, changes or raises happens when the test asks for it, as in one interpreter. Equal
     only to itself (a generator is)."""
 
-    __slots__ = ("_step", "_number")
+    __slots__ = ("_step", "_number", "_release", "__weakref__")
 
-    def __init__(self, step: Callable[[int], Any], number: int) -> None:
-        self._step, self._number = step, number
+    def __init__(self, step: Callable[[int], Any], number: int, release: Callable[[int, Any], None]) -> None:
+        self._step, self._number, self._release = step, number, release
+
+    def __del__(self) -> None:  # the test dropped it: so does the sandbox (a generator's finally runs then)
+        self._release(self._number, self)
 
     def __iter__(self) -> ProgramIterator:
         return self
@@ -85,12 +89,20 @@ def unchanged(value: Any, snap: Any) -> bool:
 
 class LiveObjects:
     """The run's numbered objects (``graph``: {id: number}, [objects by number], as ``encode_call`` takes it),
-    the snapshot of each as the program last saw it, and how many items the test took from each iterator."""
+    the snapshot of each as the program last saw it, how many items the test took from each iterator, the
+    iterators that ended, and those the test dropped while the judge was busy (released after the call)."""
 
     def __init__(self) -> None:
         self.graph: tuple[dict[int, int], list] = ({}, [])
         self.snaps: list = []
         self.steps: dict[int, int] = {}
+        self.ended: set[int] = set()
+        self.dropped: list[int] = []
+
+    def forget(self, number: int, value: Any) -> None:
+        """The test dropped the iterator ``value`` (number ``number``): its id may now be another object's."""
+        if self.graph[0].get(id(value)) == number:
+            del self.graph[0][id(value)]
 
     def test_changes(self) -> list[list]:
         """[number, contents] of every numbered object the test changed since the program last saw it (the
@@ -115,7 +127,8 @@ class LiveObjects:
             del objects[start:]  # nothing of a malformed record stays
             raise
         for number in range(start, len(objects)):
-            numbers[id(objects[number])] = number
+            value = objects[number]
+            numbers[id(value() if type(value) is weakref.ref else value)] = number
         seen = len(self.snaps)  # objects numbered since (the call's arguments, the record's) are snapshot new
         self.snaps += [snapshot(value) for value in objects[seen:]]
         for number in [entry[0] for entry in sync] + [entry[0] for entry in record.get("upd", ())]:

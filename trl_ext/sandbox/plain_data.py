@@ -21,6 +21,7 @@ import fractions
 import functools
 import json
 import math
+import weakref
 from typing import Any
 
 _BIG_INT_BITS = 12000  # beyond ~3600 digits ints travel as hex: int('...') has a 4300-digit limit
@@ -193,7 +194,9 @@ def _live_tagged(tag: str, inner: Any, depth: int, memo: dict) -> Any:
             return _register(iter(()), memo)
         if inner != len(refs):
             raise ValueError("an iterator numbered out of order")
-        return _register(memo["live"](inner), memo)
+        made = memo["live"](inner)
+        refs.append(weakref.ref(made))  # the test's to drop: then the sandbox drops it too (``live.py``)
+        return made
     value = _decode_tagged(tag, inner, depth, memo)
     return _register(value, memo) if tag in _LIVE_TAGS else value
 
@@ -282,6 +285,10 @@ def _decode_tagged(tag: str, inner: Any, depth: int, memo: dict) -> Any:
             return _UNKNOWN
         if not 0 <= inner < len(refs):
             raise ValueError("a reference to no object")
+        if type(refs[inner]) is weakref.ref:  # an iterator of the program's, alive while the test holds it
+            if refs[inner]() is None:
+                raise ValueError("a reference to an iterator the test dropped")
+            return refs[inner]()
         return refs[inner]
     if tag == "o" and type(inner) is list and len(inner) == 2 and type(inner[0]) is int:  # a returned container
         refs, objects = memo.setdefault("refs", []), memo.setdefault("objects", {})

@@ -167,6 +167,7 @@ class _Session:
         self.unsupported = ""  # the test's: an argument that is no plain data, too many calls
         self.nans: dict[int, float] = {}  # the run's NaN objects, one each (identity decides `[x] == [x]`)
         self.live = LiveObjects()  # the run's numbered objects, as the program last saw them (``live.py``)
+        self.busy = self.done = False  # in a call (an iterator dropped then is released after it); finished
 
     def stand_in(self, name: str):
         def stand_in(*args: Any, **kwargs: Any) -> Any:
@@ -180,6 +181,32 @@ class _Session:
             raise AssertionError(message) if message is not None else AssertionError
 
     def call(self, name: str, args: tuple, kwargs: dict) -> Any:
+        self.busy = True
+        try:
+            result = self._call(name, args, kwargs)
+        finally:
+            self.busy = False
+        while self.live.dropped and not self.done:  # iterators the call's updates dropped: released in order
+            self.release(self.live.dropped.pop(0))
+        return result
+
+    def release(self, number: int, value: Any = None) -> None:
+        """The test dropped the program's iterator ``number``: the sandbox drops it too (a call of the run, where
+        a generator's ``finally`` runs unless the program holds it), unless it ended (nothing runs then)."""
+        self.live.forget(number, value)
+        if self.done or number in self.live.ended:
+            return
+        if self.busy:
+            self.live.dropped.append(number)
+            return
+        try:
+            self.call("", (number, 0), {})
+        except _Stop:  # from __del__: the reason is set (rejected, unsupported or blocked), the pass goes on
+            pass
+        except Exception:  # noqa: BLE001 - an exception in a generator's clean-up is not raised, as in CPython
+            pass
+
+    def _call(self, name: str, args: tuple, kwargs: dict) -> Any:
         if _contains_pending((args, kwargs)):
             self.blocked = True
             raise _Stop
@@ -199,7 +226,7 @@ class _Session:
         if not same_so_far or self.known[position] != call_key(*entry):
             self.frontier = position if not self.pending else self.frontier  # the first call with no result
             self.pending = True  # from here on this pass differs from the run: the next run replays it all
-            if name == "":  # an item not known yet: the run asks for the next ones too; this pass sees the end
+            if name == "" and len(args) == 1:  # an item not known yet: the run asks for more; this pass sees the end
                 self._ask_ahead(args[0])
                 raise StopIteration
             return _Pending()
@@ -231,14 +258,16 @@ class _Session:
             raise _Stop from None
         if ok:
             return decoded
+        if not name:  # the program's iterator ended (or raised: it is then finished too)
+            self.live.ended.add(self.calls[-1][1][0])
         if raised in ("StopIteration", "StopAsyncIteration"):
-            if not name and raised == "StopIteration":  # the program's iterator ended
+            if not name and raised == "StopIteration":
                 raise StopIteration
             raise RuntimeError(f"the program's {name}() raised {raised}")  # PEP 479: it must not end a loop
         raise _program_exception(raised, name, decoded)
 
     def _iterator(self, number: int) -> ProgramIterator:
-        return ProgramIterator(self.step, number)
+        return ProgramIterator(self.step, number, self.release)
 
 
 def _program_exception(raised: str, name: str, args: Any = None) -> BaseException:
@@ -279,6 +308,7 @@ def evaluate(task: dict) -> dict:
         error = "stopped"
     except BaseException as exc:  # noqa: B036 - the test's own SystemExit is a failure too
         error = f"{type(exc).__name__}: {exc}"[:500]
+    session.done = True  # iterators the namespace drops from here on end no call
     calls = session.calls
     if session.rejected:
         return {"verdict": "failed", "detail": session.rejected, "calls": calls}
