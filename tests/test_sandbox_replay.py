@@ -101,13 +101,27 @@ def _same_shape(one, other, pairs: dict) -> bool:
     return one == other
 
 
-def _program_changing(live: list, rng: random.Random, sent: list):
-    """A stand-in program that changes the run's objects (any of them: this call's or an earlier one's) through
-    whatever path it finds, then returns (or raises with) new containers holding some of them; what it sent goes
-    to ``sent``."""
+def _reachable(roots: list) -> list:
+    """The lists, dicts, sets, deques and bytearrays reachable from ``roots``, each once, in a stable order."""
+    found, todo, seen = [], list(roots), set()
+    while todo:
+        obj = todo.pop()
+        if isinstance(obj, (list, tuple, dict, set, collections.deque, bytearray)) and id(obj) not in seen:
+            seen.add(id(obj))
+            found += [obj] if type(obj) is not tuple else []
+            todo += [] if type(obj) is bytearray else list(obj.values() if type(obj) is dict else obj)
+    return found
+
+
+def _program_changing(rng: random.Random, sent: list):
+    """A stand-in program that keeps what it is given and what it returns, changes any of it (this call's objects
+    or an earlier call's, through whatever path it finds) and then returns (or raises with) new containers holding
+    some of them; what it sent goes to ``sent``."""
+    kept: list = []
 
     def program(*args, **kwargs):
-        mutable = [obj for obj in live if type(obj) in (list, collections.deque, bytearray, dict, set)]
+        kept.append([args, kwargs])
+        mutable = _reachable(kept)
         for obj in rng.sample(mutable, min(len(mutable), 3)):
             if type(obj) in (list, collections.deque):
                 obj.append(rng.choice(mutable)) if rng.random() < 0.5 else obj.reverse()
@@ -118,6 +132,8 @@ def _program_changing(live: list, rng: random.Random, sent: list):
             else:
                 obj.add(rng.randint(10, 12))
         sent.append([args[0], [rng.choice(mutable), {"new": [mutable[-1]]}]] if mutable else [[]])
+        if rng.random() < 0.3:  # dropped after a change: the change still reaches the test
+            kept.pop(rng.randrange(len(kept)))
         if rng.random() < 0.3:
             raise ValueError(*sent[-1])
         return sent[-1]
@@ -125,8 +141,9 @@ def _program_changing(live: list, rng: random.Random, sent: list):
     return program
 
 
-def _test_changing(objects: list, rng: random.Random) -> None:
-    """The test's own changes between calls, to any of the run's objects (sent with the next call)."""
+def _test_changing(holds: list, rng: random.Random) -> None:
+    """The test's own changes between calls, to any object it holds or reaches (sent with the next call)."""
+    objects = _reachable(holds)
     for obj in rng.sample(objects, min(len(objects), 2)):
         if type(obj) is list:
             obj.insert(0, rng.choice([7, (8, obj), rng.choice(objects) if type(rng.choice(objects)) is list else 9]))
@@ -145,9 +162,10 @@ def test_the_runs_objects_stay_one_graph_on_both_sides_across_calls():
     alias) reaches the test after it, and a value names the same objects."""
     for seed in range(30):
         harness, rng, live, functions, sent = _harness_codec(), random.Random(seed), LiveObjects(), {}, []
-        program = _program_changing(harness["_LIVE"], rng, sent)
+        program, holds = _program_changing(rng, sent), []
         for _ in range(10):
             args = _random_graph(rng)
+            holds.append(args)
             sync = live.test_changes()
             encoded_args, encoded_kwargs, _ = encode_call(args, {"kw": args[0]}, live.graph)
             frame = json.loads(json.dumps(["f", encoded_args, encoded_kwargs, sync]))
@@ -156,7 +174,10 @@ def test_the_runs_objects_stay_one_graph_on_both_sides_across_calls():
             assert record["ok"] or "exc" in record, record  # never "unencodable": both sides agree on every number
             returned = [decoded, sent[-1]] if record["ok"] else [decoded[0], sent[-1][0]]
             assert _same_shape([live.graph[1], returned[0]], [harness["_LIVE"], returned[1]], {}), record
-            _test_changing(live.graph[1], rng)
+            holds.append(decoded)
+            _test_changing(holds, rng)
+            if rng.random() < 0.3:  # dropped after a change: the change still reaches the program
+                holds.pop(rng.randrange(len(holds)))
 
 
 def test_loops_random_inputs_and_arithmetic_take_one_round():

@@ -170,11 +170,15 @@ def last_kept():
     return KEPT[-1]
 def kept_twice():
     return KEPT[0] is KEPT[1]
+def drop_kept():
+    KEPT.pop().append("last")
 SHELF, INDEX = [], {}
 def shelf():
     return SHELF
 def stow(v):
     SHELF.append(v)
+def shelf_size():
+    return len(SHELF)
 def index():
     return INDEX
 def enter(k, v):
@@ -239,6 +243,10 @@ TESTS = [
     "g = each([1, 2])\nassert first_of(g) == 1 and list(g) == [1, 2]",
     "assert sum(counted(100)) == 4950 and max(counted(40)) == 39",
     "r = [0]\nkeep([r])\nr.append(1)\ngrow_kept()\nassert last_kept() == [[0, 1], 1]",
+    "x = []\nkeep(x)\ndrop_kept()\nassert x == ['last']",
+    "x = []\nkeep(x)\ndrop_kept()\nassert x == []",
+    "a = shelf()\na.append(1)\ndel a\nassert shelf_size() == 1",
+    "a = shelf()\na.append(1)\ndel a\nassert shelf_size() == 0",
     'assert counts("aab") == {"a": 2, "b": 1}',
     'assert counts("aab") == Counter(a=2, b=1)',
     'assert counts("aab") == {"a": 2}',

@@ -13,6 +13,7 @@ iterator the program returns stays here, numbered: the judge's iterator asks for
 """
 
 import _operator
+import sys
 
 if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harness_values.py as one module
     from trl_ext.sandbox._harness_values import (
@@ -31,7 +32,19 @@ if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harn
         _type,
     )
 
-_is = _operator.is_
+_is, _refcount = _operator.is_, sys.getrefcount
+
+
+def _unheld():
+    """The reference count of a numbered object nothing but the harness holds (``_SEEN`` and ``_LIVE``): a call
+    cannot change such an object (not without reaching into the harness through the garbage collector, which
+    spoils only its own results, as patching does), so it is not compared after the call."""
+    probe = [[]]
+    held = (0, probe[0])  # noqa: F841 - as _SEEN holds it
+    return _refcount(probe[0])
+
+
+_UNHELD = _unheld()
 _LIVE = []  # the run's numbered objects by number (the order in which _SEEN numbered them)
 _SNAPS = []  # the snapshot of each (None: an iterator, whose contents never cross)
 _LIVE_RUN = []  # [True] once the run is an assert test's: numbers then span the run
@@ -171,19 +184,23 @@ def _live_call(name, args, kwargs, sync, namespace, functions):
         return '{"ok": false, "unencodable": true}'
     if fn is None:
         return '{"ok": false, "raised": "NameError", "upd": []}'
+    live = _live_objects()  # what the program can reach in this call: what it holds now, and the arguments
+    held = [n for n in range(len(live)) if _refcount(live[n]) > _UNHELD]
     try:
         value, raised = fn(*args, **kwargs), None
     except BaseException as exc:  # noqa: B036 - SystemExit in a call is that call's failure
         value, raised = None, exc
-    return _live_record(value, raised)
+    return _live_record(value, raised, held)
 
 
-def _live_record(value, raised):
+def _live_record(value, raised, held):
+    """The record of a call: what it changed in the numbered objects it could reach (``held``, by number), then its
+    value or its exception's arguments."""
     live = _live_objects()
     mark = len(live)
     try:
         record = '{"ok": true' if raised is None else '{"ok": false, "raised": "' + _exception_name(raised) + '"'
-        changed = [n for n in range(mark) if not _unchanged(live[n], _SNAPS[n])]
+        changed = [n for n in held if not _unchanged(live[n], _SNAPS[n])]
         updates = ["[" + _int_repr(n) + "," + _content(live[n]) + "]" for n in changed]
         record += ', "upd": [' + _str_join(",", updates) + "]"
         if raised is not None:

@@ -87,6 +87,15 @@ def unchanged(value: Any, snap: Any) -> bool:
     return len(value) == len(snap) and all(map(operator.is_, value, snap))
 
 
+def _unheld() -> int:
+    """``sys.getrefcount`` of an item of a list that only the list holds (as ``apply`` reads it)."""
+    probe = [[]]
+    return sys.getrefcount(probe[0])
+
+
+_UNHELD = _unheld()
+
+
 class LiveObjects:
     """The run's numbered objects (``graph``: {id: number}, [objects by number], as ``encode_call`` takes it),
     the snapshot of each as the program last saw it, how many items the test took from each iterator, the
@@ -98,6 +107,7 @@ class LiveObjects:
         self.steps: dict[int, int] = {}
         self.ended: set[int] = set()
         self.dropped: list[int] = []
+        self.held: list[int] = []  # the numbered objects the test could reach when the last record came
 
     def forget(self, number: int, value: Any) -> None:
         """The test dropped the iterator ``value`` (number ``number``): its id may now be another object's."""
@@ -108,7 +118,7 @@ class LiveObjects:
         """[number, contents] of every numbered object the test changed since the program last saw it (the
         contents name other numbered objects by number; an object met first here is numbered, as in a call)."""
         objects = self.graph[1]
-        changed = [n for n, snap in enumerate(self.snaps) if not unchanged(objects[n], snap)]
+        changed = [n for n in self.held if not unchanged(objects[n], self.snaps[n])]
         return [[n, self._contents(objects[n])] for n in changed]
 
     def _contents(self, value: Any) -> Any:
@@ -134,4 +144,7 @@ class LiveObjects:
         for number in [entry[0] for entry in sync] + [entry[0] for entry in record.get("upd", ())]:
             if number < seen:
                 self.snaps[number] = snapshot(objects[number])
+        # an object only ``objects`` holds now is out of the test's reach until a record brings it back: the test
+        # cannot change it before the next call (one it changed and dropped since is held here still)
+        self.held = [n for n in range(len(objects)) if sys.getrefcount(objects[n]) > _UNHELD]
         return decoded
