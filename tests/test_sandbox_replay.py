@@ -11,7 +11,8 @@ from trl_ext.rewards import CodeTests
 from trl_ext.sandbox import Limits, judge, parse_tests, run_tests
 from trl_ext.sandbox.assert_plan import program_names
 from trl_ext.sandbox.judge import harness_runtime
-from trl_ext.sandbox.replay import decode, decode_record, encode, encode_call, evaluate
+from trl_ext.sandbox.live import LiveObjects
+from trl_ext.sandbox.replay import decode, encode, encode_call, evaluate
 
 FAST = Limits(timeout_s=3.0)
 
@@ -25,21 +26,19 @@ def _harness_codec() -> dict:
 
 def _evaluate_with(test, fn, entry_point=None, prefix=None, rounds=5):
     """Evaluate ``test`` in this process, answering every call the stand-ins ask for with ``fn`` (a stand-in
-    sandbox that decodes arguments and writes records with the harness's own functions); returns the final answer
-    and the number of rounds it took."""
+    sandbox that runs each round's calls with the harness's own functions, fresh for each round); returns the final
+    answer and the number of rounds it took."""
     names, modules = program_names(test, prefix, entry_point)
     task = {"test": test, "prefix": prefix, "entry_point": entry_point, "names": names, "modules": modules}
     task.update(calls=[], results=[])
-    harness = _harness_codec()
     for round_ in range(rounds):
         answer = evaluate(task)
         if answer["verdict"] != "incomplete":
             return answer, round_
         task.update(calls=answer["calls"], results=[])  # the whole sequence, run again in order
-        for _name, args, kwargs, want_args in answer["calls"]:
-            made = []
-            call_args, call_kwargs = harness["_decode_call"](args, kwargs, made)
-            record, _ = harness["_call_record"](fn, call_args, call_kwargs, want_args, made)
+        harness, functions = _harness_codec(), {}
+        for name, args, kwargs, sync in answer["calls"]:
+            record = harness["_live_call"](name, args, kwargs, sync, {name: fn}, functions)
             task["results"].append(json.loads(record))
     return answer, rounds
 
@@ -102,45 +101,83 @@ def _same_shape(one, other, pairs: dict) -> bool:
     return one == other
 
 
-def _program_changing(made: list, rng: random.Random, sent: list):
-    """A stand-in program that changes the sandbox's objects through whatever path it finds, then returns (or
-    raises with) new containers holding some of them; what it sent goes to ``sent``."""
+def _reachable(roots: list) -> list:
+    """The lists, dicts, sets, deques and bytearrays reachable from ``roots``, each once, in a stable order."""
+    found, todo, seen = [], list(roots), set()
+    while todo:
+        obj = todo.pop()
+        if isinstance(obj, (list, tuple, dict, set, collections.deque, bytearray)) and id(obj) not in seen:
+            seen.add(id(obj))
+            found += [obj] if type(obj) is not tuple else []
+            todo += [] if type(obj) is bytearray else list(obj.values() if type(obj) is dict else obj)
+    return found
+
+
+def _program_changing(rng: random.Random, sent: list):
+    """A stand-in program that keeps what it is given and what it returns, changes any of it (this call's objects
+    or an earlier call's, through whatever path it finds) and then returns (or raises with) new containers holding
+    some of them; what it sent goes to ``sent``."""
+    kept: list = []
 
     def program(*args, **kwargs):
-        for obj in made:
+        kept.append([args, kwargs])
+        mutable = _reachable(kept)
+        for obj in rng.sample(mutable, min(len(mutable), 3)):
             if type(obj) in (list, collections.deque):
-                obj.append(rng.choice(made)) if rng.random() < 0.5 else obj.reverse()
+                obj.append(rng.choice(mutable)) if rng.random() < 0.5 else obj.reverse()
             elif type(obj) is bytearray:
                 obj.append(rng.randint(0, 255))
             elif type(obj) is dict:
-                obj[f"n{rng.randint(0, 2)}"] = rng.choice([rng.choice(made), (1, rng.choice(made))])
+                obj[f"n{rng.randint(0, 2)}"] = rng.choice([rng.choice(mutable), (1, rng.choice(mutable))])
             else:
                 obj.add(rng.randint(10, 12))
-        sent.append([rng.choice(made), [rng.choice(made), {"new": [made[-1]]}]] if made else [[]])
+        sent.append([args[0], [rng.choice(mutable), {"new": [mutable[-1]]}]] if mutable else [[]])
+        if rng.random() < 0.3:  # dropped after a change: the change still reaches the test
+            kept.pop(rng.randrange(len(kept)))
         if rng.random() < 0.3:
-            raise ValueError(*sent[0])
-        return sent[0]
+            raise ValueError(*sent[-1])
+        return sent[-1]
 
     return program
 
 
-def test_argument_graphs_cross_with_their_sharing_and_come_back_updated():
-    """The root of aliasing: the judge's ``encode_call`` and the harness's ``_decode_call`` build the same graph
-    (one object per shared object, cycles included); what the program does to it, through any alias, comes back
-    in one record that the judge applies to its own objects, and the value names the same objects."""
-    harness, rng = _harness_codec(), random.Random(5)
-    for _ in range(300):
-        args = _random_graph(rng)
-        encoded_args, encoded_kwargs, originals = encode_call(args, {"kw": args[0]})
-        made: list = []
-        there, there_kw = harness["_decode_call"](*json.loads(json.dumps([encoded_args, encoded_kwargs])), made)
-        assert _same_shape([args, args[0]], [there, there_kw["kw"]], {}) and len(made) == len(originals)
+def _test_changing(holds: list, rng: random.Random) -> None:
+    """The test's own changes between calls, to any object it holds or reaches (sent with the next call)."""
+    objects = _reachable(holds)
+    for obj in rng.sample(objects, min(len(objects), 2)):
+        if type(obj) is list:
+            obj.insert(0, rng.choice([7, (8, obj), rng.choice(objects) if type(rng.choice(objects)) is list else 9]))
+        elif type(obj) is dict:
+            obj["t"] = [rng.randint(0, 9)]
+        elif type(obj) is set:
+            obj.discard(10) if rng.random() < 0.5 else obj.add(13)
+        elif type(obj) in (bytearray, collections.deque):
+            obj.clear()
 
-        sent: list = []
-        program = _program_changing(made, rng, sent)
-        record, _ = harness["_call_record"](program, there, there_kw, bool(originals), made)
-        decoded = decode_record(json.loads(record), {}, originals)
-        assert _same_shape([originals, decoded], [made, sent[0]], {}), record  # exception arguments: a list
+
+def test_the_runs_objects_stay_one_graph_on_both_sides_across_calls():
+    """The root of aliasing and live state: the judge's ``LiveObjects`` and the harness's numbered objects form the
+    same graph (one object per shared object, cycles included) for a whole run of calls. What the test changes
+    reaches the program before its next call, what the program changes (in any object it keeps, through any
+    alias) reaches the test after it, and a value names the same objects."""
+    for seed in range(30):
+        harness, rng, live, functions, sent = _harness_codec(), random.Random(seed), LiveObjects(), {}, []
+        program, holds = _program_changing(rng, sent), []
+        for _ in range(10):
+            args = _random_graph(rng)
+            holds.append(args)
+            sync = live.test_changes()
+            encoded_args, encoded_kwargs, _ = encode_call(args, {"kw": args[0]}, live.graph)
+            frame = json.loads(json.dumps(["f", encoded_args, encoded_kwargs, sync]))
+            record = json.loads(harness["_live_call"](*frame, {"f": program}, functions))
+            decoded = live.apply(record, sync, {"nans": {}, "live": None})
+            assert record["ok"] or "exc" in record, record  # never "unencodable": both sides agree on every number
+            returned = [decoded, sent[-1]] if record["ok"] else [decoded[0], sent[-1][0]]
+            assert _same_shape([live.graph[1], returned[0]], [harness["_LIVE"], returned[1]], {}), record
+            holds.append(decoded)
+            _test_changing(holds, rng)
+            if rng.random() < 0.3:  # dropped after a change: the change still reaches the program
+                holds.pop(rng.randrange(len(holds)))
 
 
 def test_loops_random_inputs_and_arithmetic_take_one_round():

@@ -8,6 +8,7 @@ import collections
 import json
 import random
 import time
+from array import array
 from fractions import Fraction
 
 import pytest
@@ -87,10 +88,13 @@ def _value(rng: random.Random, depth: int = 0):
 
 
 def _updates(rng: random.Random) -> object:
-    """A record's argument updates ("upd"), well-formed or not."""
+    """A record's updates of numbered objects ("upd": [number, contents] pairs), well-formed or not."""
     forms = [lambda: [_value(rng)], lambda: {"d": [[1, _value(rng)]]}, lambda: {"s": [_value(rng)]}, lambda: "x"]
     forms += [lambda: {"dq": [[_value(rng)], rng.choice([None, 1, -1])]}, lambda: {"ba": rng.choice(["eA==", 1])}]
-    return rng.choice([[rng.choice(forms)() for _ in range(rng.randint(0, 3))], "x", None, {"d": []}])
+    forms += [lambda: {"C": [[_value(rng), 1]]}, lambda: {"ar": ["i", [rng.choice([1, 2**70, "x"])]]}]
+    number = lambda: rng.choice([0, 1, 2, 3, 4, 5, 6, 7, -1, 10**30, "0", None])  # noqa: E731
+    entry = lambda: rng.choice([[number(), rng.choice(forms)()], [number()], rng.choice(forms)()])  # noqa: E731
+    return rng.choice([[entry() for _ in range(rng.randint(0, 3))], "x", None, {"d": []}])
 
 
 def _deep(depth: int, tagged: bool) -> str:
@@ -353,47 +357,58 @@ def test_sets_keep_the_programs_order_within_a_bound():
             decode(bad)
 
 
+def _run_objects() -> list:
+    """An assert test's numbered objects, one of each mutable type (and an iterator of the program)."""
+    return [[1], {"a": 1}, {1}, collections.deque([1]), bytearray(b"x"), collections.Counter(a=1), array("i", [1])]
+
+
 def test_fuzzed_records_decode_totally_with_an_evaluations_memo():
-    """The assert-test path decodes a whole record with an evaluation's memo and the call's own argument objects
-    (updated in place by "upd", named by "a" references): still only ValueError, whatever the record; an update
-    never swaps an argument's type, and a malformed record changes no argument at all."""
-    rng = random.Random(21)
+    """The assert-test path decodes a whole record against the run's numbered objects (updated in place by "upd",
+    named by "a" references, iterators by "g" numbers), or as a shape check ("loose"): still only ValueError,
+    whatever the record; an update never swaps an object's type, and a malformed record changes nothing."""
+    rng, iterators = random.Random(21), []
     for _ in range(10_000):
-        originals = [[1], {"a": 1}, {1}, collections.deque([1]), bytearray(b"x")]
+        objects = _run_objects()
         record = {"ok": rng.random() < 0.5, "value": _value(rng), "raised": "ValueError", "exc": [_value(rng)]}
+        if rng.random() < 0.3:
+            record["value"] = [{"g": rng.choice([7, 8, 0, -1, "7"])}, {"a": rng.choice([0, 6, 7, 99])}]
         if rng.random() < 0.9:
-            fitting = [[_value(rng)], {"d": [[1, _value(rng)]]}, {"s": [1]}, {"dq": [[_value(rng)], None]}, {"ba": ""}]
-            record["upd"] = rng.choice([_updates(rng), fitting])
-        mine = originals if rng.random() < 0.8 else None  # the judge's objects, or fresh ones (a shape check)
+            fitting = [[0, [_value(rng)]], [1, {"d": [[1, _value(rng)]]}], [2, {"s": [1]}], [4, {"ba": ""}]]
+            fitting += [[3, {"dq": [[_value(rng)], None]}], [5, {"C": [["b", 2]]}], [6, {"ar": ["i", [2]]}]]
+            record["upd"] = rng.choice([_updates(rng), rng.sample(fitting, rng.randint(1, len(fitting)))])
+        loose = rng.random() < 0.2  # the record stream's shape check, without the run's objects
+        memo = {"loose": True} if loose else {"nans": {}, "refs": objects, "live": iterators.append}
         try:
-            decode_record(record, {"nans": {}, "objects": {}, "classes": {}}, mine)
+            decode_record(record, memo)
         except ValueError:
-            assert originals == [[1], {"a": 1}, {1}, collections.deque([1]), bytearray(b"x")]
-        assert [type(o) for o in originals] == [list, dict, set, collections.deque, bytearray]
+            assert objects[:7] == _run_objects()
+        assert [type(o) for o in objects[:7]] == [type(o) for o in _run_objects()]
+    assert iterators  # well-formed iterator numbers reached the evaluation's iterator maker
 
 
-def test_records_keep_the_identity_of_arguments_and_aliases():
+def test_records_keep_the_identity_of_the_runs_objects():
     inner, table = [2, 1], {"k": 0}
-    memo = {"nans": {}, "objects": {}, "classes": {}}
-    assert decode_record({"ok": True, "value": {"a": 0}, "upd": [[1, 2], {"d": []}]}, memo, [inner, table]) is inner
+    refs = [inner, table]
+    memo = {"nans": {}, "refs": refs, "live": lambda number: None}
+    assert decode_record({"ok": True, "value": {"a": 0}, "upd": [[0, [1, 2]], [1, {"d": []}]]}, memo) is inner
     assert inner == [1, 2] and table == {}
-    decode_record({"ok": True, "value": None, "upd": [[{"a": 0}, {"a": 1}], {"d": [["me", {"a": 1}]]}]}, memo,
-                  [inner, table])  # fmt: skip
+    decode_record({"ok": True, "value": None, "upd": [[0, [{"a": 0}, {"a": 1}]], [1, {"d": [["me", {"a": 1}]]}]]},
+                  memo)  # fmt: skip
     assert inner[0] is inner and inner[1] is table and table["me"] is table  # cycles, as the program left them
     shared = decode([[5], {"a": 1}, {"d": [[1, {"a": 1}]]}])
     assert shared[0] is shared[1] is shared[2][1]
-    args = decode_record({"ok": False, "raised": "ValueError", "exc": [{"a": 0}], "upd": [[7]]}, {}, [inner])
-    assert args[0] is inner and inner == [7]  # an exception carries the argument, changed before the raise
-    for malformed in ([{"d": []}], [[1], [2]], [[{"a": 9}]], [{"s": [[1]]}]):
+    args = decode_record({"ok": False, "raised": "ValueError", "exc": [{"a": 0}], "upd": [[0, [7]]]}, memo)
+    assert args[0] is inner and inner == [7]  # an exception carries the object, changed before the raise
+    returned = decode_record({"ok": True, "value": [[3], {"dq": [[{"a": 4}], None]}]}, memo)  # (args: number 2)
+    assert refs[3] is returned and refs[4] == [3] and refs[5] is returned[1] and refs[5][0] is refs[4]
+    later = decode_record({"ok": True, "value": [{"a": 5}, {"a": 3}], "upd": [[5, {"dq": [[], None]}]]}, memo)
+    assert later[0] is returned[1] and later[1] is returned and returned[1] == collections.deque()  # live objects
+    for malformed in ([[0, {"d": []}]], [[0, [1]], [0, [2]]], [[0, [{"a": 99}]]], [[1, {"s": [[1]]}]], [[99, [1]]]):
         with pytest.raises(ValueError):
-            decode_record({"ok": True, "value": 1, "upd": malformed}, {}, [inner])
-        assert inner == [7]
+            decode_record({"ok": True, "value": [[5]], "upd": malformed}, memo)
+        assert inner == [7] and len(refs) == 7  # nothing changed (the record's own list: by LiveObjects.apply)
     assert decode({"nan": 3}, 0, memo) is decode({"nan": 3}, 0, memo)
     assert decode({"nan": 3}) is not decode({"nan": 3})
-    objects: dict = {}  # an evaluation's returned containers; each record numbers its own objects anew
-    first = decode({"o": [7, [0]]}, 0, {"objects": objects})
-    again = decode([{"o": [7, [0, 1]]}, {"a": 1}], 0, {"objects": objects})
-    assert again[0] is first is again[1] and first == [0, 1]  # the same object, updated in place
 
 
 def test_stdio_integers_compare_exactly_without_int_limits():

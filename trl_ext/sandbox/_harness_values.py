@@ -117,6 +117,8 @@ def _encode_library(value, kind, depth):
     seen = _SEEN.get(id(value))
     if seen is not None:
         return '{"a": ' + _int_repr(seen[0]) + "}"
+    if _LIVE_RUN:  # noqa: F821 - an assert test's run: iterators stay in the sandbox (_harness_live.py)
+        return _live_library(value, kind, depth)  # noqa: F821
     return _library_text(value, kind, depth)
 
 
@@ -340,6 +342,8 @@ _MUTABLE_ARGUMENTS = ("ba", "dq", "dd", "od", "C")
 
 def _made(value, made):
     made.append(value)
+    if made is _LIVE:  # noqa: F821 - an assert test's run: numbered for the whole run (_harness_live.py)
+        _SEEN[id(value)] = (len(_SEEN), value)
     return value
 
 

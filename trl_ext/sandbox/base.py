@@ -26,10 +26,10 @@ LOADER_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d")
 
 @functools.cache
 def harness_runtime_source() -> str:
-    """The judged modes of the harness as one module's source: the values codec and the program's description
-    first (``_harness_runtime.py`` uses their names)."""
+    """The judged modes of the harness as one module's source: the values codec, the program's
+    description and the live objects of an assert test's run first (``_harness_runtime.py`` uses their names)."""
     here = Path(__file__).parent
-    parts = ("_harness_values.py", "_harness_program.py", "_harness_runtime.py")
+    parts = ("_harness_values.py", "_harness_program.py", "_harness_live.py", "_harness_runtime.py")
     return "\n".join((here / name).read_text() for name in parts)
 
 

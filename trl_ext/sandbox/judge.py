@@ -387,7 +387,7 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
             return {"verdict": "unsupported", "detail": "the test's calls depend on results in a cycle"}
         frontier = frontier if describing else answer.get("frontier", 0)
         payload = {**_calls_payload(program, calls, False), "describe": task["names"]}
-        stream = RecordStream(payload["marker"], "calls", len(calls), described=True)
+        stream = RecordStream(payload["marker"], "live", len(calls), described=True)
         result = runner.launch(payload, b"", limits)
         report.statuses.append(result.status)
         if result.status == "infra_error":

@@ -22,6 +22,7 @@ import functools
 import json
 import keyword
 import math
+import weakref
 from typing import Any
 
 _BIG_INT_BITS = 12000  # beyond ~3600 digits ints travel as hex: int('...') has a 4300-digit limit
@@ -34,11 +35,13 @@ _MAX_SHARED_HASHES = 64  # elements of one set or dict beyond this many sharing 
 _MAX_ITEMS = 1 << 20  # elements of one list, set or mapping (the run's output cap bounds them all together too)
 
 
-def encode(value: Any, depth: int = 0, graph: tuple[dict, list] | None = None) -> Any:
+def encode(value: Any, depth: int = 0, graph: tuple[dict, list] | None = None, bare: bool = False) -> Any:
     """JSON-able tagged form of plain data, by exact type; raises TypeError for anything else. Sets are sorted
     by their elements' JSON, so equal values always encode identically (they key the recorded results). Lists,
     dicts and sets keep their identity: each is numbered where first met (before its items) and sent once, an
-    alias or a cycle as {"a": number}; ``graph`` ({id: number}, [objects in number order]) spans one call."""
+    alias or a cycle as {"a": number}; ``graph`` ({id: number}, [objects in number order]) spans one call, or an
+    assert test's whole run (where an object the program returned is sent by its number too). ``bare``: the
+    contents of a numbered object, never a reference to itself."""
     if depth > _MAX_DEPTH:
         raise TypeError("value nested too deeply")
     kind = _plain_kind(value)
@@ -48,7 +51,7 @@ def encode(value: Any, depth: int = 0, graph: tuple[dict, list] | None = None) -
         return value if value.bit_length() <= _BIG_INT_BITS else {"i": format(value, "x")}
     if kind is float:
         return value if math.isfinite(value) else {"f": repr(value)}
-    if kind in _TRACKED:
+    if kind in _TRACKED and not bare:
         numbers, shared = graph if graph is not None else ({}, [])
         if id(value) in numbers:
             return {"a": numbers[id(value)]}
@@ -79,6 +82,8 @@ def encode(value: Any, depth: int = 0, graph: tuple[dict, list] | None = None) -
         if factory is not None and _FACTORIES.get(name) is not factory:  # a lambda would be the test's code
             raise TypeError("a defaultdict argument's factory must be a builtin type")
         return {"dd": [name, pairs]}
+    if graph is not None and id(value) in graph[0]:  # an iterator the program returned: by its number
+        return {"a": graph[0][id(value)]}
     raise TypeError(f"{kind.__name__} is not plain data")
 
 
@@ -87,11 +92,11 @@ _TRACKED = frozenset({list, set, dict, bytearray, collections.deque, collections
 _TRACKED |= {collections.OrderedDict, collections.defaultdict}
 
 
-def encode_call(args: tuple | list, kwargs: dict) -> tuple[list, dict, list]:
-    """(arguments, keyword arguments, their distinct lists, dicts and sets in number order) of one call, encoded
-    as one graph: an object the test passes twice (``f(x, x)``, ``[r, r]``) is one object in the sandbox too, and
-    the k-th object listed is the one the sandbox's records call k (``decode_record``)."""
-    graph: tuple[dict, list] = ({}, [])
+def encode_call(args: tuple | list, kwargs: dict, graph: tuple[dict, list] | None = None) -> tuple[list, dict, list]:
+    """(arguments, keyword arguments, the graph's objects in number order) of one call, encoded as one graph: an
+    object the test passes twice (``f(x, x)``, ``[r, r]``) is one object in the sandbox too, and the k-th object
+    listed is the one the sandbox's records call k (``decode_record``). ``graph``: an assert test's run-wide one."""
+    graph = graph if graph is not None else ({}, [])
     encoded_args = [encode(v, 1, graph) for v in args]
     encoded_kwargs = {"d": [[encode(k, 1), encode(v, 1, graph)] for k, v in kwargs.items()]}
     return encoded_args, encoded_kwargs, graph[1]
@@ -121,6 +126,8 @@ def decode(obj: Any, depth: int = 0, memo: dict | None = None) -> Any:
         raise ValueError("malformed plain data")
     ((tag, inner),) = obj.items()
     try:
+        if memo.get("live") is not None or memo.get("loose"):  # an assert test's run (``decode_record``)
+            return _live_tagged(tag, inner, depth + 1, memo)
         return _decode_tagged(tag, inner, depth + 1, memo)
     except (TypeError, ValueError, KeyError, IndexError, ArithmeticError) as exc:  # decimal's errors too
         raise ValueError(f"malformed plain data ({tag!r:.20}: {type(exc).__name__})") from None
@@ -135,29 +142,39 @@ def _register(made: Any, memo: dict) -> Any:
     return made
 
 
-def decode_record(record: dict, memo: dict, originals: list | None = None) -> Any:
-    """Apply a call record's argument updates and decode its value ("ok") or its exception's arguments ("exc";
-    None when absent). "upd" holds, for the k-th of the call's lists, dicts and sets (``encode_call``), what the
-    program left in it; ``originals`` are the test's own objects, updated in place all at once after every update
-    decoded (a malformed record changes none); without them (checking a record's shape), fresh ones. Raises
-    ValueError (only) for a malformed record: an update of the wrong type or count, an unknown reference."""
-    updates = record.get("upd")
-    wrong_count = originals is not None and type(updates) is list and len(updates) != len(originals)
-    if updates is not None and (type(updates) is not list or wrong_count):
-        raise ValueError("a record updates other arguments than the call's")
-    if originals is None:
-        originals = [_fresh(update) for update in updates or ()]
-    memo["refs"] = list(originals)
-    contents = [_content(mine, update, memo) for mine, update in zip(originals, updates or ())]
+def decode_record(record: dict, memo: dict) -> Any:
+    """Apply a call record's updates and decode its value ("ok") or its exception's arguments ("exc"; None when
+    absent). In an assert test's run ``memo["refs"]`` holds the run's numbered objects (both sides number every
+    list, dict, set and mutable library object that crossed, in the order met) and ``memo["live"]`` makes the
+    judge's iterator for a number; "upd" holds [number, contents] for each of them the call changed, applied in
+    place all at once after the whole record decoded (a malformed record changes none). ``memo["loose"]`` (a
+    shape check without the run's objects): updates fill fresh objects and a reference to an earlier record's
+    object stands for an unknown one. Raises ValueError (only) for a malformed record."""
+    updates = record.get("upd", [])
+    if type(updates) is not list or len(updates) > _MAX_ITEMS:
+        raise ValueError("a record's updates are no list")
+    refs = memo.setdefault("refs", [])
+    count, targets = len(refs), []
+    for entry in updates:
+        if type(entry) is not list or len(entry) != 2 or type(entry[0]) is not int or entry[0] < 0:
+            raise ValueError("an update is no [number, contents] pair")
+        if entry[0] >= count and not memo.get("loose"):
+            raise ValueError("an update of no object of the run")
+        targets.append(refs[entry[0]] if entry[0] < count else _fresh(entry[1]))
+    if len({entry[0] for entry in updates}) != len(updates):
+        raise ValueError("an object updated twice in one record")
+    contents = [_content(mine, entry[1], memo) for mine, entry in zip(targets, updates)]
     field = "value" if record.get("ok") is True else "exc"
     decoded = decode(record[field], 0, memo) if field in record else None
-    for mine, content in zip(originals, contents):  # no "upd": the call changed nothing (a missing function)
+    for mine, content in zip(targets, contents):
         _update(mine, content)
     return decoded
 
 
 _EMPTY = {"d": dict, "s": set, "ba": bytearray, "dq": collections.deque, "C": collections.Counter}
 _EMPTY.update(od=collections.OrderedDict, dd=collections.defaultdict)
+_LIVE_TAGS = frozenset({"ba", "dq", "C", "od", "dd", "ar"})  # mutable library values: numbered after their contents
+_UNKNOWN = object()  # an earlier record's object, in a shape check
 
 
 def _fresh(update: Any) -> Any:
@@ -169,22 +186,42 @@ def _fresh(update: Any) -> Any:
     raise ValueError("an argument update is of no mutable type")
 
 
+def _live_tagged(tag: str, inner: Any, depth: int, memo: dict) -> Any:
+    """A tagged value of an assert test's record: an iterator the program keeps in the sandbox (the judge's one,
+    numbered where met), a mutable library value numbered after its contents (as the harness numbers them)."""
+    if tag == "g" and type(inner) is int:
+        refs = memo.setdefault("refs", [])
+        if memo.get("loose"):
+            return _register(iter(()), memo)
+        if inner != len(refs):
+            raise ValueError("an iterator numbered out of order")
+        made = memo["live"](inner)
+        refs.append(weakref.ref(made))  # the test's to drop: then the sandbox drops it too (``live.py``)
+        return made
+    value = _decode_tagged(tag, inner, depth, memo)
+    return _register(value, memo) if tag in _LIVE_TAGS else value
+
+
 def _content(mine: Any, update: Any, memo: dict) -> Any:
-    """What the program left in ``mine`` (one of the call's objects), from its update, as a new object."""
+    """What the program left in ``mine`` (a numbered object), from its update, as a new object (not numbered:
+    ``mine`` is)."""
     kind = _plain_kind(mine)
     if kind is list:  # its items: the list itself is numbered already (it is ``mine``)
         if type(update) is not list or len(update) > _MAX_ITEMS:
             raise ValueError("a list argument's update is no list")
         return [decode(v, 1, memo) for v in update]
     tag = "d" if kind is dict else "s" if kind is set else None
+    if type(update) is not dict or len(update) != 1 or (tag and update.keys() != {tag}):
+        raise ValueError("an update of another type than its object")
+    ((update_tag, inner),) = update.items()
     try:
-        if tag and type(update) is dict and update.keys() == {tag}:
-            return dict(_pairs(update[tag], 1, memo)) if kind is dict else set(_hashed(_items(update[tag], 1, memo)))
+        if tag:
+            return dict(_pairs(inner, 1, memo)) if kind is dict else set(_hashed(_items(inner, 1, memo)))
+        after = _decode_tagged(update_tag, inner, 1, memo)
     except (TypeError, KeyError, IndexError, ArithmeticError) as exc:
-        raise ValueError(f"malformed argument update ({type(exc).__name__})") from None
-    after = None if tag else decode(update, 1, memo)  # a library type: never numbered in a record
-    if type(after) is not kind:
-        raise ValueError("an argument update of another type than the argument")
+        raise ValueError(f"malformed update ({type(exc).__name__})") from None
+    if type(after) is not kind or (kind is array.array and after.typecode != mine.typecode):
+        raise ValueError("an update of another type than its object")
     return after
 
 
@@ -345,8 +382,14 @@ def _decode_tagged(tag: str, inner: Any, depth: int, memo: dict) -> Any:
         return simple(inner, depth, memo)
     if tag == "a" and type(inner) is int:  # an object met before in this record (or one of the call's own)
         refs = memo.get("refs", ())
+        if memo.get("loose") and inner >= len(refs):  # a shape check without the run's objects
+            return _UNKNOWN
         if not 0 <= inner < len(refs):
             raise ValueError("a reference to no object")
+        if type(refs[inner]) is weakref.ref:  # an iterator of the program's, alive while the test holds it
+            if refs[inner]() is None:
+                raise ValueError("a reference to an iterator the test dropped")
+            return refs[inner]()
         return refs[inner]
     if tag == "o" and type(inner) is list and len(inner) == 2 and type(inner[0]) is int:  # a returned container
         refs, objects = memo.setdefault("refs", []), memo.setdefault("objects", {})
@@ -431,9 +474,9 @@ def _filled(made: Any, items: list) -> Any:
 def _update(mine: Any, after: Any) -> Any:
     """``mine`` (an object the test holds), updated in place to what the program left of it (``after``); ``after``
     itself when there is no such object of the same type (a call test's check decodes without a memo)."""
-    if mine is None or _plain_kind(mine) is not _plain_kind(after) or _plain_kind(after) not in _TRACKED:
+    if mine is None or _plain_kind(mine) is not _plain_kind(after) or _plain_kind(after) not in _TRACKED | {array.array}:
         return after
-    if type(mine) is list or type(mine) is bytearray:
+    if type(mine) is list or type(mine) is bytearray or type(mine) is array.array:
         mine[:] = after
     elif type(mine) is collections.deque:
         mine.clear()
@@ -443,4 +486,6 @@ def _update(mine: Any, after: Any) -> Any:
         mine.update(after)
         if type(mine) is ProgramOrderSet:
             mine._order = list(after)  # the program's order now
+        if type(mine) is collections.defaultdict:
+            mine.default_factory = after.default_factory
     return mine

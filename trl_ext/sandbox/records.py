@@ -43,13 +43,15 @@ def _stdio_record(record: dict) -> dict | None:
     return {"i": record["i"], "status": record["status"], "output": output.decode("utf-8", errors="replace")}
 
 
-def _call_record(record: dict) -> dict | None:
-    """A call record with its value decoded (``"invalid"`` when the value is no plain data: the case fails)."""
+def _call_record(record: dict, memo: dict) -> dict | None:
+    """A call record with its value decoded (``"invalid"`` when the value is no plain data: the case fails).
+    ``memo``: {} for a call test's; an assert test's names the run's objects, which only its evaluation holds:
+    here its shape is checked (``plain_data.decode_record``, "loose")."""
     keys, ok = record.keys(), record.get("ok")
     if ok is True and keys in _VALUE_KEYS:
         checked = dict(record)
-        try:  # the argument updates and the value, as one record (the value may name an argument's objects)
-            checked["decoded"] = replay.decode_record(record, {})
+        try:  # the updates and the value, as one record (the value may name the updated objects)
+            checked["decoded"] = replay.decode_record(record, dict(memo))
         except ValueError:
             return {"i": record["i"], "ok": False, "invalid": True}
         return checked
@@ -60,15 +62,15 @@ def _call_record(record: dict) -> dict | None:
         and type(record["raised"]) is str
         and record["raised"].isidentifier()
     ):
-        return record if len(record["raised"]) <= _MAX_NAME and _exception_args(record) else None
+        return record if len(record["raised"]) <= _MAX_NAME and _exception_args(record, memo) else None
     if keys == {"i", "ok", "unencodable"} and record["unencodable"] is True:
         return record
     return None
 
 
-def _exception_args(record: dict) -> bool:
-    """Whether a raised record's argument updates and exception arguments (both optional) are plain data."""
-    memo: dict = {}
+def _exception_args(record: dict, memo: dict) -> bool:
+    """Whether a raised record's updates and exception arguments (both optional) are plain data."""
+    memo = dict(memo)
     try:
         args = replay.decode_record(record, memo)
         replay.exception_details(record, memo)  # the program classes and builtin attributes ("cls", "attrs")
@@ -109,6 +111,7 @@ class RecordStream:
     parses each complete line once: linear in the output, however often it is called)."""
 
     def __init__(self, marker: str, mode: str, n_cases: int, described: bool = False) -> None:
+        """``mode``: "stdio", "calls" (a call test's) or "live" (an assert test's calls)."""
         self.marker, self.mode, self.n_cases = marker.encode(), mode, n_cases
         self.described = described  # a run whose payload asked for the program's description ("describe")
         self.records: list[dict] = []
@@ -146,7 +149,8 @@ class RecordStream:
         elif record["i"] != index or index >= self.n_cases:
             self.invalid = f"a result record claims another case than case {index} of {self.n_cases}"
         else:
-            checked = _stdio_record(record) if self.mode == "stdio" else _call_record(record)
+            memo = {"loose": True} if self.mode == "live" else {}
+            checked = _stdio_record(record) if self.mode == "stdio" else _call_record(record, memo)
             if checked is not None:
                 return checked
             self.invalid = f"result record {index} does not match the record format"

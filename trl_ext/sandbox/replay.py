@@ -29,26 +29,32 @@ import time
 from typing import Any
 
 if __package__:  # the judge: a module of the package
+    from trl_ext.sandbox.live import LiveObjects, ProgramIterator
     from trl_ext.sandbox.plain_data import decode, decode_record, encode, encode_call
 else:  # the evaluation worker runs this file by its path: the codec is the file next to it (read by its path:
     # a confined worker may read that file but not list its directory, which an import through sys.path needs)
     import importlib.util
 
-    _spec = importlib.util.spec_from_file_location(
-        "trl_ext_plain_data", os.path.join(os.path.dirname(os.path.abspath(__file__)), "plain_data.py")
-    )
-    _codec = importlib.util.module_from_spec(_spec)
-    sys.modules[_spec.name] = _codec  # dataclass-free, but `from __future__ import annotations` looks itself up
-    _spec.loader.exec_module(_codec)
+    def _sibling(name: str) -> Any:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
+        spec = importlib.util.spec_from_file_location("trl_ext_" + name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclass-free, but `from __future__ import annotations` looks itself up
+        spec.loader.exec_module(module)
+        return module
+
+    _codec = _sibling("plain_data")
     decode, decode_record, encode, encode_call = _codec.decode, _codec.decode_record, _codec.encode, _codec.encode_call
+    _live = _sibling("live")
+    LiveObjects, ProgramIterator = _live.LiveObjects, _live.ProgramIterator
 
 _MAX_CALLS = 20000
 ASSERT_HOOK = "__trl_ext_assert_failed__"
 
 
-def call_key(name: str, args: Any, kwargs: Any) -> str:
-    """The key of one call: its function name and encoded arguments."""
-    return json.dumps([name, args, kwargs], separators=(",", ":"))
+def call_key(name: str, args: Any, kwargs: Any, sync: Any = None) -> str:
+    """The key of one call: its function name, encoded arguments and the test's changes to numbered objects."""
+    return json.dumps([name, args, kwargs, sync], separators=(",", ":"))
 
 
 # -- the test, rewritten -------------------------------------------------------------------------------------
@@ -151,18 +157,19 @@ class _Session:
     run is used only by the k-th call, and only while this pass has made the same calls in the same order."""
 
     def __init__(self, calls: list[list], results: list[dict]) -> None:
-        self.known = [call_key(*call[:3]) for call in calls]
+        self.known = [call_key(*call[:4]) for call in calls]
         self.results = results
-        self.calls: list[list] = []  # [name, args, kwargs, want_args] of every call of this pass, in order
+        self.calls: list[list] = []  # [name, args, kwargs, sync] of every call of this pass, in order
         self.pending = False  # a placeholder was handed out: no verdict from this pass
         self.frontier = 0  # position of the first placeholder: each sandbox run must move it further
         self.blocked = False  # a call's arguments hold a placeholder: run what is known, then go on
         self.rejected = ""  # the program's fault: a result that is no plain data, or a call with no record
         self.unsupported = ""  # the test's: an argument that is no plain data, too many calls
         self.nans: dict[int, float] = {}  # the run's NaN objects, one each (identity decides `[x] == [x]`)
-        self.objects: dict[int, Any] = {}  # the containers the program returned, one each (updated in place)
         self.classes: dict = {}  # the program's namedtuple classes, one real class each (``plain_data._namedtuple``)
         self.exception_classes: dict = {"refuse": self.refuse}  # stand-ins of its exception classes, by chain
+        self.live = LiveObjects()  # the run's numbered objects, as the program last saw them (``live.py``)
+        self.busy = self.done = False  # in a call (an iterator dropped then is released after it); finished
 
     def stand_in(self, name: str):
         def stand_in(*args: Any, **kwargs: Any) -> Any:
@@ -181,44 +188,95 @@ class _Session:
             raise AssertionError(message) if message is not None else AssertionError
 
     def call(self, name: str, args: tuple, kwargs: dict) -> Any:
+        self.busy = True
+        try:
+            result = self._call(name, args, kwargs)
+        finally:
+            self.busy = False
+        while self.live.dropped and not self.done:  # iterators the call's updates dropped: released in order
+            self.release(self.live.dropped.pop(0))
+        return result
+
+    def release(self, number: int, value: Any = None) -> None:
+        """The test dropped the program's iterator ``number``: the sandbox drops it too (a call of the run, where
+        a generator's ``finally`` runs unless the program holds it), unless it ended (nothing runs then)."""
+        self.live.forget(number, value)
+        if self.done or number in self.live.ended:
+            return
+        if self.busy:
+            self.live.dropped.append(number)
+            return
+        try:
+            self.call("", (number, 0), {})
+        except _Stop:  # from __del__: the reason is set (rejected, unsupported or blocked), the pass goes on
+            pass
+        except Exception:  # noqa: BLE001 - an exception in a generator's clean-up is not raised, as in CPython
+            pass
+
+    def _call(self, name: str, args: tuple, kwargs: dict) -> Any:
         if _contains_pending((args, kwargs)):
             self.blocked = True
             raise _Stop
-        try:  # one graph: an object passed twice is one object in the sandbox too (``encode_call``)
-            encoded_args, encoded_kwargs, originals = encode_call(args, kwargs)
-        except TypeError as exc:
-            self.unsupported = f"an argument of {name}() is not plain data ({exc})"
-            raise _Stop from None
         position = len(self.calls)
         if position >= _MAX_CALLS:
             self.unsupported = f"the test makes more than {_MAX_CALLS} calls"
             raise _Stop
-        self.calls.append([name, encoded_args, encoded_kwargs, bool(originals)])
+        try:  # the test's changes to numbered objects first, then the arguments (one run-wide graph)
+            sync = self.live.test_changes()
+            encoded_args, encoded_kwargs, _ = encode_call(args, kwargs, self.live.graph)
+        except TypeError as exc:
+            self.unsupported = f"an argument of {name or 'an iterator'}() is not plain data ({exc})"
+            raise _Stop from None
+        entry = [name, encoded_args, encoded_kwargs, sync]
+        self.calls.append(entry)
         same_so_far = not self.pending and position < len(self.known) and position < len(self.results)
-        if not same_so_far or self.known[position] != call_key(name, encoded_args, encoded_kwargs):
+        if not same_so_far or self.known[position] != call_key(*entry):
             self.frontier = position if not self.pending else self.frontier  # the first call with no result
             self.pending = True  # from here on this pass differs from the run: the next run replays it all
+            if name == "" and len(args) == 1:  # an item not known yet: the run asks for more; this pass sees the end
+                self._ask_ahead(args[0])
+                raise StopIteration
             return _Pending()
-        return self._replay(name, self.results[position], originals)
+        return self._replay(name, self.results[position], sync)
 
-    def _replay(self, name: str, record: dict, originals: list) -> Any:
+    def step(self, number: int) -> Any:
+        """The next item of the program's iterator ``number``: a call of the run (name "")."""
+        self.live.steps[number] = self.live.steps.get(number, 0) + 1
+        return self.call("", (number,), {})
+
+    def _ask_ahead(self, number: int) -> None:
+        """Ask the run for more items of an iterator after the one not known yet (twice as many as the test took so
+        far, at least 16): at the end of the sequence, so they change no result before them, and a next pass uses
+        them only while it asks for them in the same order."""
+        more = min(max(15, self.live.steps[number]), 4095, _MAX_CALLS - len(self.calls))
+        self.calls += [["", [number], {"d": []}, []] for _ in range(more)]
+
+    def _replay(self, name: str, record: dict, sync: list) -> Any:
         ok, raised = record.get("ok") is True, record.get("raised")
+        what = f"{name}()" if name else "an iterator of the program"
         if not ok and type(raised) is not str:
             why = "returned no plain data" if record.get("unencodable") else "gave no result"
-            self.rejected = f"{name}() {why}"
+            self.rejected = f"{what} {why}"
             raise _Stop
-        memo = {"nans": self.nans, "objects": self.objects, "classes": self.classes}
-        try:  # the test's own argument objects are updated in place (a raising call's changes too)
-            decoded = decode_record(record, memo, originals)
-            details = None if ok else exception_details(record, memo)
+        memo = {"nans": self.nans, "live": self._iterator, "classes": self.classes}
+        try:  # the numbered objects the call changed are updated in place (a raising call's changes too)
+            decoded = self.live.apply(record, sync, memo)
+            details = None if ok else _exception_details(record, memo, self.live.graph[1])
         except ValueError:
-            self.rejected = f"{name}() returned no plain data"
+            self.rejected = f"{what} returned no plain data"
             raise _Stop from None
         if ok:
             return decoded
-        if raised in ("StopIteration", "StopAsyncIteration"):  # PEP 479: it must not end the test's loop
-            raise RuntimeError(f"the program's {name}() raised {raised}")
+        if not name:  # the program's iterator ended (or raised: it is then finished too)
+            self.live.ended.add(self.calls[-1][1][0])
+        if raised in ("StopIteration", "StopAsyncIteration"):
+            if not name and raised == "StopIteration":
+                raise StopIteration
+            raise RuntimeError(f"the program's {name}() raised {raised}")  # PEP 479: it must not end a loop
         raise _program_exception(raised, name, decoded, details, self.exception_classes)
+
+    def _iterator(self, number: int) -> ProgramIterator:
+        return ProgramIterator(self.step, number, self.release)
 
 
 def _program_exception(
@@ -279,6 +337,16 @@ def _exception_class(chain: list, builtin: type, classes: dict, doc: str | None 
         members.update(_trl_ext_own=chain[0][1], _trl_ext_refuse=classes.get("refuse"))
         classes[key] = _StandInClass(chain[0][0], (parent,), members)
     return classes[key]
+
+
+def _exception_details(record: dict, memo: dict, objects: list) -> tuple[list | None, dict]:
+    """``exception_details`` of a raised record whose value and updates ``LiveObjects.apply`` took: its attributes
+    may name the run's numbered objects, but bring none of their own (the numbering of both sides would part)."""
+    refs = list(objects)
+    details = exception_details(record, {**memo, "refs": refs})
+    if len(refs) != len(objects):
+        raise ValueError("an exception's attributes hold containers of their own")
+    return details
 
 
 def exception_details(record: dict, memo: dict) -> tuple[list | None, dict]:
@@ -371,6 +439,7 @@ def evaluate(task: dict) -> dict:
         error = "stopped"
     except BaseException as exc:  # noqa: B036 - the test's own SystemExit is a failure too
         error = f"{type(exc).__name__}: {exc}"[:500]
+    session.done = True  # iterators the namespace drops from here on end no call
     calls = session.calls
     if session.rejected:
         return {"verdict": "failed", "detail": session.rejected, "calls": calls}

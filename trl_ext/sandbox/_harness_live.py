@@ -1,0 +1,221 @@
+"""Live objects of an assert test's run, the harness's side (``replay._Session`` is the judge's). Compiled with
+``_harness_values.py`` (before it) and ``_harness_runtime.py`` (after it) as one module; same rules as there.
+
+In one interpreter the test and the program share their objects for the whole test. Here every list, dict, set,
+deque, bytearray, Counter, OrderedDict, defaultdict and array that crossed, in either direction, keeps its number
+for the whole run (``_SEEN`` is not cleared between an assert test's calls) and the judge keeps one object per
+number. Each call (a frame [name, args, kwargs, sync]) carries what the TEST changed in numbered objects since the
+last record ("sync", applied here before the call); each record carries the contents of every numbered object
+whose contents changed during the call ("upd": [number, contents]), found by comparing a snapshot of each
+object's slots by identity (a nested container is numbered itself, so its own change is its own entry). An
+iterator the program returns stays here, numbered: the judge's iterator asks for each item as a call of the run
+(name ""), so what a generator reads lazily, its side effects and its exceptions come when the test asks.
+"""
+
+import _operator
+import sys
+
+if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harness_values.py as one module
+    from trl_ext.sandbox._harness_values import (
+        _HEAPTYPE,
+        _SEEN,
+        _collections,
+        _content,
+        _decode,
+        _decode_call,
+        _encode,
+        _exception_args,
+        _exception_name,
+        _int_repr,
+        _library_text,
+        _str_join,
+        _type,
+    )
+
+_is, _refcount = _operator.is_, sys.getrefcount
+
+
+def _unheld():
+    """The reference count of a numbered object nothing but the harness holds (``_SEEN`` and ``_LIVE``): a call
+    cannot change such an object (not without reaching into the harness through the garbage collector, which
+    spoils only its own results, as patching does), so it is not compared after the call."""
+    probe = [[]]
+    held = (0, probe[0])  # noqa: F841 - as _SEEN holds it
+    return _refcount(probe[0])
+
+
+_UNHELD = _unheld()
+_LIVE = []  # the run's numbered objects by number (the order in which _SEEN numbered them)
+_SNAPS = []  # the snapshot of each (None: an iterator, whose contents never cross)
+_LIVE_RUN = []  # [True] once the run is an assert test's: numbers then span the run
+
+
+def _live_objects():
+    if len(_LIVE) < len(_SEEN):
+        _LIVE.extend([entry[1] for entry in list(_SEEN.values())[len(_LIVE) :]])
+    return _LIVE
+
+
+def _snapshot(value):
+    """What ``value`` holds, by identity (an item that is the same object is the same value or is numbered)."""
+    kind = _type(value)
+    if kind is list or kind is _collections.deque:
+        return tuple(value)
+    if kind is bytearray:
+        return bytes(value)
+    if kind is set:
+        return frozenset(map(id, value)), tuple(value)  # the items keep their ids
+    if isinstance(value, dict):
+        return tuple(value), tuple(dict.values(value)), getattr(value, "default_factory", None)
+    if _type(getattr(value, "typecode", None)) is str and kind.__module__ == "array":
+        return value.typecode + value.tobytes().hex()
+    return None
+
+
+def _unchanged(value, snap):
+    kind = _type(value)
+    if snap is None or kind is bytearray:
+        return snap is None or snap == value
+    if _type(snap) is str:  # an array
+        return snap == value.typecode + value.tobytes().hex()
+    if kind is set:
+        return len(value) == len(snap[1]) and frozenset(map(id, value)) == snap[0]
+    if isinstance(value, dict):
+        keys, values = snap[0], snap[1]
+        return (
+            len(value) == len(keys)
+            and all(map(_is, value, keys))
+            and all(map(_is, dict.values(value), values))
+            and getattr(value, "default_factory", None) is snap[2]
+        )
+    return len(value) == len(snap) and all(map(_is, value, snap))
+
+
+def _live_library(value, kind, depth):
+    """A library value in an assert test's record: an iterator stays here (the judge steps it by number); a
+    mutable library object is numbered after its contents (the judge numbers it after decoding them)."""
+    if getattr(kind, "__next__", None) is not None and (
+        not kind.__flags__ & _HEAPTYPE or kind.__eq__ is object.__eq__
+    ):
+        _SEEN[id(value)] = (len(_SEEN), value)
+        return '{"g": ' + _int_repr(len(_SEEN) - 1) + "}"
+    text = _library_text(value, kind, depth)
+    if _snapshot(value) is not None:  # a deque, bytearray, Counter, OrderedDict, defaultdict or array
+        _SEEN[id(value)] = (len(_SEEN), value)
+    return text
+
+
+def _synced(target, contents, live):
+    """What the test left in ``target`` (a numbered object), decoded from the judge's contents."""
+    kind = _type(target)
+    if kind is list or kind is _collections.deque:
+        items = contents["dq"][0] if kind is _collections.deque else contents
+        return [_decode(v, live) for v in items]
+    if kind is set:
+        return [_decode(v, live) for v in contents["s"]]
+    if kind is bytearray:
+        return _decode({"b": contents["ba"]}, live)
+    ((tag, inner),) = contents.items()
+    pairs = inner[1] if tag == "dd" else inner
+    return [(_decode(k, live), _decode(v, live)) for k, v in pairs]
+
+
+def _overwrite(target, items):
+    if isinstance(target, dict) or _type(target) is set:
+        target.clear()
+        target.update(items)
+    elif _type(target) is _collections.deque:
+        target.clear()
+        target.extend(items)
+    else:
+        target[:] = items
+
+
+def _release(number):
+    """Drop the run's reference to an iterator the test dropped: unless the program holds it, it is freed here and
+    then (a generator's ``finally`` runs, as in one interpreter). Its number stays taken."""
+    value = _LIVE[number]
+    if _SNAPS[number] is not None or _SEEN.get(id(value), (None, None))[1] is not value:
+        raise TypeError("not an iterator of the run")
+    _LIVE[number] = None
+    del _SEEN[id(value)]
+    _SEEN[-1 - number] = (number, None)  # (an id is never negative): the count of numbers stays
+    del value
+
+
+def _rollback(mark):
+    """Forget the numbers given since ``mark`` (a record that will not be sent must not shift later numbers)."""
+    for key in list(_SEEN)[mark:]:
+        del _SEEN[key]
+    del _LIVE[mark:]
+    del _SNAPS[mark:]
+
+
+def _live_prepare(name, args, kwargs, sync, namespace, functions):
+    """(function, args, kwargs) of one call, after the test's changes ("sync") were applied to the numbered
+    objects; new objects of the call's arguments are numbered in the judge's order (contents of sync first)."""
+    live = _live_objects()
+    changes = [(live[number], _synced(live[number], contents, live)) for number, contents in sync]
+    args, kwargs = _decode_call(args, kwargs, live)
+    for target, items in changes:
+        _overwrite(target, items)
+    for number, _contents in sync:
+        _SNAPS[number] = _snapshot(live[number])
+    _SNAPS.extend([_snapshot(v) for v in live[len(_SNAPS) :]])
+    if name == "":  # a step of an iterator the program returned, or [number, 0]: the test dropped it
+        return (next, [live[args[0]]], {}) if len(args) == 1 else (_release, [args[0]], {})
+    if name not in functions:
+        try:
+            functions[name] = _resolve(namespace, name)  # noqa: F821 - _harness_runtime.py's, compiled after
+        except BaseException:  # noqa: B036
+            functions[name] = None
+    return functions[name], args, kwargs
+
+
+def _live_call(name, args, kwargs, sync, namespace, functions):
+    """The record body of one call of an assert test's run (the harness adds the case index)."""
+    if not _LIVE_RUN:
+        _LIVE_RUN.append(True)
+    mark = len(_live_objects())
+    try:
+        fn, args, kwargs = _live_prepare(name, args, kwargs, sync, namespace, functions)
+    except BaseException:  # noqa: B036 - not the judge's numbering: a call of another pass, never used
+        _rollback(mark)
+        return '{"ok": false, "unencodable": true}'
+    if fn is None:
+        return '{"ok": false, "raised": "NameError", "upd": []}'
+    live = _live_objects()  # what the program can reach in this call: what it holds now, and the arguments
+    held = [n for n in range(len(live)) if _refcount(live[n]) > _UNHELD]
+    try:
+        value, raised = fn(*args, **kwargs), None
+    except BaseException as exc:  # noqa: B036 - SystemExit in a call is that call's failure
+        value, raised = None, exc
+    return _live_record(value, raised, held)
+
+
+def _live_record(value, raised, held):
+    """The record of a call: what it changed in the numbered objects it could reach (``held``, by number), then its
+    value or its exception's arguments."""
+    live = _live_objects()
+    mark = len(live)
+    try:
+        record = '{"ok": true' if raised is None else '{"ok": false, "raised": "' + _exception_name(raised) + '"'
+        changed = [n for n in held if not _unchanged(live[n], _SNAPS[n])]
+        updates = ["[" + _int_repr(n) + "," + _content(live[n]) + "]" for n in changed]
+        record += ', "upd": [' + _str_join(",", updates) + "]"
+        if raised is not None:
+            before = len(_SEEN)
+            text = _exception_args(raised)
+            if not text:
+                _rollback(before)
+            record += text + "}"
+        else:
+            record += ', "value": ' + _encode(value) + "}"
+        live = _live_objects()
+        for n in changed:
+            _SNAPS[n] = _snapshot(live[n])
+        _SNAPS.extend([_snapshot(v) for v in live[len(_SNAPS) :]])
+        return record
+    except BaseException:  # noqa: B036
+        _rollback(mark)
+        return '{"ok": false, "unencodable": true}'

@@ -1,0 +1,150 @@
+"""The live objects of an assert test's run, the judge's side (the harness's is ``_harness_live.py``).
+
+In one interpreter the test and the program share their objects for the whole test; here they live on both sides
+of the sandbox and are kept equal at every call. Every list, dict, set and mutable library object (deque,
+bytearray, Counter, OrderedDict, defaultdict, array) that crossed, either way, has one number for the whole run
+and one object here. Before each call the judge sends what the test changed in numbered objects since the
+program last saw them (the call's "sync", part of its key: replayed in every round); after it, the record holds
+what the call changed ("upd"), applied here in place, all at once. A change is found by comparing a snapshot of
+each object's slots by identity (a nested container is numbered and compared itself). An iterator the program
+returns stays in the sandbox (``ProgramIterator``): each item is a call of the run, made when the test asks.
+
+Stdlib only, and no trl_ext import but the plain-data codec: ``replay.py`` imports it, in the judge as a module of
+the package and in the evaluation worker (which runs ``replay.py`` by its path) as the file next to it.
+"""
+
+from __future__ import annotations
+
+import array
+import collections
+import operator
+import sys
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+if __package__:  # the judge: a module of the package
+    from trl_ext.sandbox.plain_data import decode_record, encode
+else:  # the evaluation worker: loaded by its path after plain_data.py (see replay.py)
+    decode_record, encode = sys.modules["trl_ext_plain_data"].decode_record, sys.modules["trl_ext_plain_data"].encode
+
+
+class ProgramIterator:
+    """An iterator the program returned, left in the sandbox: each ``next()`` asks the run for one item, so what
+    a generator reads lazily, changes or raises happens when the test asks for it, as in one interpreter. Equal
+    only to itself (a generator is)."""
+
+    __slots__ = ("_step", "_number", "_release", "__weakref__")
+
+    def __init__(self, step: Callable[[int], Any], number: int, release: Callable[[int, Any], None]) -> None:
+        self._step, self._number, self._release = step, number, release
+
+    def __del__(self) -> None:  # the test dropped it: so does the sandbox (a generator's finally runs then)
+        self._release(self._number, self)
+
+    def __iter__(self) -> ProgramIterator:
+        return self
+
+    def __next__(self) -> Any:
+        return self._step(self._number)
+
+    def __repr__(self) -> str:
+        return f"<the program's iterator {self._number}>"
+
+
+def snapshot(value: Any) -> Any:
+    """What ``value`` holds, by identity of its items (None: no contents to follow, an iterator)."""
+    kind = type(value)
+    if kind is list or kind.__name__ == "deque":
+        return tuple(value)
+    if kind is bytearray:
+        return bytes(value)
+    if kind is set:
+        return frozenset(map(id, value)), tuple(value)  # the items keep their ids
+    if isinstance(value, dict):
+        return tuple(value), tuple(dict.values(value)), getattr(value, "default_factory", None)
+    if kind is array.array:
+        return value.typecode + value.tobytes().hex()
+    return None
+
+
+def unchanged(value: Any, snap: Any) -> bool:
+    """Whether ``value`` still holds what ``snap`` (its ``snapshot``) saw."""
+    kind = type(value)
+    if snap is None or kind is bytearray:
+        return snap is None or snap == value
+    if type(snap) is str:
+        return snap == value.typecode + value.tobytes().hex()
+    if kind is set:
+        return len(value) == len(snap[1]) and frozenset(map(id, value)) == snap[0]
+    if isinstance(value, dict):
+        return (
+            len(value) == len(snap[0])
+            and all(map(operator.is_, value, snap[0]))
+            and all(map(operator.is_, dict.values(value), snap[1]))
+            and getattr(value, "default_factory", None) is snap[2]
+        )
+    return len(value) == len(snap) and all(map(operator.is_, value, snap))
+
+
+def _unheld() -> int:
+    """``sys.getrefcount`` of an item of a list that only the list holds (as ``apply`` reads it)."""
+    probe = [[]]
+    return sys.getrefcount(probe[0])
+
+
+_UNHELD = _unheld()
+
+
+class LiveObjects:
+    """The run's numbered objects (``graph``: {id: number}, [objects by number], as ``encode_call`` takes it),
+    the snapshot of each as the program last saw it, how many items the test took from each iterator, the
+    iterators that ended, and those the test dropped while the judge was busy (released after the call)."""
+
+    def __init__(self) -> None:
+        self.graph: tuple[dict[int, int], list] = ({}, [])
+        self.snaps: list = []
+        self.steps: dict[int, int] = {}
+        self.ended: set[int] = set()
+        self.dropped: list[int] = []
+        self.held: list[int] = []  # the numbered objects the test could reach when the last record came
+
+    def forget(self, number: int, value: Any) -> None:
+        """The test dropped the iterator ``value`` (number ``number``): its id may now be another object's."""
+        if self.graph[0].get(id(value)) == number:
+            del self.graph[0][id(value)]
+
+    def test_changes(self) -> list[list]:
+        """[number, contents] of every numbered object the test changed since the program last saw it (the
+        contents name other numbered objects by number; an object met first here is numbered, as in a call)."""
+        objects = self.graph[1]
+        changed = [n for n in self.held if not unchanged(objects[n], self.snaps[n])]
+        return [[n, self._contents(objects[n])] for n in changed]
+
+    def _contents(self, value: Any) -> Any:
+        if type(value) is collections.defaultdict:  # the contents only: the factory stays the program's
+            return {"dd": [None, encode(dict(value), 1, self.graph, bare=True)["d"]]}
+        return encode(value, 1, self.graph, bare=True)
+
+    def apply(self, record: dict, sync: list, memo: dict) -> Any:
+        """Decode ``record`` (its value, or its exception's arguments) and apply its updates in place; number
+        the objects it brought; the synced, updated and new objects are then as the program sees them."""
+        numbers, objects = self.graph
+        start = len(objects)
+        try:
+            decoded = decode_record(record, {**memo, "refs": objects})
+        except ValueError:
+            del objects[start:]  # nothing of a malformed record stays
+            raise
+        for number in range(start, len(objects)):
+            value = objects[number]
+            numbers[id(value() if type(value) is weakref.ref else value)] = number
+        seen = len(self.snaps)  # objects numbered since (the call's arguments, the record's) are snapshot new
+        self.snaps += [snapshot(value) for value in objects[seen:]]
+        for number in [entry[0] for entry in sync] + [entry[0] for entry in record.get("upd", ())]:
+            if number < seen:
+                self.snaps[number] = snapshot(objects[number])
+        # an object only ``objects`` holds now is out of the test's reach until a record brings it back: the test
+        # cannot change it before the next call (one it changed and dropped since is held here still)
+        self.held = [n for n in range(len(objects)) if sys.getrefcount(objects[n]) > _UNHELD]
+        return decoded
