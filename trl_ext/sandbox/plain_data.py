@@ -474,7 +474,11 @@ def _filled(made: Any, items: list) -> Any:
 def _update(mine: Any, after: Any) -> Any:
     """``mine`` (an object the test holds), updated in place to what the program left of it (``after``); ``after``
     itself when there is no such object of the same type (a call test's check decodes without a memo)."""
-    if mine is None or _plain_kind(mine) is not _plain_kind(after) or _plain_kind(after) not in _TRACKED | {array.array}:
+    if (
+        mine is None
+        or _plain_kind(mine) is not _plain_kind(after)
+        or _plain_kind(after) not in _TRACKED | {array.array}
+    ):
         return after
     if type(mine) is list or type(mine) is bytearray or type(mine) is array.array:
         mine[:] = after
