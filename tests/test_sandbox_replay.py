@@ -12,6 +12,7 @@ from trl_ext.sandbox import Limits, judge, parse_tests, run_tests
 from trl_ext.sandbox.assert_plan import program_names
 from trl_ext.sandbox.judge import harness_runtime
 from trl_ext.sandbox.live import LiveObjects
+from trl_ext.sandbox.plain_data import _plain_kind
 from trl_ext.sandbox.replay import decode, encode, encode_call, evaluate
 
 FAST = Limits(timeout_s=3.0)
@@ -86,9 +87,9 @@ def _random_graph(rng: random.Random) -> list:
 def _same_shape(one, other, pairs: dict) -> bool:
     """Whether two object graphs are the same graph: equal leaves, and the same sharing of lists, dicts and sets
     (an object of one always meets the same object of the other, both ways)."""
-    if type(one) is not type(other):
+    if _plain_kind(one) is not _plain_kind(other):  # a set in the program's order is a set
         return False
-    if type(one) in (list, dict, set, collections.deque, bytearray):
+    if _plain_kind(one) in (list, dict, set, collections.deque, bytearray):
         if id(one) in pairs:
             return pairs[id(one)] is other
         if id(other) in {id(v) for v in pairs.values()}:

@@ -80,7 +80,12 @@ def _exception_extra(exc):
             text = ', "cls": ' + _exception_chain(kind)
     except BaseException:  # noqa: B036
         text = ""
-    attributes = _attributes(exc, kind, bool(text), 0)
+    global _SEEN
+    seen, _SEEN = _SEEN, {}  # numbered on their own: the judge decodes them alone (the run's numbering stays)
+    try:
+        attributes = _attributes(exc, kind, bool(text), 0)
+    finally:
+        _SEEN = seen
     return text + (', "attrs": ' + attributes if attributes != '{"d": []}' else "")
 
 

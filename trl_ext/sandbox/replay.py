@@ -261,7 +261,7 @@ class _Session:
         memo = {"nans": self.nans, "live": self._iterator, "classes": self.classes}
         try:  # the numbered objects the call changed are updated in place (a raising call's changes too)
             decoded = self.live.apply(record, sync, memo)
-            details = None if ok else _exception_details(record, memo, self.live.graph[1])
+            details = None if ok else exception_details(record, memo)
         except ValueError:
             self.rejected = f"{what} returned no plain data"
             raise _Stop from None
@@ -339,23 +339,15 @@ def _exception_class(chain: list, builtin: type, classes: dict, doc: str | None 
     return classes[key]
 
 
-def _exception_details(record: dict, memo: dict, objects: list) -> tuple[list | None, dict]:
-    """``exception_details`` of a raised record whose value and updates ``LiveObjects.apply`` took: its attributes
-    may name the run's numbered objects, but bring none of their own (the numbering of both sides would part)."""
-    refs = list(objects)
-    details = exception_details(record, {**memo, "refs": refs})
-    if len(refs) != len(objects):
-        raise ValueError("an exception's attributes hold containers of their own")
-    return details
-
-
 def exception_details(record: dict, memo: dict) -> tuple[list | None, dict]:
     """(the program classes of a raised exception, its builtin attributes) from a raised record's "cls" and
-    "attrs", decoded with the record's memo (an attribute may name the test's objects). ValueError if malformed."""
+    "attrs", decoded on their own (an attribute naming one of the run's objects crosses as a copy). ValueError if
+    malformed."""
     chain, attributes = record.get("cls"), record.get("attrs")
     if chain is not None and not _is_chain(chain):
         raise ValueError("an exception's classes are [[name, own], ...]")
-    attributes = {} if attributes is None else decode(attributes, 0, memo)
+    own = {"nans": memo.get("nans", {}), "classes": memo.get("classes")}  # numbered on their own (the harness's too)
+    attributes = {} if attributes is None else decode(attributes, 0, own)
     if not _attributes_ok(attributes):
         raise ValueError("an exception's attributes are builtin ones")
     return chain, attributes
