@@ -12,6 +12,7 @@ call. "stdio" runs the program once per input in a fresh fork of the harness
 and writes each case's status and raw output. Records are marker-prefixed lines on the harness's stdout.
 """
 
+import _io
 import atexit
 import builtins
 import posix as os  # os itself is a Python module with imports of its own
@@ -25,9 +26,19 @@ import time
 _SIGKILL, _SIGXCPU = 9, 24
 # Captured before the program runs: patching builtins, json or os afterwards does not reach the harness.
 _write, _exit = os.write, os._exit
+_perf_counter = time.perf_counter
 
 if False:  # never runs: ``judge.harness_runtime`` compiles _harness_values.py and this file as one module
-    from trl_ext.sandbox._harness_values import _b64, _call_record, _decode_call, _int_repr, _type
+    from trl_ext.sandbox._harness_values import (
+        _b64,
+        _call_record,
+        _decode_call,
+        _float_repr,
+        _int_repr,
+        _json_str,
+        _str_join,
+        _type,
+    )
 
 
 def _quietly(fn, *args):
@@ -95,6 +106,7 @@ def _calls_mode(payload, out_fd, payload_fd, read_frame, parse):
     os.close(call_r)
     lines, index = _lines(read_fd, pid), 0
     while (item := read_frame(payload_fd)) is not None:
+        started = _perf_counter()
         try:
             _write_all(call_w, b"%010d" % len(item) + item)
         except OSError:  # the child is gone
@@ -103,7 +115,11 @@ def _calls_mode(payload, out_fd, payload_fd, read_frame, parse):
         if body is None:
             break
         body = body if body[:1] == b"{" and body[-1:] == b"}" else b'{"garbled": true}'
-        _write_all(out_fd, b"\n" + marker + b'{"i": ' + str.encode(_int_repr(index)) + b", " + body[1:] + b"\n")
+        # the call's duration, measured here (the program cannot reach it) and written last: a "dt" the program
+        # put in its body is a duplicate key, and JSON's last one wins
+        took = str.encode(_float_repr(_perf_counter() - started))
+        head = b"\n" + marker + b'{"i": ' + str.encode(_int_repr(index)) + b", "
+        _write_all(out_fd, head + body[1:-1] + b', "dt": ' + took + b"}\n")
         index += 1
     _quietly(os.kill, pid, _SIGKILL)
     _quietly(_reap)
@@ -140,6 +156,7 @@ def _calls_child(payload, call_fd, write_fd, read_frame, parse):
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     os.close(devnull)
+    _seed_random(payload.get("seed"))
     del payload
     try:
         exec(compile(code, "solution.py", "exec"), namespace)
@@ -147,7 +164,7 @@ def _calls_child(payload, call_fd, write_fd, read_frame, parse):
         _exit(1)
     functions = {}
     while (item := read_frame(call_fd)) is not None:
-        name, args, kwargs, want_args = parse(bytes.decode(item))
+        name, args, kwargs, want_args, *around = parse(bytes.decode(item))
         made = []
         args, kwargs = _decode_call(args, kwargs, made)
         if name not in functions:
@@ -158,11 +175,86 @@ def _calls_child(payload, call_fd, write_fd, read_frame, parse):
         if functions[name] is None:
             record, ok = '{"ok": false, "raised": "NameError"}', False
         else:
+            streams = _redirect(around[0] if around else None)
             record, ok = _call_record(functions[name], args, kwargs, want_args, made)
+            record = _with_streams(streams, record)
         _write_all(write_fd, str.encode(record) + b"\n")
         if stop_on_failure and not ok:
             break
     _exit(0)
+
+
+class _SeedOnImport:
+    """A finder in front of ``sys.meta_path`` that seeds ``random`` right after the program first imports it."""
+
+    def __init__(self, seed):
+        self.seed = seed
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "random":
+            return None
+        _quietly(sys.meta_path.remove, self)
+        for finder in sys.meta_path:
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        load, seed = spec.loader.exec_module, self.seed
+
+        def exec_module(module):
+            load(module)
+            module.seed(seed)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _seed_random(seed):
+    """The judge's seed for ``random``, before the program loads: every sandbox run of one evaluation draws the
+    same numbers, so a replayed call gives the result it gave in the previous run (importing ``random`` here would
+    cost ~10 ms a run: it is seeded when the program imports it; a fork server has it loaded already)."""
+    if seed is None:
+        return
+    if "random" in sys.modules:
+        sys.modules["random"].seed(seed)
+    else:
+        sys.meta_path.insert(0, _SeedOnImport(seed))
+
+
+_MAX_CAPTURE = 1 << 16  # characters a call may print into a test's captured stdout (the run's stdout is capped)
+
+
+def _redirect(around):
+    """Before a call: ``around`` (from the judge) says whether the test captures ``sys.stdout`` ("out") and what
+    its ``sys.stdin`` still holds ("in"); the program's ``sys.stdout``/``sys.stdin`` become string buffers, as the
+    test's are. None when the test changed neither."""
+    if not around:
+        return None
+    saved, out, given = (sys.stdout, sys.stdin), None, None
+    if around.get("out"):
+        out = sys.stdout = _io.StringIO()
+    if "in" in around:
+        given = sys.stdin = _io.StringIO(around["in"])
+    return saved, out, given
+
+
+def _with_streams(streams, record):
+    """``record`` with what the call printed and how much of the given stdin it read ("env"); "lost" when the
+    program broke the buffers (its case fails)."""
+    if streams is None:
+        return record
+    (sys.stdout, sys.stdin), out, given = streams
+    try:
+        env = []
+        if out is not None:
+            text = _io.StringIO.getvalue(out)  # past the cap the judge refuses the test: no text sent
+            env.append('"out": ' + _json_str(text) if len(text) <= _MAX_CAPTURE else '"more": true')
+        if given is not None:
+            env.append('"in": ' + _int_repr(_io.StringIO.tell(given)))
+        return record[:-1] + ', "env": {' + _str_join(", ", env) + "}}"
+    except BaseException:  # noqa: B036 - closed or replaced by the program
+        return record[:-1] + ', "env": {"lost": true}}'
 
 
 def _undumpable():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from trl_ext.sandbox import memory
 from trl_ext.sandbox._process import Progress, RunResult, classify, execute, memfd_with
-from trl_ext.sandbox.limits import SAFE_ENV, UIDS, Limits
+from trl_ext.sandbox.limits import ISOLATED, SAFE_ENV, UIDS, Limits
 from trl_ext.sandbox.reaper import reap_run
 
 _HARNESS_SOURCE = (Path(__file__).parent / "_harness.py").read_text()
@@ -128,7 +128,7 @@ class Backend:
             fds.append(memfd_with(payload_bytes(payload), "sandbox-payload"))
             nonce_fd = memfd_with(nonce, "sandbox-nonce") if nonce is not None else -1
             fds += [nonce_fd] if nonce_fd >= 0 else []
-            flags = "-I" if limits.site_packages else "-IS"
+            flags = ISOLATED if limits.site_packages else ISOLATED + "S"
             harness_args = [
                 sandbox_interpreter(),
                 flags,

@@ -42,6 +42,9 @@ _REPLAY = str(Path(__file__).with_name("replay.py").resolve())
 _REPLAY_IN_BWRAP = "/trl_ext_replay.py"
 _PLAIN_DATA = str(Path(__file__).with_name("plain_data.py").resolve())  # replay.py imports the file next to it
 _PLAIN_DATA_IN_BWRAP = "/plain_data.py"
+_REPLAY_ENV = str(Path(__file__).with_name("replay_env.py").resolve())  # loaded by replay.py the same way
+_REPLAY_ENV_IN_BWRAP = "/replay_env.py"
+_FILES = (_REPLAY, _PLAIN_DATA, _REPLAY_ENV)
 _LIMITS = Limits(timeout_s=60.0, memory_mb=2048, nproc=16, nofile=256)
 _ENV = {**SAFE_ENV, "PYTHONHASHSEED": "0"}  # replay.py needs a fixed hash seed (set orders agree between passes)
 _LOGGER = logging.getLogger("trl_ext.sandbox")
@@ -202,6 +205,7 @@ def _spawn_bwrap():
     info_r, info_w = os.pipe()  # the namespace init's pid: to reap where orphans come here
     at = argv.index("--remount-ro")
     argv[at:at] = ["--ro-bind", _REPLAY, _REPLAY_IN_BWRAP, "--ro-bind", _PLAIN_DATA, _PLAIN_DATA_IN_BWRAP]
+    argv[at:at] = ["--ro-bind", _REPLAY_ENV, _REPLAY_ENV_IN_BWRAP]
     argv[at:at] = ["--seccomp", str(filter_fd), "--info-fd", str(info_w)]
     argv[at:at] = ["--setenv", "PYTHONHASHSEED", "0"]
     try:
@@ -222,8 +226,8 @@ def _spawn_landlock():
     config = {
         "pid_fd": pid_w,
         "uid": uid if as_root else None,
-        "keep_read_search": as_root and not all(landlock.world_searchable(r) for r in [*roots, _REPLAY, _PLAIN_DATA]),
-        "read_only": [*landlock.read_only_paths(roots), _REPLAY, _PLAIN_DATA],
+        "keep_read_search": as_root and not all(landlock.world_searchable(r) for r in [*roots, *_FILES]),
+        "read_only": [*landlock.read_only_paths(roots), *_FILES],
         "scratch": scratch,
         "min_abi": landlock.min_abi(),
         "seccomp_fd": filter_fd,

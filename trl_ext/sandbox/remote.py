@@ -33,7 +33,7 @@ from pathlib import Path
 
 from trl_ext.sandbox._process import Progress, RunResult
 from trl_ext.sandbox.base import Backend, payload_items
-from trl_ext.sandbox.limits import Limits
+from trl_ext.sandbox.limits import ISOLATED, Limits
 
 _HARNESS_SOURCE = (Path(__file__).parent / "_harness.py").read_text()
 _READY = "ready"
@@ -165,7 +165,7 @@ def bootstrap(payload: dict, nonce: bytes | None, limits: Limits, progress: Prog
     """The one Python program sent to the service: it starts the harness on ``payload`` under ``limits`` and
     relays its stdout, enforcing ``progress``'s per-case deadline there (the service only knows the total)."""
     header, items = payload_items({**payload, "uid": _REMOTE_UID, "limits": limits.rlimits()})
-    flags = "-I" if limits.site_packages else "-IS"
+    flags = ISOLATED if limits.site_packages else ISOLATED + "S"
     marker, step_s = (progress.marker, progress.step_s) if progress is not None else (b"", limits.timeout_s)
     return _BOOTSTRAP.format(
         header=json.dumps(header),
