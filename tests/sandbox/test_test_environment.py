@@ -26,6 +26,8 @@ READ_ALL = "import sys\ndef f():\n    return int(sys.stdin.read().split()[0])\n"
 SLOW = "import time\ndef f(n):\n    time.sleep(1.5)\n    return n\n"
 CALLS_G = "def f():\n    return g()\ndef g():\n    return 1\n"
 PLUS = "def f(x):\n    return x + 1\n"
+SORTS = "def f(xs):\n    return sorted(xs)\n"
+DICE = "import random\ndef f():\n    return random.randint(1, 6)\n"
 EXITS = "import sys\ndef f(x):\n    sys.exit(0)\n"
 CAPTURE = "import io, contextlib\nbuf = io.StringIO()\nwith contextlib.redirect_stdout(buf):\n    r = f(3)\n"
 TIMED = "import time\nt = {clock}()\nassert f(3) == 3\nassert {clock}() - t < {bound}\n"
@@ -55,6 +57,26 @@ SAME = [
         "from time import perf_counter\nt = perf_counter()\nassert f(3) == 3\nassert perf_counter() - t < 0.75",
     ),
     (SLOW, TIMED.format(clock="time.perf_counter", bound=60)),
+    (
+        SLOW,
+        "import datetime\nt = datetime.datetime.now()\nassert f(3) == 3\n"
+        "assert (datetime.datetime.now() - t).total_seconds() < 0.75",
+    ),  # fmt: skip
+    (
+        QUIET,
+        "import datetime\nt = datetime.datetime.now()\nassert f(3) == 3\n"
+        "assert (datetime.datetime.now() - t).total_seconds() < 0.75",
+    ),  # fmt: skip
+    (
+        "import sys\ndef f(n):\n    print('oops', file=sys.stderr)\n    return n\n",
+        "import io, contextlib\nerr = io.StringIO()\nwith contextlib.redirect_stderr(err):\n    r = f(3)\n"
+        "assert r == 3 and err.getvalue() == ''",
+    ),  # fmt: skip
+    (
+        QUIET,
+        "import io, contextlib\nerr = io.StringIO()\nwith contextlib.redirect_stderr(err):\n    r = f(3)\n"
+        "assert r == 3 and err.getvalue() == ''",
+    ),  # fmt: skip
     (PLUS, "import sys\nassert f(1) == 2\nsys.exit(0)"),
     (PLUS, "import sys\nassert f(1) == 2\nsys.exit()"),
     (PLUS, "assert f(1) == 2\nraise SystemExit(256)"),  # exit status 256 & 0xFF = 0
@@ -64,9 +86,23 @@ SAME = [
     (PLUS, UNITTEST.format(2) + "unittest.main()"),
     (PLUS, UNITTEST.format(3) + "unittest.main()"),
     (CALLS_G, "helper = lambda: 2\nassert f() == 1"),  # a name the program does not read: judged
+    (
+        SORTS,
+        "import builtins\nsaved = builtins.sorted\nbuiltins.sorted = None\nbuiltins.sorted = saved\n"
+        "assert f([3, 1, 2]) == [1, 2, 3]",
+    ),  # put back before the call: judged  # fmt: skip
+    (
+        DICE,
+        "from unittest import mock\nwith mock.patch('random.randint', return_value=4):\n    pass\n"
+        "assert 1 <= f() <= 6",
+    ),  # fmt: skip
 ]
 # the judge refuses these (unsupported_test, never a pass)
 REFUSED = [
+    (SORTS, "import builtins\nbuiltins.sorted = None\nassert f([3, 1, 2]) == [1, 2, 3]"),  # CPython fails it
+    (DICE, "from unittest import mock\nwith mock.patch('random.randint', return_value=4):\n    assert f() == 4"),
+    (DICE, "import random\nrandom.randint = lambda a, b: 4\nassert f() == 4"),
+    (DICE, "import random\ndel random.randint\nassert f() == 4"),  # CPython fails it
     (CALLS_G, "g = lambda: 2\nassert f() == 1"),  # CPython fails it: f() calls the test's g
     (CALLS_G, "g = lambda: 2\nassert f() == 2"),  # CPython passes it; the sandbox cannot give f the test's g
     (CALLS_G, "globals()['g'] = lambda: 2\nassert f() == 2"),

@@ -12,7 +12,6 @@ call. "stdio" runs the program once per input in a fresh fork of the harness
 and writes each case's status and raw output. Records are marker-prefixed lines on the harness's stdout.
 """
 
-import _io
 import atexit
 import builtins
 import posix as os  # os itself is a Python module with imports of its own
@@ -29,14 +28,13 @@ _write, _exit = os.write, os._exit
 _perf_counter = time.perf_counter
 
 if False:  # never runs: ``judge.harness_runtime`` compiles _harness_values.py and this file as one module
+    from trl_ext.sandbox._harness_env import _redirect, _seed_random, _with_streams
     from trl_ext.sandbox._harness_values import (
         _b64,
         _call_record,
         _decode_call,
         _float_repr,
         _int_repr,
-        _json_str,
-        _str_join,
         _type,
     )
 
@@ -182,79 +180,6 @@ def _calls_child(payload, call_fd, write_fd, read_frame, parse):
         if stop_on_failure and not ok:
             break
     _exit(0)
-
-
-class _SeedOnImport:
-    """A finder in front of ``sys.meta_path`` that seeds ``random`` right after the program first imports it."""
-
-    def __init__(self, seed):
-        self.seed = seed
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "random":
-            return None
-        _quietly(sys.meta_path.remove, self)
-        for finder in sys.meta_path:
-            spec = finder.find_spec(name, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        load, seed = spec.loader.exec_module, self.seed
-
-        def exec_module(module):
-            load(module)
-            module.seed(seed)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
-def _seed_random(seed):
-    """The judge's seed for ``random``, before the program loads: every sandbox run of one evaluation draws the
-    same numbers, so a replayed call gives the result it gave in the previous run (importing ``random`` here would
-    cost ~10 ms a run: it is seeded when the program imports it; a fork server has it loaded already)."""
-    if seed is None:
-        return
-    if "random" in sys.modules:
-        sys.modules["random"].seed(seed)
-    else:
-        sys.meta_path.insert(0, _SeedOnImport(seed))
-
-
-_MAX_CAPTURE = 1 << 16  # characters a call may print into a test's captured stdout (the run's stdout is capped)
-
-
-def _redirect(around):
-    """Before a call: ``around`` (from the judge) says whether the test captures ``sys.stdout`` ("out") and what
-    its ``sys.stdin`` still holds ("in"); the program's ``sys.stdout``/``sys.stdin`` become string buffers, as the
-    test's are. None when the test changed neither."""
-    if not around:
-        return None
-    saved, out, given = (sys.stdout, sys.stdin), None, None
-    if around.get("out"):
-        out = sys.stdout = _io.StringIO()
-    if "in" in around:
-        given = sys.stdin = _io.StringIO(around["in"])
-    return saved, out, given
-
-
-def _with_streams(streams, record):
-    """``record`` with what the call printed and how much of the given stdin it read ("env"); "lost" when the
-    program broke the buffers (its case fails)."""
-    if streams is None:
-        return record
-    (sys.stdout, sys.stdin), out, given = streams
-    try:
-        env = []
-        if out is not None:
-            text = _io.StringIO.getvalue(out)  # past the cap the judge refuses the test: no text sent
-            env.append('"out": ' + _json_str(text) if len(text) <= _MAX_CAPTURE else '"more": true')
-        if given is not None:
-            env.append('"in": ' + _int_repr(_io.StringIO.tell(given)))
-        return record[:-1] + ', "env": {' + _str_join(", ", env) + "}}"
-    except BaseException:  # noqa: B036 - closed or replaced by the program
-        return record[:-1] + ', "env": {"lost": true}}'
 
 
 def _undumpable():

@@ -23,10 +23,11 @@ LOADER_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d")
 
 @functools.cache
 def harness_runtime_source() -> str:
-    """The judged modes of the harness as one module's source: the values codec first (``_harness_runtime.py``
-    uses its names)."""
+    """The judged modes of the harness as one module's source: the values codec and the calls' environment first
+    (``_harness_runtime.py`` uses their names)."""
     here = Path(__file__).parent
-    return (here / "_harness_values.py").read_text() + "\n" + (here / "_harness_runtime.py").read_text()
+    parts = ("_harness_values.py", "_harness_env.py", "_harness_runtime.py")
+    return "\n".join((here / name).read_text() for name in parts)
 
 
 def confined_source(name: str) -> str:

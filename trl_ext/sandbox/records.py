@@ -42,12 +42,12 @@ def _stdio_record(record: dict) -> dict | None:
     return {"i": record["i"], "status": record["status"], "output": output.decode("utf-8", errors="replace")}
 
 
-_ENV_TYPES = {"out": str, "more": bool, "in": int, "lost": bool}
+_ENV_TYPES = {"out": str, "err": str, "more": bool, "in": int, "lost": bool}
 
 
 def _call_environment(record: dict) -> dict | None:
     """``record`` without the call's duration ("dt", seconds, written by the harness) and what the call did to the
-    test's streams ("env": printed text "out", "more" when it printed past the cap, characters of stdin read "in",
+    test's streams ("env": printed text "out"/"err", "more" when past the cap, characters of stdin read "in",
     "lost" when the program broke the buffers); None when either is malformed. Put back by ``_call_record``."""
     record = dict(record)
     took, env = record.pop("dt", 0.0), record.pop("env", {})

@@ -210,6 +210,7 @@ class _Session:
             return []
         self.environment.note_bindings()
         try:
+            self.environment.check_modules()
             around = self.environment.around_call()
         except replay_env.Unsupported as exc:
             self.unsupported = f"{exc} (calling {name}())"

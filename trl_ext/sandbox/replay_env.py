@@ -1,16 +1,17 @@
 """The test's environment around the program's calls, in an assert-test evaluation (``replay.py``): what one
 interpreter shares between a test and the program it calls, carried across the sandbox boundary or refused.
 
-- ``sys.stdout``: when the test has replaced it (``contextlib.redirect_stdout``, ``sys.stdout = io.StringIO()``),
+- ``sys.stdout`` (and ``sys.stderr``, alike): when the test has replaced it (``contextlib.redirect_stdout``, ``sys.stdout = io.StringIO()``),
   the call runs with a string buffer as the program's ``sys.stdout`` and what it printed is written into the test's
   stream when the call's result is replayed (writes to file descriptor 1 or ``sys.__stdout__`` reach neither, as in
   CPython, where they go to the real stdout). More than 65,536 characters in one call (``_harness_runtime._MAX_CAPTURE``): ``unsupported``.
 - ``sys.stdin``: when the test has replaced it by an ``io.StringIO``, what is left of it (at most ``MAX_STDIN``
   characters) goes with the call as the program's ``sys.stdin``, and the test's stream is advanced by what the
   program read; any other replacement: ``unsupported``.
-- Clocks: ``time.time``/``perf_counter``/``monotonic``/``process_time``/``thread_time`` (and ``_ns``) read the real
-  clock plus the time every replayed call took in the sandbox (measured by the harness), so a test timing a call
-  sees the program's duration, not the instant replay.
+- Clocks: ``time.time``/``perf_counter``/``monotonic``/``process_time``/``thread_time`` (and ``_ns``),
+  ``time.localtime``/``gmtime``/``ctime``/``strftime`` and ``datetime.datetime.now``/``utcnow``/``today`` read the
+  real clock plus the wall time every replayed call took in the sandbox (measured by the harness), so a test
+  timing a call sees the program's duration, not the instant replay (CPU clocks advance by the wall time too).
 - Names: every global the test binds by the time it calls the program (a function of its own, ``g = lambda: 2``,
   ``globals()['g'] = ...``) is reported, so the judge can refuse a test whose bindings the program's own code would
   read in one interpreter (``assert_plan.shadowed_names``), unless the program's own import binds that name to
@@ -24,10 +25,12 @@ Stdlib only: ``replay.py`` loads this file by its path in the evaluation worker,
 
 from __future__ import annotations
 
+import datetime
 import io
 import sys
 import time
 import types
+from collections.abc import Callable
 from typing import Any
 
 MAX_STDIN = 1 << 20  # characters of the test's stdin sent with one call
@@ -58,6 +61,72 @@ def _shared(value: Any) -> str | None:
     return f"{module}.{name}"
 
 
+_UNCHECKED = frozenset({"sys", "warnings", "__main__"})
+# builtins the checks use, as they were: a test may patch builtins (which is what they look for)
+_any, _isinstance, _getattr, _type, _len = any, isinstance, getattr, type, len
+
+
+_TOUCHED: dict[tuple[int, str], tuple[Any, str, Any]] = {}  # (id(module), name) -> (module, name, value before)
+
+
+class _Watched(types.ModuleType):
+    """A module whose attribute assignments and deletions are noted with the value before (``check_modules``)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _TOUCHED.setdefault((id(self), name), (self, name, self.__dict__.get(name, _MISSING)))
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        _TOUCHED.setdefault((id(self), name), (self, name, self.__dict__.get(name, _MISSING)))
+        super().__delattr__(name)
+
+
+def _test_made(value: Any) -> bool:
+    """Whether a module attribute is the test's own: a function or class it defined, or a ``unittest.mock``
+    object."""
+    if _isinstance(value, (types.FunctionType, type)) and _getattr(value, "__module__", None) == "__main__":
+        return True
+    return str.startswith(_getattr(_type(value), "__module__", ""), "unittest.mock")
+
+
+def _virtual_clocks(elapsed: Callable[[], float]) -> list[tuple[Any, str, Any]]:
+    """(owner, name, replacement) of every clock a test may read: the real one plus ``elapsed()`` seconds."""
+    patches: list[tuple[Any, str, Any]] = []
+    for name in _CLOCKS:
+        real, real_ns = getattr(time, name), getattr(time, name + "_ns")
+        patches.append((time, name, _like(real, lambda real=real: real() + elapsed())))
+        patches.append((time, name + "_ns", _like(real_ns, lambda real=real_ns: real() + int(elapsed() * 1e9))))
+    now = patches[0][2]  # time.time
+    for name in ("localtime", "gmtime", "ctime"):
+        real = getattr(time, name)
+        patches.append((time, name, _like(real, lambda secs=None, real=real: real(now() if secs is None else secs))))
+    strftime = time.strftime
+    clock = _like(strftime, lambda fmt, *t: strftime(fmt, *t) if t else strftime(fmt, time.localtime()))
+    patches.append((time, "strftime", clock))
+    patches.append((datetime, "datetime", _virtual_datetime(elapsed)))
+    return patches
+
+
+def _virtual_datetime(elapsed: Callable[[], float]) -> type:
+    """``datetime.datetime`` whose ``now``/``utcnow``/``today`` are ``elapsed()`` seconds later."""
+
+    class VirtualDatetime(datetime.datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> Any:
+            return super().now(tz) + datetime.timedelta(seconds=elapsed())
+
+        @classmethod
+        def utcnow(cls) -> Any:
+            return super().utcnow() + datetime.timedelta(seconds=elapsed())
+
+        @classmethod
+        def today(cls) -> Any:
+            return super().today() + datetime.timedelta(seconds=elapsed())
+
+    VirtualDatetime.__module__, VirtualDatetime.__name__, VirtualDatetime.__qualname__ = ("datetime",) * 3
+    return VirtualDatetime
+
+
 def _like(real: Any, clock: Any) -> Any:
     """``clock`` named as ``real`` (``time.perf_counter``): a standard-library object, which the program's own
     ``from time import perf_counter`` would bind too (see ``_shared``)."""
@@ -73,36 +142,64 @@ class Environment:
         self.elapsed = 0.0  # seconds the replayed calls took in the sandbox
         self.bound: dict[str, str | None] = {}  # name -> what the test bound there (``_shared``)
         self._initial: dict[str, Any] = {}
-        self._saved: dict[str, Any] = {}
+        self._saved: list[tuple[Any, str, Any]] = []  # (owner, name, value) to put back
+        self._streams: dict[str, Any] = {}  # the streams as the evaluation found them
+        self._watched: list[types.ModuleType] = []  # modules made ``_Watched``
+        self._modules_seen = 0  # len(sys.modules) at the last check
         self._stdin: tuple[Any, int, int] | None = None
 
     def install(self) -> None:
         """Called once the stand-ins are in the namespace: what is there now is not the test's binding."""
         self._initial = dict(self.namespace)
-        self._saved = {"main": sys.modules.get("__main__"), "stdout": sys.stdout, "stdin": sys.stdin}
-        self._saved.update({name: getattr(time, name) for name in _CLOCKS})
-        self._saved.update({name + "_ns": getattr(time, name + "_ns") for name in _CLOCKS})
-        for name in _CLOCKS:
-            setattr(time, name, self._clock(self._saved[name]))
-            setattr(time, name + "_ns", self._clock_ns(self._saved[name + "_ns"]))
+        self._streams = {"out": sys.stdout, "err": sys.stderr, "in": sys.stdin}
+        patches = _virtual_clocks(lambda: self.elapsed)
+        self._saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
+        self._saved.append((sys.modules, "__main__", sys.modules.get("__main__")))
+        patches.append((sys, "argv", ["tests.py"]))  # as a test file run by python (unittest.main() reads it)
+        self._saved.append((sys, "argv", sys.argv))
+        for owner, name, value in patches:
+            setattr(owner, name, value)
         sys.modules["__main__"] = self.module
+        self._modules_seen = 0
+        _TOUCHED.clear()
+        self.check_modules()  # as the evaluation found them
 
     def restore(self) -> None:
-        if not self._saved:
-            return
-        for name in _CLOCKS:
-            setattr(time, name, self._saved[name])
-            setattr(time, name + "_ns", self._saved[name + "_ns"])
-        if self._saved["main"] is not None:
-            sys.modules["__main__"] = self._saved["main"]
-        sys.stdout, sys.stdin = self._saved["stdout"], self._saved["stdin"]
-        self._saved = {}
+        for module in self._watched:
+            module.__class__ = types.ModuleType
+        self._watched = []
+        for owner, name, value in reversed(self._saved):
+            if owner is sys.modules:
+                sys.modules[name] = value
+            else:
+                setattr(owner, name, value)
+        if self._saved:
+            sys.stdout, sys.stderr, sys.stdin = self._streams["out"], self._streams["err"], self._streams["in"]
+        self._saved = []
 
-    def _clock(self, real):
-        return _like(real, lambda: real() + self.elapsed)
-
-    def _clock_ns(self, real):
-        return _like(real, lambda: real() + int(self.elapsed * 1e9))
+    def check_modules(self) -> None:
+        """Before a call: refuse a test that changed a module's attribute since the evaluation began and has not
+        put it back (``builtins.sorted = None``, ``random.randint = lambda a, b: 4``, ``unittest.mock.patch``): in
+        one interpreter the program's own code would see it. Modules are watched (``_Watched``: O(1) a call); one
+        the test imported since the last call is checked once for the test's own objects. ``sys`` (its streams
+        cross) and ``warnings`` (``unittest`` rebinds its filters) are not watched. Raises ``Unsupported``."""
+        if _len(sys.modules) != self._modules_seen:
+            for name, module in list(sys.modules.items()):
+                if name in _UNCHECKED or _type(module) is not types.ModuleType:
+                    continue
+                try:
+                    module.__class__ = _Watched
+                except TypeError:
+                    continue
+                self._watched.append(module)
+                new = self._modules_seen and not name.startswith("unittest.mock")  # imported by the test
+                if new and _any(_test_made(value) for value in module.__dict__.values()):
+                    raise Unsupported(f"the test patched the module {name}, which the program may use")
+            self._modules_seen = _len(sys.modules)
+        for module, name, original in _TOUCHED.values():
+            if module.__dict__.get(name, _MISSING) is not original:
+                where = _getattr(module, "__name__", "a module")
+                raise Unsupported(f"the test changed {where}.{name}, which the program may use")
 
     def note_bindings(self) -> None:
         """Before a call: the globals the test has bound (or rebound) so far."""
@@ -113,13 +210,15 @@ class Environment:
                 self.bound[name] = None  # bound to two things: the test's own
 
     def around_call(self) -> dict | None:
-        """What goes with the next call: {"out": True} when the test captures stdout, {"in": text} with what is
-        left of the test's stdin; None when the test changed neither. Raises ``Unsupported``."""
+        """What goes with the next call: {"out": True} / {"err": True} when the test captures stdout / stderr,
+        {"in": text} with what is left of the test's stdin; None when the test changed none. Raises
+        ``Unsupported``."""
         around: dict[str, Any] = {}
-        if sys.stdout is not self._saved.get("stdout") and sys.stdout is not None:
-            around["out"] = True
+        for key, stream in (("out", sys.stdout), ("err", sys.stderr)):
+            if stream is not self._streams.get(key) and stream is not None:
+                around[key] = True
         stdin, self._stdin = sys.stdin, None
-        if stdin is not self._saved.get("stdin") and stdin is not None:
+        if stdin is not self._streams.get("in") and stdin is not None:
             if type(stdin) is not io.StringIO:
                 raise Unsupported(f"the test sets sys.stdin to a {type(stdin).__name__}; only io.StringIO crosses")
             try:
@@ -148,6 +247,8 @@ class Environment:
             raise Unsupported("the program printed more than the judge carries into a captured stdout")
         if env.get("out"):
             sys.stdout.write(env["out"])
+        if env.get("err"):
+            sys.stderr.write(env["err"])
 
 
 def exit_passes(exc: SystemExit) -> bool | None:
