@@ -43,7 +43,7 @@ class SandboxUnavailable(RuntimeError):
 
 def sandbox_interpreter() -> str:
     """The real interpreter behind ``sys.executable``. A virtual environment's ``python`` is a link that may live in
-    a directory the sandbox hides (/tmp, $HOME); the sandbox runs ``python -I -S`` and needs no venv packages."""
+    a directory the sandbox hides (/tmp, $HOME); the sandbox runs ``python -sPS`` and needs no venv packages."""
     return os.path.realpath(sys.executable)
 
 
