@@ -14,6 +14,7 @@ import pytest
 
 from tests._backends import ISOLATED
 from trl_ext.sandbox import Limits, run_tests
+from trl_ext.sandbox.assert_plan import shadowed_names
 from trl_ext.sandbox.forkserver import FORKSERVER_ENV
 
 FAST = Limits(timeout_s=5.0)
@@ -173,3 +174,36 @@ def test_rounds_of_one_evaluation_replay_the_same_results(backend, forkserver, m
     urandom = "import os\ndef f():\n    return os.urandom(8).hex()\ndef g(x):\n    return x\n"
     report = run_tests(urandom, {"kind": "assert", "code": CHAIN_TEST}, limits=FAST)
     assert report.passed == 0 and report.statuses[-1] == "unsupported_test" and "os.urandom" in report.detail
+
+
+FORGER = """
+import sys, time
+def f(n):
+    harness = sys._getframe(1).f_globals  # the caller is the harness's _call_record, in the program's process
+    if "_call_record" in harness and "_real" not in harness:
+        real = harness["_real"] = harness["_call_record"]
+        harness["_call_record"] = lambda *args: (real(*args)[0][:-1] + ', "dt": 0.0}', real(*args)[1])
+        return n
+    time.sleep(1.5)
+    return n
+"""
+
+
+@pytest.mark.parametrize("backend", ISOLATED[:1], indirect=True)
+def test_a_call_duration_is_measured_where_the_program_cannot_forge_it(backend):
+    """The program's process writes its record body; the harness appends the measured duration after it, and of
+    two "dt" keys JSON keeps the last: a body that claims 0 s does not make a slow call fast."""
+    test = "assert f(0) == 0\nimport time\nt = time.perf_counter()\nassert f(3) == 3\nassert time.perf_counter() - t < 0.75"
+    report = run_tests(FORGER, {"kind": "assert", "code": test}, limits=FAST)
+    assert report.passed == 0 and "invalid_result" not in report.statuses, report
+    assert "AssertionError" in report.detail  # the timing assert failed, not the program
+
+
+def test_a_name_bound_by_the_same_import_is_not_shadowed():
+    reads_math = "import math\ndef f():\n    return math.pi\n"
+    assert shadowed_names(reads_math, {"math": "module:math"}) == []
+    assert shadowed_names(reads_math, {"math": None}) == ["math"]
+    assert shadowed_names("import time\ndef f():\n    return time.sleep\n", {"time": "time.time"}) == ["time"]
+    assert shadowed_names("from time import time\ndef f():\n    return time()\n", {"time": "time.time"}) == []
+    assert shadowed_names("def f():\n    x = 1\n    return x\n", {"x": None}) == []  # a local of f's
+    assert shadowed_names("def f(:\n", {"x": None}) == ["x"]  # scopes unknown: every name the test bound
