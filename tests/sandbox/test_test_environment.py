@@ -87,6 +87,7 @@ SAME = [
     (PLUS, UNITTEST.format(2) + "unittest.main()"),
     (PLUS, UNITTEST.format(3) + "unittest.main()"),
     (CALLS_G, "helper = lambda: 2\nassert f() == 1"),  # a name the program does not read: judged
+    (PLUS, "import json.tool\nimport encodings.idna\nassert f(1) == 2"),  # submodules bound by the import system
     (
         SORTS,
         "import builtins\nsaved = builtins.sorted\nbuiltins.sorted = None\nbuiltins.sorted = saved\n"

@@ -159,7 +159,7 @@ class _Session:
         self.known_around = [call[4:] for call in calls]  # what went with each call besides its arguments
         self.environment: Any = None  # replay_env.Environment: the test's streams, clocks and names
         self.results = results
-        self.calls: list[list] = []  # [name, args, kwargs, want_args] of every call of this pass, in order
+        self.calls: list[list] = []  # [name, args, kwargs, want_args(, around)] of every call of this pass, in order
         self.pending = False  # a placeholder was handed out: no verdict from this pass
         self.frontier = 0  # position of the first placeholder: each sandbox run must move it further
         self.blocked = False  # a call's arguments hold a placeholder: run what is known, then go on
@@ -266,9 +266,10 @@ def evaluate(task: dict) -> dict:
     ``task``: {"test", "prefix", "entry_point", "names" (the program's functions), "modules" (standard modules
     the test uses without importing them), "calls" (the calls of the last sandbox run, in order) and "results"
     (their records, in the same order)}. Returns {"verdict": "passed" |
-    "failed" | "incomplete" | "unsupported", "detail", "calls": [[name, args, kwargs, want_args], ...], and for
-    "incomplete" "frontier": the position of the first call with no result} (the
-    worker answers "error" if this function itself fails)."""
+    "failed" | "incomplete" | "unsupported", "detail", "calls": [[name, args, kwargs, want_args], ...] (a fifth
+    item where the test replaced its stdout, stderr or stdin: ``replay_env.Environment.around_call``), for
+    "incomplete" "frontier": the position of the first call with no result, and for a verdict "bound": the globals
+    the test bound before its calls (``replay_env``)} (the worker answers "error" if this function itself fails)."""
     random.seed(0)  # tests that draw random inputs draw the same ones in every pass
     session = _Session(task.get("calls", []), task.get("results", []))
     module = session.module = type(sys)("__main__")  # sys.modules["__main__"] while the test runs: unittest.main()
@@ -285,8 +286,8 @@ def evaluate(task: dict) -> dict:
     if session.unsupported:
         return {"verdict": "unsupported", "detail": session.unsupported, "calls": calls}
     if session.pending or session.blocked:
-        return {"verdict": "incomplete", "detail": error, "calls": calls, "frontier": session.frontier}
-    answer = {"verdict": "failed" if error else "passed", "detail": error, "calls": calls}
+        return {"verdict": "incomplete", "detail": error or "", "calls": calls, "frontier": session.frontier}
+    answer = {"verdict": "failed" if error else "passed", "detail": error or "", "calls": calls}
     if error is None:
         answer.update(verdict="unsupported", detail="the test exits with a status past a C long")
     return {**answer, "bound": environment.bound}

@@ -86,7 +86,8 @@ def _test_made(value: Any) -> bool:
     object."""
     if _isinstance(value, (types.FunctionType, type)) and _getattr(value, "__module__", None) == "__main__":
         return True
-    return str.startswith(_getattr(_type(value), "__module__", ""), "unittest.mock")
+    module = _getattr(_type(value), "__module__", "")
+    return _isinstance(module, str) and str.startswith(module, "unittest.mock")
 
 
 def _virtual_clocks(elapsed: Callable[[], float]) -> list[tuple[Any, str, Any]]:
@@ -147,6 +148,7 @@ class Environment:
         self._watched: list[types.ModuleType] = []  # modules made ``_Watched``
         self._modules_seen = 0  # len(sys.modules) at the last check
         self._stdin: tuple[Any, int, int] | None = None
+        self._stdin_sent = 0  # characters of the test's stdin sent with the calls so far
 
     def install(self) -> None:
         """Called once the stand-ins are in the namespace: what is there now is not the test's binding."""
@@ -197,8 +199,9 @@ class Environment:
                     raise Unsupported(f"the test patched the module {name}, which the program may use")
             self._modules_seen = _len(sys.modules)
         for module, name, original in _TOUCHED.values():
-            if module.__dict__.get(name, _MISSING) is not original:
-                where = _getattr(module, "__name__", "a module")
+            now, where = module.__dict__.get(name, _MISSING), _getattr(module, "__name__", "a module")
+            submodule = _isinstance(now, types.ModuleType) and _getattr(now, "__name__", None) == f"{where}.{name}"
+            if now is not original and not submodule:  # the import system binds a package's submodules
                 raise Unsupported(f"the test changed {where}.{name}, which the program may use")
 
     def note_bindings(self) -> None:
@@ -227,8 +230,10 @@ class Environment:
                 stdin.seek(start)
             except ValueError as exc:  # closed: the program's read would raise, which cannot cross either
                 raise Unsupported(f"the test's sys.stdin cannot be read ({exc})") from None
-            if len(text) > MAX_STDIN:
-                raise Unsupported(f"the test's sys.stdin holds more than {MAX_STDIN} characters")
+            self._stdin_sent += len(text)
+            if len(text) > MAX_STDIN or self._stdin_sent > 4 * MAX_STDIN:  # each call carries what is left
+                raise Unsupported(f"the test's sys.stdin holds more than the judge sends ({MAX_STDIN} characters a "
+                                  f"call, {4 * MAX_STDIN} in all)")  # fmt: skip
             around["in"], self._stdin = text, (stdin, start, len(text))
         return around or None
 
