@@ -1,5 +1,6 @@
 """trl_ext.sandbox: run(), statuses, limits, the judge (stdio / call / assert) and parent-side comparison."""
 
+import ast
 import json
 import re
 
@@ -8,6 +9,7 @@ import pytest
 from trl_ext import sandbox
 from trl_ext.sandbox import Limits, SandboxUnavailable, compare_stdio, parse_tests, run, run_tests, values_equal
 from trl_ext.sandbox.backends import BwrapBackend, _self_test
+from trl_ext.sandbox.limits import SAFE_ENV
 
 from ._backends import EACH_BACKEND, current_backend, sandbox_backend, sandbox_server  # noqa: F401 - fixtures
 
@@ -36,11 +38,15 @@ def test_run_statuses():
 
 @EACH_BACKEND
 def test_python_is_isolated_and_unprivileged():
-    code = "import os, sys; print(sys.flags.isolated, os.getuid() != 0, os.listdir(), os.getcwd(), sorted(os.environ))"
+    # -I less -E (PYTHONHASHSEED is read: one hash secret for every run); the environment is SAFE_ENV alone
+    flags = "int(sys.flags.no_user_site and sys.flags.safe_path)"
+    code = f"import os, sys; print({flags}, os.getuid() != 0, os.listdir(), os.getcwd(), sorted(os.environ))"
     result = run(code)
     assert result.status == "ok", result.stderr
     isolated, unprivileged, listed, cwd, env = result.stdout.split(" ", 4)
     assert (isolated, unprivileged, listed) == ("1", "True", "[]")
+    assert sorted(k for k in SAFE_ENV if k.startswith("PYTHON")) == ["PYTHONHASHSEED"]
+    assert [k for k in ast.literal_eval(env) if k.startswith("PYTHON")] == ["PYTHONHASHSEED"]
     # bwrap's own tmpfs (per run, or each fork-server child's), or a fresh scratch directory (landlock per run, or
     # under its fork server's directory)
     assert cwd == "/tmp" or re.fullmatch(r"/tmp/trl-ext-(landlock-[^/]+|forkserver-\d+-[^/]+/run-[^/]+)", cwd), cwd

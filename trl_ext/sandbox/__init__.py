@@ -82,7 +82,7 @@ def run(
     backend: str | Backend | None = None,
     sandbox_url: str | None = None,
 ) -> RunResult:
-    """Run ``code`` as a Python script (``python -I``) in the sandbox, feeding it ``stdin``.
+    """Run ``code`` as a Python script (``python -sP``: -I less -E, see ``limits.ISOLATED``) in the sandbox, feeding it ``stdin``.
 
     ``backend`` (default: ``TRL_EXT_SANDBOX_BACKEND``, else "auto") is "auto" (bubblewrap where it works, else
     landlock), "bwrap", "landlock", "remote" (the execution service at ``sandbox_url`` or ``TRL_EXT_SANDBOX_URL``)

@@ -1,6 +1,6 @@
 """How a process confines itself before a program's first instruction, one source for the landlock launcher
 (``_landlock_launcher.py``) and the fork server's children (``_forkserver_main.py``). Not imported by the trainer:
-its source goes in front of theirs (``base.confined_source``), and the whole runs with ``python -I [-S] -c`` inside the sandbox,
+its source goes in front of theirs (``base.confined_source``), and the whole runs with ``python -I -S -c`` (launcher) or ``-sP [-S]`` (fork server) inside the sandbox,
 with the standard library and the Landlock bindings only.
 
 ``_import_bindings`` (landlockpy, with the C libraries the trainer found), ``_drop_root`` (to the run's uid,

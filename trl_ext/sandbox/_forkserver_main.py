@@ -1,4 +1,4 @@
-"""The fork server that runs INSIDE the sandbox (its source goes to ``python -I [-S] -c``; argv[1]: a descriptor
+"""The fork server that runs INSIDE the sandbox (its source goes to ``python -sP [-S] -c``; argv[1]: a descriptor
 holding its JSON configuration). See ``forkserver.py`` for the host side and docs/sandbox.md, "Fork server".
 
 Start-up (once): import the Landlock bindings and a few common standard modules, load the harness

@@ -1,4 +1,4 @@
-"""The program that runs INSIDE the sandbox (its source is passed to ``python -I -S -c``).
+"""The program that runs INSIDE the sandbox (its source is passed to ``python -sPS -c``: ``limits.ISOLATED``).
 
 Self-contained: it must not import trl_ext (the package is not visible in the sandbox). Protocol, with the
 file descriptors given in argv:

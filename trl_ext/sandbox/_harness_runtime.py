@@ -25,11 +25,20 @@ import time
 _SIGKILL, _SIGXCPU = 9, 24
 # Captured before the program runs: patching builtins, json or os afterwards does not reach the harness.
 _write, _exit = os.write, os._exit
+_perf_counter = time.perf_counter
 
 if False:  # never runs: ``judge.harness_runtime`` compiles _harness_values.py and this file as one module
+    from trl_ext.sandbox._harness_env import _redirect, _seed_random, _with_streams
     from trl_ext.sandbox._harness_live import _live_call
     from trl_ext.sandbox._harness_program import _describe
-    from trl_ext.sandbox._harness_values import _b64, _call_record, _decode_call, _int_repr, _type
+    from trl_ext.sandbox._harness_values import (
+        _b64,
+        _call_record,
+        _decode_call,
+        _float_repr,
+        _int_repr,
+        _type,
+    )
 
 
 def _quietly(fn, *args):
@@ -101,6 +110,7 @@ def _calls_mode(payload, out_fd, payload_fd, read_frame, parse):
         if body[:11] == b'{"names": [' and body[-2:] == b"]}":
             _write_all(out_fd, b"\n" + marker + body + b"\n")
     while (item := read_frame(payload_fd)) is not None:
+        started = _perf_counter()
         try:
             _write_all(call_w, b"%010d" % len(item) + item)
         except OSError:  # the child is gone
@@ -109,7 +119,11 @@ def _calls_mode(payload, out_fd, payload_fd, read_frame, parse):
         if body is None:
             break
         body = body if body[:1] == b"{" and body[-1:] == b"}" else b'{"garbled": true}'
-        _write_all(out_fd, b"\n" + marker + b'{"i": ' + str.encode(_int_repr(index)) + b", " + body[1:] + b"\n")
+        # the call's duration, measured here (the program cannot reach it) and written last: a "dt" the program
+        # put in its body is a duplicate key, and JSON's last one wins
+        took = str.encode(_float_repr(_perf_counter() - started))
+        head = b"\n" + marker + b'{"i": ' + str.encode(_int_repr(index)) + b", "
+        _write_all(out_fd, head + body[1:-1] + b', "dt": ' + took + b"}\n")
         index += 1
     _quietly(os.kill, pid, _SIGKILL)
     _quietly(_reap)
@@ -146,6 +160,7 @@ def _calls_child(payload, call_fd, write_fd, read_frame, parse):
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     os.close(devnull)
+    _seed_random(payload.get("seed"))
     del payload
     try:
         exec(compile(code, "solution.py", "exec"), namespace)
@@ -155,9 +170,11 @@ def _calls_child(payload, call_fd, write_fd, read_frame, parse):
         _write_all(write_fd, str.encode(_describe(namespace, describe)) + b"\n")
     functions = {}
     while (item := read_frame(call_fd)) is not None:
-        name, args, kwargs, want_args = parse(bytes.decode(item))
+        name, args, kwargs, want_args, *around = parse(bytes.decode(item))
         if _type(want_args) is list:  # an assert test's call: objects live for the whole run (_harness_live.py)
-            _write_all(write_fd, str.encode(_live_call(name, args, kwargs, want_args, namespace, functions)) + b"\n")
+            streams = _redirect(around[0] if around else None)
+            record = _live_call(name, args, kwargs, want_args, namespace, functions)
+            _write_all(write_fd, str.encode(_with_streams(streams, record)) + b"\n")
             continue
         made = []
         args, kwargs = _decode_call(args, kwargs, made)
@@ -169,7 +186,9 @@ def _calls_child(payload, call_fd, write_fd, read_frame, parse):
         if functions[name] is None:
             record, ok = '{"ok": false, "raised": "NameError"}', False
         else:
+            streams = _redirect(around[0] if around else None)
             record, ok = _call_record(functions[name], args, kwargs, want_args, made)
+            record = _with_streams(streams, record)
         _write_all(write_fd, str.encode(record) + b"\n")
         if stop_on_failure and not ok:
             break

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import symtable
 import sys
 
 from trl_ext.sandbox.replay import ASSERT_HOOK
@@ -43,3 +44,51 @@ def program_names(test: str, prefix: str | None, entry_point: str | None) -> tup
     modules = sorted(n for n in free if n in sys.stdlib_module_names)
     names = sorted((free - set(modules)) | ({entry_point} if entry_point else set()))
     return names, modules
+
+
+def _global_reads(table: symtable.SymbolTable, names: set[str]) -> None:
+    for child in table.get_children():
+        if child.get_type() == "function":
+            names.update(symbol.get_name() for symbol in child.get_symbols() if symbol.is_global())
+        _global_reads(child, names)
+
+
+def _imported(tree: ast.Module) -> dict[str, set[str]]:
+    """What the program's module-level imports bind: name -> {"module:NAME", "MODULE.NAME"} (``replay_env._shared``)."""
+    bound: dict[str, set[str]] = {}
+    for node in tree.body:
+        for alias in node.names if isinstance(node, ast.Import) else ():
+            module = alias.name if alias.asname else alias.name.split(".")[0]
+            bound.setdefault(alias.asname or module, set()).add("module:" + module)
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            for alias in node.names:
+                found = {f"{node.module}.{alias.name}", f"module:{node.module}.{alias.name}"}
+                bound.setdefault(alias.asname or alias.name, set()).update(found)
+    return bound
+
+
+def shadowed_names(program: str, bound: dict[str, str | None]) -> list[str]:
+    """The names a test bound before calling the program (``replay_env``: its own functions, ``g = lambda: 2``,
+    ``globals()['g'] = ...``) that the program's functions read as globals: in one interpreter they would read
+    the test's objects, which the sandbox cannot give them; not where the program's own import binds the name to
+    the object the test bound (both ``import math``). A program whose scopes cannot be read (it does not compile)
+    shadows every name the test bound."""
+    if not bound:
+        return []
+    names: set[str] = set()
+    try:
+        _global_reads(symtable.symtable(program, "solution.py", "exec"), names)
+        imported = _imported(ast.parse(program))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return sorted(bound)
+    return sorted(name for name in names.intersection(bound) if bound[name] not in imported.get(name, ()))
+
+
+def refuse_shadowed(program: str, answer: dict) -> dict:
+    """``answer`` (an evaluation's final one), or "unsupported" where the test bound names the program's functions
+    read: one interpreter would give them the test's objects, which the sandbox cannot."""
+    names = shadowed_names(program, answer.get("bound", {})) if answer["verdict"] in ("passed", "failed") else []
+    if not names:
+        return answer
+    detail = f"the test binds {', '.join(names)[:200]}, which the program's functions read as globals"
+    return {"verdict": "unsupported", "detail": detail}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from trl_ext.sandbox import memory
 from trl_ext.sandbox._process import Progress, RunResult, classify, execute, memfd_with
-from trl_ext.sandbox.limits import SAFE_ENV, UIDS, Limits
+from trl_ext.sandbox.limits import ISOLATED, SAFE_ENV, UIDS, Limits
 from trl_ext.sandbox.reaper import reap_run
 
 _HARNESS_SOURCE = (Path(__file__).parent / "_harness.py").read_text()
@@ -27,9 +27,9 @@ LOADER_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d")
 @functools.cache
 def harness_runtime_source() -> str:
     """The judged modes of the harness as one module's source: the values codec, the program's
-    description and the live objects of an assert test's run first (``_harness_runtime.py`` uses their names)."""
+    description, the calls' environment and the live objects of an assert test's run first (``_harness_runtime.py`` uses their names)."""
     here = Path(__file__).parent
-    parts = ("_harness_values.py", "_harness_program.py", "_harness_live.py", "_harness_runtime.py")
+    parts = ("_harness_values.py", "_harness_program.py", "_harness_env.py", "_harness_live.py", "_harness_runtime.py")
     return "\n".join((here / name).read_text() for name in parts)
 
 
@@ -63,7 +63,7 @@ class SandboxUnavailable(RuntimeError):
 
 def sandbox_interpreter() -> str:
     """The real interpreter behind ``sys.executable``. A virtual environment's ``python`` is a link that may live in
-    a directory the sandbox hides (/tmp, $HOME); the sandbox runs ``python -I -S`` and needs no venv packages."""
+    a directory the sandbox hides (/tmp, $HOME); the sandbox runs ``python -sPS`` and needs no venv packages."""
     return os.path.realpath(sys.executable)
 
 
@@ -149,7 +149,7 @@ class Backend:
             fds.append(memfd_with(payload_bytes(payload), "sandbox-payload"))
             nonce_fd = memfd_with(nonce, "sandbox-nonce") if nonce is not None else -1
             fds += [nonce_fd] if nonce_fd >= 0 else []
-            flags = "-I" if limits.site_packages else "-IS"
+            flags = ISOLATED if limits.site_packages else ISOLATED + "S"
             harness_args = [
                 sandbox_interpreter(),
                 flags,

@@ -44,7 +44,9 @@ _PLAIN_DATA = str(Path(__file__).with_name("plain_data.py").resolve())  # replay
 _PLAIN_DATA_IN_BWRAP = "/plain_data.py"
 _LIVE = str(Path(__file__).with_name("live.py").resolve())  # and live.py, after it
 _LIVE_IN_BWRAP = "/live.py"
-_CODE = (_REPLAY, _PLAIN_DATA, _LIVE)
+_REPLAY_ENV = str(Path(__file__).with_name("replay_env.py").resolve())  # loaded by replay.py the same way
+_REPLAY_ENV_IN_BWRAP = "/replay_env.py"
+_FILES = (_REPLAY, _PLAIN_DATA, _LIVE, _REPLAY_ENV)
 _LIMITS = Limits(timeout_s=60.0, memory_mb=2048, nproc=16, nofile=256)
 _ENV = {**SAFE_ENV, "PYTHONHASHSEED": "0"}  # replay.py needs a fixed hash seed (set orders agree between passes)
 _LOGGER = logging.getLogger("trl_ext.sandbox")
@@ -206,6 +208,7 @@ def _spawn_bwrap():
     at = argv.index("--remount-ro")
     argv[at:at] = ["--ro-bind", _REPLAY, _REPLAY_IN_BWRAP, "--ro-bind", _PLAIN_DATA, _PLAIN_DATA_IN_BWRAP]
     argv[at:at] = ["--ro-bind", _LIVE, _LIVE_IN_BWRAP]
+    argv[at:at] = ["--ro-bind", _REPLAY_ENV, _REPLAY_ENV_IN_BWRAP]
     argv[at:at] = ["--seccomp", str(filter_fd), "--info-fd", str(info_w)]
     argv[at:at] = ["--setenv", "PYTHONHASHSEED", "0"]
     try:
@@ -226,8 +229,8 @@ def _spawn_landlock():
     config = {
         "pid_fd": pid_w,
         "uid": uid if as_root else None,
-        "keep_read_search": as_root and not all(landlock.world_searchable(r) for r in [*roots, *_CODE]),
-        "read_only": [*landlock.read_only_paths(roots), *_CODE],
+        "keep_read_search": as_root and not all(landlock.world_searchable(r) for r in [*roots, *_FILES]),
+        "read_only": [*landlock.read_only_paths(roots), *_FILES],
         "scratch": scratch,
         "min_abi": landlock.min_abi(),
         "seccomp_fd": filter_fd,

@@ -29,7 +29,7 @@ from pathlib import Path
 from trl_ext.sandbox import memory, seccomp
 from trl_ext.sandbox._process import memfd_with
 from trl_ext.sandbox.base import confined_source, harness_runtime_source, sandbox_interpreter
-from trl_ext.sandbox.limits import SAFE_ENV, Limits
+from trl_ext.sandbox.limits import ISOLATED, SAFE_ENV, Limits
 from trl_ext.sandbox.reaper import kill_session, reap_run
 from trl_ext.sandbox.scratch import remove_scratch
 
@@ -223,7 +223,7 @@ class ForkServer:
         self._filler: threading.Thread | None = None
         self.ctl, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         config_fd = -1
-        interpreter = [sandbox_interpreter(), "-I" if site_packages else "-IS", "-c", _SOURCE]
+        interpreter = [sandbox_interpreter(), ISOLATED if site_packages else ISOLATED + "S", "-c", _SOURCE]
         spec = command(interpreter, self.root)
         self.keep_read_search, self._info_fd = spec.keep_read_search, spec.info_fd
         self.private_scratch = spec.private_scratch

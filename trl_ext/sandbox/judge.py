@@ -14,7 +14,7 @@ from typing import Any
 
 from trl_ext.sandbox import replay
 from trl_ext.sandbox._process import Progress, RunResult
-from trl_ext.sandbox.assert_plan import program_names
+from trl_ext.sandbox.assert_plan import program_names, refuse_shadowed
 from trl_ext.sandbox.backends import Backend, get_backend
 from trl_ext.sandbox.base import harness_runtime
 from trl_ext.sandbox.comparison import compare_stdio, values_equal
@@ -29,6 +29,10 @@ TEST_KINDS = ("stdio", "call", "assert")
 # every run must move the first call with no result further (a program cannot stretch the rounds past the test's
 # own steps)
 _MAX_ROUNDS = 32
+_CYCLE = (  # the calls of a deterministic test settle; `random` and the hash secret are the same in every run
+    "the test's calls depend on results in a cycle: the program's results differ between sandbox runs of the "
+    "same calls (os.urandom, the clock, id())"
+)
 
 
 @dataclasses.dataclass
@@ -259,9 +263,9 @@ def _run_stdio(runner, program, spec, limits, stop_on_failure, float_tol) -> Tes
     return grader.report(result, len(cases), statuses)
 
 
-def _calls_payload(program: str, calls: list[list], stop_on_failure: bool) -> dict:
+def _calls_payload(program: str, calls: list[list], stop_on_failure: bool, seed: int | None = None) -> dict:
     marker = f"@@trl-ext-{secrets.token_hex(8)}@@"
-    return {
+    payload = {
         "mode": "calls",
         "runtime": harness_runtime(),
         "code": program,
@@ -269,6 +273,7 @@ def _calls_payload(program: str, calls: list[list], stop_on_failure: bool) -> di
         "marker": marker,
         "stop_on_failure": stop_on_failure,
     }
+    return payload if seed is None else {**payload, "seed": seed}  # the program's `random`, seeded before it loads
 
 
 def _run_call(runner, program, spec, limits, stop_on_failure, float_tol) -> TestReport:
@@ -363,6 +368,8 @@ def _run_assert(runner, program, spec, limits) -> TestReport:
         return report
     if report.infra_error:
         return report
+    if answer is not None:
+        answer = refuse_shadowed(program, answer)
     if answer is None:
         report.statuses.append("timeout")
     elif answer["verdict"] == "passed":
@@ -378,15 +385,16 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
     with their results; ... The last answer (None: the evaluation hit its deadline); ``report`` collects the
     run statuses. A result is used only for the call at its own position (see ``replay._Session``)."""
     answer, frontier = _first_pass(task, deadline_s), -1
+    seed = secrets.randbits(48)  # the same in every run of this evaluation: a replayed call draws the same numbers
     for _ in range(_MAX_ROUNDS):
         if answer is None or answer["verdict"] != "incomplete":
             return answer
         calls = answer["calls"]
         describing = "program" not in task and not calls  # a run only to say what the test's names are
         if not describing and (calls == task["calls"] or answer.get("frontier", 0) <= frontier):  # no progress
-            return {"verdict": "unsupported", "detail": "the test's calls depend on results in a cycle"}
+            return {"verdict": "unsupported", "detail": _CYCLE}
         frontier = frontier if describing else answer.get("frontier", 0)
-        payload = {**_calls_payload(program, calls, False), "describe": task["names"]}
+        payload = {**_calls_payload(program, calls, False, seed), "describe": task["names"]}
         stream = RecordStream(payload["marker"], "live", len(calls), described=True)
         result = runner.launch(payload, b"", limits)
         report.statuses.append(result.status)

@@ -20,7 +20,13 @@ SAFE_ENV: dict[str, str] = {
     "OMP_NUM_THREADS": "1",
     "OPENBLAS_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
+    # one hash secret for every run, per-run sandbox or fork server: the runs of one assert evaluation replay the
+    # same calls and must give the same set orders (docs/sandbox.md, "Fork server", the hash secret)
+    "PYTHONHASHSEED": "0",
 }
+# The sandboxed interpreter's flags: -I without -E (which would ignore PYTHONHASHSEED); the environment is
+# SAFE_ENV alone on every path, so no other PYTHON* variable reaches it
+ISOLATED = "-sP"
 
 # Unprivileged uids used when trl_ext runs as root (RLIMIT_NPROC does not apply to root): a block of _UID_SLOTS
 # from _UID_FIRST on, inside what this user namespace maps (a container's namespace often maps only 65536 uids).

@@ -43,10 +43,37 @@ def _stdio_record(record: dict) -> dict | None:
     return {"i": record["i"], "status": record["status"], "output": output.decode("utf-8", errors="replace")}
 
 
+_ENV_TYPES = {"out": str, "err": str, "more": bool, "in": int, "lost": bool}
+
+
+def _call_environment(record: dict) -> dict | None:
+    """``record`` without the call's duration ("dt", seconds, written by the harness) and what the call did to the
+    test's streams ("env": printed text "out"/"err", "more" when past the cap, characters of stdin read "in",
+    "lost" when the program broke the buffers); None when either is malformed. Put back by ``_call_record``."""
+    record = dict(record)
+    took, env = record.pop("dt", 0.0), record.pop("env", {})
+    if type(took) not in (int, float) or not 0 <= took < 1e9 or type(env) is not dict:
+        return None
+    if not all(type(value) is _ENV_TYPES.get(key) for key, value in env.items()) or env.get("in", 0) < 0:
+        return None
+    return record
+
+
 def _call_record(record: dict, memo: dict) -> dict | None:
     """A call record with its value decoded (``"invalid"`` when the value is no plain data: the case fails).
     ``memo``: {} for a call test's; an assert test's names the run's objects, which only its evaluation holds:
     here its shape is checked (``plain_data.decode_record``, "loose")."""
+    core = _call_environment(record)
+    if core is None:
+        return None
+    checked = _call_core(core, memo)
+    if checked is None or checked is core:
+        return checked and record
+    checked.update({key: record[key] for key in ("dt", "env") if key in record})
+    return checked
+
+
+def _call_core(record: dict, memo: dict) -> dict | None:
     keys, ok = record.keys(), record.get("ok")
     if ok is True and keys in _VALUE_KEYS:
         checked = dict(record)

@@ -35,7 +35,7 @@ from pathlib import Path
 from trl_ext.sandbox import native_payload
 from trl_ext.sandbox._process import Progress, RunResult
 from trl_ext.sandbox.base import Backend, harness_digest, payload_items
-from trl_ext.sandbox.limits import Limits
+from trl_ext.sandbox.limits import ISOLATED, Limits
 
 _HARNESS_SOURCE = (Path(__file__).parent / "_harness.py").read_text()
 _READY = "ready"
@@ -93,6 +93,7 @@ for name, (soft, hard) in payload["limits"].items():  # never above what the ser
 header = json.dumps(payload).encode()  # the harness is exec'd afresh: it holds none of ITEMS until it reads them
 fds = [memfd(b"%010d" % len(header) + header + ITEMS), ready_w, memfd(NONCE) if NONCE is not None else -1]
 os.set_inheritable(ready_w, True)
+os.environ["PYTHONHASHSEED"] = "0"  # one hash secret, as locally: the rounds of an evaluation replay alike
 pid = os.fork()
 if pid == 0:  # the harness, once the relay below has written its proof
     os.close(go_w)
@@ -172,7 +173,7 @@ def bootstrap(payload: dict, nonce: bytes | None, limits: Limits, progress: Prog
     """The one Python program sent to the service: it starts the harness on ``payload`` under ``limits`` and
     relays its stdout, enforcing ``progress``'s per-case deadline there (the service only knows the total)."""
     header, items = payload_items({**payload, "uid": _REMOTE_UID, "limits": limits.rlimits()})
-    flags = "-I" if limits.site_packages else "-IS"
+    flags = ISOLATED if limits.site_packages else ISOLATED + "S"
     marker, step_s = (progress.marker, progress.step_s) if progress is not None else (b"", limits.timeout_s)
     return _BOOTSTRAP.format(
         header=json.dumps(header),

@@ -29,6 +29,7 @@ import time
 from typing import Any
 
 if __package__:  # the judge: a module of the package
+    from trl_ext.sandbox import replay_env
     from trl_ext.sandbox.live import LiveObjects, ProgramIterator
     from trl_ext.sandbox.plain_data import decode, decode_record, encode, encode_call
 else:  # the evaluation worker runs this file by its path: the codec is the file next to it (read by its path:
@@ -43,7 +44,7 @@ else:  # the evaluation worker runs this file by its path: the codec is the file
         spec.loader.exec_module(module)
         return module
 
-    _codec = _sibling("plain_data")
+    _codec, replay_env = _sibling("plain_data"), _sibling("replay_env")
     decode, decode_record, encode, encode_call = _codec.decode, _codec.decode_record, _codec.encode, _codec.encode_call
     _live = _sibling("live")
     LiveObjects, ProgramIterator = _live.LiveObjects, _live.ProgramIterator
@@ -158,8 +159,10 @@ class _Session:
 
     def __init__(self, calls: list[list], results: list[dict]) -> None:
         self.known = [call_key(*call[:4]) for call in calls]
+        self.known_around = [call[4:] for call in calls]  # what went with each call besides its arguments
+        self.environment: Any = None  # replay_env.Environment: the test's streams, clocks and names
         self.results = results
-        self.calls: list[list] = []  # [name, args, kwargs, sync] of every call of this pass, in order
+        self.calls: list[list] = []  # [name, args, kwargs, sync(, around)] of every call of this pass, in order
         self.pending = False  # a placeholder was handed out: no verdict from this pass
         self.frontier = 0  # position of the first placeholder: each sandbox run must move it further
         self.blocked = False  # a call's arguments hold a placeholder: run what is known, then go on
@@ -217,6 +220,7 @@ class _Session:
         if _contains_pending((args, kwargs)):
             self.blocked = True
             raise _Stop
+        around = self._around_call(name)
         position = len(self.calls)
         if position >= _MAX_CALLS:
             self.unsupported = f"the test makes more than {_MAX_CALLS} calls"
@@ -228,8 +232,9 @@ class _Session:
             self.unsupported = f"an argument of {name or 'an iterator'}() is not plain data ({exc})"
             raise _Stop from None
         entry = [name, encoded_args, encoded_kwargs, sync]
-        self.calls.append(entry)
+        self.calls.append([*entry, *around])
         same_so_far = not self.pending and position < len(self.known) and position < len(self.results)
+        same_so_far = same_so_far and self.known_around[position] == around
         if not same_so_far or self.known[position] != call_key(*entry):
             self.frontier = position if not self.pending else self.frontier  # the first call with no result
             self.pending = True  # from here on this pass differs from the run: the next run replays it all
@@ -237,6 +242,7 @@ class _Session:
                 self._ask_ahead(args[0])
                 raise StopIteration
             return _Pending()
+        self._after_call(name, self.results[position])
         return self._replay(name, self.results[position], sync)
 
     def step(self, number: int) -> Any:
@@ -250,6 +256,33 @@ class _Session:
         them only while it asks for them in the same order."""
         more = min(max(15, self.live.steps[number]), 4095, _MAX_CALLS - len(self.calls))
         self.calls += [["", [number], {"d": []}, []] for _ in range(more)]
+
+    def _around_call(self, name: str) -> list:
+        """Before a call (``replay_env``): note the names the test bound; [what goes with the call] when the test
+        changed its stdout or stdin, else []. A test whose streams cannot cross is unsupported."""
+        if self.environment is None:
+            return []
+        self.environment.note_bindings()
+        try:
+            self.environment.check_modules()
+            around = self.environment.around_call()
+        except replay_env.Unsupported as exc:
+            self.unsupported = f"{exc} (calling {name}())"
+            raise _Stop from None
+        return [around] if around else []
+
+    def _after_call(self, name: str, record: dict) -> None:
+        """When a call's result is replayed: its duration on the test's clocks, its output, its stdin reads."""
+        if self.environment is None:
+            return
+        try:
+            self.environment.after_call(record)
+        except replay_env.Unsupported as exc:
+            self.unsupported = f"{exc} (calling {name}())"
+            raise _Stop from None
+        except replay_env.ProgramFault as exc:
+            self.rejected = f"{name}(): {exc}"
+            raise _Stop from None
 
     def _replay(self, name: str, record: dict, sync: list) -> Any:
         ok, raised = record.get("ok") is True, record.get("raised")
@@ -403,19 +436,49 @@ def _stand_ins(session: _Session, task: dict) -> dict[str, Any]:
     return stand_ins
 
 
+_STAND_IN_CODE = _Session.stand_in(None, "").__code__  # a SystemExit through this code is the program's
+
+
 def evaluate(task: dict) -> dict:
     """Evaluate one assert test with the results known so far.
 
     ``task``: {"test", "prefix", "entry_point", "names" (the program's functions), "modules" (standard modules
     the test uses without importing them), "calls" (the calls of the last sandbox run, in order) and "results"
     (their records, in the same order)}. Returns {"verdict": "passed" |
-    "failed" | "incomplete" | "unsupported", "detail", "calls": [[name, args, kwargs, want_args], ...], and for
-    "incomplete" "frontier": the position of the first call with no result} (the
-    worker answers "error" if this function itself fails)."""
+    "failed" | "incomplete" | "unsupported", "detail", "calls": [[name, args, kwargs, want_args], ...] (a fifth
+    item where the test replaced its stdout, stderr or stdin: ``replay_env.Environment.around_call``), for
+    "incomplete" "frontier": the position of the first call with no result, and for a verdict "bound": the globals
+    the test bound before its calls (``replay_env``)} (the worker answers "error" if this function itself fails)."""
     random.seed(0)  # tests that draw random inputs draw the same ones in every pass
     session = _Session(task.get("calls", []), task.get("results", []))
-    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
-    error = ""
+    module = session.module = type(sys)("__main__")  # sys.modules["__main__"] while the test runs: unittest.main()
+    namespace: dict[str, Any] = module.__dict__
+    namespace["__builtins__"] = builtins
+    environment = replay_env.Environment(module)
+    try:
+        error = _run_test(task, session, environment)
+    finally:
+        environment.restore()
+    session.done = True  # iterators the namespace drops from here on end no call
+    calls = session.calls
+    if session.rejected:
+        return {"verdict": "failed", "detail": session.rejected, "calls": calls}
+    if session.unsupported:
+        return {"verdict": "unsupported", "detail": session.unsupported, "calls": calls}
+    if session.pending or session.blocked:
+        return {"verdict": "incomplete", "detail": error or "", "calls": calls, "frontier": session.frontier}
+    if "program" not in task and not calls:  # the test used the program's names without a call: what are they?
+        return {"verdict": "incomplete", "detail": error or "", "calls": calls, "describe": True}
+    answer = {"verdict": "failed" if error else "passed", "detail": error or "", "calls": calls}
+    if error is None:
+        answer.update(verdict="unsupported", detail="the test exits with a status past a C long")
+    return {**answer, "bound": environment.bound}
+
+
+def _run_test(task: dict, session: _Session, environment: Any) -> str | None:
+    """Run the test in ``session.module``; '' when it ended well (or exited with status 0 by itself), else why
+    not (None: an exit status that cannot be told)."""
+    namespace = session.module.__dict__
     try:
         test_code, prefix_code = _compiled(task["test"], task.get("prefix"))
         if prefix_code:
@@ -424,24 +487,19 @@ def evaluate(task: dict) -> dict:
             namespace[module] = __import__(module)
         namespace.update(_stand_ins(session, task))
         namespace[ASSERT_HOOK] = session.assert_failed
+        session.environment = environment
+        environment.install()
         exec(test_code, namespace)
         if task.get("entry_point"):
             namespace["check"](namespace[task["entry_point"]])
     except _Stop:
-        error = "stopped"
-    except BaseException as exc:  # noqa: B036 - the test's own SystemExit is a failure too
-        error = f"{type(exc).__name__}: {exc}"[:500]
-    session.done = True  # iterators the namespace drops from here on end no call
-    calls = session.calls
-    if session.rejected:
-        return {"verdict": "failed", "detail": session.rejected, "calls": calls}
-    if session.unsupported:
-        return {"verdict": "unsupported", "detail": session.unsupported, "calls": calls}
-    if session.pending or session.blocked:
-        return {"verdict": "incomplete", "detail": error, "calls": calls, "frontier": session.frontier}
-    if "program" not in task and not calls:  # the test used the program's names without a call: what are they?
-        return {"verdict": "incomplete", "detail": error, "calls": calls, "describe": True}
-    return {"verdict": "failed" if error else "passed", "detail": error, "calls": calls}
+        return "stopped"
+    except SystemExit as exc:  # as CPython's exit status: 0 passes, unless the program's call raised it
+        passes = replay_env.exit_passes(exc) and not replay_env.raised_by(exc, _STAND_IN_CODE)
+        return "" if passes else None if passes is None else f"SystemExit: {exc}"[:500]
+    except BaseException as exc:  # noqa: B036 - KeyboardInterrupt & co
+        return f"{type(exc).__name__}: {exc}"[:500]
+    return ""  # names the test binds after its last call reach no program code: only those before a call count
 
 
 # -- the worker process ------------------------------------------------------------------------------------------

@@ -1,0 +1,278 @@
+"""The test's environment around the program's calls, in an assert-test evaluation (``replay.py``): what one
+interpreter shares between a test and the program it calls, carried across the sandbox boundary or refused.
+
+- ``sys.stdout`` (and ``sys.stderr``, alike): when the test has replaced it (``contextlib.redirect_stdout``, ``sys.stdout = io.StringIO()``),
+  the call runs with a string buffer as the program's ``sys.stdout`` and what it printed is written into the test's
+  stream when the call's result is replayed (writes to file descriptor 1 or ``sys.__stdout__`` reach neither, as in
+  CPython, where they go to the real stdout). More than 65,536 characters in one call (``_harness_runtime._MAX_CAPTURE``): ``unsupported``.
+- ``sys.stdin``: when the test has replaced it by an ``io.StringIO``, what is left of it (at most ``MAX_STDIN``
+  characters) goes with the call as the program's ``sys.stdin``, and the test's stream is advanced by what the
+  program read; any other replacement: ``unsupported``.
+- Clocks: ``time.time``/``perf_counter``/``monotonic``/``process_time``/``thread_time`` (and ``_ns``),
+  ``time.localtime``/``gmtime``/``ctime``/``strftime`` and ``datetime.datetime.now``/``utcnow``/``today`` read the
+  real clock plus the wall time every replayed call took in the sandbox (measured by the harness), so a test
+  timing a call sees the program's duration, not the instant replay (CPU clocks advance by the wall time too).
+- Names: every global the test binds by the time it calls the program (a function of its own, ``g = lambda: 2``,
+  ``globals()['g'] = ...``) is reported, so the judge can refuse a test whose bindings the program's own code would
+  read in one interpreter (``assert_plan.shadowed_names``), unless the program's own import binds that name to
+  the same module or standard-library object.
+- ``sys.exit``/``SystemExit`` raised by the test itself ends it as CPython's exit status does (0 or None: passed);
+  one raised by the program's call (replayed) is a failure. ``sys.modules['__main__']`` is the test's namespace,
+  so ``unittest.main()`` finds the test's ``TestCase`` classes.
+
+Stdlib only: ``replay.py`` loads this file by its path in the evaluation worker, as it loads ``plain_data.py``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import sys
+import time
+import types
+from collections.abc import Callable
+from typing import Any
+
+MAX_STDIN = 1 << 20  # characters of the test's stdin sent with one call
+_CLOCKS = ("time", "perf_counter", "monotonic", "process_time", "thread_time")
+_STDLIB = frozenset(sys.stdlib_module_names) | {"builtins"}
+_MISSING = object()
+
+
+class Unsupported(Exception):
+    """The test does something around a call that cannot cross the sandbox boundary."""
+
+
+class ProgramFault(Exception):
+    """The program's record about the test's streams is unusable (the program broke its buffers)."""
+
+
+def _shared(value: Any) -> str | None:
+    """What the program's own import would bind for this very object: "module:NAME" for a module, "MODULE.NAME"
+    for a standard-library function or class; None for the test's own objects (``assert_plan.shadowed_names``
+    compares it with the program's imports)."""
+    if isinstance(value, types.ModuleType):
+        return "module:" + str(getattr(value, "__name__", ""))
+    if not isinstance(value, (type, types.BuiltinFunctionType, types.FunctionType)):
+        return None
+    module, name = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(name, str) or module.partition(".")[0] not in _STDLIB:
+        return None
+    return f"{module}.{name}"
+
+
+_UNCHECKED = frozenset({"sys", "warnings", "__main__"})
+# builtins the checks use, as they were: a test may patch builtins (which is what they look for)
+_any, _isinstance, _getattr, _type, _len = any, isinstance, getattr, type, len
+
+
+_TOUCHED: dict[tuple[int, str], tuple[Any, str, Any]] = {}  # (id(module), name) -> (module, name, value before)
+
+
+class _Watched(types.ModuleType):
+    """A module whose attribute assignments and deletions are noted with the value before (``check_modules``)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _TOUCHED.setdefault((id(self), name), (self, name, self.__dict__.get(name, _MISSING)))
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        _TOUCHED.setdefault((id(self), name), (self, name, self.__dict__.get(name, _MISSING)))
+        super().__delattr__(name)
+
+
+def _test_made(value: Any) -> bool:
+    """Whether a module attribute is the test's own: a function or class it defined, or a ``unittest.mock``
+    object."""
+    if _isinstance(value, (types.FunctionType, type)) and _getattr(value, "__module__", None) == "__main__":
+        return True
+    module = _getattr(_type(value), "__module__", "")
+    return _isinstance(module, str) and str.startswith(module, "unittest.mock")
+
+
+def _virtual_clocks(elapsed: Callable[[], float]) -> list[tuple[Any, str, Any]]:
+    """(owner, name, replacement) of every clock a test may read: the real one plus ``elapsed()`` seconds."""
+    patches: list[tuple[Any, str, Any]] = []
+    for name in _CLOCKS:
+        real, real_ns = getattr(time, name), getattr(time, name + "_ns")
+        patches.append((time, name, _like(real, lambda real=real: real() + elapsed())))
+        patches.append((time, name + "_ns", _like(real_ns, lambda real=real_ns: real() + int(elapsed() * 1e9))))
+    now = patches[0][2]  # time.time
+    for name in ("localtime", "gmtime", "ctime"):
+        real = getattr(time, name)
+        patches.append((time, name, _like(real, lambda secs=None, real=real: real(now() if secs is None else secs))))
+    strftime = time.strftime
+    clock = _like(strftime, lambda fmt, *t: strftime(fmt, *t) if t else strftime(fmt, time.localtime()))
+    patches.append((time, "strftime", clock))
+    patches.append((datetime, "datetime", _virtual_datetime(elapsed)))
+    return patches
+
+
+def _virtual_datetime(elapsed: Callable[[], float]) -> type:
+    """``datetime.datetime`` whose ``now``/``utcnow``/``today`` are ``elapsed()`` seconds later."""
+
+    class VirtualDatetime(datetime.datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> Any:
+            return super().now(tz) + datetime.timedelta(seconds=elapsed())
+
+        @classmethod
+        def utcnow(cls) -> Any:
+            return super().utcnow() + datetime.timedelta(seconds=elapsed())
+
+        @classmethod
+        def today(cls) -> Any:
+            return super().today() + datetime.timedelta(seconds=elapsed())
+
+    VirtualDatetime.__module__, VirtualDatetime.__name__, VirtualDatetime.__qualname__ = ("datetime",) * 3
+    return VirtualDatetime
+
+
+def _like(real: Any, clock: Any) -> Any:
+    """``clock`` named as ``real`` (``time.perf_counter``): a standard-library object, which the program's own
+    ``from time import perf_counter`` would bind too (see ``_shared``)."""
+    clock.__module__, clock.__name__, clock.__qualname__ = "time", real.__name__, real.__name__
+    return clock
+
+
+class Environment:
+    """One evaluation's environment: ``install`` before the test runs, ``restore`` after (also when it raises)."""
+
+    def __init__(self, module: types.ModuleType) -> None:
+        self.module, self.namespace = module, module.__dict__
+        self.elapsed = 0.0  # seconds the replayed calls took in the sandbox
+        self.bound: dict[str, str | None] = {}  # name -> what the test bound there (``_shared``)
+        self._initial: dict[str, Any] = {}
+        self._saved: list[tuple[Any, str, Any]] = []  # (owner, name, value) to put back
+        self._streams: dict[str, Any] = {}  # the streams as the evaluation found them
+        self._watched: list[types.ModuleType] = []  # modules made ``_Watched``
+        self._modules_seen = 0  # len(sys.modules) at the last check
+        self._stdin: tuple[Any, int, int] | None = None
+        self._stdin_sent = 0  # characters of the test's stdin sent with the calls so far
+
+    def install(self) -> None:
+        """Called once the stand-ins are in the namespace: what is there now is not the test's binding."""
+        self._initial = dict(self.namespace)
+        self._streams = {"out": sys.stdout, "err": sys.stderr, "in": sys.stdin}
+        patches = _virtual_clocks(lambda: self.elapsed)
+        self._saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
+        self._saved.append((sys.modules, "__main__", sys.modules.get("__main__")))
+        patches.append((sys, "argv", ["tests.py"]))  # as a test file run by python (unittest.main() reads it)
+        self._saved.append((sys, "argv", sys.argv))
+        for owner, name, value in patches:
+            setattr(owner, name, value)
+        sys.modules["__main__"] = self.module
+        self._modules_seen = 0
+        _TOUCHED.clear()
+        self.check_modules()  # as the evaluation found them
+
+    def restore(self) -> None:
+        for module in self._watched:
+            module.__class__ = types.ModuleType
+        self._watched = []
+        for owner, name, value in reversed(self._saved):
+            if owner is sys.modules:
+                sys.modules[name] = value
+            else:
+                setattr(owner, name, value)
+        if self._saved:
+            sys.stdout, sys.stderr, sys.stdin = self._streams["out"], self._streams["err"], self._streams["in"]
+        self._saved = []
+
+    def check_modules(self) -> None:
+        """Before a call: refuse a test that changed a module's attribute since the evaluation began and has not
+        put it back (``builtins.sorted = None``, ``random.randint = lambda a, b: 4``, ``unittest.mock.patch``): in
+        one interpreter the program's own code would see it. Modules are watched (``_Watched``: O(1) a call); one
+        the test imported since the last call is checked once for the test's own objects. ``sys`` (its streams
+        cross) and ``warnings`` (``unittest`` rebinds its filters) are not watched. Raises ``Unsupported``."""
+        if _len(sys.modules) != self._modules_seen:
+            for name, module in list(sys.modules.items()):
+                if name in _UNCHECKED or _type(module) is not types.ModuleType:
+                    continue
+                try:
+                    module.__class__ = _Watched
+                except TypeError:
+                    continue
+                self._watched.append(module)
+                new = self._modules_seen and not name.startswith("unittest.mock")  # imported by the test
+                if new and _any(_test_made(value) for value in module.__dict__.values()):
+                    raise Unsupported(f"the test patched the module {name}, which the program may use")
+            self._modules_seen = _len(sys.modules)
+        for module, name, original in _TOUCHED.values():
+            now, where = module.__dict__.get(name, _MISSING), _getattr(module, "__name__", "a module")
+            submodule = _isinstance(now, types.ModuleType) and _getattr(now, "__name__", None) == f"{where}.{name}"
+            if now is not original and not submodule:  # the import system binds a package's submodules
+                raise Unsupported(f"the test changed {where}.{name}, which the program may use")
+
+    def note_bindings(self) -> None:
+        """Before a call: the globals the test has bound (or rebound) so far."""
+        for name, value in self.namespace.items():
+            if self._initial.get(name, _MISSING) is value:
+                continue
+            if self.bound.setdefault(name, _shared(value)) != _shared(value):
+                self.bound[name] = None  # bound to two things: the test's own
+
+    def around_call(self) -> dict | None:
+        """What goes with the next call: {"out": True} / {"err": True} when the test captures stdout / stderr,
+        {"in": text} with what is left of the test's stdin; None when the test changed none. Raises
+        ``Unsupported``."""
+        around: dict[str, Any] = {}
+        for key, stream in (("out", sys.stdout), ("err", sys.stderr)):
+            if stream is not self._streams.get(key) and stream is not None:
+                around[key] = True
+        stdin, self._stdin = sys.stdin, None
+        if stdin is not self._streams.get("in") and stdin is not None:
+            if type(stdin) is not io.StringIO:
+                raise Unsupported(f"the test sets sys.stdin to a {type(stdin).__name__}; only io.StringIO crosses")
+            try:
+                start = stdin.tell()
+                text = stdin.read(MAX_STDIN + 1)
+                stdin.seek(start)
+            except ValueError as exc:  # closed: the program's read would raise, which cannot cross either
+                raise Unsupported(f"the test's sys.stdin cannot be read ({exc})") from None
+            self._stdin_sent += len(text)
+            if len(text) > MAX_STDIN or self._stdin_sent > 4 * MAX_STDIN:  # each call carries what is left
+                raise Unsupported(f"the test's sys.stdin holds more than the judge sends ({MAX_STDIN} characters a "
+                                  f"call, {4 * MAX_STDIN} in all)")  # fmt: skip
+            around["in"], self._stdin = text, (stdin, start, len(text))
+        return around or None
+
+    def after_call(self, record: dict) -> None:
+        """When the call's result is replayed: its duration, what it read of stdin and printed. Raises
+        ``Unsupported`` (printed past the cap), ``ProgramFault`` (the program broke its buffers), or what the
+        test's stdout raises on write (as the program's ``print`` would have)."""
+        self.elapsed += record.get("dt", 0.0)
+        env = record.get("env", {})
+        if env.get("lost"):
+            raise ProgramFault("the program broke the stdout or stdin it was given")
+        if self._stdin is not None:
+            stdin, start, length = self._stdin
+            stdin.seek(start + min(env.get("in", 0), length))
+        if env.get("more"):
+            raise Unsupported("the program printed more than the judge carries into a captured stdout")
+        if env.get("out"):
+            sys.stdout.write(env["out"])
+        if env.get("err"):
+            sys.stderr.write(env["err"])
+
+
+def exit_passes(exc: SystemExit) -> bool | None:
+    """Whether CPython's exit status for this ``SystemExit`` is 0 (None: it cannot tell, a code past a C long)."""
+    code = exc.code
+    if code is None:
+        return True
+    if not isinstance(code, int):  # printed, exit status 1
+        return False
+    if not -(1 << 63) <= code < 1 << 63:
+        return None
+    return int(code) & 0xFF == 0
+
+
+def raised_by(exc: BaseException, code: types.CodeType) -> bool:
+    """Whether ``exc`` passed through a frame running ``code`` (a stand-in: the program's call raised it)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is code:
+            return True
+        tb = tb.tb_next
+    return False
