@@ -479,3 +479,17 @@ def test_call_tests_follow_the_json_key_rule(backend):
     specs[-1]["cases"][0]["args"] = [{"1": 2}]
     judged = CodeTests(timeout_s=5.0)([f"```python\n{CALL_PROGRAM}\n```"] * len(specs), tests=specs)
     assert dict(zip([c[0] for c in CALLS], judged)) == {name: verdict for name, _, verdict in CALLS}
+
+
+@pytest.mark.parametrize("backend", ISOLATED, indirect=True)
+def test_a_test_that_only_reads_the_programs_names_runs_the_program(backend):
+    """The program's names are described by a run (no call needed), and a program that does not load fails:
+    `callable(f)` used to pass without any run, for a program that raised at import too."""
+    tests = ["assert callable(documented) and documented.__doc__ == 'adds one'", "assert documented.__doc__ is None"]
+    broken = PROGRAM + "\nraise SystemExit(3)\n"
+    assert plain_cpython_verdicts(PROGRAM, tests) == [1.0, 0.0]
+    judged = CodeTests(timeout_s=5.0)(
+        [f"```python\n{p}\n```" for p in (PROGRAM, PROGRAM, broken)],
+        tests=[{"kind": "assert", "code": t} for t in (*tests, tests[0])],
+    )
+    assert judged == [1.0, 0.0, 0.0]
