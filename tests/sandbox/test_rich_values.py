@@ -225,6 +225,13 @@ def open_fail():
 def documented(a):
     \"\"\"adds one\"\"\"
     return a + 1
+class WithCode(Exception):
+    def __init__(self, code):
+        super().__init__("boom")
+        self.code = code
+        self.where = [code]
+def coded_fail():
+    raise WithCode(7)
 def caused():
     try:
         1 / 0
@@ -259,6 +266,8 @@ EXCEPTION_TESTS = [
     "try:\n    in_handler()\nexcept ValueError as e:\n    c = e.__context__\n"
     "    assert e.__cause__ is None and type(c) is KeyError and c.args == ('k',) and not e.__suppress_context__",
     "try:\n    plain_fail()\nexcept ValueError as e:\n    assert e.__context__ is not None",
+    "try:\n    coded_fail()\nexcept WithCode as e:\n    assert e.code == 7 and e.where == [7] and str(e) == 'boom'",
+    "try:\n    coded_fail()\nexcept Exception as e:\n    assert e.code == 8",
 ]
 SHAPE_TESTS = [
     "assert list(shrunk()) == [2, 9]",
