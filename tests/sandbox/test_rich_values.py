@@ -225,6 +225,13 @@ def open_fail():
 def documented(a):
     \"\"\"adds one\"\"\"
     return a + 1
+class WithCode(Exception):
+    def __init__(self, code):
+        super().__init__("boom")
+        self.code = code
+        self.where = [code]
+def coded_fail():
+    raise WithCode(7)
 def caused():
     try:
         1 / 0
@@ -259,6 +266,8 @@ EXCEPTION_TESTS = [
     "try:\n    in_handler()\nexcept ValueError as e:\n    c = e.__context__\n"
     "    assert e.__cause__ is None and type(c) is KeyError and c.args == ('k',) and not e.__suppress_context__",
     "try:\n    plain_fail()\nexcept ValueError as e:\n    assert e.__context__ is not None",
+    "try:\n    coded_fail()\nexcept WithCode as e:\n    assert e.code == 7 and e.where == [7] and str(e) == 'boom'",
+    "try:\n    coded_fail()\nexcept Exception as e:\n    assert e.code == 8",
 ]
 SHAPE_TESTS = [
     "assert list(shrunk()) == [2, 9]",
@@ -569,3 +578,17 @@ def test_call_tests_follow_the_json_key_rule(backend):
     specs[-1]["cases"][0]["args"] = [{"1": 2}]
     judged = CodeTests(timeout_s=5.0)([f"```python\n{CALL_PROGRAM}\n```"] * len(specs), tests=specs)
     assert dict(zip([c[0] for c in CALLS], judged)) == {name: verdict for name, _, verdict in CALLS}
+
+
+@pytest.mark.parametrize("backend", ISOLATED, indirect=True)
+def test_a_test_that_only_reads_the_programs_names_runs_the_program(backend):
+    """The program's names are described by a run (no call needed), and a program that does not load fails:
+    `callable(f)` used to pass without any run, for a program that raised at import too."""
+    tests = ["assert callable(documented) and documented.__doc__ == 'adds one'", "assert documented.__doc__ is None"]
+    broken = PROGRAM + "\nraise SystemExit(3)\n"
+    assert plain_cpython_verdicts(PROGRAM, tests) == [1.0, 0.0]
+    judged = CodeTests(timeout_s=5.0)(
+        [f"```python\n{p}\n```" for p in (PROGRAM, PROGRAM, broken)],
+        tests=[{"kind": "assert", "code": t} for t in (*tests, tests[0])],
+    )
+    assert judged == [1.0, 0.0, 0.0]

@@ -140,6 +140,8 @@ def _exception_fields(rng: random.Random) -> dict:
     nested += ({"t": ["E", None, None, {"d": [["__str__", 1]]}]}, {"t": ["V", [], None, {"d": [["zz", 1]]}]})
     attrs += tuple({"d": [[rng.choice(["__cause__", "__context__"]), n]]} for n in nested)
     attrs += ({"d": [["__context__", "__cause__"], ["__suppress_context__", rng.choice([True, 1])]]},)
+    stored = ({"t": [{"t": ["code", 7]}]}, {"t": [{"t": [1, 7]}]}, {"t": [{"t": ["_x", 7]}]}, {"t": [5]}, [["a", 1]])
+    attrs += tuple({"d": [["__dict__", value]]} for value in stored)
     fields = {"cls": rng.choice(chains), "attrs": rng.choice(attrs)}
     return {k: v for k, v in fields.items() if rng.random() < 0.7}
 

@@ -102,6 +102,8 @@ def _attributes(exc, kind, program_class, depth):
             pairs.append(_attribute(name, klass.__dict__[name].__get__, exc, klass))
     if program_class and _owner(kind, "__str__").__flags__ & _HEAPTYPE:
         pairs.append(_attribute("__str__", lambda e, k: str(e), exc, kind))  # the program's own __str__, run here
+    if program_class:  # what its __init__ stored (``self.code = 7``): name/value tuples (tuples are never numbered)
+        pairs.append(_attribute("__dict__", _instance_attributes, exc, kind))
     cause, context = (BaseException.__dict__[name].__get__(exc) for name in ("__cause__", "__context__"))
     if depth < 4:
         pairs.append(_attribute("__cause__", lambda e, k: _Nested(cause), exc, depth))
@@ -114,6 +116,13 @@ def _attributes(exc, kind, program_class, depth):
     if BaseException.__dict__["__suppress_context__"].__get__(exc) is True:
         pairs.append('["__suppress_context__",true]')
     return '{"d": [' + ",".join([pair for pair in pairs if pair]) + "]}"
+
+
+def _instance_attributes(exc, kind):
+    """The instance attributes of an exception of a program class, as ((name, value), ...) (at most 32)."""
+    stored = BaseException.__dict__["__dict__"].__get__(exc)
+    pairs = tuple((k, v) for k, v in dict.items(stored) if _type(k) is str and k.isidentifier() and k[:1] != "_")
+    return pairs[:32] or None
 
 
 class _Nested:

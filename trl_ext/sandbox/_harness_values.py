@@ -199,9 +199,9 @@ def _namedtuple_fields(value, kind):
 def _genuine_namedtuple():
     """The methods ``collections.namedtuple`` generates (one reference class, made once; ``collections`` is loaded
     whenever the program made a namedtuple)."""
-    if not _GENUINE:
-        collections = sys.modules.get("collections")
-        made = collections.namedtuple("Reference", "a") if collections is not None else object
+    collections = sys.modules.get("collections")
+    if not _GENUINE and collections is not None:  # without it, no class is a namedtuple (nothing kept: it may come)
+        made = collections.namedtuple("Reference", "a")
         _GENUINE.update({k: getattr(v, "__func__", v) for k, v in made.__dict__.items()})
     return _GENUINE
 

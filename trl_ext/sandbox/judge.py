@@ -405,6 +405,8 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
         if stream.invalid:
             report.statuses.insert(0, "invalid_result")
             return {"verdict": "failed", "detail": stream.invalid}
+        if stream.names is None:  # written once the program has loaded, before its first call
+            return {"verdict": "failed", "detail": "the program did not load (it raised or ran out of time)"}
         if any(record.get("invalid") for record in stream.records):
             report.statuses.insert(0, "invalid_result")
         results = [{k: v for k, v in record.items() if k not in ("i", "decoded")} for record in stream.records]

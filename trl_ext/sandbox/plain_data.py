@@ -287,10 +287,13 @@ def _namedtuple(inner: list, depth: int, memo: dict) -> tuple:
 _MAX_SLOTS, _MAX_FILLERS = 1 << 16, 1 << 20
 
 
-def _set_in_order(frozen: bool, inner: Any, depth: int, memo: dict, slots: int = 8) -> set | frozenset:
+def _set_in_order(frozen: bool, inner: Any, depth: int, memo: dict, sized: bool = False) -> set | frozenset:
     """A set (or frozenset) iterating, popping and printing in the program's order (``inner``: its elements in that
-    order; ``slots``: its table's size there). A real set of the judge's where a table takes that order (the
+    order, or ``sized``: [its table's size there, elements]). A real set of the judge's where a table takes that order (the
     elements added in order to a fresh table, or to one of the program's size), else a ``ProgramOrderSet``."""
+    if sized and (type(inner) is not list or len(inner) != 2 or type(inner[0]) is not int):
+        raise ValueError("a sized set is [table slots, elements]")
+    slots, inner = inner if sized else (8, inner)
     at, made = len(memo.get("refs") or ()), None if frozen else _register(set(), memo)  # numbered before its items
     items = _hashed(_items(inner, depth, memo))
     for candidate in _real_sets(frozen, items, slots, made, memo):
@@ -303,12 +306,6 @@ def _set_in_order(frozen: bool, inner: Any, depth: int, memo: dict, slots: int =
     if not frozen:
         memo["refs"][at] = ordered
     return ordered
-
-
-def _sized(inner: Any) -> tuple[int, Any]:
-    if type(inner) is not list or len(inner) != 2 or type(inner[0]) is not int:
-        raise ValueError("a sized set is [table slots, elements]")
-    return inner[0], inner[1]
 
 
 def _real_sets(frozen: bool, items: list, slots: int, made: set | None, memo: dict):
@@ -341,16 +338,19 @@ class ProgramOrderSet(set):
     """A program's set whose order no table of the judge's takes (another history, str hashes of another seed):
     iteration, ``pop()`` and ``repr`` in the program's order, the rest a set's (``type()`` shows it, named set)."""
 
-    __slots__ = ("_order",)
+    __slots__ = ("_order", "_next")
 
     def __iter__(self):
         return iter(_in_order(self, set.__iter__))
 
-    def pop(self) -> Any:
-        for item in self:
-            self.remove(item)
-            return item
-        raise KeyError("pop from an empty set")
+    def pop(self) -> Any:  # from where the last pop() left off, as CPython's does: linear popping all
+        order, start = getattr(self, "_order", ()), getattr(self, "_next", 0)
+        self._next = next((i for i in range(start, len(order)) if order[i] in self), len(order))
+        item = order[self._next] if self._next < len(order) else next(set.__iter__(self), self)
+        if item is self:
+            raise KeyError("pop from an empty set")
+        self.remove(item)
+        return item
 
     def __repr__(self) -> str:
         return "{" + ", ".join(map(repr, self)) + "}" if self else "set()"
@@ -452,8 +452,8 @@ _SIMPLE_TAGS = {
     "t": lambda inner, depth, memo: tuple(_items(inner, depth, memo)),
     "s": lambda inner, depth, memo: _set_in_order(False, inner, depth, memo),
     "fs": lambda inner, depth, memo: _set_in_order(True, inner, depth, memo),
-    "S": lambda inner, depth, memo: _set_in_order(False, _sized(inner)[1], depth, memo, _sized(inner)[0]),
-    "FS": lambda inner, depth, memo: _set_in_order(True, _sized(inner)[1], depth, memo, _sized(inner)[0]),
+    "S": lambda inner, depth, memo: _set_in_order(False, inner, depth, memo, True),  # [table slots, elements]
+    "FS": lambda inner, depth, memo: _set_in_order(True, inner, depth, memo, True),
     "d": lambda inner, depth, memo: _filled(_register({}, memo), _pairs(inner, depth, memo)),
     "C": lambda inner, depth, memo: collections.Counter(dict(_pairs(inner, depth, memo))),
     "od": lambda inner, depth, memo: collections.OrderedDict(_pairs(inner, depth, memo)),

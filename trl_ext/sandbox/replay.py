@@ -326,12 +326,15 @@ def _program_exception(
     except (TypeError, ValueError, OverflowError):
         return ProgramError(f"{raised} raised by the program's {name}()")
     for attribute, value in attributes.items():
-        if type(value) is tuple:  # a chained exception: (builtin name, args, chain, attributes)
+        if attribute in ("__cause__", "__context__") and type(value) is tuple:  # (builtin name, args, chain, attrs)
             chain = [list(c) for c in value[2]] if value[2] else None
             value = _program_exception(value[0], name, value[1], (chain, value[3]), classes)
         if attribute == "__context__" and value == "__cause__":
             value = exc.__cause__  # one object, as after ``raise ... from`` inside its ``except``
-        if isinstance(exc, _ATTRIBUTES[attribute]):
+        if attribute == "__dict__":  # what the program's __init__ stored, on an instance of its class's stand-in
+            stand_in = isinstance(type(exc), _StandInClass)
+            exc.__dict__.update({k: v for k, v in value if stand_in and _identifier(k) and k[:1] != "_"})
+        elif isinstance(exc, _ATTRIBUTES[attribute]):
             setattr(exc, _STR if attribute == "__str__" else attribute, value)
     exc.__suppress_context__ = attributes.get("__suppress_context__") is True  # setting __cause__ set it
     return exc
@@ -339,7 +342,7 @@ def _program_exception(
 
 _ATTRIBUTES = {"name": (AttributeError, NameError, ImportError), "obj": AttributeError, "path": ImportError}
 _ATTRIBUTES.update(filename=OSError, filename2=OSError, __str__=BaseException, __suppress_context__=BaseException)
-_ATTRIBUTES.update(__cause__=BaseException, __context__=BaseException)
+_ATTRIBUTES.update(__cause__=BaseException, __context__=BaseException, __dict__=BaseException)
 _STR, _MAX_CLASSES = "_trl_ext_program_str", 64  # the program's own str() of an exception; classes per evaluation
 
 
@@ -399,6 +402,9 @@ def _attributes_ok(attributes: Any) -> bool:
                 return False
         elif value is not None and (key, value) != ("__context__", "__cause__"):
             return False
+    stored = attributes.get("__dict__", ())
+    if not _tuples(stored) or not all(len(pair) == 2 and type(pair[0]) is str for pair in stored):
+        return False
     suppress = attributes.get("__suppress_context__", False)
     return type(attributes.get("__str__", "")) is str and type(suppress) is bool
 
