@@ -260,6 +260,8 @@ def test_fuzzed_records_decode_totally_with_an_evaluations_memo():
         record = {"ok": rng.random() < 0.5, "value": _value(rng), "raised": "ValueError", "exc": [_value(rng)]}
         if rng.random() < 0.3:
             record["value"] = [{"g": rng.choice([7, 8, 0, -1, "7"])}, {"a": rng.choice([0, 6, 7, 99])}]
+            view = rng.choice(["dk", "dv", "di", "x", 1])  # a view of a live dict: the run's, a new one, or none
+            record["value"].append({"lv": [view, rng.choice([{"a": 1}, {"a": 5}, {"d": [[1, 2]]}, [1], {"a": 99}])]})
         if rng.random() < 0.9:
             fitting = [[0, [_value(rng)]], [1, {"d": [[1, _value(rng)]]}], [2, {"s": [1]}], [4, {"ba": ""}]]
             fitting += [[3, {"dq": [[_value(rng)], None]}], [5, {"C": [["b", 2]]}], [6, {"ar": ["i", [2]]}]]

@@ -197,8 +197,18 @@ def _live_tagged(tag: str, inner: Any, depth: int, memo: dict) -> Any:
         made = memo["live"](inner)
         refs.append(weakref.ref(made))  # the test's to drop: then the sandbox drops it too (``live.py``)
         return made
+    if tag == "lv" and type(inner) is list and len(inner) == 2 and inner[0] in _VIEW_OF:  # a view of a live dict
+        mapping = decode(inner[1], depth, memo)
+        if mapping is _UNKNOWN:  # a shape check: an earlier record's dict
+            return mapping
+        if not isinstance(mapping, dict):
+            raise ValueError("a view of no dict")
+        return getattr(mapping, _VIEW_OF[inner[0]])()
     value = _decode_tagged(tag, inner, depth, memo)
     return _register(value, memo) if tag in _LIVE_TAGS else value
+
+
+_VIEW_OF = {"dk": "keys", "dv": "values", "di": "items"}
 
 
 def _content(mine: Any, update: Any, memo: dict) -> Any:
