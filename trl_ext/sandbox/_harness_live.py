@@ -106,9 +106,12 @@ def _live_library(value, kind, depth):
     if len(mapping) == 1 and isinstance(mapping[0], dict):  # a view of a dict that lives on: over that dict
         return '{"lv": ["' + view + '", ' + _encode(mapping[0], depth + 1) + "]}"
     text = _library_text(value, kind, depth)
-    if _snapshot(value) is not None:  # a deque, bytearray, Counter, OrderedDict, defaultdict or array
+    if text.startswith(_LIVE_TAGS):  # the value itself, not a copy of its base (as the judge numbers by tag)
         _SEEN[id(value)] = (len(_SEEN), value)
     return text
+
+
+_LIVE_TAGS = ('{"ba"', '{"dq"', '{"C"', '{"od"', '{"dd"', '{"ar"')  # plain_data._LIVE_TAGS
 
 
 def _synced(target, contents, live):
@@ -122,6 +125,8 @@ def _synced(target, contents, live):
     if kind is bytearray:
         return _decode({"b": contents["ba"]}, live)
     ((tag, inner),) = contents.items()
+    if tag == "ar":
+        return _type(target)(target.typecode, [_decode(v, live) for v in inner[1]])
     pairs = inner[1] if tag == "dd" else inner
     return [(_decode(k, live), _decode(v, live)) for k, v in pairs]
 

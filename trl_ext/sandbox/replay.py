@@ -201,6 +201,7 @@ class _Session:
             return
         try:
             self.call("", (number, 0), {})
+            self.live.ended.add(number)  # closed: dropping it later runs nothing
         except _Stop:  # from __del__: the reason is set (rejected, unsupported or blocked), the pass goes on
             pass
         except Exception:  # noqa: BLE001 - an exception in a generator's clean-up is not raised, as in CPython
