@@ -15,6 +15,8 @@ import pytest
 
 from trl_ext.rewards import CodeTests
 from trl_ext.sandbox import Backend, RunResult, compare_stdio, run_tests, values_equal
+from trl_ext.sandbox.live import LiveObjects
+from trl_ext.sandbox.records import RecordStream
 from trl_ext.sandbox.replay import decode, decode_record
 
 PRIME = 2**61 - 1  # ints that are multiples of it all hash to 0
@@ -274,6 +276,28 @@ def test_fuzzed_records_decode_totally_with_an_evaluations_memo():
             assert objects[:7] == _run_objects()
         assert [type(o) for o in objects[:7]] == [type(o) for o in _run_objects()]
     assert iterators  # well-formed iterator numbers reached the evaluation's iterator maker
+
+
+def test_fuzzed_records_through_the_live_record_stream_and_the_runs_objects():
+    """An assert test's records: the record stream's shape check ("live") and ``LiveObjects.apply`` on the run's
+    objects never raise anything but ValueError (apply) or nothing at all (the stream); a malformed record leaves
+    the run's numbering and objects as they were."""
+    rng = random.Random(22)
+    for _ in range(3_000):
+        stream = RecordStream("@@m@@", "live", 3)
+        stream.feed("".join(f"\n@@m@@{_record_text(rng, k, 'calls')}\n" for k in range(rng.randint(1, 4))))
+        assert all(type(record) is dict for record in stream.records)
+    for _ in range(3_000):
+        live = LiveObjects()
+        apply_ok = {"ok": True, "upd": [], "value": [[1], {"d": [[1, {"s": [2]}]]}, {"dq": [[], None]}]}
+        live.apply(apply_ok, [], {"nans": {}, "live": None})
+        before = repr(live.graph[1])
+        assert len(live.graph[0]) == 5  # the lists, the dict, the set and the deque (numbered after its items)
+        record = {"ok": True, "value": _value(rng), "upd": rng.choice([_updates(rng), [[rng.randint(0, 4), [1]]]])}
+        try:
+            live.apply(record, [], {"nans": {}, "live": lambda number: None})
+        except ValueError:
+            assert repr(live.graph[1]) == before and len(live.graph[0]) == 5 and len(live.snaps) == 5
 
 
 def test_records_keep_the_identity_of_the_runs_objects():

@@ -125,7 +125,7 @@ def decode(obj: Any, depth: int = 0, memo: dict | None = None) -> Any:
         raise ValueError("malformed plain data")
     ((tag, inner),) = obj.items()
     try:
-        if memo.get("live") is not None or memo.get("loose"):  # an assert test's run (``decode_record``)
+        if "live" in memo or memo.get("loose"):  # an assert test's run (``decode_record``)
             return _live_tagged(tag, inner, depth + 1, memo)
         return _decode_tagged(tag, inner, depth + 1, memo)
     except (TypeError, ValueError, KeyError, IndexError, ArithmeticError) as exc:  # decimal's errors too
