@@ -2,10 +2,11 @@
 for the test's arguments, ``decode`` for the program's results, total on untrusted input. The decoder rebuilds
 standard types (Counter, OrderedDict, defaultdict, deque, Fraction, Decimal, range, bytearray, dict views, an
 iterator over a consumed iterator's items; one generic tuple class for namedtuples), so that the test's ``==``
-is CPython's own on equal objects. Identity crosses both ways where ``==`` or a mutation can tell: a call's lists,
-dicts and sets form one graph (an alias or a cycle is a reference, {"a": number}, to the object met first), a
-record sends what the program left in each of the call's own objects ("upd", after a raise too) and the judge
-updates the test's objects in place; an evaluation's ``memo`` keeps NaN objects and returned containers.
+is CPython's own on equal objects. Identity crosses both ways where ``==`` or a mutation can tell: lists, dicts and
+sets form one graph (an alias or a cycle is a reference, {"a": number}, to the object met first); in an assert
+test the graph spans the whole run (``live.py``): a record sends [number, contents] of each numbered object the
+call changed ("upd", after a raise too), the judge updates its objects in place, and an iterator the program
+returns stays in the sandbox ({"g": number}); an evaluation's ``memo`` keeps NaN objects and the run's objects.
 
 Stdlib only and no trl_ext import: ``replay.py`` imports it, in the judge as a module of the package and in the
 evaluation worker (which runs ``replay.py`` by its path) as the file next to it.
