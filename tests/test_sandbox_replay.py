@@ -4,6 +4,7 @@ import collections
 import json
 import math
 import random
+from collections import Counter
 
 import pytest
 
@@ -132,7 +133,10 @@ def _program_changing(rng: random.Random, sent: list):
                 obj[f"n{rng.randint(0, 2)}"] = rng.choice([rng.choice(mutable), (1, rng.choice(mutable))])
             else:
                 obj.add(rng.randint(10, 12))
-        sent.append([args[0], [rng.choice(mutable), {"new": [mutable[-1]]}]] if mutable else [[]])
+        fresh = rng.choice(
+            [collections.deque([rng.choice(mutable)] if mutable else []), bytearray(b"n"), Counter(a=1)]
+        )
+        sent.append([args[0], [rng.choice(mutable), {"new": [mutable[-1]]}, fresh]] if mutable else [[]])
         if rng.random() < 0.3:  # dropped after a change: the change still reaches the test
             kept.pop(rng.randrange(len(kept)))
         if rng.random() < 0.3:

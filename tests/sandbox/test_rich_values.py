@@ -325,6 +325,15 @@ def index():
     return INDEX
 def enter(k, v):
     INDEX[k] = v
+class Table(dict):
+    pass
+KEPT_TABLE = Table(a=1)
+def table():
+    return [KEPT_TABLE, KEPT_TABLE, [1]]
+def index_keys():
+    return INDEX.keys()
+def index_items():
+    return INDEX.items()
 def each(a):
     for v in a:
         yield v
@@ -385,6 +394,12 @@ TESTS = [
     "g = each([1, 2])\nassert first_of(g) == 1 and list(g) == [1, 2]",
     "assert sum(counted(100)) == 4950 and max(counted(40)) == 39",
     "r = [0]\nkeep([r])\nr.append(1)\ngrow_kept()\nassert last_kept() == [[0, 1], 1]",
+    "k = index_keys()\nenter('a', 1)\nassert list(k) == ['a'] and k == {'a'}",
+    "k = index_keys()\nenter('a', 1)\nassert len(k) == 0",
+    "v = index_items()\nd = index()\nd['b'] = 2\nassert v == {('b', 2)} and index_items() == v",
+    "t = table()\nassert t[0] == {'a': 1} and t[2] == [1] and stow(t[2]) is None and shelf()[0] is t[2]",
+    "x = []\ng = guarded(x)\nnext(g)\ng.close()\nassert x == ['closed']",
+    "a = arr()\na.append(3)\nkeep(a)\nassert last_kept() is a and kept_size() == 3",
     "x = []\nkeep(x)\ndrop_kept()\nassert x == ['last']",
     "x = []\nkeep(x)\ndrop_kept()\nassert x == []",
     "a = shelf()\na.append(1)\ndel a\nassert shelf_size() == 1",

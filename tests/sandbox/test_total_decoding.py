@@ -15,6 +15,7 @@ import pytest
 
 from trl_ext.rewards import CodeTests
 from trl_ext.sandbox import Backend, RunResult, compare_stdio, run_tests, values_equal
+from trl_ext.sandbox.live import LiveObjects
 from trl_ext.sandbox.records import RecordStream, _described_names
 from trl_ext.sandbox.replay import _program_exception, decode, decode_record, exception_details
 
@@ -374,6 +375,8 @@ def test_fuzzed_records_decode_totally_with_an_evaluations_memo():
         record = {"ok": rng.random() < 0.5, "value": _value(rng), "raised": "ValueError", "exc": [_value(rng)]}
         if rng.random() < 0.3:
             record["value"] = [{"g": rng.choice([7, 8, 0, -1, "7"])}, {"a": rng.choice([0, 6, 7, 99])}]
+            view = rng.choice(["dk", "dv", "di", "x", 1])  # a view of a live dict: the run's, a new one, or none
+            record["value"].append({"lv": [view, rng.choice([{"a": 1}, {"a": 5}, {"d": [[1, 2]]}, [1], {"a": 99}])]})
         if rng.random() < 0.9:
             fitting = [[0, [_value(rng)]], [1, {"d": [[1, _value(rng)]]}], [2, {"s": [1]}], [4, {"ba": ""}]]
             fitting += [[3, {"dq": [[_value(rng)], None]}], [5, {"C": [["b", 2]]}], [6, {"ar": ["i", [2]]}]]
@@ -386,6 +389,28 @@ def test_fuzzed_records_decode_totally_with_an_evaluations_memo():
             assert objects[:7] == _run_objects()
         assert [type(o) for o in objects[:7]] == [type(o) for o in _run_objects()]
     assert iterators  # well-formed iterator numbers reached the evaluation's iterator maker
+
+
+def test_fuzzed_records_through_the_live_record_stream_and_the_runs_objects():
+    """An assert test's records: the record stream's shape check ("live") and ``LiveObjects.apply`` on the run's
+    objects never raise anything but ValueError (apply) or nothing at all (the stream); a malformed record leaves
+    the run's numbering and objects as they were."""
+    rng = random.Random(22)
+    for _ in range(3_000):
+        stream = RecordStream("@@m@@", "live", 3)
+        stream.feed("".join(f"\n@@m@@{_record_text(rng, k, 'calls')}\n" for k in range(rng.randint(1, 4))))
+        assert all(type(record) is dict for record in stream.records)
+    for _ in range(3_000):
+        live = LiveObjects()
+        apply_ok = {"ok": True, "upd": [], "value": [[1], {"d": [[1, {"s": [2]}]]}, {"dq": [[], None]}]}
+        live.apply(apply_ok, [], {"nans": {}, "live": None})
+        before = repr(live.graph[1])
+        assert len(live.graph[0]) == 5  # the lists, the dict, the set and the deque (numbered after its items)
+        record = {"ok": True, "value": _value(rng), "upd": rng.choice([_updates(rng), [[rng.randint(0, 4), [1]]]])}
+        try:
+            live.apply(record, [], {"nans": {}, "live": lambda number: None})
+        except ValueError:
+            assert repr(live.graph[1]) == before and len(live.graph[0]) == 5 and len(live.snaps) == 5
 
 
 def test_records_keep_the_identity_of_the_runs_objects():

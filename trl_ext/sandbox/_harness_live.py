@@ -13,12 +13,14 @@ iterator the program returns stays here, numbered: the judge's iterator asks for
 """
 
 import _operator
+import gc
 import sys
 
 if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harness_values.py as one module
     from trl_ext.sandbox._harness_values import (
         _HEAPTYPE,
         _SEEN,
+        _VIEWS,
         _collections,
         _content,
         _decode,
@@ -32,7 +34,7 @@ if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harn
         _type,
     )
 
-_is, _refcount = _operator.is_, sys.getrefcount
+_is, _refcount, _referents = _operator.is_, sys.getrefcount, gc.get_referents
 
 
 def _unheld():
@@ -99,10 +101,17 @@ def _live_library(value, kind, depth):
     ):
         _SEEN[id(value)] = (len(_SEEN), value)
         return '{"g": ' + _int_repr(len(_SEEN) - 1) + "}"
+    view = next((_VIEWS[k] for k in kind.__mro__ if k in _VIEWS), None)
+    mapping = _referents(value) if view is not None else ()
+    if len(mapping) == 1 and isinstance(mapping[0], dict):  # a view of a dict that lives on: over that dict
+        return '{"lv": ["' + view + '", ' + _encode(mapping[0], depth + 1) + "]}"
     text = _library_text(value, kind, depth)
-    if _snapshot(value) is not None:  # a deque, bytearray, Counter, OrderedDict, defaultdict or array
+    if text.startswith(_LIVE_TAGS):  # the value itself, not a copy of its base (as the judge numbers by tag)
         _SEEN[id(value)] = (len(_SEEN), value)
     return text
+
+
+_LIVE_TAGS = ('{"ba"', '{"dq"', '{"C"', '{"od"', '{"dd"', '{"ar"')  # plain_data._LIVE_TAGS
 
 
 def _synced(target, contents, live):
@@ -116,6 +125,8 @@ def _synced(target, contents, live):
     if kind is bytearray:
         return _decode({"b": contents["ba"]}, live)
     ((tag, inner),) = contents.items()
+    if tag == "ar":
+        return _type(target)(target.typecode, [_decode(v, live) for v in inner[1]])
     pairs = inner[1] if tag == "dd" else inner
     return [(_decode(k, live), _decode(v, live)) for k, v in pairs]
 

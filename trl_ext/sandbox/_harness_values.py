@@ -10,7 +10,8 @@ a subclass of a builtin value type whose comparisons, hash and item access are a
 Identity crosses where ``==`` or a mutation can tell: each NaN object has its number in the run; a record's lists,
 dicts and sets are numbered where first met (the call's own arguments first, numbered as the judge numbered them),
 so an alias or a cycle is a reference; a call's arguments come back as what each holds now ("upd"), after a raise
-too (the judge updates its own objects in place). A subclass or object
+too (the judge updates its own objects in place); in an assert test's run the numbers span the run and iterators
+stay here (``_harness_live.py``). A subclass or object
 whose own code decides ``==`` cannot be encoded: the judge never runs the program's code.
 """
 

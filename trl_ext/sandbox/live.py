@@ -48,6 +48,10 @@ class ProgramIterator:
     def __next__(self) -> Any:
         return self._step(self._number)
 
+    def close(self) -> None:
+        """As a generator's: the sandbox drops it now (its ``finally`` runs), unless the program holds it."""
+        self._release(self._number, self)
+
     def __repr__(self) -> str:
         return f"<the program's iterator {self._number}>"
 
@@ -124,6 +128,8 @@ class LiveObjects:
     def _contents(self, value: Any) -> Any:
         if type(value) is collections.defaultdict:  # the contents only: the factory stays the program's
             return {"dd": [None, encode(dict(value), 1, self.graph, bare=True)["d"]]}
+        if type(value) is array.array:  # an array the program returned
+            return {"ar": [value.typecode, [encode(v) for v in value.tolist()]]}
         return encode(value, 1, self.graph, bare=True)
 
     def apply(self, record: dict, sync: list, memo: dict) -> Any:

@@ -2,10 +2,11 @@
 for the test's arguments, ``decode`` for the program's results, total on untrusted input. The decoder rebuilds
 standard types (Counter, OrderedDict, defaultdict, deque, Fraction, Decimal, range, bytearray, dict views, an
 iterator over a consumed iterator's items; a real namedtuple class per class of the run), so that the test's ``==``
-is CPython's own on equal objects. Identity crosses both ways where ``==`` or a mutation can tell: a call's lists,
-dicts and sets form one graph (an alias or a cycle is a reference, {"a": number}, to the object met first), a
-record sends what the program left in each of the call's own objects ("upd", after a raise too) and the judge
-updates the test's objects in place; an evaluation's ``memo`` keeps NaN objects and returned containers.
+is CPython's own on equal objects. Identity crosses both ways where ``==`` or a mutation can tell: lists, dicts and
+sets form one graph (an alias or a cycle is a reference, {"a": number}, to the object met first); in an assert
+test the graph spans the whole run (``live.py``): a record sends [number, contents] of each numbered object the
+call changed ("upd", after a raise too), the judge updates its objects in place, and an iterator the program
+returns stays in the sandbox ({"g": number}); an evaluation's ``memo`` keeps NaN objects and the run's objects.
 
 Stdlib only and no trl_ext import: ``replay.py`` imports it, in the judge as a module of the package and in the
 evaluation worker (which runs ``replay.py`` by its path) as the file next to it.
@@ -126,7 +127,7 @@ def decode(obj: Any, depth: int = 0, memo: dict | None = None) -> Any:
         raise ValueError("malformed plain data")
     ((tag, inner),) = obj.items()
     try:
-        if memo.get("live") is not None or memo.get("loose"):  # an assert test's run (``decode_record``)
+        if "live" in memo or memo.get("loose"):  # an assert test's run (``decode_record``)
             return _live_tagged(tag, inner, depth + 1, memo)
         return _decode_tagged(tag, inner, depth + 1, memo)
     except (TypeError, ValueError, KeyError, IndexError, ArithmeticError) as exc:  # decimal's errors too
@@ -198,8 +199,18 @@ def _live_tagged(tag: str, inner: Any, depth: int, memo: dict) -> Any:
         made = memo["live"](inner)
         refs.append(weakref.ref(made))  # the test's to drop: then the sandbox drops it too (``live.py``)
         return made
+    if tag == "lv" and type(inner) is list and len(inner) == 2 and inner[0] in _VIEW_OF:  # a view of a live dict
+        mapping = decode(inner[1], depth, memo)
+        if mapping is _UNKNOWN:  # a shape check: an earlier record's dict
+            return mapping
+        if not isinstance(mapping, dict):
+            raise ValueError("a view of no dict")
+        return getattr(mapping, _VIEW_OF[inner[0]])()
     value = _decode_tagged(tag, inner, depth, memo)
     return _register(value, memo) if tag in _LIVE_TAGS else value
+
+
+_VIEW_OF = {"dk": "keys", "dv": "values", "di": "items"}
 
 
 def _content(mine: Any, update: Any, memo: dict) -> Any:

@@ -7,7 +7,9 @@ One evaluation either finishes (passed / failed) or lists the calls it made ("in
 with no result yet returns a ``_Pending`` placeholder that absorbs every operation, and a failing ``assert`` is
 skipped while placeholders are about, so one pass usually finds every call of the test. The judge runs the whole
 sequence of calls, in order, in one fresh sandbox (stateful functions behave as in one interpreter) and evaluates
-again; the verdict comes only from a pass that met no placeholder.
+again; the verdict comes only from a pass that met no placeholder. The objects that crossed live for the whole
+run on both sides (``live.py``): each call carries the test's changes to them, each record the program's, and
+each item of an iterator the program returned is a call of its own.
 
 Stdlib only, and no trl_ext import but its plain-data codec (``plain_data.py``, the file next to it): ``judge.py``
 imports it as a module, and the evaluation worker runs its file (``python -s replay.py``), killed at a deadline so
@@ -211,6 +213,7 @@ class _Session:
             return
         try:
             self.call("", (number, 0), {})
+            self.live.ended.add(number)  # closed: dropping it later runs nothing
         except _Stop:  # from __del__: the reason is set (rejected, unsupported or blocked), the pass goes on
             pass
         except Exception:  # noqa: BLE001 - an exception in a generator's clean-up is not raised, as in CPython
