@@ -97,7 +97,8 @@ def test_a_test_that_executes_program_data_runs_confined(host, fresh_workers, ho
 def test_nothing_one_program_does_in_the_worker_reaches_the_next(fresh_workers):
     fresh_workers()
     patch = "import builtins\nbuiltins.sorted = lambda x: [1, 2, 3]\nbuiltins.trl_ext_probe = 1\nok = True"
-    assert _probe(patch).all_passed  # the patch ran, in that evaluation's own process
+    probe = _probe(patch)  # the patch ran, in that evaluation's own process, which refuses it before a call
+    assert "unsupported_test" in probe.statuses and "builtins.sorted" in probe.detail  # (class 9: modules watched)
     assert "unsupported_test" in _data_probe(patch).statuses  # as program data it never runs
     spec = {
         "kind": "assert",
