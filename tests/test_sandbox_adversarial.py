@@ -11,7 +11,7 @@ import pytest
 
 from trl_ext.sandbox import Limits, run, run_tests
 
-from ._backends import EACH_BACKEND, ISOLATED, now_ticks, sandbox_backend, sandbox_server, wait_no_strays  # noqa: F401
+from ._backends import EACH_BACKEND, ISOLATED, now_ticks, sandbox_backend, serving_subprocess, wait_no_strays  # noqa: F401
 
 SECRET = "hf_FAKE_SECRET_b1c9e4d0a7"
 LIMITS = Limits(timeout_s=2.0, memory_mb=512)
@@ -43,6 +43,14 @@ def secrets_on_host(tmp_path_factory):
     assert token.read_text() == SECRET and dataset.read_text() == "EXPECTED-42\n"
     assert sorted(p.name for p in home.rglob("*")) == [".cache", "huggingface", "token"]
     assert _wait_no_strays() == []
+
+
+@pytest.fixture(scope="module")
+def sandbox_server(secrets_on_host):
+    """This module's own ``sandbox-serve`` (not the session's), started with the fake secrets in its environment and
+    the fake $HOME: programs run remotely must not reach them either."""
+    with serving_subprocess("--workers", "2") as url:
+        yield url
 
 
 def _run(code: str, **kwargs):

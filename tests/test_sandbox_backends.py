@@ -127,22 +127,17 @@ def test_landlock_as_a_non_root_uid_where_user_namespaces_are_refused():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["landlock", "remote"])
-def test_grading_suites_on_each_backend(backend):
+def test_grading_suites_on_each_backend(backend, request):
     """The code reward's grading and grading-hack suites with every run on ``backend`` (bwrap is their default
     when it works here). Only the test that fakes a local launch failure is left out for remote: that path does
     not exist there (the remote infra paths are tested above and below)."""
     env = {**os.environ, "TRL_EXT_SANDBOX_BACKEND": backend, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_code_grading_hacks.py"]
     cmd += ["tests/test_rewards_code.py"]
-    server = None
-    if backend == "remote":
-        server, env["TRL_EXT_SANDBOX_URL"] = start_server("--workers", "2")
+    if backend == "remote":  # the session's sandbox-serve (tests/conftest.py)
+        env["TRL_EXT_SANDBOX_URL"] = request.getfixturevalue("session_sandbox_server")
         cmd += ["--deselect", "tests/test_rewards_code.py::test_infra_faults_score_none"]
-    try:
-        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    finally:
-        if server is not None:
-            stop_server(server)
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert " passed" in done.stdout and "failed" not in done.stdout
 

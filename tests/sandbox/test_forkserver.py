@@ -106,7 +106,9 @@ def test_a_run_reaches_neither_the_server_nor_a_sibling_run(backend):
         return done.is_set()
 
     progress = Progress(marker=b"never", step_s=30, stop=seen)
-    code = "import os, sys, time\nprint(os.getpid(), flush=True)\ntime.sleep(20)\n"
+    # alive until the probe is done: a heartbeat on stdout lets ``seen`` stop it then (at most 20 s)
+    code = "import os, sys, time\nprint(os.getpid(), flush=True)\nfor _ in range(400):\n    time.sleep(0.05)\n"
+    code += "    print(end='.', flush=True)\n"
     holder = threading.Thread(
         target=lambda: sibling.update(
             result=get_backend(backend).launch(
