@@ -46,7 +46,11 @@ _LIVE = str(Path(__file__).with_name("live.py").resolve())  # and live.py, after
 _LIVE_IN_BWRAP = "/live.py"
 _REPLAY_ENV = str(Path(__file__).with_name("replay_env.py").resolve())  # loaded by replay.py the same way
 _REPLAY_ENV_IN_BWRAP = "/replay_env.py"
-_FILES = (_REPLAY, _PLAIN_DATA, _LIVE, _REPLAY_ENV)
+_EXCEPTIONS = str(Path(__file__).with_name("program_exceptions.py").resolve())  # the same way
+_EXCEPTIONS_IN_BWRAP = "/program_exceptions.py"
+_SETS = str(Path(__file__).with_name("program_sets.py").resolve())  # the same way
+_ENCODE = str(Path(__file__).with_name("plain_encode.py").resolve())
+_FILES = (_REPLAY, _PLAIN_DATA, _LIVE, _REPLAY_ENV, _EXCEPTIONS, _SETS, _ENCODE)
 _LIMITS = Limits(timeout_s=60.0, memory_mb=2048, nproc=16, nofile=256)
 _ENV = {**SAFE_ENV, "PYTHONHASHSEED": "0"}  # replay.py needs a fixed hash seed (set orders agree between passes)
 _LOGGER = logging.getLogger("trl_ext.sandbox")
@@ -208,7 +212,8 @@ def _spawn_bwrap():
     at = argv.index("--remount-ro")
     argv[at:at] = ["--ro-bind", _REPLAY, _REPLAY_IN_BWRAP, "--ro-bind", _PLAIN_DATA, _PLAIN_DATA_IN_BWRAP]
     argv[at:at] = ["--ro-bind", _LIVE, _LIVE_IN_BWRAP]
-    argv[at:at] = ["--ro-bind", _REPLAY_ENV, _REPLAY_ENV_IN_BWRAP]
+    argv[at:at] = ["--ro-bind", _REPLAY_ENV, _REPLAY_ENV_IN_BWRAP, "--ro-bind", _EXCEPTIONS, _EXCEPTIONS_IN_BWRAP]
+    argv[at:at] = ["--ro-bind", _SETS, "/program_sets.py", "--ro-bind", _ENCODE, "/plain_encode.py"]
     argv[at:at] = ["--seccomp", str(filter_fd), "--info-fd", str(info_w)]
     argv[at:at] = ["--setenv", "PYTHONHASHSEED", "0"]
     try:

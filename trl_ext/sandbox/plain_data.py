@@ -8,8 +8,9 @@ test the graph spans the whole run (``live.py``): a record sends [number, conten
 call changed ("upd", after a raise too), the judge updates its objects in place, and an iterator the program
 returns stays in the sandbox ({"g": number}); an evaluation's ``memo`` keeps NaN objects and the run's objects.
 
-Stdlib only and no trl_ext import: ``replay.py`` imports it, in the judge as a module of the package and in the
-evaluation worker (which runs ``replay.py`` by its path) as the file next to it.
+Stdlib only, and no trl_ext import but its encoder (``plain_encode.py``) and the program-order sets
+(``program_sets.py``): ``replay.py`` imports it, in the judge as a module of the package and in the evaluation
+worker (which runs ``replay.py`` by its path) as the file next to it.
 """
 
 from __future__ import annotations
@@ -20,87 +21,32 @@ import collections
 import decimal
 import fractions
 import functools
-import json
 import keyword
-import math
+import sys
 import weakref
 from typing import Any
 
-_BIG_INT_BITS = 12000  # beyond ~3600 digits ints travel as hex: int('...') has a 4300-digit limit
+if __package__:  # the judge: a module of the package
+    from trl_ext.sandbox.plain_encode import _BIG_INT_BITS, _FACTORIES, _MAX_DEPTH, _TRACKED, encode, encode_call
+    from trl_ext.sandbox.program_sets import ProgramOrderFrozenset, ProgramOrderSet, _plain_kind
+else:  # the evaluation worker: loaded by their paths before this file (see replay.py)
+    _encoder, _sets = sys.modules["trl_ext_plain_encode"], sys.modules["trl_ext_program_sets"]
+    _BIG_INT_BITS, _FACTORIES, _MAX_DEPTH, _TRACKED = (
+        getattr(_encoder, n) for n in ("_BIG_INT_BITS", "_FACTORIES", "_MAX_DEPTH", "_TRACKED")
+    )
+    encode, encode_call = _encoder.encode, _encoder.encode_call
+    ProgramOrderFrozenset, ProgramOrderSet, _plain_kind = (
+        _sets.ProgramOrderFrozenset,
+        _sets.ProgramOrderSet,
+        _sets._plain_kind,
+    )
+
 _MAX_HEX_DIGITS = 1 << 18  # a bigger int (over a million bits) is no answer: refused, not decoded
 # Fraction() normalises with a gcd, quadratic in the parts' size: 3.4 s for two million-bit parts (GIL held, in the
 # trainer), 2 ms at this bound; a fraction with a bigger part is refused (the case fails), never normalised.
 _MAX_FRACTION_BITS = 1 << 15
-_MAX_DEPTH = 100
 _MAX_SHARED_HASHES = 64  # elements of one set or dict beyond this many sharing a hash: a quadratic build, refused
 _MAX_ITEMS = 1 << 20  # elements of one list, set or mapping (the run's output cap bounds them all together too)
-
-
-def encode(value: Any, depth: int = 0, graph: tuple[dict, list] | None = None, bare: bool = False) -> Any:
-    """JSON-able tagged form of plain data, by exact type; raises TypeError for anything else. Sets are sorted
-    by their elements' JSON, so equal values always encode identically (they key the recorded results). Lists,
-    dicts and sets keep their identity: each is numbered where first met (before its items) and sent once, an
-    alias or a cycle as {"a": number}; ``graph`` ({id: number}, [objects in number order]) spans one call, or an
-    assert test's whole run (where an object the program returned is sent by its number too). ``bare``: the
-    contents of a numbered object, never a reference to itself."""
-    if depth > _MAX_DEPTH:
-        raise TypeError("value nested too deeply")
-    kind = _plain_kind(value)
-    if value is None or kind is bool or kind is str:
-        return value
-    if kind is int:
-        return value if value.bit_length() <= _BIG_INT_BITS else {"i": format(value, "x")}
-    if kind is float:
-        return value if math.isfinite(value) else {"f": repr(value)}
-    if kind in _TRACKED and not bare:
-        numbers, shared = graph if graph is not None else ({}, [])
-        if id(value) in numbers:
-            return {"a": numbers[id(value)]}
-        numbers[id(value)] = len(shared)
-        shared.append(value)  # alive while the graph is: its id stays its own
-        graph = numbers, shared
-    if kind is list:
-        return [encode(v, depth + 1, graph) for v in value]
-    if kind is tuple:
-        return {"t": [encode(v, depth + 1, graph) for v in value]}
-    if kind is set or kind is frozenset:  # elements are hashable: no list, dict or set among them
-        items = sorted((encode(v, depth + 1) for v in value), key=lambda e: json.dumps(e))
-        return {"s" if kind is set else "fs": items}
-    if kind is dict:
-        return {"d": [[encode(k, depth + 1), encode(v, depth + 1, graph)] for k, v in value.items()]}
-    if kind is bytes or kind is bytearray:
-        return {"b" if kind is bytes else "ba": base64.b64encode(value).decode()}
-    if kind is complex:
-        return {"c": [encode(value.real, depth + 1), encode(value.imag, depth + 1)]}
-    if kind is collections.deque:
-        return {"dq": [[encode(v, depth + 1, graph) for v in value], value.maxlen]}
-    if kind in _TRACKED:  # Counter, OrderedDict, defaultdict (with a builtin type, or no factory)
-        pairs = [[encode(k, depth + 1), encode(v, depth + 1, graph)] for k, v in value.items()]
-        if kind is not collections.defaultdict:
-            return {"C" if kind is collections.Counter else "od": pairs}
-        factory = value.default_factory
-        name = None if factory is None else getattr(factory, "__name__", None)
-        if factory is not None and _FACTORIES.get(name) is not factory:  # a lambda would be the test's code
-            raise TypeError("a defaultdict argument's factory must be a builtin type")
-        return {"dd": [name, pairs]}
-    if graph is not None and id(value) in graph[0]:  # an iterator the program returned: by its number
-        return {"a": graph[0][id(value)]}
-    raise TypeError(f"{kind.__name__} is not plain data")
-
-
-# the mutable types a test may pass as arguments: numbered where first met, updated in place after each call
-_TRACKED = frozenset({list, set, dict, bytearray, collections.deque, collections.Counter})
-_TRACKED |= {collections.OrderedDict, collections.defaultdict}
-
-
-def encode_call(args: tuple | list, kwargs: dict, graph: tuple[dict, list] | None = None) -> tuple[list, dict, list]:
-    """(arguments, keyword arguments, the graph's objects in number order) of one call, encoded as one graph: an
-    object the test passes twice (``f(x, x)``, ``[r, r]``) is one object in the sandbox too, and the k-th object
-    listed is the one the sandbox's records call k (``decode_record``). ``graph``: an assert test's run-wide one."""
-    graph = graph if graph is not None else ({}, [])
-    encoded_args = [encode(v, 1, graph) for v in args]
-    encoded_kwargs = {"d": [[encode(k, 1), encode(v, 1, graph)] for k, v in kwargs.items()]}
-    return encoded_args, encoded_kwargs, graph[1]
 
 
 def decode(obj: Any, depth: int = 0, memo: dict | None = None) -> Any:
@@ -334,58 +280,7 @@ def _real_sets(frozen: bool, items: list, slots: int, made: set | None, memo: di
     yield made
 
 
-def _plain_kind(value: Any) -> type:
-    return _PLAIN_KINDS.get(type(value), type(value))  # a program-order set crosses as a set
-
-
-def _in_order(made: set | frozenset, base_iter: Any) -> list:
-    """The elements of ``made`` in the program's order (elements the test added since: after, in the table's)."""
-    kept = [item for item in getattr(made, "_order", ()) if item in made]
-    known = set(kept)
-    return kept + [item for item in base_iter(made) if item not in known]
-
-
-class ProgramOrderSet(set):
-    """A program's set whose order no table of the judge's takes (another history, str hashes of another seed):
-    iteration, ``pop()`` and ``repr`` in the program's order, the rest a set's (``type()`` shows it, named set)."""
-
-    __slots__ = ("_order", "_next")
-
-    def __iter__(self):
-        return iter(_in_order(self, set.__iter__))
-
-    def pop(self) -> Any:  # from where the last pop() left off, as CPython's does: linear popping all
-        order, start = getattr(self, "_order", ()), getattr(self, "_next", 0)
-        self._next = next((i for i in range(start, len(order)) if order[i] in self), len(order))
-        item = order[self._next] if self._next < len(order) else next(set.__iter__(self), self)
-        if item is self:
-            raise KeyError("pop from an empty set")
-        self.remove(item)
-        return item
-
-    def __repr__(self) -> str:
-        return "{" + ", ".join(map(repr, self)) + "}" if self else "set()"
-
-
-class ProgramOrderFrozenset(frozenset):
-    """The frozenset counterpart of ``ProgramOrderSet`` (named ``frozenset``)."""
-
-    __slots__ = ("_order",)
-
-    def __iter__(self):
-        return iter(_in_order(self, frozenset.__iter__))
-
-    def __repr__(self) -> str:
-        return "frozenset({" + ", ".join(map(repr, self)) + "})" if self else "frozenset()"
-
-
-_PLAIN_KINDS = {ProgramOrderSet: set, ProgramOrderFrozenset: frozenset}
-for _kind, _base in _PLAIN_KINDS.items():
-    _kind.__name__, _kind.__qualname__, _kind.__module__ = _base.__name__, _base.__name__, "builtins"
-
-
 _ARRAY_CODES = {"ar": tuple(array.typecodes), "mv": ("b", "B", "h", "H", "i", "I", "l", "L", "q", "Q", "f", "d")}
-_FACTORIES = {f.__name__: f for f in (int, float, str, list, dict, set, tuple, bool, bytes, frozenset)}
 
 
 def _decode_tagged(tag: str, inner: Any, depth: int, memo: dict) -> Any:

@@ -14,7 +14,7 @@ import binascii
 import json
 from typing import Any
 
-from trl_ext.sandbox import replay
+from trl_ext.sandbox import program_exceptions, replay
 
 STDIO_STATUSES = frozenset({"ok", "timeout", "runtime_error", "memory", "output_limit"})
 _STDIO_KEYS = frozenset({"i", "status", "out"})
@@ -100,7 +100,9 @@ def _exception_args(record: dict, memo: dict) -> bool:
     memo = dict(memo)
     try:
         args = replay.decode_record(record, memo)
-        replay.exception_details(record, memo)  # the program classes and builtin attributes ("cls", "attrs")
+        program_exceptions.exception_details(
+            record, memo
+        )  # the program classes and builtin attributes ("cls", "attrs")
     except ValueError:
         return False
     return "exc" not in record or type(args) is list
@@ -116,7 +118,7 @@ def _described_names(record: dict) -> list | None:
         if (
             type(entry) is not list
             or len(entry) != 2
-            or not replay._identifier(entry[0])
+            or not program_exceptions._identifier(entry[0])
             or type(entry[1]) is not list
         ):
             return None
@@ -124,11 +126,16 @@ def _described_names(record: dict) -> list | None:
         doc = what[-1] if what else None
         if doc is not None and (type(doc) is not str or len(doc) > 100_000):
             return None
-        if what[:1] == ["fn"] and len(what) == 3 and replay._identifier(what[1]):
+        if what[:1] == ["fn"] and len(what) == 3 and program_exceptions._identifier(what[1]):
             continue
-        if what[:1] != ["exc"] or len(what) != 4 or not replay._is_chain(what[1]) or type(what[2]) is not str:
+        if (
+            what[:1] != ["exc"]
+            or len(what) != 4
+            or not program_exceptions._is_chain(what[1])
+            or type(what[2]) is not str
+        ):
             return None
-        if what[2] not in replay._EXCEPTIONS:
+        if what[2] not in program_exceptions._EXCEPTIONS:
             return None
     return names
 
