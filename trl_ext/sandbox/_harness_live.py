@@ -100,7 +100,8 @@ def _live_library(value, kind, depth):
         not kind.__flags__ & _HEAPTYPE or kind.__eq__ is object.__eq__
     ):
         _SEEN[id(value)] = (len(_SEEN), value)
-        return '{"g": ' + _int_repr(len(_SEEN) - 1) + "}"
+        tag = "gen" if kind is _GENERATOR else "g"  # an ended generator runs nothing when asked for more
+        return '{"' + tag + '": ' + _int_repr(len(_SEEN) - 1) + "}"
     view = next((_VIEWS[k] for k in kind.__mro__ if k in _VIEWS), None)
     mapping = _referents(value) if view is not None else ()
     if len(mapping) == 1 and isinstance(mapping[0], dict):  # a view of a dict that lives on: over that dict
@@ -111,6 +112,11 @@ def _live_library(value, kind, depth):
     return text
 
 
+def _generator_type():
+    yield
+
+
+_GENERATOR = _type(_generator_type())
 _LIVE_TAGS = ('{"ba"', '{"dq"', '{"C"', '{"od"', '{"dd"', '{"ar"')  # plain_data._LIVE_TAGS
 
 
@@ -201,10 +207,10 @@ def _live_call(name, args, kwargs, sync, namespace, functions):
         value, raised = fn(*args, **kwargs), None
     except BaseException as exc:  # noqa: B036 - SystemExit in a call is that call's failure
         value, raised = None, exc
-    return _live_record(value, raised, held)
+    return _live_record(value, raised, held, name == "")
 
 
-def _live_record(value, raised, held):
+def _live_record(value, raised, held, step=False):
     """The record of a call: what it changed in the numbered objects it could reach (``held``, by number), then its
     value or its exception's arguments."""
     live = _live_objects()
@@ -215,8 +221,8 @@ def _live_record(value, raised, held):
         updates = ["[" + _int_repr(n) + "," + _content(live[n]) + "]" for n in changed]
         record += ', "upd": [' + _str_join(",", updates) + "]"
         if raised is not None:
-            before = len(_SEEN)
-            text = _exception_args(raised)
+            before = len(_SEEN)  # an iterator's end numbers nothing: asked for more, it changes no number
+            text = "" if step and _type(raised) is StopIteration else _exception_args(raised)
             if not text:
                 _rollback(before)
             record += text + "}"

@@ -110,6 +110,7 @@ class LiveObjects:
         self.snaps: list = []
         self.steps: dict[int, int] = {}
         self.ended: set[int] = set()
+        self.generators: set[int] = set()
         self.dropped: list[int] = []
         self.held: list[int] = []  # the numbered objects the test could reach when the last record came
 

@@ -136,13 +136,13 @@ def _fresh(update: Any) -> Any:
 def _live_tagged(tag: str, inner: Any, depth: int, memo: dict) -> Any:
     """A tagged value of an assert test's record: an iterator the program keeps in the sandbox (the judge's one,
     numbered where met), a mutable library value numbered after its contents (as the harness numbers them)."""
-    if tag == "g" and type(inner) is int:
+    if tag in ("g", "gen") and type(inner) is int:  # "gen": a generator (asked for more after its end, a no-op)
         refs = memo.setdefault("refs", [])
         if memo.get("loose"):
             return _register(iter(()), memo)
         if inner != len(refs):
             raise ValueError("an iterator numbered out of order")
-        made = memo["live"](inner)
+        made = memo["live"](inner, tag == "gen") if tag == "gen" else memo["live"](inner)
         refs.append(weakref.ref(made))  # the test's to drop: then the sandbox drops it too (``live.py``)
         return made
     if tag == "lv" and type(inner) is list and len(inner) == 2 and inner[0] in _VIEW_OF:  # a view of a live dict
