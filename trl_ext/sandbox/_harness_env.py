@@ -9,7 +9,6 @@ import _io
 import sys
 
 if False:  # never runs: compiled as one module with _harness_values.py and _harness_runtime.py
-    from trl_ext.sandbox._harness_runtime import _quietly
     from trl_ext.sandbox._harness_values import _int_repr, _json_str, _str_join
 
 
@@ -22,7 +21,10 @@ class _SeedOnImport:
     def find_spec(self, name, path=None, target=None):
         if name != "random":
             return None
-        _quietly(sys.meta_path.remove, self)
+        try:  # noqa: SIM105 - contextlib would cost start-up time
+            sys.meta_path.remove(self)
+        except BaseException:  # noqa: B036 - the program may have replaced sys.meta_path
+            pass
         for finder in sys.meta_path:
             spec = finder.find_spec(name, path, target)
             if spec is not None:
