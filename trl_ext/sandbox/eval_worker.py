@@ -50,7 +50,8 @@ _EXCEPTIONS = str(Path(__file__).with_name("program_exceptions.py").resolve())  
 _EXCEPTIONS_IN_BWRAP = "/program_exceptions.py"
 _SETS = str(Path(__file__).with_name("program_sets.py").resolve())  # the same way
 _ENCODE = str(Path(__file__).with_name("plain_encode.py").resolve())
-_FILES = (_REPLAY, _PLAIN_DATA, _LIVE, _REPLAY_ENV, _EXCEPTIONS, _SETS, _ENCODE)
+_PENDING = str(Path(__file__).with_name("pending.py").resolve())
+_FILES = (_REPLAY, _PLAIN_DATA, _LIVE, _REPLAY_ENV, _EXCEPTIONS, _SETS, _ENCODE, _PENDING)
 _LIMITS = Limits(timeout_s=60.0, memory_mb=2048, nproc=16, nofile=256)
 _ENV = {**SAFE_ENV, "PYTHONHASHSEED": "0"}  # replay.py needs a fixed hash seed (set orders agree between passes)
 _LOGGER = logging.getLogger("trl_ext.sandbox")
@@ -214,6 +215,7 @@ def _spawn_bwrap():
     argv[at:at] = ["--ro-bind", _LIVE, _LIVE_IN_BWRAP]
     argv[at:at] = ["--ro-bind", _REPLAY_ENV, _REPLAY_ENV_IN_BWRAP, "--ro-bind", _EXCEPTIONS, _EXCEPTIONS_IN_BWRAP]
     argv[at:at] = ["--ro-bind", _SETS, "/program_sets.py", "--ro-bind", _ENCODE, "/plain_encode.py"]
+    argv[at:at] = ["--ro-bind", _PENDING, "/pending.py"]
     argv[at:at] = ["--seccomp", str(filter_fd), "--info-fd", str(info_w)]
     argv[at:at] = ["--setenv", "PYTHONHASHSEED", "0"]
     try:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import collections
 import functools
 import json
 import os
@@ -33,6 +32,7 @@ from typing import Any
 if __package__:  # the judge: a module of the package
     from trl_ext.sandbox import replay_env
     from trl_ext.sandbox.live import LiveObjects, ProgramIterator
+    from trl_ext.sandbox.pending import _contains_pending, _Pending
     from trl_ext.sandbox.plain_data import decode, decode_record, encode, encode_call
     from trl_ext.sandbox.program_exceptions import _EXCEPTIONS, _exception_class, _program_exception, exception_details
 else:  # the evaluation worker runs this file by its path: the codec is the file next to it (read by its path:
@@ -53,6 +53,8 @@ else:  # the evaluation worker runs this file by its path: the codec is the file
     _exceptions = _sibling("program_exceptions")  # after plain_data.py, which it reads
     _EXCEPTIONS, _exception_class = _exceptions._EXCEPTIONS, _exceptions._exception_class
     _program_exception, exception_details = _exceptions._program_exception, _exceptions.exception_details
+    _pending = _sibling("pending")
+    _contains_pending, _Pending = _pending._contains_pending, _pending._Pending
     _live = _sibling("live")
     LiveObjects, ProgramIterator = _live.LiveObjects, _live.ProgramIterator
 
@@ -94,61 +96,6 @@ def _compiled(test: str, prefix: str | None) -> tuple[Any, Any]:
 
 class _Stop(BaseException):
     """Unwinds the test (past its own ``except Exception``) once the verdict is already known."""
-
-
-class _Pending:
-    """The placeholder result of a call not run yet: truthy, absorbs every operation, never a verdict."""
-
-    def __bool__(self) -> bool:
-        return True
-
-    def _same(self, *args: Any, **kwargs: Any) -> _Pending:
-        return self
-
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _same
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _same
-    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __pow__ = __rpow__ = __neg__ = __pos__ = __abs__ = _same
-    __and__ = __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = __invert__ = __round__ = __call__ = _same
-    __getitem__ = __getattr__ = _same
-    __hash__ = object.__hash__
-
-    def __contains__(self, *item: Any) -> bool:
-        return True
-
-    __setitem__ = __contains__
-
-    def __iter__(self):
-        return iter(())
-
-    def __index__(self) -> int:
-        return 0
-
-    __int__ = __len__ = __index__
-
-    def __float__(self) -> float:
-        return 0.0
-
-    def __repr__(self, *spec: Any) -> str:
-        return "<pending>"
-
-    __format__ = __repr__
-
-
-_CONTAINERS = (list, tuple, set, frozenset, dict, collections.deque)
-
-
-def _contains_pending(value: Any) -> bool:
-    """Whether ``value`` holds a placeholder, anywhere in its containers (each visited once: aliases, cycles)."""
-    todo, seen = [value], set()
-    while todo:
-        item = todo.pop()
-        if isinstance(item, _Pending):
-            return True
-        if isinstance(item, _CONTAINERS) and id(item) not in seen:
-            seen.add(id(item))
-            todo.extend(item.values() if isinstance(item, dict) else item)
-            todo.extend(item.keys() if isinstance(item, dict) else ())
-    return False
 
 
 class _Session:
