@@ -85,6 +85,9 @@ FALSE_POSITIVES = {
     "a trailing qualifier read as a unit": ("2", r"\boxed{2 \text{ or more}}", r"\boxed{2 \text{ ways}}"),
     "false equation with the gold on its right side": ("3", r"\boxed{2 = 3}", r"\boxed{2 + 1 = 3}"),
     "two options, the right one first": ("(C)", r"\boxed{\text{(C) or (D)}}", r"\boxed{\text{(C) } 12}"),
+    "a prime deleted by math-verify (a derivative for the function)": ("u(t)", r"\boxed{u'(t)}", r"\boxed{u(t)}"),
+    "a prime after spacing (arcminutes for degrees)": (r"60^\circ", r"\boxed{60\:'}", r"\boxed{60}"),
+    "a prime kept inside a text command": ("k", r"\boxed{k\textrm{'}}", r"\boxed{k}"),
 }
 
 

@@ -41,6 +41,7 @@ _RIGHT = re.compile(r"\\right(?![A-Za-z])")
 _DANGLING_OPERATORS = ("+", "-", "*", "/", "^", "_", "=", "\\cdot", "\\times", "\\div", "\\frac", "\\sqrt")
 _TRAILING_SPACING = (" ", "\t", "\n", "\\,", "\\;", "\\:", "\\!", "\\ ", "quad")
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+(?:_\{?\w+\}?)?)\s*=(?!=)")
+_PRIME_CHARS = re.compile("['\"\u2032\u2033\u2034]")
 MAX_PARTS = 16
 MAX_ANSWER_CHARS = 2000
 
@@ -138,7 +139,7 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
         piece = re.sub(r"(?<!\\)\$", "", piece) if "$" in piece else piece  # "$125$ miles"
         piece = degrees_to_radians(piece) if "circ" in piece or "deg" in piece or "°" in piece else piece
         piece = mixed_number(piece) if " " in piece and "/" in piece else piece
-        piece = primes_as_marks(piece) if "'" in piece or "\u2032" in piece or "\u2033" in piece else piece
+        piece = primes_as_marks(piece) if _PRIME_CHARS.search(piece) else piece
         piece = defined_as(piece) if ":=" in piece or "coloneqq" in piece else piece
         piece = constant_side_last(piece) if "=" in piece else piece
         if piece:

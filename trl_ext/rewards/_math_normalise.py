@@ -30,8 +30,11 @@ _BARE_DEGREES = re.compile(
 )
 _DEGREE_MARK = re.compile(_DEGREE)
 _MIXED_NUMBER = re.compile(r"([-+]?)(\d+)\s+(\d+)\s*/\s*(\d+)")
-# a prime after a number is arcminutes (or feet), two are arcseconds (or inches): not a degree sign
-_PRIMES = re.compile(r"(?<=\d)\s*(?:(''|\u2033)|('|\u2032))")
+# a run of primes (', '', ", ′, ″, ‴) and the spacing before it: math-verify deletes every ' and " before
+# parsing, so f'(x) would be f(x), A' the set A, 30\,' (arcminutes) 30 degrees
+# (the spacing is matched from its start only: linear on long whitespace runs)
+_PRIMES = re.compile(r"(?<!\s)(?<!\\[,!;: ])(?:\s|\\[,!;: ])*((?:['\"\u2032\u2033\u2034]\s*)+)")
+_PRIME_COUNT = {"'": 1, '"': 2, "\u2032": 1, "\u2033": 2, "\u2034": 3}
 # an equation whose left side is a plain constant: 0 = 2x + 1 (an equation, not the expression), 3 = x
 _CONSTANT_LEFT = re.compile(r"\s*([-+]?\s*\d+(?:\.\d+)?)\s*=(?!=)([^=<>]*[A-Za-z][^=<>]*)")
 _RELATION = re.compile(r"\\(?:[lg]eq?|n?eq|neq|approx|[lg]t|in|sim|equiv|cong|propto)(?![A-Za-z])")
@@ -160,9 +163,23 @@ def _latin(char: str) -> str:
 
 
 def primes_as_marks(part: str) -> str:
-    """``30'`` -> ``30^{\\prime}``, ``30''`` -> ``30^{\\prime\\prime}`` (arcminutes, arcseconds: math-verify drops
-    a bare apostrophe, which would make 30 arcminutes 30 degrees)."""
-    return _PRIMES.sub(lambda m: "^{\\prime\\prime}" if m.group(1) else "^{\\prime}", part)
+    """Every prime outside a text command written as a mark math-verify reads: ``f'(x)`` -> ``f^{\\prime}(x)``,
+    ``30\\,''`` and ``30"`` -> ``30^{\\prime\\prime}`` (math-verify deletes ``'`` and ``"``: a derivative, a
+    complement, a transpose, an image point or arcminutes would equal the unprimed value). A prime inside a text
+    command stays (``\\text{Bob's}``); the workers compare a part that still holds one as a string only."""
+    pieces, start = [], 0
+    for match in _TEXT_COMMAND.finditer(part):
+        close = _closing_brace(part, match.end())
+        if match.start() < start or close is None:
+            continue
+        pieces += [_PRIMES.sub(_prime_mark, part[start : match.start()]), part[match.start() : close + 1]]
+        start = close + 1
+    return "".join(pieces) + _PRIMES.sub(_prime_mark, part[start:])
+
+
+def _prime_mark(match: re.Match) -> str:
+    count = sum(_PRIME_COUNT.get(char, 0) for char in match.group(1))
+    return "^{" + "\\prime" * count + "}"
 
 
 def constant_side_last(part: str) -> str:

@@ -284,8 +284,9 @@ _WHOLE_BOX = re.compile(r"\s*\\(?:boxed|fbox)\s*\{(.*)\}\s*", re.DOTALL)
 _PERCENTAGE = re.compile(
     r"\s*([-+]?\s*(?=\d|\\[dt]?frac)(?:\d*\.?\d+)?\s*(?:\\[dt]?frac\s*\{\s*\d+\s*\}\s*\{\s*\d+\s*\})?)\s*\\%\s*"
 )
-# a percent sign left inside an expression, or a box inside the answer's box (math-verify grades the inner box)
-_UNREAD = re.compile(r"\\%|\\(?:boxed|fbox)(?![A-Za-z])")
+# a percent sign left inside an expression, a box inside the answer's box (math-verify grades the inner box), or a
+# prime or quote left inside a text command (math-verify deletes ' and ": f\text{'}(x) would be f(x))
+_UNREAD = re.compile(r"\\%|\\(?:boxed|fbox)(?![A-Za-z])|['\"\u2032\u2033\u2034\u2019]")
 _COMMAND = re.compile(r"\\[A-Za-z]+")
 _CHAIN = re.compile(r"(?<![<>!\\:])=(?!=)|\\approx(?![A-Za-z])")  # sides of x = 4 = 3, 3 \approx 4
 
