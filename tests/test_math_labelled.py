@@ -88,6 +88,8 @@ FALSE_POSITIVES = {
     "a prime deleted by math-verify (a derivative for the function)": ("u(t)", r"\boxed{u'(t)}", r"\boxed{u(t)}"),
     "a prime after spacing (arcminutes for degrees)": (r"60^\circ", r"\boxed{60\:'}", r"\boxed{60}"),
     "a prime kept inside a text command": ("k", r"\boxed{k\textrm{'}}", r"\boxed{k}"),
+    "an option letter followed by words rejecting it": ("(A)", r"\boxed{(A)\text{ does not hold}}", r"\boxed{(A)\ 3}"),
+    "an option letter followed by a look-alike of another": ("(A)", "\\boxed{(A) \u13a0}", r"\boxed{\text{(A) } 3}"),
 }
 
 

@@ -23,6 +23,10 @@ _OTHER_OPTION = re.compile(
     re.I,
 )
 _OPTION_PREFIX = re.compile(r"^\(([a-e])\)")
+# after an option letter, what judges it rather than gives its content: "(C)?", "(C) \\neq 12", "(C)\\ \\times"
+_OPTION_JUDGEMENT = re.compile(
+    r"[?=<>!~|]|\\(?!frac|dfrac|tfrac|sqrt|pi|circ|degree|cdot|infty|left|right|[,;:! ]|%|\$)[A-Za-z]*"
+)
 _NOT_AN_ANSWER = re.compile(r"\b(?:proof|prove[dn]?|shown?|see|omitted|n/a|none given|exercise)\b")
 _UNIT_ALIASES = {
     "centimeter": "cm", "centimetre": "cm", "meter": "m", "metre": "m", "kilometer": "km", "kilometre": "km",
@@ -136,10 +140,22 @@ def option_letter(part: str, strict: bool) -> str | None:
         return None
     match = _OPTION.match(key.lower())
     if match is None and not strict and _OPTION_PREFIX.match(key.lower()):
-        rest = re.sub(r"\\[A-Za-z]+", " ", unwrap_text(part).split(")", 1)[1])  # "(C) 12": the option's text
-        if not _OTHER_OPTION.search(rest):  # but not "(C) or D", "(C)/D", "(C) \\vee D"
+        text = unwrap_text(part).split(")", 1)[1]
+        rest = re.sub(r"\\[A-Za-z]+", " ", text)  # "(C) 12": the option's text
+        if not _OTHER_OPTION.search(rest) and _option_content(text):  # but not "(C) or D", "(C)/D", "(C) \\vee D"
             match = _OPTION_PREFIX.match(key.lower())
     return next(group for group in match.groups() if group) if match else None
+
+
+def _option_content(text: str) -> bool:
+    """Whether ``text``, written after an option letter, can be that option's own content (``12``, ``60^\\circ``,
+    ``\\frac{1}{2}\\text{ cm}``): ASCII math or a number with a unit, and nothing that judges or doubts the option
+    (a word: ``is wrong``, ``not``, ``(guess)``; a question mark; a relation or cross: ``\\neq 12``, ``\\times``,
+    ✗) or names another (a capital letter, any other script: a glyph that renders as D is option D)."""
+    value = split_unit(text.strip())[0]
+    if _OPTION_JUDGEMENT.search(value) or re.search(r"(?<![\\A-Za-z])(?:[A-Za-z]{2,}|[A-Z](?![A-Za-z]))", value):
+        return False  # a word, or a capital letter standing alone: another option (F, G, ...)
+    return all(char.isascii() or char in "\u03c0\u00b0\u00b2\u00b3\u221a\u2212" for char in value)  # π°²³√−
 
 
 def split_unit(part: str) -> tuple[str, str | None]:
