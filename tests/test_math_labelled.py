@@ -90,6 +90,7 @@ FALSE_POSITIVES = {
     "a prime kept inside a text command": ("k", r"\boxed{k\textrm{'}}", r"\boxed{k}"),
     "an option letter followed by words rejecting it": ("(A)", r"\boxed{(A)\text{ does not hold}}", r"\boxed{(A)\ 3}"),
     "an option letter followed by a look-alike of another": ("(A)", "\\boxed{(A) \u13a0}", r"\boxed{\text{(A) } 3}"),
+    "a second answer in another box command": ("5", r"\boxed{5} \quad \framebox[1cm]{6}", r"\colorbox{yellow}{5}"),
 }
 
 

@@ -21,7 +21,13 @@ from trl_ext.rewards._math_normalise import (
     strip_delimiters,
 )
 
-_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
+# every command that draws a box around its last argument: \boxed, \fbox, \framebox[w][pos], \colorbox[model]{c},
+# \fcolorbox[model]{frame}{back}, \bbox[style] (two boxes on screen are two answers, whichever command drew them)
+_OPTION_ARG, _COLOR_ARG = r"(?:\s*\[[^\]]*\])", r"(?:\s*\{[^{}]*\})"
+_BOXED = re.compile(
+    rf"\\(?:boxed|fbox|framebox{_OPTION_ARG}{{0,2}}|colorbox{_OPTION_ARG}?{_COLOR_ARG}"
+    rf"|fcolorbox{_OPTION_ARG}?{_COLOR_ARG}{{2}}|bbox{_OPTION_ARG}?)\s*\{{"
+)
 _BRACE = re.compile(r"(?<!\\)[{}]")
 # no spacing around the lazy body (stripped after): "\s*(.+?)\s*" was cubic on a run of spaces with no "\}"
 _SET_BUILDER = re.compile(r"(?:\\left)?\\\{\s*[A-Za-z]\s*(?:\\mid|\\middle\||\||:)(.+?)(?:\\right)?\\\}")
@@ -205,8 +211,9 @@ def answer_parts(region: str) -> tuple[str, ...] | None:
 
 
 def boxed_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of the content of every brace-balanced ``\\boxed{...}``/``\\fbox{...}`` in ``text``, by start,
-    nested boxes included. One pass over the braces: linear even with many unclosed boxes."""
+    """(start, end) of the content of every brace-balanced box (``\\boxed{...}``, ``\\fbox{...}``,
+    ``\\colorbox{c}{...}``, ...) in ``text``, by start, nested boxes included. One pass over the braces: linear
+    even with many unclosed boxes."""
     openings = {match.end() - 1 for match in _BOXED.finditer(text)}
     stack, spans = [], []
     for brace in _BRACE.finditer(text):

@@ -286,7 +286,7 @@ _PERCENTAGE = re.compile(
 )
 # a percent sign left inside an expression, a box inside the answer's box (math-verify grades the inner box), or a
 # prime or quote left inside a text command (math-verify deletes ' and ": f\text{'}(x) would be f(x))
-_UNREAD = re.compile(r"\\%|\\(?:boxed|fbox)(?![A-Za-z])|['\"\u2032\u2033\u2034\u2019]")
+_UNREAD = re.compile(r"\\%|\\(?:boxed|f?box|framebox|f?colorbox|bbox)(?![A-Za-z])|['\"\u2032\u2033\u2034\u2019]")
 _COMMAND = re.compile(r"\\[A-Za-z]+")
 _CHAIN = re.compile(r"(?<![<>!\\:])=(?!=)|\\approx(?![A-Za-z])")  # sides of x = 4 = 3, 3 \approx 4
 
