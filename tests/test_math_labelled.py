@@ -91,6 +91,8 @@ FALSE_POSITIVES = {
     "an option letter followed by words rejecting it": ("(A)", r"\boxed{(A)\text{ does not hold}}", r"\boxed{(A)\ 3}"),
     "an option letter followed by a look-alike of another": ("(A)", "\\boxed{(A) \u13a0}", r"\boxed{\text{(A) } 3}"),
     "a second answer in another box command": ("5", r"\boxed{5} \quad \framebox[1cm]{6}", r"\colorbox{yellow}{5}"),
+    "a string gold in E notation read as Euler's e": ("7e-2", r"\boxed{7e - 2}", r"\boxed{0.07}"),
+    "an answer in E notation read as Euler's e": ("e - 5", r"\boxed{1e-5}", r"\boxed{e - 5}"),
 }
 
 

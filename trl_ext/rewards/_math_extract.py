@@ -13,6 +13,7 @@ from trl_ext.rewards._math_normalise import (
     constant_side_last,
     defined_as,
     degrees_to_radians,
+    e_notation,
     join_thousands,
     latin_letters,
     mixed_number,
@@ -144,6 +145,7 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
         piece = strip_delimiters(piece)
         piece = re.sub(r"(?<!\\)\$", "", piece) if "$" in piece else piece  # "$125$ miles"
         piece = degrees_to_radians(piece) if "circ" in piece or "deg" in piece or "°" in piece else piece
+        piece = e_notation(piece) if "e" in piece or "E" in piece else piece
         piece = mixed_number(piece) if " " in piece and "/" in piece else piece
         piece = primes_as_marks(piece) if _PRIME_CHARS.search(piece) else piece
         piece = defined_as(piece) if ":=" in piece or "coloneqq" in piece else piece

@@ -6,6 +6,7 @@ Standard library only (the math workers load these modules without the trl_ext p
 
 import re
 import unicodedata
+from decimal import Decimal
 
 # every text or font command (\text, \textbf, \textnormal, \mbox, \hbox, \mathrm, \operatorname, \rm, ...)
 _TEXT_COMMANDS = r"\\(?:text[a-z]*|math(?:rm|bf|it|sf|tt|normal)|[mh]box|operatorname\*?|rm|emph)"
@@ -29,6 +30,8 @@ _BARE_DEGREES = re.compile(
     r"\s*[-+]?\s*\d+(?:\.\d+)?\s*" + _DEGREE + r"\s*(?:\\(?:text|mathrm)\s*\{\s*[CFcf]\s*\}|[CF])?\s*"
 )
 _DEGREE_MARK = re.compile(_DEGREE)
+# a number in E notation without a decimal point (1e-3, 3E8), which math-verify reads as Euler's e (1e-3 is e - 3)
+_E_NOTATION = re.compile(r"\s*([-+]?\d+)[eE]([-+]?\d+)\s*")
 _MIXED_NUMBER = re.compile(r"([-+]?)(\d+)\s+(\d+)\s*/\s*(\d+)")
 # a run of primes (', '', ", ′, ″, ‴) and the spacing before it: math-verify deletes every ' and " before
 # parsing, so f'(x) would be f(x), A' the set A, 30\,' (arcminutes) 30 degrees
@@ -103,6 +106,19 @@ def degrees_to_radians(part: str) -> str:
     if not _DEGREE_NUMBER.search(part) or _BARE_DEGREES.fullmatch(re.split(r"(?<![<>!\\])=", part)[-1]):
         return part
     return _DEGREE_NUMBER.sub(lambda m: f"\\left(\\frac{{{m.group(1)}\\pi}}{{180}}\\right)", part)
+
+
+def e_notation(part: str) -> str:
+    """A whole part in E notation without a decimal point as the number it is: ``1e-3`` -> ``0.001``, ``3e8`` ->
+    ``300000000`` (``10^{k}`` form past 30 digits); math-verify reads ``1e-3`` as e - 3 (with a point, ``2.5e6``,
+    it reads the number). Golds from a program's output write numbers so; an answer is read the same way."""
+    match = _E_NOTATION.fullmatch(part)
+    if match is None:
+        return part
+    mantissa, exponent = match.group(1), int(match.group(2))
+    if abs(exponent) > 30:
+        return f"{mantissa} \\times 10^{{{exponent}}}"
+    return f"{Decimal(mantissa).scaleb(exponent):f}"
 
 
 def mixed_number(part: str) -> str:
