@@ -56,7 +56,9 @@ _CONFUSABLES = str.maketrans(
     "ABEKMHOPCTXYaeopcxyijsABEZHIKMNOPTYXoc",
 )
 _OUTER_DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
-_SPACING = re.compile(r"\\(?:left|right|big|Big|bigg|Bigg)(?![A-Za-z])|\\[!,;: ]|\\q?quad|\\displaystyle|~|\s+")
+_SPACING = re.compile(
+    r"\\(?:m?left|m?right|[Bb]ig(?:g|l|r|gl|gr)?)(?![A-Za-z])|\\[!,;: ]|\\q?quad|\\displaystyle|~|\s+"
+)
 
 
 def strip_delimiters(text: str) -> str:

@@ -226,6 +226,8 @@ class Grader:
         if numeric is not None:
             return numeric  # numbers: exact, or as printed (math-verify rounds to 6 decimal places)
         gold_expr, answer_expr = self.values.printed_exactly(gold_expr), self.values.printed_exactly(answer_expr)
+        if self.values.unsolved_relation(gold_expr, answer_expr):
+            return False  # x^2 \le 4 for [-2, 2]: the problem restated, which math-verify would solve
         if verify(gold_expr, answer_expr, timeout_seconds=timeout, allow_set_relation_comp=True):
             return True
         return self.values.same_complex(gold_expr, answer_expr, timeout)
@@ -286,7 +288,11 @@ _PERCENTAGE = re.compile(
 )
 # a percent sign left inside an expression, a box inside the answer's box (math-verify grades the inner box), or a
 # prime or quote left inside a text command (math-verify deletes ' and ": f\text{'}(x) would be f(x))
-_UNREAD = re.compile(r"\\%|\\(?:boxed|f?box|framebox|f?colorbox|bbox)(?![A-Za-z])|['\"\u2032\u2033\u2034\u2019]")
+# or an approximation (x \approx 3 is no exact answer; math-verify reads it as x = 3)
+_UNREAD = re.compile(
+    r"\\%|\\(?:boxed|f?box|framebox|f?colorbox|bbox|approx|thickapprox|simeq|sim|backsim|approxeq)(?![A-Za-z])"
+    r"|['\"\u2032\u2033\u2034\u2019\u2248\u2243]"
+)
 _COMMAND = re.compile(r"\\[A-Za-z]+")
 _CHAIN = re.compile(r"(?<![<>!\\:])=(?!=)|\\approx(?![A-Za-z])")  # sides of x = 4 = 3, 3 \approx 4
 
