@@ -94,8 +94,9 @@ FALSE_POSITIVES = {
     "a string gold in E notation read as Euler's e": ("7e-2", r"\boxed{7e - 2}", r"\boxed{0.07}"),
     "an answer in E notation read as Euler's e": ("e - 5", r"\boxed{1e-5}", r"\boxed{e - 5}"),
     "an unsolved inequality for its solution set": ("[-5, 5]", r"\boxed{x^2 - 25 \le 0}", r"\boxed{-5 \le x \le 5}"),
-    "an approximation for an exact value": ("8", r"\boxed{t \approx 8}", r"\boxed{t = 8}"),
     "brackets sized with mleft/mright": ("(1, 9)", r"\boxed{\mleft[1, 9\mright]}", r"\boxed{\Bigl(1, 9\Bigr)}"),
+    "a plural scale word read as a count noun": ("6", r"\boxed{6\text{ octillions}}", r"\boxed{6\text{ books}}"),
+    "an angle unit other than radians for a plain number": ("6", r"\boxed{6\text{ turns}}", r"\boxed{6}"),
 }
 
 

@@ -57,6 +57,14 @@ _QUALIFIERS = {  # hedges, and number or operation words (they change the value:
     "negatives", "pairs", "couples", "decades", "centuries", "millennia", "myriads", "grands", "googols", "kilos",
     "megas", "gigas", "basis", "permilles", "permille", "percentages", "doubles", "triples", "quadruples", "halfs",
 }  # fmt: skip
+# plurals that are no count noun: a scale (quadrillions, milliards, lacs, googolplexes), a direction or bound
+# (onwards, tops), an operation (opposites, complements), another angle unit (turns, gradians, arcminutes: never a
+# plain number, as radians are not)
+_NOT_COUNT_NOUN = re.compile(
+    r"[a-z]*(?:illi(?:on|ard)|lac|lakh|crore|googolplexe|plexe)s|[a-z]*wards|tops|opposites|complements|conjugates"
+    r"|exponents|logarithms|logs|multiples|folds|turns|revolutions|revs|rotations|gradians|grads|gons|arcminutes"
+    r"|arcmins|arcseconds|arcsecs|mils|steradians"
+)
 # twelfths, sixteenths, twentieths, millionths: a fraction's denominator ("seconds" is a unit, checked first)
 _ORDINAL_PLURAL = re.compile(
     r"[a-z]*(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|teenth|tieth"
@@ -220,8 +228,8 @@ def _unit_name(word: str) -> str | None:
         return _UNIT_ALIASES.get(stem, _UNIT_ALIASES.get(word))
     if stem in _UNIT_NAMES or word in _SHORT_UNITS:
         return stem
-    if _ORDINAL_PLURAL.fullmatch(word):
-        return None  # "5 twelfths" is 5/12, not five things
+    if _ORDINAL_PLURAL.fullmatch(word) or _NOT_COUNT_NOUN.fullmatch(word):
+        return None  # "5 twelfths" is 5/12, not five things; "5 quadrillions", "5 onwards", "5 turns"
     return stem if stem != word and len(word) >= 4 else None
 
 

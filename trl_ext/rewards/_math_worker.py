@@ -288,11 +288,7 @@ _PERCENTAGE = re.compile(
 )
 # a percent sign left inside an expression, a box inside the answer's box (math-verify grades the inner box), or a
 # prime or quote left inside a text command (math-verify deletes ' and ": f\text{'}(x) would be f(x))
-# or an approximation (x \approx 3 is no exact answer; math-verify reads it as x = 3)
-_UNREAD = re.compile(
-    r"\\%|\\(?:boxed|f?box|framebox|f?colorbox|bbox|approx|thickapprox|simeq|sim|backsim|approxeq)(?![A-Za-z])"
-    r"|['\"\u2032\u2033\u2034\u2019\u2248\u2243]"
-)
+_UNREAD = re.compile(r"\\%|\\(?:boxed|f?box|framebox|f?colorbox|bbox)(?![A-Za-z])|['\"\u2032\u2033\u2034\u2019]")
 _COMMAND = re.compile(r"\\[A-Za-z]+")
 _CHAIN = re.compile(r"(?<![<>!\\:])=(?!=)|\\approx(?![A-Za-z])")  # sides of x = 4 = 3, 3 \approx 4
 
