@@ -97,6 +97,7 @@ FALSE_POSITIVES = {
     "brackets sized with mleft/mright": ("(1, 9)", r"\boxed{\mleft[1, 9\mright]}", r"\boxed{\Bigl(1, 9\Bigr)}"),
     "a plural scale word read as a count noun": ("6", r"\boxed{6\text{ octillions}}", r"\boxed{6\text{ books}}"),
     "an angle unit other than radians for a plain number": ("6", r"\boxed{6\text{ turns}}", r"\boxed{6}"),
+    "Greek letters differing only in case": (r"\lambda^2", r"\boxed{\Lambda^2}", r"\boxed{\lambda \cdot \lambda}"),
 }
 
 

@@ -290,6 +290,11 @@ _PERCENTAGE = re.compile(
 # prime or quote left inside a text command (math-verify deletes ' and ": f\text{'}(x) would be f(x))
 _UNREAD = re.compile(r"\\%|\\(?:boxed|f?box|framebox|f?colorbox|bbox)(?![A-Za-z])|['\"\u2032\u2033\u2034\u2019]")
 _COMMAND = re.compile(r"\\[A-Za-z]+")
+_GREEK = re.compile(r"\\(?:var)?([A-Za-z]+)")
+_GREEK_NAMES = {
+    "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu", "xi",
+    "omicron", "pi", "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi", "omega",
+}  # fmt: skip
 _CHAIN = re.compile(r"(?<![<>!\\:])=(?!=)|\\approx(?![A-Za-z])")  # sides of x = 4 = 3, 3 \approx 4
 
 
@@ -309,19 +314,27 @@ def _balanced(text: str) -> bool:
     return depth == 0
 
 
+def _letters(key: str) -> list[str]:
+    """The letters of a key with their case: Latin letters outside command names, and Greek letters written as
+    commands (``\\Gamma`` and ``\\gamma``, ``\\varphi`` as ``\\phi``), which math-verify lower-cases too."""
+    greek = ["\\" + name for name in _GREEK.findall(key) if name.lower() in _GREEK_NAMES]
+    return re.findall(r"[A-Za-z]", _COMMAND.sub("", key)) + greek
+
+
 def _case_clash(gold: str | None, answer: str | None) -> bool:
-    """Whether two keys use the same letters (outside command names) but in another case."""
+    """Whether two keys use the same letters (outside command names; Greek ones included) but in another case."""
     if gold is None or answer is None:
         return False
-    letters = [re.findall(r"[A-Za-z]", _COMMAND.sub("", key)) for key in (gold, answer)]
+    letters = [_letters(key) for key in (gold, answer)]
     folded = [sorted(char.lower() for char in chars) for chars in letters]
     return sorted(letters[0]) != sorted(letters[1]) and folded[0] == folded[1]
 
 
 def _mixed_case(key: str | None) -> bool:
-    """Whether a key uses one letter in both cases (outside command names): ``\\frac{A}{a}``."""
-    letters = set(re.findall(r"[A-Za-z]", _COMMAND.sub("", key or "")))
-    return any(letter.lower() in letters for letter in letters if letter.isupper())
+    """Whether a key uses one letter in both cases (outside command names; Greek ones included): ``\\frac{A}{a}``,
+    ``\\frac{\\Delta}{\\delta}``."""
+    letters = set(_letters(key or ""))
+    return any(letter.lower() in letters for letter in letters if letter != letter.lower())
 
 
 def _folded(gold: Part, answer: Part) -> bool:
