@@ -98,6 +98,8 @@ FALSE_POSITIVES = {
     "a plural scale word read as a count noun": ("6", r"\boxed{6\text{ octillions}}", r"\boxed{6\text{ books}}"),
     "an angle unit other than radians for a plain number": ("6", r"\boxed{6\text{ turns}}", r"\boxed{6}"),
     "Greek letters differing only in case": (r"\lambda^2", r"\boxed{\Lambda^2}", r"\boxed{\lambda \cdot \lambda}"),
+    "a Roman numeral read as a product of letters": ("XII", r"\boxed{IXI}", r"\boxed{XII}"),
+    "an angle's letters read as a product": (r"\angle PQR", r"\boxed{\angle QPR}", r"\boxed{\angle PQR}"),
 }
 
 

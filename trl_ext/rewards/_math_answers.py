@@ -21,6 +21,7 @@ would import torch).
 from trl_ext.rewards._math_anchored import anchored_parts
 from trl_ext.rewards._math_compare import (
     fraction_verdict,
+    is_name,
     is_word_answer,
     looks_like_an_answer,
     option_letter,
@@ -51,6 +52,7 @@ __all__ = [
     "fraction_verdict",
     "gold_parts",
     "is_assignment",
+    "is_name",
     "is_word_answer",
     "looks_like_an_answer",
     "named_part",

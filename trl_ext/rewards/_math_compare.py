@@ -27,6 +27,8 @@ _OPTION_PREFIX = re.compile(r"^\(([a-e])\)")
 _OPTION_JUDGEMENT = re.compile(
     r"[?=<>!~|]|\\(?!frac|dfrac|tfrac|sqrt|pi|circ|degree|cdot|infty|left|right|[,;:! ]|%|\$)[A-Za-z]*"
 )
+# a name in letters: a run of capitals (a segment, an angle, a Roman numeral, a word), a lower-case Roman numeral
+_NAME = re.compile(r"(?:m?\\angle)?[A-Z]{2,}|\(?[A-Z]{2,}\)|\(?[ivx]{2,}\)?|\([ivx]\)")
 _NOT_AN_ANSWER = re.compile(r"\b(?:proof|prove[dn]?|shown?|see|omitted|n/a|none given|exercise)\b")
 _UNIT_ALIASES = {
     "centimeter": "cm", "centimetre": "cm", "meter": "m", "metre": "m", "kilometer": "km", "kilometre": "km",
@@ -129,7 +131,16 @@ def is_word_answer(part: str) -> bool:
         return False
     longest = max(len(word) for word in re.findall(r"[A-Za-z]+", unwrapped))
     capitalised = re.fullmatch(r"[A-Z][a-z]+", unwrapped) is not None  # "No", "On"; "AB" and "ab" are products
+    capitalised = capitalised or unwrapped == "no"  # the answer word (n*o would equal "on")
     return longest >= 3 or (longest >= 2 and (capitalised or unwrapped != part.strip().rstrip(".")))
+
+
+def is_name(part: str) -> bool:
+    """True for a part that is a name written in letters, not a product of variables: capitals (``AB``, ``IV``,
+    ``\\angle ABC``, ``NO``), a Roman numeral in lower case (``iv``, ``(ii)``). math-verify multiplies the letters,
+    and products commute (``IV`` would equal ``VI``, ``II`` be -1); a name is compared as a string."""
+    key = _SPACING.sub("", unwrap_text(part))
+    return _NAME.fullmatch(key) is not None
 
 
 def looks_like_an_answer(part: str) -> bool:

@@ -107,6 +107,7 @@ class Grader:
         from sympy import FiniteSet
 
         word_or_option = self.answers.is_word_answer(text) or self.answers.option_letter(text, strict=gold)
+        word_or_option = word_or_option or self.answers.is_name(text)  # IV is no product I*V (which is VI)
         value = _unboxed(self.answers.split_unit(self.answers.named_part(text)[1])[0])
         in_expression = "\\%" in value and not _PERCENTAGE.fullmatch(value)
         if "\\%" in value:  # a percent sign applies to the number it follows: 100 - 50\% is 99.5
@@ -156,6 +157,8 @@ class Grader:
         strings), and neither math-verify's LaTeX nor its plain-expression parser gives it a value. Decided
         only when the parses ended well within the timeout (a parse that timed out is not a verdict)."""
         if part.word or part.option or part.time or part.fraction is not None or "\\begin" in text:
+            return False
+        if self.answers.is_name(text):
             return False
         if part.expr is not None:
             return False
