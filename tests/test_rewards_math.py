@@ -106,6 +106,19 @@ def test_unparseable_gold_scores_none_with_one_warning_naming_it():
     assert all(sum(repr(gold) in message for message in messages) == 1 for gold in golds), messages
 
 
+def test_a_gold_written_as_a_sentence_scores_none_not_zero():
+    # a short sentence around the number parsed as a product of letters and scored every completion 0
+    sentences = ["Hence the result is 12.", "12, because 3 * 4 = 12", "y is 12", "Final: 12 (we get it twice)"]
+    with pytest.warns(UserWarning):
+        assert math_accuracy([r"\boxed{12}"] * 4, solution=sentences) == [None] * 4
+    words = [r"\text{no solution}", "12 \\text{ apples}", r"\text{It is odd}"]
+    assert math_accuracy([r"\boxed{No solution}", r"\boxed{12}", r"\boxed{\text{it is odd}}"], solution=words) == [
+        1.0,
+        1.0,
+        1.0,
+    ]
+
+
 def test_configurable_values():
     dapo = MathAccuracy(correct_value=1.0, wrong_value=-1.0)
     assert dapo([r"\boxed{2}", r"\boxed{3}", "none"], solution=["2"] * 3) == [1.0, -1.0, -1.0]

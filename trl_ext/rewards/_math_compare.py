@@ -29,6 +29,11 @@ _OPTION_JUDGEMENT = re.compile(
 )
 # a name in letters: a run of capitals (a segment, an angle, a Roman numeral, a word), a lower-case Roman numeral
 _NAME = re.compile(r"(?:m?\\angle)?[A-Z]{2,}|\(?[A-Z]{2,}\)|\(?[ivx]{2,}\)?|\([ivx]\)")
+# words that make a sentence, not an answer, of a gold that also holds numbers or math ("The answer is 5")
+_SENTENCE_WORDS = {
+    "the", "is", "are", "was", "were", "be", "answer", "answers", "we", "it", "so", "since", "because", "get", "gives",
+    "value", "thus", "hence", "therefore", "then", "this", "that", "which", "has", "have", "there", "find", "final",
+}  # fmt: skip
 _NOT_AN_ANSWER = re.compile(r"\b(?:proof|prove[dn]?|shown?|see|omitted|n/a|none given|exercise)\b")
 _UNIT_ALIASES = {
     "centimeter": "cm", "centimetre": "cm", "meter": "m", "metre": "m", "kilometer": "km", "kilometre": "km",
@@ -144,9 +149,13 @@ def is_name(part: str) -> bool:
 
 
 def looks_like_an_answer(part: str) -> bool:
-    """False for golds that are not answers at all ("See the proof above.", a sentence): no proof words, at most
-    six words outside LaTeX commands, at most 200 characters. (Such text would parse as a product of letters.)"""
+    """False for golds that are not answers at all ("See the proof above.", a sentence): no proof words, no word
+    that makes a sentence of numbers and math ("is", "the", "answer", "since"; a gold made of words only is a word
+    answer), at most six words outside LaTeX commands, at most 200 characters. (Such text would parse as a
+    product of letters.)"""
     words = re.findall(r"(?<![\\A-Za-z])[A-Za-z]{2,}", unwrap_text(part))
+    if not is_word_answer(part) and any(word.lower() in _SENTENCE_WORDS for word in words):
+        return False  # "The answer is 5", "x is 5", "5 (since 2+3=5)": a sentence would parse as letters times 5
     return len(words) <= 6 and len(part) <= 200 and not _NOT_AN_ANSWER.search(unwrap_text(part).lower())
 
 
