@@ -21,6 +21,7 @@ would import torch).
 from trl_ext.rewards._math_anchored import anchored_parts
 from trl_ext.rewards._math_compare import (
     fraction_verdict,
+    gold_unit,
     is_name,
     is_word_answer,
     looks_like_an_answer,
@@ -51,6 +52,7 @@ __all__ = [
     "boxed_spans",
     "fraction_verdict",
     "gold_parts",
+    "gold_unit",
     "is_assignment",
     "is_name",
     "is_word_answer",

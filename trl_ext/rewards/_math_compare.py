@@ -82,6 +82,10 @@ _DOLLAR = re.compile(r"\s*([-+]?)\s*\\\$\s*(.+?)\s*|\s*()(.+?)\s*\\\$\s*")  # \$
 _BARE_ANGLE = re.compile(
     r"\s*([-+]?\s*\d+(?:\.\d+)?)\s*" + _DEGREE + r"\s*(?:" + _TEXT_COMMANDS + r"\s*\{\s*([CFcf])\s*\}|([CF]))?\s*"
 )
+# a plain number and a word in a text or font command after it (a gold's unit)
+_GOLD_UNIT = re.compile(
+    r"\s*([-+]?\s*\d+(?:\.\d+)?)\s*(?:\\[,;: ]|~|\s)*" + _TEXT_COMMANDS + r"\s*\{\s*([A-Za-z]+(?:/[A-Za-z]+)?)\s*\}\s*"
+)
 _UNIT_TAIL = re.compile(
     r"(?:(?:\\[,;: ]|~|\s)*" + _TEXT_COMMANDS + r"\s*\{\s*([A-Za-z][A-Za-z ./]*?)\s*\}"  # 5\textbf{ cm}
     r"|(?<=[\d}])\s+([A-Za-z]+(?:\s+[A-Za-z]+){0,2})"  # 5 cm, 10 square units
@@ -212,6 +216,17 @@ def split_unit(part: str) -> tuple[str, str | None]:
     if unit is None:
         return part, None
     return head, unit + re.sub(r"[\s{}^]", "", power)
+
+
+def gold_unit(part: str) -> tuple[str, str | None]:
+    """``split_unit`` for a gold, which is trusted: any word in a text or font command after a plain number is its
+    unit (``5\\text{ mL}``, ``5\\,\\mathrm{kPa}``), but for a word that changes the value (``2\\text{ or more}``,
+    a scale letter: ``5\\text{ M}`` may be a million). The answer must then give the same unit or none."""
+    value, unit = split_unit(part)
+    match = _GOLD_UNIT.fullmatch(part) if unit is None else None
+    if match is None or match.group(2).lower() in _QUALIFIERS or match.group(2) in ("K", "k", "M", "B", "G", "T", "b"):
+        return value, unit
+    return match.group(1), match.group(2)
 
 
 def _unit(words: list[str]) -> str | None:

@@ -60,7 +60,7 @@ class Part:
         self.radians = text is not None and bool(_ANGLE_IN_RADIANS.search(text)) and not _TRIG.search(text)
         self.option = answers.option_letter(text, strict=gold) if text is not None else None
         self.word = text is not None and answers.is_word_answer(text)
-        self.unit = answers.split_unit(text)[1] if text is not None else None
+        self.unit = (answers.gold_unit if gold else answers.split_unit)(text)[1] if text is not None else None
         self.assignment = text is not None and answers.is_assignment(text)
         self.brackets = answers.outer_brackets(text) if text is not None else None
         self.time = answers.time_of_day(text) if text is not None else None
@@ -108,7 +108,8 @@ class Grader:
 
         word_or_option = self.answers.is_word_answer(text) or self.answers.option_letter(text, strict=gold)
         word_or_option = word_or_option or self.answers.is_name(text)  # IV is no product I*V (which is VI)
-        value = _unboxed(self.answers.split_unit(self.answers.named_part(text)[1])[0])
+        unit = self.answers.gold_unit if gold else self.answers.split_unit  # a gold's unit may be any word
+        value = _unboxed(unit(self.answers.named_part(text)[1])[0])
         in_expression = "\\%" in value and not _PERCENTAGE.fullmatch(value)
         if "\\%" in value:  # a percent sign applies to the number it follows: 100 - 50\% is 99.5
             percent = _PERCENTAGE.fullmatch(value)
