@@ -101,6 +101,7 @@ FALSE_POSITIVES = {
     "a Roman numeral read as a product of letters": ("XII", r"\boxed{IXI}", r"\boxed{XII}"),
     "an angle's letters read as a product": (r"\angle PQR", r"\boxed{\angle QPR}", r"\boxed{\angle PQR}"),
     "a gold's unit outside the known list made a product": (r"3\text{ kPa}", r"\boxed{3\text{ Pa}}", r"\boxed{3}"),
+    "an option gold with its text read as a product": (r"\textbf{(E) }30", r"\boxed{(A)}", r"\boxed{E}"),
 }
 
 

@@ -165,13 +165,14 @@ def looks_like_an_answer(part: str) -> bool:
 
 def option_letter(part: str, strict: bool) -> str | None:
     """The option letter of a multiple-choice answer: ``(C)``, ``\\text{(C)}``, ``C`` (upper case only when
-    ``strict``, i.e. for the gold, where a bare lower-case letter is a variable; an answer may also give the
-    option's text after the letter: ``(C) 12``), or None."""
+    ``strict``, i.e. for the gold, where a bare lower-case letter is a variable; an answer, or a gold with a capital
+    letter, may also give the option's text after the letter: ``(C) 12``), or None."""
     key = _SPACING.sub("", unwrap_text(part)).rstrip(".")
     if strict and len(key) == 1 and not key.isupper():
         return None
     match = _OPTION.match(key.lower())
-    if match is None and not strict and _OPTION_PREFIX.match(key.lower()):
+    capital = re.match(r"\([A-E]\)", key) is not None  # a gold "(C) 12" is option C with its text
+    if match is None and (not strict or capital) and _OPTION_PREFIX.match(key.lower()):
         text = unwrap_text(part).split(")", 1)[1]
         rest = re.sub(r"\\[A-Za-z]+", " ", text)  # "(C) 12": the option's text
         if not _OTHER_OPTION.search(rest) and _option_content(text):  # but not "(C) or D", "(C)/D", "(C) \\vee D"
