@@ -85,6 +85,23 @@ FALSE_POSITIVES = {
     "a trailing qualifier read as a unit": ("2", r"\boxed{2 \text{ or more}}", r"\boxed{2 \text{ ways}}"),
     "false equation with the gold on its right side": ("3", r"\boxed{2 = 3}", r"\boxed{2 + 1 = 3}"),
     "two options, the right one first": ("(C)", r"\boxed{\text{(C) or (D)}}", r"\boxed{\text{(C) } 12}"),
+    "a prime deleted by math-verify (a derivative for the function)": ("u(t)", r"\boxed{u'(t)}", r"\boxed{u(t)}"),
+    "a prime after spacing (arcminutes for degrees)": (r"60^\circ", r"\boxed{60\:'}", r"\boxed{60}"),
+    "a prime kept inside a text command": ("k", r"\boxed{k\textrm{'}}", r"\boxed{k}"),
+    "an option letter followed by words rejecting it": ("(A)", r"\boxed{(A)\text{ does not hold}}", r"\boxed{(A)\ 3}"),
+    "an option letter followed by a look-alike of another": ("(A)", "\\boxed{(A) \u13a0}", r"\boxed{\text{(A) } 3}"),
+    "a second answer in another box command": ("5", r"\boxed{5} \quad \framebox[1cm]{6}", r"\colorbox{yellow}{5}"),
+    "a string gold in E notation read as Euler's e": ("7e-2", r"\boxed{7e - 2}", r"\boxed{0.07}"),
+    "an answer in E notation read as Euler's e": ("e - 5", r"\boxed{1e-5}", r"\boxed{e - 5}"),
+    "an unsolved inequality for its solution set": ("[-5, 5]", r"\boxed{x^2 - 25 \le 0}", r"\boxed{-5 \le x \le 5}"),
+    "brackets sized with mleft/mright": ("(1, 9)", r"\boxed{\mleft[1, 9\mright]}", r"\boxed{\Bigl(1, 9\Bigr)}"),
+    "a plural scale word read as a count noun": ("6", r"\boxed{6\text{ octillions}}", r"\boxed{6\text{ books}}"),
+    "an angle unit other than radians for a plain number": ("6", r"\boxed{6\text{ turns}}", r"\boxed{6}"),
+    "Greek letters differing only in case": (r"\lambda^2", r"\boxed{\Lambda^2}", r"\boxed{\lambda \cdot \lambda}"),
+    "a Roman numeral read as a product of letters": ("XII", r"\boxed{IXI}", r"\boxed{XII}"),
+    "an angle's letters read as a product": (r"\angle PQR", r"\boxed{\angle QPR}", r"\boxed{\angle PQR}"),
+    "a gold's unit outside the known list made a product": (r"3\text{ kPa}", r"\boxed{3\text{ Pa}}", r"\boxed{3}"),
+    "an option gold with its text read as a product": (r"\textbf{(E) }30", r"\boxed{(A)}", r"\boxed{E}"),
 }
 
 

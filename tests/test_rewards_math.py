@@ -6,6 +6,7 @@ import subprocess
 import sys
 import threading
 import time
+from decimal import Decimal
 from fractions import Fraction
 
 import pytest
@@ -104,6 +105,28 @@ def test_unparseable_gold_scores_none_with_one_warning_naming_it():
     messages = [str(w.message) for w in caught]
     assert len(messages) == 3
     assert all(sum(repr(gold) in message for message in messages) == 1 for gold in golds), messages
+
+
+def test_gold_numbers_of_other_types_are_read_exactly():
+    import numpy as np
+
+    golds = [np.float32(0.1), np.float16(2.5), Decimal("0.30"), Decimal("12"), Fraction(-3, 4), Fraction(10**400)]
+    answers = [r"\boxed{\frac{1}{10}}", r"\boxed{2.5}", r"\boxed{0.3}", r"\boxed{12}", r"\boxed{-0.75}", r"\boxed{3}"]
+    assert math_accuracy(answers, solution=golds) == [1.0, 1.0, 1.0, 1.0, 1.0, 0.0]  # float32 0.1 printed 0.1000000015
+    assert math_accuracy([r"\boxed{0.1000000015}"], solution=[np.float32(0.1)]) == [0.0]
+
+
+def test_a_gold_written_as_a_sentence_scores_none_not_zero():
+    # a short sentence around the number parsed as a product of letters and scored every completion 0
+    sentences = ["Hence the result is 12.", "12, because 3 * 4 = 12", "y is 12", "Final: 12 (we get it twice)"]
+    with pytest.warns(UserWarning):
+        assert math_accuracy([r"\boxed{12}"] * 4, solution=sentences) == [None] * 4
+    words = [r"\text{no solution}", "12 \\text{ apples}", r"\text{It is odd}"]
+    assert math_accuracy([r"\boxed{No solution}", r"\boxed{12}", r"\boxed{\text{it is odd}}"], solution=words) == [
+        1.0,
+        1.0,
+        1.0,
+    ]
 
 
 def test_configurable_values():

@@ -25,7 +25,7 @@ _ANCHOR = re.compile(
     r"(?:(?:is|was|would\s+be|will\s+be|should\s+be)\b[ \t]*:?|:|=|(?=[ \t]*(?:\$|\\[(\[])))(?:\*\*|__)?",
     re.IGNORECASE,
 )
-_BOXED = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
+_BOXED = re.compile(r"\\(?:boxed|fbox|framebox|f?colorbox|bbox)(?![A-Za-z])")
 # inline math ($...$, \\(...\\)) stays on one line; display math ($$...$$, \\[...\\]) may span lines
 _MATH_SPAN = re.compile(
     r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<!\\)\$([^\n]+?)(?<!\\)\$|\\\(([^\n]+?)\\\)|\\\[(.+?)\\\]", re.DOTALL

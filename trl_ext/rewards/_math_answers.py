@@ -21,6 +21,8 @@ would import torch).
 from trl_ext.rewards._math_anchored import anchored_parts
 from trl_ext.rewards._math_compare import (
     fraction_verdict,
+    gold_unit,
+    is_name,
     is_word_answer,
     looks_like_an_answer,
     option_letter,
@@ -50,7 +52,9 @@ __all__ = [
     "boxed_spans",
     "fraction_verdict",
     "gold_parts",
+    "gold_unit",
     "is_assignment",
+    "is_name",
     "is_word_answer",
     "looks_like_an_answer",
     "named_part",

@@ -23,6 +23,17 @@ _OTHER_OPTION = re.compile(
     re.I,
 )
 _OPTION_PREFIX = re.compile(r"^\(([a-e])\)")
+# after an option letter, what judges it rather than gives its content: "(C)?", "(C) \\neq 12", "(C)\\ \\times"
+_OPTION_JUDGEMENT = re.compile(
+    r"[?=<>!~|]|\\(?!frac|dfrac|tfrac|sqrt|pi|circ|degree|cdot|infty|left|right|[,;:! ]|%|\$)[A-Za-z]*"
+)
+# a name in letters: a run of capitals (a segment, an angle, a Roman numeral, a word), a lower-case Roman numeral
+_NAME = re.compile(r"(?:m?\\angle)?[A-Z]{2,}|\(?[A-Z]{2,}\)|\(?[ivx]{2,}\)?|\([ivx]\)")
+# words that make a sentence, not an answer, of a gold that also holds numbers or math ("The answer is 5")
+_SENTENCE_WORDS = {
+    "the", "is", "are", "was", "were", "be", "answer", "answers", "we", "it", "so", "since", "because", "get", "gives",
+    "value", "thus", "hence", "therefore", "then", "this", "that", "which", "has", "have", "there", "find", "final",
+}  # fmt: skip
 _NOT_AN_ANSWER = re.compile(r"\b(?:proof|prove[dn]?|shown?|see|omitted|n/a|none given|exercise)\b")
 _UNIT_ALIASES = {
     "centimeter": "cm", "centimetre": "cm", "meter": "m", "metre": "m", "kilometer": "km", "kilometre": "km",
@@ -53,6 +64,14 @@ _QUALIFIERS = {  # hedges, and number or operation words (they change the value:
     "negatives", "pairs", "couples", "decades", "centuries", "millennia", "myriads", "grands", "googols", "kilos",
     "megas", "gigas", "basis", "permilles", "permille", "percentages", "doubles", "triples", "quadruples", "halfs",
 }  # fmt: skip
+# plurals that are no count noun: a scale (quadrillions, milliards, lacs, googolplexes), a direction or bound
+# (onwards, tops), an operation (opposites, complements), another angle unit (turns, gradians, arcminutes: never a
+# plain number, as radians are not)
+_NOT_COUNT_NOUN = re.compile(
+    r"[a-z]*(?:illi(?:on|ard)|lac|lakh|crore|googolplexe|plexe)s|[a-z]*wards|tops|opposites|complements|conjugates"
+    r"|exponents|logarithms|logs|multiples|folds|turns|revolutions|revs|rotations|gradians|grads|gons|arcminutes"
+    r"|arcmins|arcseconds|arcsecs|mils|steradians"
+)
 # twelfths, sixteenths, twentieths, millionths: a fraction's denominator ("seconds" is a unit, checked first)
 _ORDINAL_PLURAL = re.compile(
     r"[a-z]*(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|teenth|tieth"
@@ -62,6 +81,10 @@ _DOLLAR = re.compile(r"\s*([-+]?)\s*\\\$\s*(.+?)\s*|\s*()(.+?)\s*\\\$\s*")  # \$
 # a bare angle (90^\circ, 90°), or a temperature (30^\circ\text{C})
 _BARE_ANGLE = re.compile(
     r"\s*([-+]?\s*\d+(?:\.\d+)?)\s*" + _DEGREE + r"\s*(?:" + _TEXT_COMMANDS + r"\s*\{\s*([CFcf])\s*\}|([CF]))?\s*"
+)
+# a plain number and a word in a text or font command after it (a gold's unit)
+_GOLD_UNIT = re.compile(
+    r"\s*([-+]?\s*\d+(?:\.\d+)?)\s*(?:\\[,;: ]|~|\s)*" + _TEXT_COMMANDS + r"\s*\{\s*([A-Za-z]+(?:/[A-Za-z]+)?)\s*\}\s*"
 )
 _UNIT_TAIL = re.compile(
     r"(?:(?:\\[,;: ]|~|\s)*" + _TEXT_COMMANDS + r"\s*\{\s*([A-Za-z][A-Za-z ./]*?)\s*\}"  # 5\textbf{ cm}
@@ -117,29 +140,55 @@ def is_word_answer(part: str) -> bool:
         return False
     longest = max(len(word) for word in re.findall(r"[A-Za-z]+", unwrapped))
     capitalised = re.fullmatch(r"[A-Z][a-z]+", unwrapped) is not None  # "No", "On"; "AB" and "ab" are products
+    capitalised = capitalised or unwrapped == "no"  # the answer word (n*o would equal "on")
     return longest >= 3 or (longest >= 2 and (capitalised or unwrapped != part.strip().rstrip(".")))
 
 
+def is_name(part: str) -> bool:
+    """True for a part that is a name written in letters, not a product of variables: capitals (``AB``, ``IV``,
+    ``\\angle ABC``, ``NO``), a Roman numeral in lower case (``iv``, ``(ii)``). math-verify multiplies the letters,
+    and products commute (``IV`` would equal ``VI``, ``II`` be -1); a name is compared as a string."""
+    key = _SPACING.sub("", unwrap_text(part))
+    return _NAME.fullmatch(key) is not None
+
+
 def looks_like_an_answer(part: str) -> bool:
-    """False for golds that are not answers at all ("See the proof above.", a sentence): no proof words, at most
-    six words outside LaTeX commands, at most 200 characters. (Such text would parse as a product of letters.)"""
+    """False for golds that are not answers at all ("See the proof above.", a sentence): no proof words, no word
+    that makes a sentence of numbers and math ("is", "the", "answer", "since"; a gold made of words only is a word
+    answer), at most six words outside LaTeX commands, at most 200 characters. (Such text would parse as a
+    product of letters.)"""
     words = re.findall(r"(?<![\\A-Za-z])[A-Za-z]{2,}", unwrap_text(part))
+    if not is_word_answer(part) and any(word.lower() in _SENTENCE_WORDS for word in words):
+        return False  # "The answer is 5", "x is 5", "5 (since 2+3=5)": a sentence would parse as letters times 5
     return len(words) <= 6 and len(part) <= 200 and not _NOT_AN_ANSWER.search(unwrap_text(part).lower())
 
 
 def option_letter(part: str, strict: bool) -> str | None:
     """The option letter of a multiple-choice answer: ``(C)``, ``\\text{(C)}``, ``C`` (upper case only when
-    ``strict``, i.e. for the gold, where a bare lower-case letter is a variable; an answer may also give the
-    option's text after the letter: ``(C) 12``), or None."""
+    ``strict``, i.e. for the gold, where a bare lower-case letter is a variable; an answer, or a gold with a capital
+    letter, may also give the option's text after the letter: ``(C) 12``), or None."""
     key = _SPACING.sub("", unwrap_text(part)).rstrip(".")
     if strict and len(key) == 1 and not key.isupper():
         return None
     match = _OPTION.match(key.lower())
-    if match is None and not strict and _OPTION_PREFIX.match(key.lower()):
-        rest = re.sub(r"\\[A-Za-z]+", " ", unwrap_text(part).split(")", 1)[1])  # "(C) 12": the option's text
-        if not _OTHER_OPTION.search(rest):  # but not "(C) or D", "(C)/D", "(C) \\vee D"
+    capital = re.match(r"\([A-E]\)", key) is not None  # a gold "(C) 12" is option C with its text
+    if match is None and (not strict or capital) and _OPTION_PREFIX.match(key.lower()):
+        text = unwrap_text(part).split(")", 1)[1]
+        rest = re.sub(r"\\[A-Za-z]+", " ", text)  # "(C) 12": the option's text
+        if not _OTHER_OPTION.search(rest) and _option_content(text):  # but not "(C) or D", "(C)/D", "(C) \\vee D"
             match = _OPTION_PREFIX.match(key.lower())
     return next(group for group in match.groups() if group) if match else None
+
+
+def _option_content(text: str) -> bool:
+    """Whether ``text``, written after an option letter, can be that option's own content (``12``, ``60^\\circ``,
+    ``\\frac{1}{2}\\text{ cm}``): ASCII math or a number with a unit, and nothing that judges or doubts the option
+    (a word: ``is wrong``, ``not``, ``(guess)``; a question mark; a relation or cross: ``\\neq 12``, ``\\times``,
+    ✗) or names another (a capital letter, any other script: a glyph that renders as D is option D)."""
+    value = split_unit(text.strip())[0]
+    if _OPTION_JUDGEMENT.search(value) or re.search(r"(?<![\\A-Za-z])(?:[A-Za-z]{2,}|[A-Z](?![A-Za-z]))", value):
+        return False  # a word, or a capital letter standing alone: another option (F, G, ...)
+    return all(char.isascii() or char in "\u03c0\u00b0\u00b2\u00b3\u221a\u2212" for char in value)  # π°²³√−
 
 
 def split_unit(part: str) -> tuple[str, str | None]:
@@ -168,6 +217,17 @@ def split_unit(part: str) -> tuple[str, str | None]:
     if unit is None:
         return part, None
     return head, unit + re.sub(r"[\s{}^]", "", power)
+
+
+def gold_unit(part: str) -> tuple[str, str | None]:
+    """``split_unit`` for a gold, which is trusted: any word in a text or font command after a plain number is its
+    unit (``5\\text{ mL}``, ``5\\,\\mathrm{kPa}``), but for a word that changes the value (``2\\text{ or more}``,
+    a scale letter: ``5\\text{ M}`` may be a million). The answer must then give the same unit or none."""
+    value, unit = split_unit(part)
+    match = _GOLD_UNIT.fullmatch(part) if unit is None else None
+    if match is None or match.group(2).lower() in _QUALIFIERS or match.group(2) in ("K", "k", "M", "B", "G", "T", "b"):
+        return value, unit
+    return match.group(1), match.group(2)
 
 
 def _unit(words: list[str]) -> str | None:
@@ -204,8 +264,8 @@ def _unit_name(word: str) -> str | None:
         return _UNIT_ALIASES.get(stem, _UNIT_ALIASES.get(word))
     if stem in _UNIT_NAMES or word in _SHORT_UNITS:
         return stem
-    if _ORDINAL_PLURAL.fullmatch(word):
-        return None  # "5 twelfths" is 5/12, not five things
+    if _ORDINAL_PLURAL.fullmatch(word) or _NOT_COUNT_NOUN.fullmatch(word):
+        return None  # "5 twelfths" is 5/12, not five things; "5 quadrillions", "5 onwards", "5 turns"
     return stem if stem != word and len(word) >= 4 else None
 
 

@@ -13,6 +13,7 @@ from trl_ext.rewards._math_normalise import (
     constant_side_last,
     defined_as,
     degrees_to_radians,
+    e_notation,
     join_thousands,
     latin_letters,
     mixed_number,
@@ -21,7 +22,13 @@ from trl_ext.rewards._math_normalise import (
     strip_delimiters,
 )
 
-_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
+# every command that draws a box around its last argument: \boxed, \fbox, \framebox[w][pos], \colorbox[model]{c},
+# \fcolorbox[model]{frame}{back}, \bbox[style] (two boxes on screen are two answers, whichever command drew them)
+_OPTION_ARG, _COLOR_ARG = r"(?:\s*\[[^\]]*\])", r"(?:\s*\{[^{}]*\})"
+_BOXED = re.compile(
+    rf"\\(?:boxed|fbox|framebox{_OPTION_ARG}{{0,2}}|colorbox{_OPTION_ARG}?{_COLOR_ARG}"
+    rf"|fcolorbox{_OPTION_ARG}?{_COLOR_ARG}{{2}}|bbox{_OPTION_ARG}?)\s*\{{"
+)
 _BRACE = re.compile(r"(?<!\\)[{}]")
 # no spacing around the lazy body (stripped after): "\s*(.+?)\s*" was cubic on a run of spaces with no "\}"
 _SET_BUILDER = re.compile(r"(?:\\left)?\\\{\s*[A-Za-z]\s*(?:\\mid|\\middle\||\||:)(.+?)(?:\\right)?\\\}")
@@ -41,6 +48,7 @@ _RIGHT = re.compile(r"\\right(?![A-Za-z])")
 _DANGLING_OPERATORS = ("+", "-", "*", "/", "^", "_", "=", "\\cdot", "\\times", "\\div", "\\frac", "\\sqrt")
 _TRAILING_SPACING = (" ", "\t", "\n", "\\,", "\\;", "\\:", "\\!", "\\ ", "quad")
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+(?:_\{?\w+\}?)?)\s*=(?!=)")
+_PRIME_CHARS = re.compile("['\"\u2032\u2033\u2034]")
 MAX_PARTS = 16
 MAX_ANSWER_CHARS = 2000
 
@@ -137,8 +145,9 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
         piece = strip_delimiters(piece)
         piece = re.sub(r"(?<!\\)\$", "", piece) if "$" in piece else piece  # "$125$ miles"
         piece = degrees_to_radians(piece) if "circ" in piece or "deg" in piece or "°" in piece else piece
+        piece = e_notation(piece) if "e" in piece or "E" in piece else piece
         piece = mixed_number(piece) if " " in piece and "/" in piece else piece
-        piece = primes_as_marks(piece) if "'" in piece or "\u2032" in piece or "\u2033" in piece else piece
+        piece = primes_as_marks(piece) if _PRIME_CHARS.search(piece) else piece
         piece = defined_as(piece) if ":=" in piece or "coloneqq" in piece else piece
         piece = constant_side_last(piece) if "=" in piece else piece
         if piece:
@@ -204,8 +213,9 @@ def answer_parts(region: str) -> tuple[str, ...] | None:
 
 
 def boxed_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of the content of every brace-balanced ``\\boxed{...}``/``\\fbox{...}`` in ``text``, by start,
-    nested boxes included. One pass over the braces: linear even with many unclosed boxes."""
+    """(start, end) of the content of every brace-balanced box (``\\boxed{...}``, ``\\fbox{...}``,
+    ``\\colorbox{c}{...}``, ...) in ``text``, by start, nested boxes included. One pass over the braces: linear
+    even with many unclosed boxes."""
     openings = {match.end() - 1 for match in _BOXED.finditer(text)}
     stack, spans = [], []
     for brace in _BRACE.finditer(text):

@@ -6,6 +6,7 @@ Standard library only (the math workers load these modules without the trl_ext p
 
 import re
 import unicodedata
+from decimal import Decimal
 
 # every text or font command (\text, \textbf, \textnormal, \mbox, \hbox, \mathrm, \operatorname, \rm, ...)
 _TEXT_COMMANDS = r"\\(?:text[a-z]*|math(?:rm|bf|it|sf|tt|normal)|[mh]box|operatorname\*?|rm|emph)"
@@ -29,9 +30,14 @@ _BARE_DEGREES = re.compile(
     r"\s*[-+]?\s*\d+(?:\.\d+)?\s*" + _DEGREE + r"\s*(?:\\(?:text|mathrm)\s*\{\s*[CFcf]\s*\}|[CF])?\s*"
 )
 _DEGREE_MARK = re.compile(_DEGREE)
+# a number in E notation without a decimal point (1e-3, 3E8), which math-verify reads as Euler's e (1e-3 is e - 3)
+_E_NOTATION = re.compile(r"\s*([-+]?\d+)[eE]([-+]?\d+)\s*")
 _MIXED_NUMBER = re.compile(r"([-+]?)(\d+)\s+(\d+)\s*/\s*(\d+)")
-# a prime after a number is arcminutes (or feet), two are arcseconds (or inches): not a degree sign
-_PRIMES = re.compile(r"(?<=\d)\s*(?:(''|\u2033)|('|\u2032))")
+# a run of primes (', '', ", ′, ″, ‴) and the spacing before it: math-verify deletes every ' and " before
+# parsing, so f'(x) would be f(x), A' the set A, 30\,' (arcminutes) 30 degrees
+# (the spacing is matched from its start only: linear on long whitespace runs)
+_PRIMES = re.compile(r"(?<!\s)(?<!\\[,!;: ])(?:\s|\\[,!;: ])*((?:['\"\u2032\u2033\u2034]\s*)+)")
+_PRIME_COUNT = {"'": 1, '"': 2, "\u2032": 1, "\u2033": 2, "\u2034": 3}
 # an equation whose left side is a plain constant: 0 = 2x + 1 (an equation, not the expression), 3 = x
 _CONSTANT_LEFT = re.compile(r"\s*([-+]?\s*\d+(?:\.\d+)?)\s*=(?!=)([^=<>]*[A-Za-z][^=<>]*)")
 _RELATION = re.compile(r"\\(?:[lg]eq?|n?eq|neq|approx|[lg]t|in|sim|equiv|cong|propto)(?![A-Za-z])")
@@ -50,7 +56,9 @@ _CONFUSABLES = str.maketrans(
     "ABEKMHOPCTXYaeopcxyijsABEZHIKMNOPTYXoc",
 )
 _OUTER_DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
-_SPACING = re.compile(r"\\(?:left|right|big|Big|bigg|Bigg)(?![A-Za-z])|\\[!,;: ]|\\q?quad|\\displaystyle|~|\s+")
+_SPACING = re.compile(
+    r"\\(?:m?left|m?right|[Bb]ig(?:g|l|r|gl|gr)?)(?![A-Za-z])|\\[!,;: ]|\\q?quad|\\displaystyle|~|\s+"
+)
 
 
 def strip_delimiters(text: str) -> str:
@@ -100,6 +108,19 @@ def degrees_to_radians(part: str) -> str:
     if not _DEGREE_NUMBER.search(part) or _BARE_DEGREES.fullmatch(re.split(r"(?<![<>!\\])=", part)[-1]):
         return part
     return _DEGREE_NUMBER.sub(lambda m: f"\\left(\\frac{{{m.group(1)}\\pi}}{{180}}\\right)", part)
+
+
+def e_notation(part: str) -> str:
+    """A whole part in E notation without a decimal point as the number it is: ``1e-3`` -> ``0.001``, ``3e8`` ->
+    ``300000000`` (``10^{k}`` form past 30 digits); math-verify reads ``1e-3`` as e - 3 (with a point, ``2.5e6``,
+    it reads the number). Golds from a program's output write numbers so; an answer is read the same way."""
+    match = _E_NOTATION.fullmatch(part)
+    if match is None:
+        return part
+    mantissa, exponent = match.group(1), int(match.group(2))
+    if abs(exponent) > 30:
+        return f"{mantissa} \\times 10^{{{exponent}}}"
+    return f"{Decimal(mantissa).scaleb(exponent):f}"
 
 
 def mixed_number(part: str) -> str:
@@ -160,9 +181,23 @@ def _latin(char: str) -> str:
 
 
 def primes_as_marks(part: str) -> str:
-    """``30'`` -> ``30^{\\prime}``, ``30''`` -> ``30^{\\prime\\prime}`` (arcminutes, arcseconds: math-verify drops
-    a bare apostrophe, which would make 30 arcminutes 30 degrees)."""
-    return _PRIMES.sub(lambda m: "^{\\prime\\prime}" if m.group(1) else "^{\\prime}", part)
+    """Every prime outside a text command written as a mark math-verify reads: ``f'(x)`` -> ``f^{\\prime}(x)``,
+    ``30\\,''`` and ``30"`` -> ``30^{\\prime\\prime}`` (math-verify deletes ``'`` and ``"``: a derivative, a
+    complement, a transpose, an image point or arcminutes would equal the unprimed value). A prime inside a text
+    command stays (``\\text{Bob's}``); the workers compare a part that still holds one as a string only."""
+    pieces, start = [], 0
+    for match in _TEXT_COMMAND.finditer(part):
+        close = _closing_brace(part, match.end())
+        if match.start() < start or close is None:
+            continue
+        pieces += [_PRIMES.sub(_prime_mark, part[start : match.start()]), part[match.start() : close + 1]]
+        start = close + 1
+    return "".join(pieces) + _PRIMES.sub(_prime_mark, part[start:])
+
+
+def _prime_mark(match: re.Match) -> str:
+    count = sum(_PRIME_COUNT.get(char, 0) for char in match.group(1))
+    return "^{" + "\\prime" * count + "}"
 
 
 def constant_side_last(part: str) -> str:

@@ -318,6 +318,8 @@ def union_of_relations(answer: list, gold):
         return None
     if len({symbol for part in answer for symbol in part.expr.free_symbols}) != 1:
         return None  # "x > 2, y > 5"
+    if any(unsolved_relation(gold, part.expr) for part in answer):
+        return None  # "x^2 > 9 or x < 0": a relation math-verify would solve
     try:
         pieces = [part.expr.as_set() for part in answer]
         if any(a.intersect(b) != EmptySet for i, a in enumerate(pieces) for b in pieces[i + 1 :]):
@@ -325,3 +327,19 @@ def union_of_relations(answer: list, gold):
         return Union(*pieces)
     except Exception:
         return None
+
+
+def unsolved_relation(gold, answer) -> bool:
+    """True for a relation (or a chain of them) that is not in solved form, given for a set gold: math-verify
+    solves it (``x^2 \\le 4`` would equal ``[-2, 2]``, ``2^x > 4`` ``(2, \\infty)``: the problem restated). Solved
+    form: every relation compares one bare variable with an expression free of it (``x > 2``, ``-1 < x \\le 3``)."""
+    from sympy import And, Or, Set, Symbol
+    from sympy.core.relational import Relational
+
+    if not isinstance(gold, Set):
+        return False
+    relations = answer.args if isinstance(answer, (And, Or)) else (answer,)
+    if not all(isinstance(relation, Relational) for relation in relations):
+        return False
+    sides = [((r.lhs, r.rhs), (r.rhs, r.lhs)) for r in relations]
+    return not all(any(isinstance(a, Symbol) and a not in b.free_symbols for a, b in pair) for pair in sides)

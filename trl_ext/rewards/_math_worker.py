@@ -60,7 +60,7 @@ class Part:
         self.radians = text is not None and bool(_ANGLE_IN_RADIANS.search(text)) and not _TRIG.search(text)
         self.option = answers.option_letter(text, strict=gold) if text is not None else None
         self.word = text is not None and answers.is_word_answer(text)
-        self.unit = answers.split_unit(text)[1] if text is not None else None
+        self.unit = (answers.gold_unit if gold else answers.split_unit)(text)[1] if text is not None else None
         self.assignment = text is not None and answers.is_assignment(text)
         self.brackets = answers.outer_brackets(text) if text is not None else None
         self.time = answers.time_of_day(text) if text is not None else None
@@ -107,7 +107,9 @@ class Grader:
         from sympy import FiniteSet
 
         word_or_option = self.answers.is_word_answer(text) or self.answers.option_letter(text, strict=gold)
-        value = _unboxed(self.answers.split_unit(self.answers.named_part(text)[1])[0])
+        word_or_option = word_or_option or self.answers.is_name(text)  # IV is no product I*V (which is VI)
+        unit = self.answers.gold_unit if gold else self.answers.split_unit  # a gold's unit may be any word
+        value = _unboxed(unit(self.answers.named_part(text)[1])[0])
         in_expression = "\\%" in value and not _PERCENTAGE.fullmatch(value)
         if "\\%" in value:  # a percent sign applies to the number it follows: 100 - 50\% is 99.5
             percent = _PERCENTAGE.fullmatch(value)
@@ -156,6 +158,8 @@ class Grader:
         strings), and neither math-verify's LaTeX nor its plain-expression parser gives it a value. Decided
         only when the parses ended well within the timeout (a parse that timed out is not a verdict)."""
         if part.word or part.option or part.time or part.fraction is not None or "\\begin" in text:
+            return False
+        if self.answers.is_name(text):
             return False
         if part.expr is not None:
             return False
@@ -226,6 +230,8 @@ class Grader:
         if numeric is not None:
             return numeric  # numbers: exact, or as printed (math-verify rounds to 6 decimal places)
         gold_expr, answer_expr = self.values.printed_exactly(gold_expr), self.values.printed_exactly(answer_expr)
+        if self.values.unsolved_relation(gold_expr, answer_expr):
+            return False  # x^2 \le 4 for [-2, 2]: the problem restated, which math-verify would solve
         if verify(gold_expr, answer_expr, timeout_seconds=timeout, allow_set_relation_comp=True):
             return True
         return self.values.same_complex(gold_expr, answer_expr, timeout)
@@ -284,9 +290,15 @@ _WHOLE_BOX = re.compile(r"\s*\\(?:boxed|fbox)\s*\{(.*)\}\s*", re.DOTALL)
 _PERCENTAGE = re.compile(
     r"\s*([-+]?\s*(?=\d|\\[dt]?frac)(?:\d*\.?\d+)?\s*(?:\\[dt]?frac\s*\{\s*\d+\s*\}\s*\{\s*\d+\s*\})?)\s*\\%\s*"
 )
-# a percent sign left inside an expression, or a box inside the answer's box (math-verify grades the inner box)
-_UNREAD = re.compile(r"\\%|\\(?:boxed|fbox)(?![A-Za-z])")
+# a percent sign left inside an expression, a box inside the answer's box (math-verify grades the inner box), or a
+# prime or quote left inside a text command (math-verify deletes ' and ": f\text{'}(x) would be f(x))
+_UNREAD = re.compile(r"\\%|\\(?:boxed|f?box|framebox|f?colorbox|bbox)(?![A-Za-z])|['\"\u2032\u2033\u2034\u2019]")
 _COMMAND = re.compile(r"\\[A-Za-z]+")
+_GREEK = re.compile(r"\\(?:var)?([A-Za-z]+)")
+_GREEK_NAMES = {
+    "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu", "xi",
+    "omicron", "pi", "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi", "omega",
+}  # fmt: skip
 _CHAIN = re.compile(r"(?<![<>!\\:])=(?!=)|\\approx(?![A-Za-z])")  # sides of x = 4 = 3, 3 \approx 4
 
 
@@ -306,19 +318,27 @@ def _balanced(text: str) -> bool:
     return depth == 0
 
 
+def _letters(key: str) -> list[str]:
+    """The letters of a key with their case: Latin letters outside command names, and Greek letters written as
+    commands (``\\Gamma`` and ``\\gamma``, ``\\varphi`` as ``\\phi``), which math-verify lower-cases too."""
+    greek = ["\\" + name for name in _GREEK.findall(key) if name.lower() in _GREEK_NAMES]
+    return re.findall(r"[A-Za-z]", _COMMAND.sub("", key)) + greek
+
+
 def _case_clash(gold: str | None, answer: str | None) -> bool:
-    """Whether two keys use the same letters (outside command names) but in another case."""
+    """Whether two keys use the same letters (outside command names; Greek ones included) but in another case."""
     if gold is None or answer is None:
         return False
-    letters = [re.findall(r"[A-Za-z]", _COMMAND.sub("", key)) for key in (gold, answer)]
+    letters = [_letters(key) for key in (gold, answer)]
     folded = [sorted(char.lower() for char in chars) for chars in letters]
     return sorted(letters[0]) != sorted(letters[1]) and folded[0] == folded[1]
 
 
 def _mixed_case(key: str | None) -> bool:
-    """Whether a key uses one letter in both cases (outside command names): ``\\frac{A}{a}``."""
-    letters = set(re.findall(r"[A-Za-z]", _COMMAND.sub("", key or "")))
-    return any(letter.lower() in letters for letter in letters if letter.isupper())
+    """Whether a key uses one letter in both cases (outside command names; Greek ones included): ``\\frac{A}{a}``,
+    ``\\frac{\\Delta}{\\delta}``."""
+    letters = set(_letters(key or ""))
+    return any(letter.lower() in letters for letter in letters if letter != letter.lower())
 
 
 def _folded(gold: Part, answer: Part) -> bool:

@@ -61,6 +61,7 @@ def normalize_gold(gold: Any, ordered_lists: bool = False) -> tuple[tuple[str, .
     """
     if gold is None or isinstance(gold, bool):
         return None
+    gold = _exact_number(gold)
     if isinstance(gold, numbers.Integral) and not isinstance(gold, bool):
         gold = int(gold)  # numpy's integers (a pandas/Arrow column): not int subclasses
     elif isinstance(gold, numbers.Real):
@@ -76,6 +77,21 @@ def normalize_gold(gold: Any, ordered_lists: bool = False) -> tuple[tuple[str, .
     if not isinstance(gold, str) or not gold.strip():
         return None
     return gold_parts(_unescaped(gold), ordered_lists)
+
+
+def _exact_number(gold: Any) -> Any:
+    """A gold number that a float would change, written exactly: a ``Fraction`` as ``\\frac{p}{q}`` (``float()``
+    overflows past 1e308), a ``Decimal`` (Arrow's decimal128) as its digits, a numpy float narrower than a double
+    (float32, float16) as its own shortest digits (widened, ``np.float32(0.1)`` prints 0.10000000149011612)."""
+    if isinstance(gold, numbers.Rational) and not isinstance(gold, numbers.Integral):
+        sign = "-" if gold.numerator < 0 else ""
+        return f"{sign}\\frac{{{abs(gold.numerator)}}}{{{gold.denominator}}}"
+    if isinstance(gold, Decimal):
+        return f"{gold:f}" if gold.is_finite() else None
+    numpy_float = type(gold).__module__ == "numpy" and isinstance(gold, numbers.Real) and not isinstance(gold, float)
+    if numpy_float and not isinstance(gold, numbers.Integral) and math.isfinite(gold):
+        return f"{Decimal(str(gold)):f}"  # str() of a numpy float is its shortest round-trip repr
+    return gold
 
 
 def _unescaped(text: str) -> str:
