@@ -22,7 +22,8 @@ import sys
 import threading
 import time
 import types
-from functools import lru_cache, partial
+from collections import OrderedDict
+from functools import partial
 
 
 def _watch_parent(parent: int) -> None:
@@ -86,7 +87,7 @@ class Grader:
             boxed_match_priority=0, try_extract_without_anchor=False, normalization_config=normalization
         )
         self.boxed = [latex]
-        self.gold_parts = lru_cache(maxsize=4096)(self._gold_parts)
+        self._gold_cache: OrderedDict = OrderedDict()
 
     def _parse(self, text, configs, timeout):
         from math_verify import parse
@@ -140,6 +141,21 @@ class Grader:
         exprs = [self._parse("\\boxed{" + side + "}", self.boxed, timeout) for side in sides]
         numbers = [expr for expr in exprs if expr is not None and getattr(expr, "is_number", False)]
         return all(self.values.values_equal(numbers[0], number) for number in numbers[1:])
+
+    def gold_parts(self, texts: tuple, timeout: int):
+        """The Parts of a gold (None: not an answer), cached per gold only when its parses ended well within the
+        timeout: a parse that timed out on a loaded machine reads the gold as a string, and caching that would
+        score every later row of the gold by it."""
+        if texts in self._gold_cache:
+            self._gold_cache.move_to_end(texts)
+            return self._gold_cache[texts]
+        start = time.monotonic()
+        parts = self._gold_parts(texts, timeout)
+        if time.monotonic() - start < timeout / 2:
+            self._gold_cache[texts] = parts
+            if len(self._gold_cache) > 4096:
+                self._gold_cache.popitem(last=False)
+        return parts
 
     def _gold_parts(self, texts: tuple, timeout: int):
         parts = []
