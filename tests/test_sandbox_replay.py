@@ -295,3 +295,24 @@ def test_sandbox_runs_are_bounded_by_progress_and_a_cap(monkeypatch):
     chased = run_tests(flip, chase, limits=FAST)
     assert chased.passed == 0 and chased.statuses[-1] == "unsupported_test" and len(chased.statuses) <= 4
     assert "cycle" in chased.detail
+
+
+def test_the_judge_parses_python_one_thread_at_a_time(monkeypatch):
+    # the code reward grades programs in threads, and CPython 3.11's ast.parse is not thread-safe: a collection that
+    # switched threads while it built a tree raised SystemError ("AST constructor recursion depth mismatch") out of
+    # the reward (seen in a full run); every parse of the judge's own holds one lock
+    from trl_ext.sandbox import assert_plan
+    from trl_ext.sandbox.assert_plan import shadowed_names
+
+    held, parse = [], assert_plan.ast.parse
+
+    def watched(source, *args, **kwargs):
+        held.append(assert_plan._AST_LOCK.locked())
+        return parse(source, *args, **kwargs)
+
+    monkeypatch.setattr(assert_plan.ast, "parse", watched)
+    program_names("assert f(1) == 2\n", "def f(x):\n    pass\n", None)
+    shadowed_names("def f(x):\n    return g(x)\n", {"g": None})
+    judge._syntax_error.__wrapped__("x = 1\n")
+    judge._defines_check.__wrapped__("def check(candidate):\n    pass\n")
+    assert held == [True] * 5

@@ -6,8 +6,19 @@ import ast
 import builtins
 import symtable
 import sys
+import threading
 
 from trl_ext.sandbox.replay import ASSERT_HOOK
+
+# CPython 3.11's ast.parse is not thread-safe: a garbage collection that switches threads while it builds the tree
+# raises SystemError ("AST constructor recursion depth mismatch"), out of the reward; the code reward grades in threads
+_AST_LOCK = threading.Lock()
+
+
+def parse_python(source: str) -> ast.Module:
+    """``ast.parse(source)``, one thread at a time."""
+    with _AST_LOCK:
+        return ast.parse(source)
 
 
 def _bound_names(tree: ast.AST) -> set[str]:
@@ -32,10 +43,10 @@ def program_names(test: str, prefix: str | None, entry_point: str | None) -> tup
     ``entry_point`` (without one, the last function ``prefix`` defines: the one the completion continues).
     The prefix's other definitions are the test's helpers, taken from the prefix, never from the program.
     Raises SyntaxError when ``test`` or ``prefix`` does not parse."""
-    tree = ast.parse(test)
+    tree = parse_python(test)
     defined = _bound_names(tree) | set(dir(builtins))
     if prefix:
-        prefix_tree = ast.parse(prefix)
+        prefix_tree = parse_python(prefix)
         stubs = [s.name for s in prefix_tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
         entry_point = entry_point or (stubs[-1] if stubs else None)
         defined |= _bound_names(prefix_tree) - {entry_point}
@@ -78,7 +89,7 @@ def shadowed_names(program: str, bound: dict[str, str | None]) -> list[str]:
     names: set[str] = set()
     try:
         _global_reads(symtable.symtable(program, "solution.py", "exec"), names)
-        imported = _imported(ast.parse(program))
+        imported = _imported(parse_python(program))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return sorted(bound)
     return sorted(name for name in names.intersection(bound) if bound[name] not in imported.get(name, ()))

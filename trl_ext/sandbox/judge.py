@@ -14,7 +14,7 @@ from typing import Any
 
 from trl_ext.sandbox import replay
 from trl_ext.sandbox._process import Progress, RunResult
-from trl_ext.sandbox.assert_plan import program_names, refuse_shadowed
+from trl_ext.sandbox.assert_plan import parse_python, program_names, refuse_shadowed
 from trl_ext.sandbox.backends import Backend, get_backend
 from trl_ext.sandbox.base import harness_runtime
 from trl_ext.sandbox.comparison import compare_stdio, values_equal
@@ -122,7 +122,7 @@ def _check_parses(code: str, field: str, where: str) -> None:
 def _syntax_error(code: str) -> str:
     """'' when ``code`` parses, else where and why not (cached: a dataset repeats each test G times)."""
     try:
-        ast.parse(code)
+        parse_python(code)
     except SyntaxError as exc:
         return f"line {exc.lineno}: {exc.msg}"
     return ""
@@ -130,7 +130,7 @@ def _syntax_error(code: str) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _defines_check(code: str) -> bool:
-    return any(isinstance(s, ast.FunctionDef) and s.name == "check" for s in ast.parse(code).body)
+    return any(isinstance(s, ast.FunctionDef) and s.name == "check" for s in parse_python(code).body)
 
 
 def _parse_assert(tests: dict, where: str) -> None:
