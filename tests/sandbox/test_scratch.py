@@ -273,7 +273,9 @@ def test_files_unlinked_while_only_mapped_still_count():
     status, held_mib, stdout = _mapped_unlinked(Limits(timeout_s=15.0, scratch_mb=16, file_size_mb=4))
     cap = Limits().scratch_mb if current_backend() == "remote" else 16  # the service applies its own scratch cap
     assert stdout.startswith("ok\n"), stdout
-    assert held_mib <= cap + 64, (status, held_mib)  # a poll's writes past the cap at most
+    # what the run writes between two measures past the cap at most (84-88 MiB seen on an idle machine); unbounded,
+    # all 64 files (256 MiB) stay held with status ok
+    assert held_mib <= cap + 128, (status, held_mib)
     assert status != "ok" or held_mib <= cap, (status, held_mib)  # a capped tmpfs refuses the writes past the cap
 
 
@@ -281,7 +283,7 @@ def test_files_unlinked_while_only_mapped_count_on_landlock_per_run(monkeypatch)
     """The same through a fresh landlock sandbox per run (no fork server): the same watcher."""
     monkeypatch.setenv(forkserver.FORKSERVER_ENV, "0")
     status, held_mib, _ = _mapped_unlinked(Limits(timeout_s=15.0, scratch_mb=16, file_size_mb=4), backend="landlock")
-    assert status != "ok" and held_mib <= 16 + 64, (status, held_mib)
+    assert status != "ok" and held_mib <= 16 + 128, (status, held_mib)  # as above
 
 
 def _hold_mapped(directory: str, count: int, keep_fd: bool) -> tuple[int, int]:
