@@ -8,8 +8,12 @@ in ``_trl_hooks`` (their signatures) and by tests/trainers/test_trl_guards.py (t
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import Any
+
+import torch
 
 
 def checkpoint_dir(trainer: Any) -> str:
@@ -28,7 +32,8 @@ class CheckpointHooksMixin:
         self.save_checkpoint_state(checkpoint_dir(self))
 
     def _load_optimizer_and_scheduler(self, checkpoint):
-        super()._load_optimizer_and_scheduler(checkpoint)
+        with _cpu_device_loads_on_cpu(self.args.device):
+            super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is not None:
             self.load_checkpoint_state(checkpoint)
 
@@ -37,3 +42,27 @@ class CheckpointHooksMixin:
 
     def load_checkpoint_state(self, checkpoint: str) -> None:
         """Restore this feature's state from the checkpoint folder ``checkpoint`` (every process calls it)."""
+
+
+@contextlib.contextmanager
+def _cpu_device_loads_on_cpu(device: torch.device) -> Iterator[None]:
+    """Transformers before 5.18 loads the optimizer of a multi-process run with ``map_location=args.device``, which is
+    ``cpu:<rank>`` on CPU, and torch 2.13 refuses that location ("don't know how to restore data location ...
+    cpu:0"), so two-process resume on CPU failed there (transformers 5.17 is what vLLM 0.31 pins). Inside this
+    block a ``cpu:<n>`` map location means ``cpu``; nothing else changes."""
+    if device.type != "cpu" or device.index is None:
+        yield
+        return
+    original_load = torch.load
+
+    def load(*args: Any, **kwargs: Any) -> Any:
+        location = kwargs.get("map_location")
+        if isinstance(location, (str, torch.device)) and torch.device(location).type == "cpu":
+            kwargs["map_location"] = "cpu"
+        return original_load(*args, **kwargs)
+
+    torch.load = load
+    try:
+        yield
+    finally:
+        torch.load = original_load
