@@ -83,3 +83,24 @@ def test_only_a_worker_that_cannot_start_is_infrastructure(broken_evaluators):
         broken_evaluators(error)  # a bug, not the infrastructure: it surfaces instead of becoming None
         with pytest.raises(type(error)):
             reward([program], tests=[spec])
+
+
+def test_a_group_graded_at_once_makes_one_first_pass(monkeypatch):
+    """The programs of one test graded concurrently share its first evaluation (the program-independent one)
+    instead of each making its own; a first pass that raised leaves each program to make its own, so a broken
+    worker is still each program's infrastructure error and never a verdict."""
+    first_passes, real = [], judge.EVALUATORS.evaluate
+
+    def counting(task, deadline_s):
+        if "program" not in task:
+            first_passes.append(task["test"])
+        return real(task, deadline_s)
+
+    monkeypatch.setattr(judge.EVALUATORS, "evaluate", counting)
+    judge._first_pass.cache_clear()
+    spec = {"kind": "assert", "code": "assert f(1) == 2\nassert f(5) == 10  # one group\n"}
+    programs = ["def f(x):\n    return 2 * x\n", "def f(x):\n    return x + 1\n"] * 4
+    scores = CodeTests(timeout_s=3.0, workers=8)([f"```python\n{p}```" for p in programs], tests=[spec] * 8)
+    assert scores == [1.0, 0.0] * 4
+    assert first_passes == [spec["code"]]
+    judge._first_pass.cache_clear()

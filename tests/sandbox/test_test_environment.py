@@ -208,3 +208,29 @@ def test_a_name_bound_by_the_same_import_is_not_shadowed():
     assert shadowed_names("from time import time\ndef f():\n    return time()\n", {"time": "time.time"}) == []
     assert shadowed_names("def f():\n    x = 1\n    return x\n", {"x": None}) == []  # a local of f's
     assert shadowed_names("def f(:\n", {"x": None}) == ["x"]  # scopes unknown: every name the test bound
+
+
+_WATCHED_ONCE = """
+import json, random, sys
+from trl_ext.sandbox import replay, replay_env
+replay_env.watch_modules()  # as the evaluation worker does once, before it forks an evaluation per task
+random.seed = random.seed  # outside an evaluation: not the test's change
+def verdict(test):
+    task = {"test": test, "prefix": None, "entry_point": None, "names": ["f"], "modules": [], "calls": [], "results": []}
+    return replay.evaluate(task)["verdict"]
+print(json.dumps([verdict(t) for t in sys.argv[1:]]))
+"""
+
+
+def test_modules_watched_once_still_refuse_a_patch():
+    """``watch_modules`` (the evaluation worker's, before its forks) watches every module for good; a test's patch is
+    still refused in each evaluation after it, a change outside an evaluation is not the test's, and the next
+    evaluation starts clean."""
+    tests = [
+        "import random\nrandom.randint = lambda a, b: 4\nassert f() == 4",
+        "assert f() == 4",
+        "import fractions\nfractions.gcd = len\nassert f() == 4",  # imported by the test, then patched
+        "assert f() == 4",
+    ]
+    done = subprocess.run([sys.executable, "-c", _WATCHED_ONCE, *tests], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n")[0] == '["unsupported", "incomplete", "unsupported", "incomplete"]', done.stdout

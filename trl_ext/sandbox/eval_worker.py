@@ -163,6 +163,9 @@ def in_a_fresh_process(task):
         return {"verdict": "error", "detail": "the evaluation process died", "calls": []}
     return json.loads(b"".join(chunks))
 replay["worker_main"].__globals__["evaluate"] = in_a_fresh_process
+replay["replay_env"].watch_modules()  # once here, not in every evaluation's process (about 1 ms each)
+import gc
+gc.freeze()  # what is loaded now is never collected: a fork does not copy every page it sits on to walk it
 replay["worker_main"]()
 """
 

@@ -325,22 +325,39 @@ EVALUATORS = _EvaluationPool()
 
 class _FirstPasses:
     """The program-independent first evaluation of each test (no results yet), kept for the next programs
-    graded against the same test (a GRPO group's); timed-out passes are not kept."""
+    graded against the same test (a GRPO group's); timed-out passes are not kept. One evaluation per test at a
+    time: the programs of a group graded at once wait for the first one's answer instead of each making its own;
+    where that evaluation timed out or raised, each then makes its own, as it would alone."""
 
     def __init__(self, size: int = 1024) -> None:
         self.size, self._lock, self._answers = size, threading.Lock(), {}
+        self._flights: dict[str, list] = {}  # test -> [Event set once answered, answer, whether it was answered]
 
     def __call__(self, task: dict, deadline_s: float) -> dict | None:
         key = json.dumps(task, sort_keys=True)
         with self._lock:
             if key in self._answers:
                 return self._answers[key]
-        answer = EVALUATORS.evaluate(task, deadline_s)
-        if answer is not None:
+            flight = self._flights.get(key)
+            leader = flight is None
+            if leader:
+                flight = self._flights[key] = [threading.Event(), None, False]
+        if not leader:
+            flight[0].wait()
+            if flight[2] and flight[1] is not None:
+                return flight[1]
+            return EVALUATORS.evaluate(task, deadline_s)  # it timed out or raised: as if alone
+        try:
+            answer = EVALUATORS.evaluate(task, deadline_s)
+            flight[1:] = [answer, True]
+        finally:
             with self._lock:
-                if len(self._answers) >= self.size:
-                    self._answers.pop(next(iter(self._answers)))
-                self._answers[key] = answer
+                if flight[2] and flight[1] is not None:
+                    if len(self._answers) >= self.size:
+                        self._answers.pop(next(iter(self._answers)))
+                    self._answers[key] = flight[1]
+                self._flights.pop(key, None)
+            flight[0].set()
         return answer
 
     def cache_clear(self) -> None:

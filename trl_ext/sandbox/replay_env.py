@@ -67,18 +67,40 @@ _any, _isinstance, _getattr, _type, _len = any, isinstance, getattr, type, len
 
 
 _TOUCHED: dict[tuple[int, str], tuple[Any, str, Any]] = {}  # (id(module), name) -> (module, name, value before)
+_EVALUATING: list[bool] = []  # [True] while an evaluation runs: only then are a module's changes noted
 
 
 class _Watched(types.ModuleType):
-    """A module whose attribute assignments and deletions are noted with the value before (``check_modules``)."""
+    """A module whose attribute assignments and deletions are noted with the value before (``check_modules``),
+    while an evaluation runs."""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        _TOUCHED.setdefault((id(self), name), (self, name, self.__dict__.get(name, _MISSING)))
+        if _EVALUATING:
+            _TOUCHED.setdefault((id(self), name), (self, name, self.__dict__.get(name, _MISSING)))
         super().__setattr__(name, value)
 
     def __delattr__(self, name: str) -> None:
-        _TOUCHED.setdefault((id(self), name), (self, name, self.__dict__.get(name, _MISSING)))
+        if _EVALUATING:
+            _TOUCHED.setdefault((id(self), name), (self, name, self.__dict__.get(name, _MISSING)))
         super().__delattr__(name)
+
+
+def _watch(module: types.ModuleType) -> bool:
+    """Make ``module`` a ``_Watched`` one; False where its class cannot change."""
+    try:
+        module.__class__ = _Watched
+    except TypeError:
+        return False
+    return True
+
+
+def watch_modules() -> None:
+    """Watch every module loaded now, for good: an evaluation worker calls it once before it forks a process per
+    evaluation, so that each evaluation finds them watched instead of changing (and putting back) the class of
+    every module itself. Changes are noted only while an evaluation runs (``Environment.install`` to ``restore``)."""
+    for name, module in list(sys.modules.items()):
+        if name not in _UNCHECKED and _type(module) is types.ModuleType:
+            _watch(module)
 
 
 def _test_made(value: Any) -> bool:
@@ -164,12 +186,15 @@ class Environment:
         sys.modules["__main__"] = self.module
         self._modules_seen = 0
         _TOUCHED.clear()
+        _EVALUATING[:] = [True]
         self.check_modules()  # as the evaluation found them
 
     def restore(self) -> None:
-        for module in self._watched:
-            module.__class__ = types.ModuleType
+        _EVALUATING.clear()
+        for module in self._watched:  # what ``watch_modules`` watched for good stays watched
+            types.ModuleType.__setattr__(module, "__class__", types.ModuleType)  # not noted: no evaluation runs
         self._watched = []
+        _TOUCHED.clear()
         for owner, name, value in reversed(self._saved):
             if owner is sys.modules:
                 sys.modules[name] = value
@@ -187,11 +212,7 @@ class Environment:
         cross) and ``warnings`` (``unittest`` rebinds its filters) are not watched. Raises ``Unsupported``."""
         if _len(sys.modules) != self._modules_seen:
             for name, module in list(sys.modules.items()):
-                if name in _UNCHECKED or _type(module) is not types.ModuleType:
-                    continue
-                try:
-                    module.__class__ = _Watched
-                except TypeError:
+                if name in _UNCHECKED or _type(module) is not types.ModuleType or not _watch(module):
                     continue
                 self._watched.append(module)
                 new = self._modules_seen and not name.startswith("unittest.mock")  # imported by the test
