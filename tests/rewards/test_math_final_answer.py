@@ -1,0 +1,59 @@
+"""What counts as a completion's final answer: the last anchored statement only when nothing in the region puts it
+in doubt (a lead that is a condition, an attribution, a negation or a quote; a retraction after it; an earlier
+anchored answer that differs), the text outside every reasoning block (a stray ``</think>`` hides nothing), and a
+malformed message that is no answer rather than an exception. Each wrong answer sits next to a right one, so a
+rule that rejects everything fails too."""
+
+import pytest
+
+from trl_ext.rewards import MathAccuracy
+from trl_ext.rewards._math_anchored import anchored_answer
+
+ANCHORED = MathAccuracy(timeout_s=20.0, correct_value=1.0, wrong_value=-1.0, extraction="anchored")
+
+# (stated answer 9 read, region): every region states 9 after an anchor; only the first ones commit to it
+COMMITTED = [
+    "The answer is $9$.",
+    "Therefore, the final answer is 9.",
+    "Final Answer: The final answer is $9$. I hope it is correct.",
+    "## Final answer\n\nSo, the answer is $9$.",
+    "We get 4 + 5 = 9.\nThus the answer is $9$.\n\nThis completes the solution.",
+    "Answer: $9$\n\nAnswer: $9$",  # restated, the same
+]
+NOT_COMMITTED = {
+    "a condition without 'if'": "Whenever k is even, the answer is $9$.",
+    "a condition in the sentence before": "Assume k were even; then the answer is 9.",
+    "a supposition, a colon": "Supposing k is even: the answer is 9.",
+    "attributed": "My friend says the answer is $9$.",
+    "attributed, plural": "Several forum posts state the answer is 9.",
+    "called a mistake": "A frequent error is to conclude the answer is 9.",
+    "negated": "It is not true that the answer is 9.",
+    "negated after the anchor": "The answer is not 9.",
+    "quoted": 'The key printed "the answer is 9" by mistake.',
+    "a number in the lead": "For k = 2 the answer is $9$.",
+    "a lead longer than any framing": "Given that " + "the terms keep growing and " * 8 + "the answer is 9.",
+    "retracted in words": "The answer is $9$. Wait, no, it's ten.",
+    "retracted, a number word": "The answer is 9.\n\nOn second thought, eleven.",
+    "doubted after": "The answer is $9$. Hmm, I am not sure about that.",
+    "a digit after": "The answer is 9. Then add 2.",
+    "an earlier anchored answer": "The answer is 7.\nThe answer is 9.",
+    "a later anchored answer": "The answer is 9. The answer is 7.",
+    "an earlier anchored list of options": "The answer is (A), (B) or (C). The answer is 9.",
+    "too many anchored statements": "The answer is 9. " * 40,
+}
+
+
+@pytest.mark.parametrize("region", COMMITTED)
+def test_a_committed_anchored_answer_is_read(region):
+    assert anchored_answer(region) == "9"
+
+
+@pytest.mark.parametrize("region", NOT_COMMITTED.values(), ids=NOT_COMMITTED.keys())
+def test_an_anchored_answer_in_doubt_is_no_answer(region):
+    assert anchored_answer(region) is None
+
+
+def test_anchored_answers_in_doubt_score_wrong_through_the_reward():
+    right = [COMMITTED[0], COMMITTED[2]]
+    wrong = [NOT_COMMITTED[key] for key in ("attributed", "retracted in words", "an earlier anchored answer")]
+    assert ANCHORED(right + wrong, solution=["9"] * 5) == [1.0, 1.0, -1.0, -1.0, -1.0]
