@@ -8,8 +8,10 @@ import pytest
 
 from trl_ext.rewards import MathAccuracy
 from trl_ext.rewards._math_anchored import anchored_answer
+from trl_ext.rewards._text import answer_region, completion_text
 
 ANCHORED = MathAccuracy(timeout_s=20.0, correct_value=1.0, wrong_value=-1.0, extraction="anchored")
+BOXED = MathAccuracy(timeout_s=20.0, correct_value=1.0, wrong_value=-1.0)
 
 # (stated answer 9 read, region): every region states 9 after an anchor; only the first ones commit to it
 COMMITTED = [
@@ -57,3 +59,53 @@ def test_anchored_answers_in_doubt_score_wrong_through_the_reward():
     right = [COMMITTED[0], COMMITTED[2]]
     wrong = [NOT_COMMITTED[key] for key in ("attributed", "retracted in words", "an earlier anchored answer")]
     assert ANCHORED(right + wrong, solution=["9"] * 5) == [1.0, 1.0, -1.0, -1.0, -1.0]
+
+
+REGIONS = {  # completion -> answer region
+    "<think>a</think> b": " b",
+    "a</think> b": " b",  # the opening tag was in the prompt
+    "<think>a</think> x </think> y": " x \n y",  # a stray closing tag hides nothing
+    "pre <think>a</think> post": "pre \n post",
+    "<think>a</think><think>b</think> c": " c",
+    "<think>a</think> b <think> c": None,  # a block opened and never closed
+    "<think>a": None,
+    "no tags": "no tags",
+}
+
+
+@pytest.mark.parametrize("text, region", REGIONS.items(), ids=list(REGIONS))
+def test_the_answer_region_is_the_text_outside_every_reasoning_block(text, region):
+    assert answer_region(text) == region
+
+
+def test_a_stray_closing_tag_does_not_hide_a_box():
+    completions = [
+        r"<think>work</think> I get \boxed{5}. </think> \boxed{6}",
+        r"<think>work</think> \boxed{5}</think>\boxed{6}",
+        r"<think>work</think> Hmm.</think> So \boxed{6}.",
+        r"work</think>\boxed{6}",
+    ]
+    assert BOXED(completions, solution=["6"] * 4) == [-1.0, -1.0, 1.0, 1.0]
+
+
+MALFORMED = {
+    "text None": [{"role": "assistant", "content": [{"type": "text", "text": None}]}],
+    "content None": [{"role": "assistant", "content": None}],
+    "no content": [{"role": "assistant"}],
+    "content a number": [{"role": "assistant", "content": 6}],
+    "a block that is no dict": [{"role": "assistant", "content": [None, 6]}],
+    "a text that is a number": [{"role": "assistant", "content": [{"type": "text", "text": 6}]}],
+}
+
+
+@pytest.mark.parametrize("completion", MALFORMED.values(), ids=MALFORMED.keys())
+def test_a_malformed_message_is_no_answer_not_an_exception(completion):
+    assert completion_text(completion, 0) == ""
+    assert BOXED([completion, [{"role": "assistant", "content": r"\boxed{6}"}]], solution=["6", "6"]) == [-1.0, 1.0]
+
+
+def test_text_blocks_are_read_around_a_null_one():
+    blocks = [{"type": "text", "text": None}, {"type": "image"}, {"type": "text", "text": r"\boxed{6}"}]
+    assert completion_text([{"role": "assistant", "content": blocks}], 0) == r"\boxed{6}"
+    with pytest.raises(ValueError, match="completion 3: expected a string or a list"):
+        completion_text(6, 3)  # not a completion at all: a clear error naming it
