@@ -4,16 +4,19 @@ anchored answer that differs), the text outside every reasoning block (a stray `
 malformed message that is no answer rather than an exception. Each wrong answer sits next to a right one, so a
 rule that rejects everything fails too."""
 
+import time
+
 import pytest
 
 from trl_ext.rewards import MathAccuracy
 from trl_ext.rewards._math_anchored import anchored_answer
+from trl_ext.rewards._math_extract import MAX_ANSWER_PARTS, answer_parts
 from trl_ext.rewards._text import answer_region, completion_text
 
 ANCHORED = MathAccuracy(timeout_s=20.0, correct_value=1.0, wrong_value=-1.0, extraction="anchored")
 BOXED = MathAccuracy(timeout_s=20.0, correct_value=1.0, wrong_value=-1.0)
 
-# (stated answer 9 read, region): every region states 9 after an anchor; only the first ones commit to it
+# every region states 9 after an anchor: these commit to it (read as 9), NOT_COMMITTED below does not (no answer)
 COMMITTED = [
     "The answer is $9$.",
     "Therefore, the final answer is 9.",
@@ -109,3 +112,31 @@ def test_text_blocks_are_read_around_a_null_one():
     assert completion_text([{"role": "assistant", "content": blocks}], 0) == r"\boxed{6}"
     with pytest.raises(ValueError, match="completion 3: expected a string or a list"):
         completion_text(6, 3)  # not a completion at all: a clear error naming it
+
+
+LONG = {  # ~400 KB completions: repetition loops, unclosed delimiters, many tags
+    "plain boxes": r"\boxed{1}" * 45_000,
+    "boxes of 17-part lists": (r"\boxed{" + ",".join(["1"] * 17) + "}") * 10_000,
+    "anchored sentences": "The answer is 3. " * 25_000,
+    "an unclosed display math": "The answer is $$ 3 " * 20_000,
+    "a long closing": "The answer is 3. " + "I hope it is correct. " * 20_000,
+    "stray closing tags": "<think>a</think>" + r"x \boxed{1}</think>" * 20_000,
+    "unclosed boxes": r"\boxed{" * 50_000,
+}
+
+
+@pytest.mark.parametrize("completion", LONG.values(), ids=LONG.keys())
+@pytest.mark.parametrize("reward", [BOXED, ANCHORED], ids=["boxed", "anchored"])
+def test_time_per_call_on_a_long_completion_is_bounded(reward, completion):
+    start = time.perf_counter()
+    assert reward([completion], solution=["3"]) == [-1.0]
+    # generous bound on a loaded, shared machine: 0.01-0.25 s measured; a 410 KB completion took 7-11 s before
+    assert time.perf_counter() - start < 3.0
+
+
+def test_parts_are_counted_up_to_a_bound_above_any_gold():
+    many = ", ".join(str(value) for value in range(1, 25))  # 24 parts: more than the workers parse one by one
+    assert BOXED([rf"\boxed{{{many}}}", rf"\boxed{{{many}, 25}}"], solution=[many, many]) == [1.0, -1.0]
+    assert answer_parts(r"\boxed{1}" * MAX_ANSWER_PARTS) == ("1",) * MAX_ANSWER_PARTS
+    assert answer_parts(r"\boxed{1}" * (MAX_ANSWER_PARTS + 1)) is None
+    assert answer_parts(r"\boxed{1, 2}" * (MAX_ANSWER_PARTS // 2 + 1)) is None
