@@ -20,7 +20,7 @@ def _rows() -> list[dict]:
 
 
 def _shown(row: dict) -> str:
-    completion = row["completion"] if isinstance(row["completion"], str) else row["completion"][-1]["content"]
+    completion = row["completion"] if isinstance(row["completion"], str) else json.dumps(row["completion"][-1])
     tail = completion[-70:].replace("\n", " ")
     return f"row {row['id']} [{row['source']}] ({row['why']}): gold={row['gold']!r} completion=...{tail!r}"
 
@@ -31,14 +31,22 @@ def test_the_table_covers_the_datasets_and_near_misses():
     assert sum(row["expected"] == 0 for row in rows) >= 150
     assert {row["source"] for row in rows} == SOURCES
     assert all(row["expected"] in (0, 1) for row in rows)
+    assert all(row.get("extraction", "boxed") in ("boxed", "anchored") for row in rows)
     assert len({row["id"] for row in rows}) == len(rows)
     assert max(Counter((row["gold"], json.dumps(row["completion"])) for row in rows).values()) == 1
 
 
 def test_labelled_table():
     rows = _rows()
-    reward = MathAccuracy(timeout_s=10.0)  # generous: the table checks verdicts, not speed on a loaded machine
-    scores = reward([row["completion"] for row in rows], solution=[row["gold"] for row in rows])
+    scores: list = [None] * len(rows)
+    for extraction in ("boxed", "anchored"):  # a row's "extraction" (boxed when absent) says how it is read
+        chosen = [i for i, row in enumerate(rows) if row.get("extraction", "boxed") == extraction]
+        # generous timeout: the table checks verdicts, not speed on a loaded machine
+        reward = MathAccuracy(timeout_s=10.0, extraction=extraction)
+        for i, score in zip(
+            chosen, reward([rows[i]["completion"] for i in chosen], solution=[rows[i]["gold"] for i in chosen])
+        ):
+            scores[i] = score
     false_positives = [_shown(row) for row, score in zip(rows, scores) if score == 1.0 and row["expected"] == 0]
     others = [
         f"{_shown(row)} -> {score}"

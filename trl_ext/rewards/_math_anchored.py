@@ -1,11 +1,17 @@
 """The answer a completion without a box states after an anchor ("The final answer is $3$.", "Answer: 3").
 
-The anchored answer is taken only when it is complete: what follows the last anchor is math (in ``$...$``,
+The final answer is the last anchored statement, and only when nothing else in the region puts it in doubt: the
+sentence holding the anchor begins with framing words alone ("Therefore, the final answer is"; a condition, a
+person who says it, a negation or a quote before the anchor makes it no answer), what follows that sentence is
+only closing words ("I hope it is correct."; a retraction, a number in words, a hedge makes it no answer), and
+every earlier anchored statement that states an answer states the same one (two different anchored answers are no
+answer, as two boxes are two parts). The anchored sentence itself must be complete: math (in ``$...$``,
 ``\\(...\\)``, ``\\[...\\]``, or a plain-text expression) that ends its sentence, with only what a whitelist allows
 around it: list separators between several math spans, a unit after a number (a known unit or a count noun, as
 ``split_unit`` reads it), closing punctuation. A word before the number ("negative 3", "under 3"), after it
-("3 at most", "3 thousand"), a hedge ("or", "probably", "?") or a second candidate (a number or math) anywhere
-after the answer makes it no answer. The accepted text is then graded exactly like the content of a box.
+("3 at most", "3 thousand") or a hedge ("or", "probably", "?") makes it no answer. When unsure there is no answer:
+a right answer may score 0, a wrong one never 1. The accepted text is then graded exactly like the content of a
+box.
 
 math-verify's own anchors are not used for this: they read the first value up to 50 characters after "answer"
 ("answer is unknown; 3 is a guess" is 3) and ignore what follows it.
@@ -56,6 +62,31 @@ _DISCOURSE = re.compile(
 _LIST_JOIN = re.compile(r",?\s*(?:and)?\s*,?")
 _UNIT_TAIL = re.compile(r"[A-Za-z]+(?:\s*/\s*[A-Za-z]+|\s+[A-Za-z]+)*")
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
+MAX_ANCHORS = 16
+# the start of a sentence: a line break, or an end mark followed by a space (a decimal point is none)
+_SENTENCE_BREAK = re.compile(r"[.!?;](?=\s)|\n")
+_TOKEN = re.compile(r"[A-Za-z]+|\S")  # a word, or one other character (a digit, $, a quote, another script)
+_LEAD_MAX_CHARS, _TAIL_MAX_CHARS = 160, 300
+# what a sentence may say before its anchor: discourse and framing words ("Therefore, the final answer is",
+# "**Final Answer:** The answer is"); never a condition, a person, a verb of saying or a negation
+_LEAD_WORDS = frozenset(
+    {
+        "therefore", "thus", "so", "hence", "finally", "and", "overall", "consequently", "altogether", "clearly",
+        "in", "conclusion", "summary", "short", "the", "our", "my", "final", "correct", "required",
+        "requested", "desired", "resulting", "answer", "answers", "we", "get", "have", "see", "that",
+        "this", "means", "gives", "it", "follows", "is",
+    }
+)  # fmt: skip
+_LEAD_PUNCTUATION = ",:*#_>-"
+# what may follow the answer's sentence: closing remarks ("I hope it is correct.", "This completes the solution.")
+_CLOSING_WORDS = frozenset(
+    {
+        "i", "we", "hope", "it", "its", "this", "that", "is", "the", "our",
+        "my", "solution", "answer", "result", "final", "correct", "complete", "completes", "verified", "checks",
+        "out", "done", "end", "qed", "and", "problem", "solved", "proof", "helps",
+    }
+)  # fmt: skip
+_CLOSING_PUNCTUATION = ".,:!*#_>-"
 # the symbols a plain-text answer may use, as LaTeX (3² is 9, −3 is -3)
 _SYMBOLS = str.maketrans(
     {
@@ -77,23 +108,63 @@ def anchored_parts(region: str) -> tuple[str, ...] | None:
 
 def anchored_answer(region: str) -> str | None:
     """The text of the answer stated after the last anchor of ``region``, written as the content of a box
-    (``$1$ and $2$`` -> ``1, 2``; ``$3$ hours`` -> ``3 hours``), or None."""
+    (``$1$ and $2$`` -> ``1, 2``; ``$3$ hours`` -> ``3 hours``), or None.
+
+    The final answer is the last anchored statement, taken only when (1) its sentence begins with framing words
+    alone ("Therefore, the final answer is"; no condition, attribution, quote or number before the anchor),
+    (2) its own sentence is a complete answer, (3) nothing after that sentence but closing words ("I hope it is
+    correct."; no retraction, number or hedge) and (4) every earlier anchored statement that states an answer
+    states the same one. Anything else is no answer: a right answer may score 0, a wrong one never 1."""
     if _BOXED.search(region):
         return None  # a box is the answer (an empty or refused one included): never an anchor around it
-    anchors = list(_ANCHOR.finditer(region))
-    if not anchors:
-        return None
-    anchor = anchors[-1]
-    sentence_start = max(region.rfind("\n", 0, anchor.start()), region.rfind(". ", 0, anchor.start()))
-    if _HEDGE.search(region[max(sentence_start, anchor.start() - 300, 0) : anchor.start()]):
-        return None  # "If n is even, the answer is 3", "Maybe the answer is 3"
-    pieces, end = _answer_sentence(region, anchor.end())
-    if not pieces:
-        return None
-    rest = region[end:]
-    if _HEDGE.search(rest) or _SECOND_CANDIDATE.search(rest):
-        return None  # "3. Or 4.", "$3$\n\nor maybe $4$."
-    return _whitelisted(pieces)
+    anchors = []
+    for anchor in _ANCHOR.finditer(region):
+        anchors.append(anchor)
+        if len(anchors) > MAX_ANCHORS:
+            return None  # a repetition loop, not a stated answer
+    if not anchors or not _framing_lead(region, anchors[-1].start()):
+        return None  # "If n is even, the answer is 3", "My friend says the answer is 3"
+    answer, end = _statement(region, anchors[-1].end())
+    if answer is None or not _closing_only(region, end):
+        return None  # "3. Or 4.", "$3$. Wait, no: four."
+    for anchor in anchors[:-1]:
+        earlier, earlier_end = _statement(region, anchor.end())
+        if earlier is not None and earlier != answer:
+            return None  # "The answer is 3.\nThe answer is 4.": two answers, as two boxes are
+        if earlier is None and _SECOND_CANDIDATE.search(region, anchor.end(), earlier_end):
+            return None  # "The answer is (A), (B) or (C). The answer is (B)."
+    return answer
+
+
+def _statement(region: str, start: int) -> tuple[str | None, int]:
+    """The answer stated by the sentence that starts at ``start`` (right after an anchor), or None, and where that
+    sentence ends."""
+    pieces, end = _answer_sentence(region, start)
+    return (_whitelisted(pieces) if pieces else None), end
+
+
+def _framing_lead(region: str, anchor_start: int) -> bool:
+    """Whether the text from the start of the anchor's sentence to the anchor holds only framing words
+    ("So, the final", "Final Answer: The"): no condition, attribution, negation, quote or number."""
+    window_start = max(0, anchor_start - _LEAD_MAX_CHARS)
+    breaks = list(_SENTENCE_BREAK.finditer(region, window_start, anchor_start))
+    if not breaks and window_start > 0:
+        return False  # a sentence longer than any framing lead
+    lead = region[breaks[-1].end() if breaks else window_start : anchor_start]
+    return _only_words(lead, _LEAD_WORDS, _LEAD_PUNCTUATION)
+
+
+def _closing_only(region: str, end: int) -> bool:
+    """Whether what follows the answer's sentence is only closing words ("I hope it is correct.")."""
+    tail = region[end:]
+    if len(tail) > _TAIL_MAX_CHARS and tail[_TAIL_MAX_CHARS:].strip():
+        return False
+    return _only_words(tail, _CLOSING_WORDS, _CLOSING_PUNCTUATION)
+
+
+def _only_words(text: str, words: frozenset[str], punctuation: str) -> bool:
+    """Whether ``text`` is made of the given (lower-case) words and punctuation characters only."""
+    return all(token.group().lower() in words or token.group() in punctuation for token in _TOKEN.finditer(text))
 
 
 def _answer_sentence(region: str, start: int) -> tuple[list[tuple[bool, str]], int]:

@@ -51,6 +51,9 @@ _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+(?:_\{?\w+\}?
 _PRIME_CHARS = re.compile("['\"\u2032\u2033\u2034]")
 MAX_PARTS = 16
 MAX_ANSWER_CHARS = 2000
+# the most parts an answer may have at all (past MAX_PARTS the workers match an answer only as written, part by
+# part): beyond it the answer is no answer, decided in the trainer's process before any worker is asked
+MAX_ANSWER_PARTS = 4 * MAX_PARTS
 
 
 def split_top_level(text: str) -> list[str]:
@@ -202,14 +205,21 @@ def balanced_braces(text: str) -> bool:
 
 def answer_parts(region: str) -> tuple[str, ...] | None:
     """The parts of a completion's answer: every ``\\boxed{}`` in its answer region (several boxes are several
-    parts), or None when it has no non-empty box."""
+    parts), or None when it has no non-empty box, or more than ``MAX_ANSWER_PARTS`` boxes or parts (a repetition
+    loop is no answer; stopping there bounds the work done in the trainer's process on a long completion)."""
     boxes = _boxes(region)
-    if any(len(box) > MAX_ANSWER_CHARS for box in boxes):
-        return None  # not an answer (and the string work stays cheap in the trainer's process)
-    if any(ambiguous_latex(box) for box in boxes):
-        return None  # 2^10 renders as 2¹0: refused rather than graded as a value the reader does not see
-    parts = tuple(part for content in boxes for part in split_parts(content))
-    return parts or None
+    if len(boxes) > MAX_ANSWER_PARTS:
+        return None
+    parts: list[str] = []
+    for box in boxes:
+        if len(box) > MAX_ANSWER_CHARS:
+            return None  # not an answer (and the string work stays cheap in the trainer's process)
+        if ambiguous_latex(box):
+            return None  # 2^10 renders as 2¹0: refused rather than graded as a value the reader does not see
+        parts.extend(split_parts(box))
+        if len(parts) > MAX_ANSWER_PARTS:
+            return None
+    return tuple(parts) or None
 
 
 def boxed_spans(text: str) -> list[tuple[int, int]]:

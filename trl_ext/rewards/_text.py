@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -15,18 +16,15 @@ _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 
 def completion_text(completion: Any, index: int) -> str:
     """The text of one completion: a plain string, or the content of the last assistant message of a
-    conversational completion (a list of {"role", "content"} dicts)."""
+    conversational completion (a list of {"role", "content"} dicts; content a string or a list of text blocks).
+    A message without readable text (content None, a block whose text is None, a block that is no text) gives
+    "" for that part: the completion then has no answer; it never raises for a malformed message."""
     if isinstance(completion, str):
         return completion
     if isinstance(completion, list):
         for message in reversed(completion):
             if isinstance(message, dict) and message.get("role", "assistant") == "assistant":
-                content = message.get("content")
-                if isinstance(content, str):
-                    return content
-                if isinstance(content, list):  # multimodal content blocks
-                    return "".join(b.get("text", "") for b in content if isinstance(b, dict))
-                return ""
+                return _content_text(message.get("content"))
         return ""
     raise ValueError(
         f"completion {index}: expected a string or a list of {{'role', 'content'}} messages, "
@@ -34,17 +32,51 @@ def completion_text(completion: Any, index: int) -> str:
     )
 
 
+def _content_text(content: Any) -> str:
+    """The text of a message's content: a string, or the text of its text blocks (multimodal content)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""  # None (a tool-call-only message), a number, a dict: no text
+    texts = []
+    for block in content:
+        text = block.get("text") if isinstance(block, dict) else block
+        if isinstance(text, str):
+            texts.append(text)
+    return "".join(texts)
+
+
 def answer_region(text: str, open_tag: str | None = THINK_OPEN, close_tag: str | None = THINK_CLOSE) -> str | None:
-    """The part of ``text`` that is scored: after the last ``close_tag`` when present. A reasoning block that
-    was opened but never closed has no answer (None). With ``close_tag=None`` the whole text is scored."""
+    """The part of ``text`` that is scored: the text outside every reasoning block. A reasoning block runs from
+    ``open_tag`` (or from the start of the text when the first tag is a ``close_tag``: chat templates put the
+    opening tag in the prompt) to the next ``close_tag``. A later ``close_tag`` that closes no block is dropped
+    and the text on both sides of it stays in the answer (a stray tag cannot hide an answer written before it);
+    a removed tag or block leaves a line break. A reasoning block opened but never closed leaves no answer
+    (None). With ``close_tag=None`` the whole text is scored."""
     if not close_tag:
         return text
-    head, sep, tail = text.rpartition(close_tag)
-    if sep:
-        return tail
-    if open_tag and open_tag in text:
+    tags = _tag_pattern(open_tag, close_tag)
+    kept, pos, inside = [], 0, False
+    for number, tag in enumerate(tags.finditer(text)):
+        is_close = tag.group() == close_tag
+        if number == 0 and is_close:
+            inside = True  # the text began inside a reasoning block
+        if not inside:
+            kept.append(text[pos : tag.start()])
+            inside = not is_close  # an opening tag starts a block; a stray closing tag is dropped
+        elif is_close:
+            inside = False  # an opening tag inside a block is part of the reasoning
+        pos = tag.end()
+    if inside:
         return None
-    return text
+    kept.append(text[pos:])
+    return "\n".join(piece for piece in kept if piece)  # a line break for a tag: "3</think>4" is not 34
+
+
+@functools.lru_cache(maxsize=16)
+def _tag_pattern(open_tag: str | None, close_tag: str) -> re.Pattern:
+    tags = sorted(filter(None, {open_tag, close_tag}), key=len, reverse=True)  # the longer first: "</think>"
+    return re.compile("|".join(re.escape(tag) for tag in tags))
 
 
 def last_boxed(text: str) -> str | None:

@@ -148,11 +148,12 @@ class MathAccuracy(RewardFunction):
 
     Gold comes from the ``solution`` column (or ``answer``), split into its required parts by ``normalize_gold``;
     a gold that is not an answer scores None (TRL then ignores the row) with one warning naming it. The
-    completion is scored on its answer region only (after the last ``</think>``; an unclosed ``<think>`` has no
-    answer) with strict, anchored extraction: ``extraction="boxed"`` takes every ``\\boxed{}`` of the region
-    (several boxes are several parts), ``"anchored"`` also accepts, when there is no box, a complete answer
-    after the last "answer is"/"Answer:" anchor (nothing but a unit around it, no hedge or second candidate
-    after it); never a number found anywhere in the text. Every gold part must be matched by its
+    completion is scored on its answer region only (the text outside every ``<think>...</think>`` block; an
+    unclosed ``<think>`` has no answer) with strict, anchored extraction: ``extraction="boxed"`` takes every
+    ``\\boxed{}`` of the region (several boxes are several parts), ``"anchored"`` also accepts, when there is no
+    box, the complete answer of the last "answer is"/"Answer:" statement when it is the final answer (framing
+    words before it, closing words after it, no earlier anchored answer that differs; see
+    ``trl_ext.rewards._math_anchored``); never a number found anywhere in the text. Every gold part must be matched by its
     own answer part (see ``trl_ext.rewards._math_answers`` for what math-verify is not trusted with). Gold is
     always the first argument of ``verify``.
 
