@@ -94,6 +94,22 @@ _UNIT_TAIL = re.compile(
 )
 
 
+# a word in a text command on the left of "=" (or as a name's subscript): \text{wrong} = 2, x_{\text{not}} = 2
+_WORD_LABEL = re.compile(_TEXT_COMMANDS + r"\s*\{\s*([A-Za-z][A-Za-z .]*?)\s*\}")
+_SUBSCRIPT_WORDS = {"max", "min", "total", "avg", "mean", "final", "initial", "net", "new", "old"}
+
+
+def word_label(part: str) -> bool:
+    """True for an equation whose left side holds a word in a text command (``\\text{wrong} = 2``,
+    ``\\text{Area} = 12``, ``x_{\\text{not}} = 2``): a label the reader reads, which may judge the value, not a
+    variable; only a few quantity subscripts are names (``v_{\\text{max}}``)."""
+    sides = re.split(r"(?<![<>!\\:])=(?!=)", part, maxsplit=1)
+    if len(sides) < 2:
+        return False
+    words = [match.group(1) for match in _WORD_LABEL.finditer(sides[0])]
+    return any(len(word) > 1 and word.lower() not in _SUBSCRIPT_WORDS for word in words)
+
+
 def outer_brackets(part: str) -> str | None:
     """The bracket pair around a whole tuple or interval (``(]`` for ``(-\\infty, 2]``), or None. math-verify
     reads both ``(2, -1)`` and ``[2, -1]`` as the tuple (2, -1) once the ends are not increasing."""

@@ -55,10 +55,22 @@ _CONFUSABLES = str.maketrans(
     "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a5\u03a7\u03bf\u03f2",
     "ABEKMHOPCTXYaeopcxyijsABEZHIKMNOPTYXoc",
 )
+# approximately equal: \approx, \simeq, \sim (as in x \sim 3), \doteq, and their Unicode signs
+_APPROXIMATELY = re.compile(
+    r"\\(?:approx|approxeq|thickapprox|simeq|sim|thicksim|doteq|doteqdot|fallingdotseq|risingdotseq)(?![A-Za-z])"
+    r"|[\u2248\u2243\u223c]"
+)
 _OUTER_DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 _SPACING = re.compile(
     r"\\(?:m?left|m?right|[Bb]ig(?:g|l|r|gl|gr)?)(?![A-Za-z])|\\[!,;: ]|\\q?quad|\\displaystyle|~|\s+"
 )
+
+
+def split_approximation(part: str) -> tuple[str, list[str]] | None:
+    """(exact part, approximated values) of a part with an approximation sign (``x = \\frac{1}{3} \\approx 0.333``
+    -> ``x = \\frac{1}{3}``, ``["0.333"]``; ``x \\approx 3`` -> ``x``, ``["3"]``), None for a part without one."""
+    pieces = _APPROXIMATELY.split(part)
+    return (pieces[0].strip(), [piece.strip() for piece in pieces[1:]]) if len(pieces) > 1 else None
 
 
 def strip_delimiters(text: str) -> str:
