@@ -43,7 +43,7 @@ from trl_ext.rewards._math_extract import (
     named_part,
     split_parts,
 )
-from trl_ext.rewards._math_normalise import split_approximation, text_key
+from trl_ext.rewards._math_normalise import plain_latex, split_approximation, text_key
 
 __all__ = [
     "MAX_ANSWER_CHARS",
@@ -62,6 +62,7 @@ __all__ = [
     "option_letter",
     "outer_brackets",
     "plain_fraction",
+    "plain_latex",
     "printed_decimal",
     "split_parts",
     "split_approximation",

@@ -275,13 +275,14 @@ class Grader:
 
     def grade(self, task: dict) -> str:
         timeout = int(task["timeout"])
-        gold = self.gold_parts(tuple(task["gold"]), timeout)
+        gold = self.gold_parts(tuple(map(self.answers.plain_latex, task["gold"])), timeout)
         if gold is None:
             return "gold_error"
-        keys, gold_keys = [self.answers.text_key(text) for text in task["answer"]], [p.key for p in gold]
+        texts = [self.answers.plain_latex(text) for text in task["answer"]]  # 3×10⁵, √2, 5 \\checkmark
+        keys, gold_keys = [self.answers.text_key(text) for text in texts], [p.key for p in gold]
         if all(gold_keys) and (keys == gold_keys if task["ordered"] else sorted(keys) == sorted(gold_keys)):
             return "correct"  # every part written as in the gold (normalised): nothing to parse
-        answer = [part for text in task["answer"] for part in self._parts(text, False, timeout)]
+        answer = [part for text in texts for part in self._parts(text, False, timeout)]
         if len(answer) > self.answers.MAX_PARTS:
             return "wrong"
         return "correct" if self.match(gold, answer, task["ordered"], timeout) else "wrong"
