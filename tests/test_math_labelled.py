@@ -110,6 +110,30 @@ FALSE_POSITIVES = {
     "an angle's letters read as a product": (r"\angle PQR", r"\boxed{\angle QPR}", r"\boxed{\angle PQR}"),
     "a gold's unit outside the known list made a product": (r"3\text{ kPa}", r"\boxed{3\text{ Pa}}", r"\boxed{3}"),
     "an option gold with its text read as a product": (r"\textbf{(E) }30", r"\boxed{(A)}", r"\boxed{E}"),
+    "a tuple of names in another order for a bare tuple": (
+        "(4, 7)",
+        r"\boxed{(q, p) = (4, 7)}",
+        r"\boxed{(p, q) = (4, 7)}",
+    ),
+    "named tuples compared by position, not by name": (
+        "(m, n) = (2, 9)",
+        r"\boxed{(n, m) = (2, 9)}",
+        r"\boxed{(n, m) = (9, 2)}",
+    ),
+    "a word in a text command as a name": ("8", r"\boxed{\text{mistake} = 8}", r"\boxed{k = 8}"),
+    "a word as a name's subscript": ("8", r"\boxed{k_{\text{false}} = 8}", r"\boxed{k_{\text{max}} = 8}"),
+    "two equations without real solutions": ("x^4 + 3 = 0", r"\boxed{x^4 + 7 = 0}", r"\boxed{2x^4 + 6 = 0}"),
+    "a contradiction for an equation without real solutions": (
+        "2^x = -4",
+        r"\boxed{y = y + 1}",
+        r"\boxed{2^x + 4 = 0}",
+    ),
+    "an approximation for an exact gold": ("7", r"\boxed{t \approx 7}", r"\boxed{t = 7}"),
+    "an exact value approximated wrongly": (
+        r"\frac{5}{7}",
+        r"\boxed{\frac{5}{7} \approx 0.8}",
+        r"\boxed{\frac{5}{7} \approx 0.71}",
+    ),
 }
 
 

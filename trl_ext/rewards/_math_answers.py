@@ -31,6 +31,7 @@ from trl_ext.rewards._math_compare import (
     printed_decimal,
     split_unit,
     time_of_day,
+    word_label,
 )
 from trl_ext.rewards._math_extract import (
     MAX_ANSWER_CHARS,
@@ -42,7 +43,7 @@ from trl_ext.rewards._math_extract import (
     named_part,
     split_parts,
 )
-from trl_ext.rewards._math_normalise import text_key
+from trl_ext.rewards._math_normalise import plain_latex, split_approximation, text_key
 
 __all__ = [
     "MAX_ANSWER_CHARS",
@@ -61,9 +62,12 @@ __all__ = [
     "option_letter",
     "outer_brackets",
     "plain_fraction",
+    "plain_latex",
     "printed_decimal",
     "split_parts",
+    "split_approximation",
     "split_unit",
     "text_key",
     "time_of_day",
+    "word_label",
 ]

@@ -86,12 +86,29 @@ _BARE_ANGLE = re.compile(
 _GOLD_UNIT = re.compile(
     r"\s*([-+]?\s*\d+(?:\.\d+)?)\s*(?:\\[,;: ]|~|\s)*" + _TEXT_COMMANDS + r"\s*\{\s*([A-Za-z]+(?:/[A-Za-z]+)?)\s*\}\s*"
 )
+_WRAPPED_NUMBER = re.compile(r"\s*" + _TEXT_COMMANDS + r"\s*\{\s*([-+]?\d[^{}]*)\}\s*")
 _UNIT_TAIL = re.compile(
     r"(?:(?:\\[,;: ]|~|\s)*" + _TEXT_COMMANDS + r"\s*\{\s*([A-Za-z][A-Za-z ./]*?)\s*\}"  # 5\textbf{ cm}
     r"|(?<=[\d}])\s+([A-Za-z]+(?:\s+[A-Za-z]+){0,2})"  # 5 cm, 10 square units
     r"|(?<=\d)([a-z]{2,}))"  # 5cm, 10weeks
     r"\s*((?:\^\s*\{?\s*[23]\s*\}?)?)\s*\.?\s*$"
 )
+
+
+# a word in a text command on the left of "=" (or as a name's subscript): \text{wrong} = 2, x_{\text{not}} = 2
+_WORD_LABEL = re.compile(_TEXT_COMMANDS + r"\s*\{\s*([A-Za-z][A-Za-z .]*?)\s*\}")
+_SUBSCRIPT_WORDS = {"max", "min", "total", "avg", "mean", "final", "initial", "net", "new", "old"}
+
+
+def word_label(part: str) -> bool:
+    """True for an equation whose left side holds a word in a text command (``\\text{wrong} = 2``,
+    ``\\text{Area} = 12``, ``x_{\\text{not}} = 2``): a label the reader reads, which may judge the value, not a
+    variable; only a few quantity subscripts are names (``v_{\\text{max}}``)."""
+    sides = re.split(r"(?<![<>!\\:])=(?!=)", part, maxsplit=1)
+    if len(sides) < 2:
+        return False
+    words = [match.group(1) for match in _WORD_LABEL.finditer(sides[0])]
+    return any(len(word) > 1 and word.lower() not in _SUBSCRIPT_WORDS for word in words)
 
 
 def outer_brackets(part: str) -> str | None:
@@ -197,6 +214,9 @@ def split_unit(part: str) -> tuple[str, str | None]:
     is normalised (``centimeters`` -> ``cm``), None when there is none. Only a plain number may carry a unit, and
     only a known unit or a plural count noun is one: ``2\\text{ or more}``, ``2 \\text{ factorial}``, ``2\\text{M}``
     and ``3t`` keep their text. This replaces math-verify's unit stripping, which reads them all as plain numbers."""
+    wrapped = _WRAPPED_NUMBER.fullmatch(part)  # \\text{5 days}: a number and its unit in one text command
+    if wrapped and (inner := split_unit(wrapped.group(1)))[1] is not None:
+        return inner
     dollar = _DOLLAR.fullmatch(part)
     if dollar and re.match(r"[\d.]", dollar.group(2) or dollar.group(4)):
         value, unit = split_unit((dollar.group(1) or "") + (dollar.group(2) or dollar.group(4)))

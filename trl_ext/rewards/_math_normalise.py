@@ -16,11 +16,13 @@ _ESCAPED = re.compile(r"\\[$%]")
 # a thousands separator: a comma ("," "{,}" "\\text{,}", with \\! or \\, around it), a thin or normal space
 _GROUP_SEPARATOR = (
     r"(?:(?:\\!\s*)?(?:,|\{,\}|\\text\{,\})(?:\\[!,]\s*)?"
-    r"|(?:\{\\[,!;: ]\}|\\[,!;: ]|\\thinspace|\\hspace\{[^{}]{1,10}\})\s*|~| )"
+    r"|(?:\{\\[,!;: ]\}|\\[,!;: ]|\\thinspace|\\hspace\{[^{}]{1,10}\})\s*|~| |[\u00a0\u202f\u2009])"
 )
 # groups of exactly three digits after a 1-3 digit head
 _THOUSANDS = re.compile(r"(?<![\d.])([1-9]\d{0,2})((?:" + _GROUP_SEPARATOR + r"\d{3})+)(?![\d])")
-_THOUSANDS_SEP = re.compile(r"\\hspace\{[^{}]*\}|\\thinspace|\\text\{,\}|\{\\?[,!;: ]\}|\\[,!;: ]|[,~ ]")
+_THOUSANDS_SEP = re.compile(
+    r"\\hspace\{[^{}]*\}|\\thinspace|\\text\{,\}|\{\\?[,!;: ]\}|\\[,!;: ]|[,~ \u00a0\u202f\u2009]"
+)
 _DIGIT_GAP = re.compile(r"(?<=\d)(?:\s|\\[,!;: ]|~)+(?=\d)")  # digits apart: not one number
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d+)\}")
 _DEGREE = r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\degree|°)"
@@ -55,10 +57,81 @@ _CONFUSABLES = str.maketrans(
     "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a5\u03a7\u03bf\u03f2",
     "ABEKMHOPCTXYaeopcxyijsABEZHIKMNOPTYXoc",
 )
+# approximately equal: \approx, \simeq, \sim (as in x \sim 3), \doteq, and their Unicode signs
+_APPROXIMATELY = re.compile(
+    r"\\(?:approx|approxeq|thickapprox|simeq|sim|thicksim|doteq|doteqdot|fallingdotseq|risingdotseq)(?![A-Za-z])"
+    r"|[\u2248\u2243\u223c]"
+)
+# Unicode math (scraped datasets write golds so): superscripts, subscripts, roots, symbols, spaces
+_SCRIPT_DIGITS = str.maketrans("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207a\u207b"
+                               "\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089\u208a\u208b",
+                               "0123456789+-0123456789+-")  # fmt: skip
+_SUPERSCRIPT = re.compile("[\u2070\u00b9\u00b2\u00b3\u2074-\u207b]+")
+_SUBSCRIPT = re.compile("[\u2080-\u208b]+")
+_ROOT = re.compile(r"([\u221a\u221b\u221c])\s*(\d+(?:\.\d+)?|[A-Za-z]|\([^()]*\)|\{[^{}]*\})")
+_SYMBOLS = {
+    "\u2212": "-", "\u00d7": "\\times ", "\u00f7": "\\div ", "\u00b1": "\\pm ", "\u2213": "\\mp ", "\u221e": "\\infty ",
+    "\u2264": "\\le ", "\u2265": "\\ge ", "\u2260": "\\ne ", "\u00b7": "\\cdot ", "\u22c5": "\\cdot ",
+    "\u2248": "\\approx ", "\u2208": "\\in ", "\u222a": "\\cup ", "\u2229": "\\cap ", "\u2205": "\\emptyset ",
+    "\u221a": "\\sqrt ",
+}  # fmt: skip
+_SPACES = {"\u00a0", "\u202f", "\u2009", "\u2007", "\u2008", "\u200a", "\u2002", "\u2003"}
+# an end-of-proof or check mark after the answer (and the spacing before it)
+_END_MARK = re.compile(
+    r"(?:\s|\\[,;:! ]|\\q?quad|~)*(?:\\(?:qed|blacksquare|square|Box|checkmark|hfill)(?![A-Za-z])|[\u220e\u25a1\u25a0\u2713\u2714])"
+    r"(?:\s|\\[,;:! ]|\\q?quad|~|[\u220e\u25a1\u25a0\u2713\u2714]|\\(?:qed|blacksquare|square|Box|checkmark)(?![A-Za-z]))*$"
+)
+_ANGLE_NAME = re.compile(r"(m?\\(?:angle|measuredangle))([A-Z]{3})")
 _OUTER_DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 _SPACING = re.compile(
     r"\\(?:m?left|m?right|[Bb]ig(?:g|l|r|gl|gr)?)(?![A-Za-z])|\\[!,;: ]|\\q?quad|\\displaystyle|~|\s+"
 )
+
+
+def split_approximation(part: str) -> tuple[str, list[str]] | None:
+    """(exact part, approximated values) of a part with an approximation sign (``x = \\frac{1}{3} \\approx 0.333``
+    -> ``x = \\frac{1}{3}``, ``["0.333"]``; ``x \\approx 3`` -> ``x``, ``["3"]``), None for a part without one."""
+    pieces = _APPROXIMATELY.split(part)
+    return (pieces[0].strip(), [piece.strip() for piece in pieces[1:]]) if len(pieces) > 1 else None
+
+
+def plain_latex(text: str) -> str:
+    """``text`` with Unicode math written as LaTeX (``3×10⁵`` -> ``3\\times 10^{5}``, ``√2`` -> ``\\sqrt{2}``,
+    ``x²``, ``½``, ``∞``, Greek letters) and without an end mark after the answer (``5\\qquad\\blacksquare``,
+    ``5 \\checkmark``, ``\\qed``, ``∎``): math-verify reads neither (a gold written so scored every answer 0, or
+    None)."""
+    unmarked = _END_MARK.sub("", text) if "\\" in text or not text.isascii() else text
+    text = unmarked if unmarked.strip() else text  # a mark alone is kept
+    if text.isascii():
+        return text
+    text = _SUPERSCRIPT.sub(lambda m: "^{" + m.group(0).translate(_SCRIPT_DIGITS) + "}", text)
+    text = _SUBSCRIPT.sub(lambda m: "_{" + m.group(0).translate(_SCRIPT_DIGITS) + "}", text)
+    text = _ROOT.sub(_latex_root, text)
+    return "".join(_latex_symbol(char) if ord(char) > 127 else char for char in text)
+
+
+def _latex_root(match: re.Match) -> str:
+    index = {"\u221a": "", "\u221b": "[3]", "\u221c": "[4]"}[match.group(1)]
+    return f"\\sqrt{index}{{{match.group(2)}}}"
+
+
+def _latex_symbol(char: str) -> str:
+    """The LaTeX of one non-ASCII character: a symbol from the table, a vulgar fraction, a Greek letter, or the
+    character itself."""
+    if char in _SYMBOLS:
+        return _SYMBOLS[char]
+    if char in _SPACES:
+        return " "
+    folded = unicodedata.normalize("NFKC", char)
+    if "\u2044" in folded:  # ½ -> 1⁄2
+        top, bottom = folded.split("\u2044")
+        return f"\\frac{{{top}}}{{{bottom or 10}}}"
+    name = unicodedata.name(char, "")
+    greek = re.fullmatch(r"GREEK (SMALL|CAPITAL) LETTER ([A-Z]+)", name)
+    if greek:
+        letter = greek.group(2).lower()
+        return "\\" + (letter if greek.group(1) == "SMALL" else letter.capitalize()) + " "
+    return char
 
 
 def strip_delimiters(text: str) -> str:
@@ -160,7 +233,9 @@ def text_key(part: str) -> str:
     Case is kept: ``mW`` is not ``MW``, ``a`` is not ``A`` (word answers are compared without case by the grader)."""
     key = unwrap_text(part).replace("{,}", ",").replace("{:}", ":")
     key = re.sub(r"\\[dt]frac", r"\\frac", _ESCAPED.sub(lambda m: m.group(0)[1], key))
-    return _SPACING.sub("", _DIGIT_GAP.sub("\u2423", key)).rstrip(".")  # 1\,0\,0\,0 is not 1000
+    key = _SPACING.sub("", _DIGIT_GAP.sub("\u2423", key)).rstrip(".")  # 1\,0\,0\,0 is not 1000
+    angle = _ANGLE_NAME.fullmatch(key)  # \angle CBA is \angle ABC (the vertex in the middle)
+    return angle.group(1) + min(angle.group(2), angle.group(2)[::-1]) if angle else key
 
 
 def latin_letters(text: str) -> str:

@@ -116,7 +116,8 @@ class Grader:
             percent = _PERCENTAGE.fullmatch(value)
             value = percent.group(1) if percent else _PERCENT_NUMBER.sub(r"\\frac{\1}{100}", value)
         unread = _NOT_A_NUMBER.search(value) or _UNREAD.search(value)
-        if word_or_option or unread or not self._consistent(value, gold, timeout):
+        value = None if word_or_option or unread else self._exact(value, gold, timeout)
+        if value is None or not self._consistent(value, gold, timeout):
             return [Part(text, None, self.answers, gold)]  # compared as a string only
         fraction = self.answers.plain_fraction(value)
         if fraction is not None:  # parsed only if compared with a part that is not a plain fraction
@@ -132,11 +133,26 @@ class Grader:
         part.percent = part.percent and not in_expression  # its percent signs are read: the value is no percentage
         return [part]
 
+    def _exact(self, value: str, gold: bool, timeout: int) -> str | None:
+        """``value`` without its approximations (``\\frac{1}{3} \\approx 0.333`` -> ``\\frac{1}{3}``), None for an
+        answer that gives a value only approximately (``x \\approx 3``, ``\\approx 3``) or approximates its exact
+        value wrongly (``\\frac{1}{3} \\approx 0.4``); a gold's approximation is its value (golds are trusted)."""
+        approximation = self.answers.split_approximation(value) if "\\" in value else None
+        if approximation is None:
+            return value
+        exact, approximate = approximation
+        last = _CHAIN.split(exact)[-1].strip()
+        expr = self._parse("\\boxed{" + last + "}", self.boxed, timeout) if last else None
+        if expr is None or not getattr(expr, "is_number", False):  # x \approx 3: no exact value given
+            return approximate[-1] if gold else None
+        printed = [self.answers.printed_decimal(side, 1) or self.answers.plain_fraction(side) for side in approximate]
+        return exact if all(self.values.approximates(expr, reading) for reading in printed) else None
+
     def _consistent(self, value: str, gold: bool, timeout: int) -> bool:
-        """False for an answer that chains values that differ (``x = 4 = 3``, ``3 \\approx 4``): math-verify
+        """False for an answer that chains values that differ (``x = 4 = 3``, ``x := 4 = 3``): math-verify
         would take its last side."""
         sides = _CHAIN.split(value)
-        if gold or len(sides) < 3 and "\\approx" not in value:
+        if gold or len(sides) < 3:
             return True
         exprs = [self._parse("\\boxed{" + side + "}", self.boxed, timeout) for side in sides]
         numbers = [expr for expr in exprs if expr is not None and getattr(expr, "is_number", False)]
@@ -231,7 +247,10 @@ class Grader:
             return False  # the string fallback above is the only way to match an answer that does not parse
         if self.values.false_numeric_equation(answer.expr):
             return False  # "2 = 3": math-verify would take its right side
-        gold_expr, answer_expr = gold.expr, self.values.named_value(gold.expr, answer.expr)
+        if answer.value is not None and self.answers.word_label(answer.value):
+            return False  # \\text{wrong} = 2: a label, not a variable, whose value is no answer
+        pair = self.values.by_name(gold.expr, self.values.named_value(gold.expr, answer.expr))
+        gold_expr, answer_expr = pair if pair is not None else (gold.expr, None)
         if answer_expr is None or self.values.nested_sets_differ(gold_expr, answer_expr):
             return False
         if self.values.vector_vs_tuple(gold_expr, answer_expr):
@@ -248,19 +267,22 @@ class Grader:
         gold_expr, answer_expr = self.values.printed_exactly(gold_expr), self.values.printed_exactly(answer_expr)
         if self.values.unsolved_relation(gold_expr, answer_expr):
             return False  # x^2 \le 4 for [-2, 2]: the problem restated, which math-verify would solve
+        if self.values.same_equation(gold_expr, answer_expr):
+            return True  # one equation a constant multiple of the other (exact and fast)
         if verify(gold_expr, answer_expr, timeout_seconds=timeout, allow_set_relation_comp=True):
-            return True
+            return not self.values.without_solutions(gold_expr, answer_expr, timeout)  # [] == []: no verdict
         return self.values.same_complex(gold_expr, answer_expr, timeout)
 
     def grade(self, task: dict) -> str:
         timeout = int(task["timeout"])
-        gold = self.gold_parts(tuple(task["gold"]), timeout)
+        gold = self.gold_parts(tuple(map(self.answers.plain_latex, task["gold"])), timeout)
         if gold is None:
             return "gold_error"
-        keys, gold_keys = [self.answers.text_key(text) for text in task["answer"]], [p.key for p in gold]
+        texts = [self.answers.plain_latex(text) for text in task["answer"]]  # 3×10⁵, √2, 5 \\checkmark
+        keys, gold_keys = [self.answers.text_key(text) for text in texts], [p.key for p in gold]
         if all(gold_keys) and (keys == gold_keys if task["ordered"] else sorted(keys) == sorted(gold_keys)):
             return "correct"  # every part written as in the gold (normalised): nothing to parse
-        answer = [part for text in task["answer"] for part in self._parts(text, False, timeout)]
+        answer = [part for text in texts for part in self._parts(text, False, timeout)]
         if len(answer) > self.answers.MAX_PARTS:
             return "wrong"
         return "correct" if self.match(gold, answer, task["ordered"], timeout) else "wrong"
@@ -315,7 +337,7 @@ _GREEK_NAMES = {
     "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu", "xi",
     "omicron", "pi", "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi", "omega",
 }  # fmt: skip
-_CHAIN = re.compile(r"(?<![<>!\\:])=(?!=)|\\approx(?![A-Za-z])")  # sides of x = 4 = 3, 3 \approx 4
+_CHAIN = re.compile(r"(?<![<>!\\:])=(?!=)")  # sides of x = 4 = 3
 
 
 def _unboxed(value: str) -> str:
