@@ -35,7 +35,11 @@ class BwrapBackend(forked_run.ForkServedBackend):
         self.bwrap = bwrap or shutil.which("bwrap")
 
     def check_available(self) -> None:
-        self.argv([], Limits())  # raises SandboxUnavailable without bubblewrap
+        """Raise ``SandboxUnavailable`` without bubblewrap (checked before every run: no argv is built for it)."""
+        if self.bwrap is None or not os.access(self.bwrap, os.X_OK):
+            raise SandboxUnavailable(
+                UNAVAILABLE.format(detail=f"`bwrap` not found (looked for {self.bwrap or 'it on PATH'})")
+            )
 
     def fork_server_command(self, server_argv: list[str], root: str) -> forkserver.ServerCommand:
         """The fork server in one bubblewrap sandbox (the argv of a run without its seccomp filter: each child
@@ -81,10 +85,7 @@ class BwrapBackend(forked_run.ForkServedBackend):
         os.close(info_r)
 
     def argv(self, harness_args: list[str], limits: Limits) -> list[str]:
-        if self.bwrap is None or not os.access(self.bwrap, os.X_OK):
-            raise SandboxUnavailable(
-                UNAVAILABLE.format(detail=f"`bwrap` not found (looked for {self.bwrap or 'it on PATH'})")
-            )
+        self.check_available()
         args = [self.bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         args += ["--die-with-parent", "--new-session", "--hostname", "sandbox", "--cap-drop", "ALL"]
         if os.geteuid() == 0:

@@ -157,6 +157,17 @@ def _like(real: Any, clock: Any) -> Any:
     return clock
 
 
+_INSTALLED: list = []  # [the Environment installed now]: whose replayed calls the virtual clocks add
+
+
+def _installed_elapsed() -> float:
+    return _INSTALLED[0].elapsed if _INSTALLED else 0.0
+
+
+# made once, from the genuine clocks (a fork of the evaluation worker finds them made; no class built per evaluation)
+_CLOCK_PATCHES = tuple(_virtual_clocks(_installed_elapsed))
+
+
 class Environment:
     """One evaluation's environment: ``install`` before the test runs, ``restore`` after (also when it raises)."""
 
@@ -176,7 +187,8 @@ class Environment:
         """Called once the stand-ins are in the namespace: what is there now is not the test's binding."""
         self._initial = dict(self.namespace)
         self._streams = {"out": sys.stdout, "err": sys.stderr, "in": sys.stdin}
-        patches = _virtual_clocks(lambda: self.elapsed)
+        _INSTALLED[:] = [self]
+        patches = list(_CLOCK_PATCHES)
         self._saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
         self._saved.append((sys.modules, "__main__", sys.modules.get("__main__")))
         patches.append((sys, "argv", ["tests.py"]))  # as a test file run by python (unittest.main() reads it)
@@ -191,6 +203,8 @@ class Environment:
 
     def restore(self) -> None:
         _EVALUATING.clear()
+        if _INSTALLED and _INSTALLED[0] is self:
+            _INSTALLED.clear()
         for module in self._watched:  # what ``watch_modules`` watched for good stays watched
             types.ModuleType.__setattr__(module, "__class__", types.ModuleType)  # not noted: no evaluation runs
         self._watched = []

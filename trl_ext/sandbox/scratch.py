@@ -66,7 +66,8 @@ class ScratchWatch:
         self._walked = (0, _used_bytes(scratch) if scratch else 0)  # what the last measure found, the fs's use
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="trl-ext-scratch-watch", daemon=True)
-        self._thread.start()
+        if self.scratch is not None or memory_cap is not None:  # else no poll could find anything: no thread
+            self._thread.start()
 
     def _read_sid(self) -> None:
         if not self.sid:
@@ -121,7 +122,8 @@ class ScratchWatch:
         """Stop watching, measuring once more (a burst between two polls still counts: ``exceeded``); the run's
         session id (0 if the launcher never reported it)."""
         self._stop.set()
-        self._thread.join()
+        if self._thread.ident is not None:  # started
+            self._thread.join()
         self._read_sid()
         if not self.exceeded:
             self._over()
