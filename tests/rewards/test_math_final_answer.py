@@ -24,6 +24,9 @@ COMMITTED = [
     "## Final answer\n\nSo, the answer is $9$.",
     "We get 4 + 5 = 9.\nThus the answer is $9$.\n\nThis completes the solution.",
     "Answer: $9$\n\nAnswer: $9$",  # restated, the same
+    "The answer is found by counting the ways to seat the seven guests in a row.\nSo the answer is $9$.",  # prose
+    "Final Answer: The final answer is $9$. I hope it is correct. <|im_start|>user",  # a template's token after
+    "\\begin{align*} x &= 4 + 5 = 9 \\end{align*} Final Answer: The final answer is $9$.",  # display math ends it
 ]
 NOT_COMMITTED = {
     "a condition without 'if'": "Whenever k is even, the answer is $9$.",
@@ -44,6 +47,9 @@ NOT_COMMITTED = {
     "an earlier anchored answer": "The answer is 7.\nThe answer is 9.",
     "a later anchored answer": "The answer is 9. The answer is 7.",
     "an earlier anchored list of options": "The answer is (A), (B) or (C). The answer is 9.",
+    "an earlier hedged anchored answer": "The answer is 7 or 9. So the answer is 9.",
+    "an earlier anchored answer after words": "The answer is: we get $7$.\nSo the answer is $9$.",
+    "an earlier word answer": "The answer is no.\nThe answer is 9.",
     "too many anchored statements": "The answer is 9. " * 40,
 }
 

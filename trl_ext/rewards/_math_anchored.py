@@ -46,8 +46,8 @@ _HEDGE = re.compile(
     r"actually|otherwise|vs|xor)\b|n't\b|\?",
     re.IGNORECASE,
 )
-# after the answer's sentence: another number, math span, box or option letter is a second candidate
-_SECOND_CANDIDATE = re.compile(r"\d|(?<!\\)\$|\\[(\[]|\(\s*[A-Za-z]\s*\)")
+# what an anchored statement that begins with a value begins with: a number, a sign, math, an option letter
+_STATED_VALUE = re.compile(r"[-+\u2212]?\s*(?:\d|(?<!\\)\$|\\[(\[]|\(\s*[A-Za-z]\s*\)|[A-Z](?![A-Za-z]))")
 # what a plain-text answer may be written with (no ; | & ~ # and no other script: "3 | 4", "3 ~ 4", "3 – 4"); a $
 # left in plain text is escaped (\$5): an unescaped one opens math
 _PLAIN_CHARS = re.compile(r"[A-Za-z0-9 +\-*/^()\[\]{}.,=\\_!%<>'$]+")
@@ -63,9 +63,13 @@ _LIST_JOIN = re.compile(r",?\s*(?:and)?\s*,?")
 _UNIT_TAIL = re.compile(r"[A-Za-z]+(?:\s*/\s*[A-Za-z]+|\s+[A-Za-z]+)*")
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
 MAX_ANCHORS = 16
-# the start of a sentence: a line break, or an end mark followed by a space (a decimal point is none)
-_SENTENCE_BREAK = re.compile(r"[.!?;](?=\s)|\n")
-_TOKEN = re.compile(r"[A-Za-z]+|\S")  # a word, or one other character (a digit, $, a quote, another script)
+_ANSWER_WORDS = 8  # an earlier anchored sentence of more words (outside math) is prose, not a stated answer
+# the start of a sentence: a line break, an end mark followed by a space (a decimal point is none), the end of
+# display math (\end{align*}, \], $$)
+_SENTENCE_BREAK = re.compile(r"[.!?;](?=\s)|\n|\\end\{[A-Za-z*]+\}|\\\]|\$\$")
+# a word, a chat template's special token (<|im_start|>), or one other character (a digit, $, a quote, a letter
+# of another script)
+_TOKEN = re.compile(r"[A-Za-z]+|<\|[A-Za-z_]+\|>|\S")
 _LEAD_MAX_CHARS, _TAIL_MAX_CHARS = 160, 300
 # what a sentence may say before its anchor: discourse and framing words ("Therefore, the final answer is",
 # "**Final Answer:** The answer is"); never a condition, a person, a verb of saying or a negation
@@ -83,7 +87,7 @@ _CLOSING_WORDS = frozenset(
     {
         "i", "we", "hope", "it", "its", "this", "that", "is", "the", "our",
         "my", "solution", "answer", "result", "final", "correct", "complete", "completes", "verified", "checks",
-        "out", "done", "end", "qed", "and", "problem", "solved", "proof", "helps",
+        "out", "done", "end", "qed", "and", "problem", "solved", "proof", "helps", "user", "assistant",
     }
 )  # fmt: skip
 _CLOSING_PUNCTUATION = ".,:!*#_>-"
@@ -127,13 +131,27 @@ def anchored_answer(region: str) -> str | None:
     answer, end = _statement(region, anchors[-1].end())
     if answer is None or not _closing_only(region, end):
         return None  # "3. Or 4.", "$3$. Wait, no: four."
-    for anchor in anchors[:-1]:
-        earlier, earlier_end = _statement(region, anchor.end())
-        if earlier is not None and earlier != answer:
-            return None  # "The answer is 3.\nThe answer is 4.": two answers, as two boxes are
-        if earlier is None and _SECOND_CANDIDATE.search(region, anchor.end(), earlier_end):
-            return None  # "The answer is (A), (B) or (C). The answer is (B)."
-    return answer
+    return answer if _earlier_statements_agree(region, anchors, answer) else None
+
+
+def _earlier_statements_agree(region: str, anchors: list[re.Match], answer: str) -> bool:
+    """Whether no anchored statement before the last one states another answer (two anchored answers are none,
+    as two boxes are two parts). An earlier statement states an answer when it begins with a value ("The answer
+    is (A), (B) or (C).") or is answer-sized (at most ``_ANSWER_WORDS`` words outside math: "The answer is yes.");
+    prose after an anchor ("The answer is found by counting the ways to ...") states none. An anchor followed
+    only by framing words up to the next one is that statement's heading ("Final Answer: The final answer is")."""
+    for anchor, after in zip(anchors, anchors[1:]):
+        if _only_words(region[anchor.end() : after.start()], _LEAD_WORDS, _LEAD_PUNCTUATION):
+            continue
+        start = _LEADING.match(region, anchor.end()).end()
+        pieces, _ = _answer_sentence(region, anchor.end())
+        words = sum(len(_WORD.findall(text)) for is_math, text in pieces if not is_math)
+        if not _STATED_VALUE.match(region, start) and not (pieces and words <= _ANSWER_WORDS):
+            continue  # prose, or a sentence longer than an answer
+        earlier = _whitelisted(pieces) if pieces else None
+        if earlier is None or (earlier != answer and sorted(split_parts(earlier)) != sorted(split_parts(answer))):
+            return False  # "The answer is 3.\nThe answer is 4.", "The answer is 3 or 4. The answer is 4."
+    return True
 
 
 def _statement(region: str, start: int) -> tuple[str | None, int]:
@@ -159,12 +177,18 @@ def _closing_only(region: str, end: int) -> bool:
     tail = region[end:]
     if len(tail) > _TAIL_MAX_CHARS and tail[_TAIL_MAX_CHARS:].strip():
         return False
-    return _only_words(tail, _CLOSING_WORDS, _CLOSING_PUNCTUATION)
+    return _only_words(tail, _CLOSING_WORDS, _CLOSING_PUNCTUATION, special_tokens=True)
 
 
-def _only_words(text: str, words: frozenset[str], punctuation: str) -> bool:
-    """Whether ``text`` is made of the given (lower-case) words and punctuation characters only."""
-    return all(token.group().lower() in words or token.group() in punctuation for token in _TOKEN.finditer(text))
+def _only_words(text: str, words: frozenset[str], punctuation: str, special_tokens: bool = False) -> bool:
+    """Whether ``text`` is made of the given (lower-case) words and punctuation characters only (and a chat
+    template's special tokens, ``<|im_start|>user``, when ``special_tokens``)."""
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token.lower() in words or token in punctuation or (special_tokens and token.startswith("<|")):
+            continue
+        return False
+    return True
 
 
 def _answer_sentence(region: str, start: int) -> tuple[list[tuple[bool, str]], int]:
