@@ -398,6 +398,8 @@ def main() -> None:
     # warm the LaTeX parser up (its first use loads the grammar) so that deadlines measure verification only
     with contextlib.suppress(Exception):  # a broken install shows up on the first real task instead
         grader.grade({"gold": ["1"], "ordered": False, "answer": ["\\sqrt{1}"], "timeout": 5})
+        # and sympy's polynomial code, which the equation check imports on first use (a second under load)
+        grader.grade({"gold": ["x + y = 1"], "ordered": False, "answer": ["2x + 2y = 2"], "timeout": 5})
     out.write('{"ready": true}\n')
     for line in sys.stdin:
         task = json.loads(line)
