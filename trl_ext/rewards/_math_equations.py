@@ -110,3 +110,11 @@ def without_solutions(gold, answer, timeout: int) -> bool:
         return not time_limit(timeout)(solve)(gold, gold.free_symbols)
     except Exception:
         return True  # no solution found: not a verdict that the two are the same
+
+
+def unsolved_equation(gold, answer) -> bool:
+    """True for an equation not in solved form given for a solved gold ``x = c`` (``x - 3 = 0`` or ``2x + 1 = 7``
+    for ``x = 3``): the problem restated, whose root math-verify would find."""
+    from sympy import Eq
+
+    return isinstance(gold, Eq) and isinstance(answer, Eq) and _solved_form(gold) and not _solved_form(answer)
