@@ -128,6 +128,7 @@ FALSE_POSITIVES = {
         r"\boxed{y = y + 1}",
         r"\boxed{2^x + 4 = 0}",
     ),
+    "a trivially unsolved equation for a solved gold": ("y = 6", r"\boxed{y - 6 = 0}", r"\boxed{6 = y}"),
     "an approximation for an exact gold": ("7", r"\boxed{t \approx 7}", r"\boxed{t = 7}"),
     "an exact value approximated wrongly": (
         r"\frac{5}{7}",

@@ -36,6 +36,7 @@ def test_approximation_split_and_units_in_one_text_command():
 
 
 def test_word_labels_and_angle_names():
-    assert word_label("\\text{wrong} = 2") and word_label("x_{\\text{not}} = 2")
+    assert word_label("\\text{wrong} = 2") and word_label("x_{\\text{not}} = 2") and word_label("x_{wrong} = 2")
+    assert not word_label("x_{12} = 2") and not word_label("v_{max} = 2") and not word_label("a_{n} = 2")
     assert not word_label("v_{\\text{max}} = 2") and not word_label("x = 2") and not word_label("\\text{wrong}")
     assert text_key("\\angle CBA") == text_key("\\angle ABC") != text_key("\\angle BAC")

@@ -96,18 +96,18 @@ _UNIT_TAIL = re.compile(
 
 
 # a word in a text command on the left of "=" (or as a name's subscript): \text{wrong} = 2, x_{\text{not}} = 2
-_WORD_LABEL = re.compile(_TEXT_COMMANDS + r"\s*\{\s*([A-Za-z][A-Za-z .]*?)\s*\}")
+_WORD_LABEL = re.compile(_TEXT_COMMANDS + r"\s*\{\s*([A-Za-z][A-Za-z .]*?)\s*\}|_\s*\{\s*([A-Za-z]{2,})\s*\}")
 _SUBSCRIPT_WORDS = {"max", "min", "total", "avg", "mean", "final", "initial", "net", "new", "old"}
 
 
 def word_label(part: str) -> bool:
-    """True for an equation whose left side holds a word in a text command (``\\text{wrong} = 2``,
-    ``\\text{Area} = 12``, ``x_{\\text{not}} = 2``): a label the reader reads, which may judge the value, not a
-    variable; only a few quantity subscripts are names (``v_{\\text{max}}``)."""
-    sides = re.split(r"(?<![<>!\\:])=(?!=)", part, maxsplit=1)
+    """True for an equation whose left side holds a word in a text command or as a subscript
+    (``\\text{wrong} = 2``, ``\\text{Area} = 12``, ``x_{\\text{not}} = 2``, ``x_{wrong} = 2``): a label the reader
+    reads, which may judge the value, not a variable; only a few quantity subscripts are names (``v_{max}``)."""
+    sides = re.split(r"(?<![<>!\\:])=(?!=)", part, maxsplit=1) if "=" in part and "{" in part else ()
     if len(sides) < 2:
         return False
-    words = [match.group(1) for match in _WORD_LABEL.finditer(sides[0])]
+    words = [match.group(1) or match.group(2) for match in _WORD_LABEL.finditer(sides[0])]
     return any(len(word) > 1 and word.lower() not in _SUBSCRIPT_WORDS for word in words)
 
 

@@ -100,7 +100,8 @@ def plain_latex(text: str) -> str:
     ``x²``, ``½``, ``∞``, Greek letters) and without an end mark after the answer (``5\\qquad\\blacksquare``,
     ``5 \\checkmark``, ``\\qed``, ``∎``): math-verify reads neither (a gold written so scored every answer 0, or
     None)."""
-    unmarked = _END_MARK.sub("", text) if "\\" in text or not text.isascii() else text
+    marked = not text.isascii() or any(mark in text for mark in ("qed", "square", "Box", "checkmark", "hfill"))
+    unmarked = _END_MARK.sub("", text) if marked else text
     text = unmarked if unmarked.strip() else text  # a mark alone is kept
     if text.isascii():
         return text

@@ -265,8 +265,10 @@ class Grader:
         if numeric is not None:
             return numeric  # numbers: exact, or as printed (math-verify rounds to 6 decimal places)
         gold_expr, answer_expr = self.values.printed_exactly(gold_expr), self.values.printed_exactly(answer_expr)
-        if self.values.unsolved_relation(gold_expr, answer_expr):
-            return False  # x^2 \le 4 for [-2, 2]: the problem restated, which math-verify would solve
+        if self.values.unsolved_relation(gold_expr, answer_expr) or self.values.unsolved_equation(
+            gold_expr, answer_expr
+        ):
+            return False  # x^2 \le 4 for [-2, 2], x - 3 = 0 for x = 3: the problem restated, which math-verify solves
         if self.values.same_equation(gold_expr, answer_expr):
             return True  # one equation a constant multiple of the other (exact and fast)
         if verify(gold_expr, answer_expr, timeout_seconds=timeout, allow_set_relation_comp=True):
@@ -398,6 +400,8 @@ def main() -> None:
     # warm the LaTeX parser up (its first use loads the grammar) so that deadlines measure verification only
     with contextlib.suppress(Exception):  # a broken install shows up on the first real task instead
         grader.grade({"gold": ["1"], "ordered": False, "answer": ["\\sqrt{1}"], "timeout": 5})
+        # and sympy's polynomial code, which the equation check imports on first use (a second under load)
+        grader.grade({"gold": ["x + y = 1"], "ordered": False, "answer": ["2x + 2y = 2"], "timeout": 5})
     out.write('{"ready": true}\n')
     for line in sys.stdin:
         task = json.loads(line)
