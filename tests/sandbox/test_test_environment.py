@@ -234,3 +234,13 @@ def test_modules_watched_once_still_refuse_a_patch():
     ]
     done = subprocess.run([sys.executable, "-c", _WATCHED_ONCE, *tests], capture_output=True, text=True, check=True)
     assert done.stdout.split("\n")[0] == '["unsupported", "incomplete", "unsupported", "incomplete"]', done.stdout
+
+
+def test_a_module_the_evaluation_worker_preloads_is_still_watched():
+    """The evaluation worker imports the fork server's common modules (heapq, string, copy...) before its forks; a
+    test that patches one of them is refused as for any module, and one that only uses them is judged."""
+    spec = "import heapq\nassert f([3, 1, 2]) == heapq.nsmallest(2, [3, 1, 2])\n"
+    assert run_tests(SORTS.replace("sorted(xs)", "sorted(xs)[:2]"), {"kind": "assert", "code": spec}).all_passed
+    patched = spec + "heapq.heappush = None\nassert f([1]) == [1]\n"
+    report = run_tests(SORTS, {"kind": "assert", "code": patched}, limits=FAST)
+    assert report.statuses[-1] == "unsupported_test" and "heapq.heappush" in report.detail, report

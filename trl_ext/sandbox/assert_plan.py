@@ -89,10 +89,11 @@ def shadowed_names(program: str, bound: dict[str, str | None]) -> list[str]:
     names: set[str] = set()
     try:
         _global_reads(symtable.symtable(program, "solution.py", "exec"), names)
-        imported = _imported(parse_python(program))
+        read = names.intersection(bound)
+        imported = _imported(parse_python(program)) if read else {}  # the tree only where a bound name is read
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return sorted(bound)
-    return sorted(name for name in names.intersection(bound) if bound[name] not in imported.get(name, ()))
+    return sorted(name for name in read if bound[name] not in imported.get(name, ()))
 
 
 def refuse_shadowed(program: str, answer: dict) -> dict:

@@ -29,7 +29,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from trl_ext.sandbox import landlock, seccomp
+from trl_ext.sandbox import forkserver, landlock, seccomp
 from trl_ext.sandbox._process import memfd_with
 from trl_ext.sandbox.base import SandboxUnavailable, python_roots, sandbox_interpreter
 from trl_ext.sandbox.limits import SAFE_ENV, UIDS, Limits
@@ -163,6 +163,11 @@ def in_a_fresh_process(task):
         return {"verdict": "error", "detail": "the evaluation process died", "calls": []}
     return json.loads(b"".join(chunks))
 replay["worker_main"].__globals__["evaluate"] = in_a_fresh_process
+for _module in PRELOAD:  # the standard modules a fork server preloads: imported once here, not by every evaluation
+    try:
+        __import__(_module)
+    except ImportError:
+        pass
 replay["replay_env"].watch_modules()  # once here, not in every evaluation's process (about 1 ms each)
 import gc
 gc.freeze()  # what is loaded now is never collected: a fork does not copy every page it sits on to walk it
@@ -189,7 +194,7 @@ def _rlimits() -> str:
 
 
 def _boot_args(path: str, uid: int) -> list[str]:
-    boot = _BOOT.replace("DETAIL", repr(REFUSED_DETAIL))
+    boot = _BOOT.replace("DETAIL", repr(REFUSED_DETAIL)).replace("PRELOAD", repr(forkserver.PRELOAD))
     return [sandbox_interpreter(), "-s", "-c", boot, path, str(uid), _rlimits()]
 
 
