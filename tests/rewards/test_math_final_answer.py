@@ -32,6 +32,7 @@ NOT_COMMITTED = {
     "a condition without 'if'": "Whenever k is even, the answer is $9$.",
     "a condition in the sentence before": "Assume k were even; then the answer is 9.",
     "a supposition, a colon": "Supposing k is even: the answer is 9.",
+    "a supposition, a semicolon": "Take k even; the answer is 9.",
     "attributed": "My friend says the answer is $9$.",
     "attributed, plural": "Several forum posts state the answer is 9.",
     "called a mistake": "A frequent error is to conclude the answer is 9.",

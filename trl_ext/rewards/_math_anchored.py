@@ -65,8 +65,8 @@ _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
 MAX_ANCHORS = 16
 _ANSWER_WORDS = 8  # an earlier anchored sentence of more words (outside math) is prose, not a stated answer
 # the start of a sentence: a line break, an end mark followed by a space (a decimal point is none), the end of
-# display math (\end{align*}, \], $$)
-_SENTENCE_BREAK = re.compile(r"[.!?;](?=\s)|\n|\\end\{[A-Za-z*]+\}|\\\]|\$\$")
+# display math (\end{align*}, \], $$); not a semicolon ("Assume n is odd; the answer is 3" is one sentence)
+_SENTENCE_BREAK = re.compile(r"[.!?](?=\s)|\n|\\end\{[A-Za-z*]+\}|\\\]|\$\$")
 # a word, a chat template's special token (<|im_start|>), or one other character (a digit, $, a quote, a letter
 # of another script)
 _TOKEN = re.compile(r"[A-Za-z]+|<\|[A-Za-z_]+\|>|\S")
