@@ -118,3 +118,14 @@ def unsolved_equation(gold, answer) -> bool:
     from sympy import Eq
 
     return isinstance(gold, Eq) and isinstance(answer, Eq) and _solved_form(gold) and not _solved_form(answer)
+
+
+def assignments(expr) -> list | None:
+    """``(x, y) = (3, 5)`` as the equations ``x = 3``, ``y = 5`` (each name bound to its value), else None (also
+    for a name given twice)."""
+    from sympy import Eq
+
+    bound = _bound(expr)
+    if bound is None or len(set(bound[0])) != len(bound[0]):
+        return None
+    return [Eq(name, value, evaluate=False) for name, value in zip(*bound)]
