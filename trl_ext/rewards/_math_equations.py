@@ -115,9 +115,11 @@ def without_solutions(gold, answer, timeout: int) -> bool:
 def unsolved_equation(gold, answer) -> bool:
     """True for an equation not in solved form given for a solved gold ``x = c`` (``x - 3 = 0`` or ``2x + 1 = 7``
     for ``x = 3``): the problem restated, whose root math-verify would find."""
-    from sympy import Eq
+    from sympy import Eq, Symbol
 
-    return isinstance(gold, Eq) and isinstance(answer, Eq) and _solved_form(gold) and not _solved_form(answer)
+    if not (isinstance(gold, Eq) and isinstance(answer, Eq) and _solved_form(gold)):
+        return False
+    return not (isinstance(answer.lhs, Symbol) and answer.lhs not in answer.rhs.free_symbols)  # x = 2 + 0y is solved
 
 
 def assignments(expr) -> list | None:
