@@ -115,6 +115,19 @@ def without_solutions(gold, answer, timeout: int) -> bool:
 def unsolved_equation(gold, answer) -> bool:
     """True for an equation not in solved form given for a solved gold ``x = c`` (``x - 3 = 0`` or ``2x + 1 = 7``
     for ``x = 3``): the problem restated, whose root math-verify would find."""
+    from sympy import Eq, Symbol
+
+    if not (isinstance(gold, Eq) and isinstance(answer, Eq) and _solved_form(gold)):
+        return False
+    return not (isinstance(answer.lhs, Symbol) and answer.lhs not in answer.rhs.free_symbols)  # x = 2 + 0y is solved
+
+
+def assignments(expr) -> list | None:
+    """``(x, y) = (3, 5)`` as the equations ``x = 3``, ``y = 5`` (each name bound to its value), else None (also
+    for a name given twice)."""
     from sympy import Eq
 
-    return isinstance(gold, Eq) and isinstance(answer, Eq) and _solved_form(gold) and not _solved_form(answer)
+    bound = _bound(expr)
+    if bound is None or len(set(bound[0])) != len(bound[0]):
+        return None
+    return [Eq(name, value, evaluate=False) for name, value in zip(*bound)]

@@ -295,9 +295,23 @@ class Grader:
             return False
         return self.same(first, part, timeout)
 
+    def _assignments(self, answer: list) -> list:
+        """One answer part that binds a tuple of names (``(y, x) = (5, 3)``) as one assignment per name (``y = 5``,
+        ``x = 3``, matched by name), else the answer as it is."""
+        labelled = answer[0].value is not None and self.answers.word_label(answer[0].value)  # (\\text{no}, y) = ...
+        equations = self.values.assignments(answer[0].expr) if answer[0].expr is not None and not labelled else None
+        if equations is None:
+            return answer
+        parts = [Part(None, equation, None, False) for equation in equations]
+        for part in parts:
+            part.assignment = True
+        return parts
+
     def match(self, gold: list, answer: list, ordered: bool, timeout: int) -> bool:
         """All gold parts answered, each by its own answer part, nothing more (in order when ``ordered`` and the
         answer gives bare values)."""
+        if len(gold) > 1 and len(answer) == 1 and all(part.assignment for part in gold):
+            answer = self._assignments(answer)  # (x, y) = (3, 5) for x = 3, y = 5
         if len(gold) == 1 and len(answer) > 1:
             union = self.values.union_of_relations(answer, gold[0].expr)
             answer = [Part(None, union, None, False)] if union is not None else answer  # "x < -1 or x > 3" for a union
