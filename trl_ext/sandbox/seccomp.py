@@ -16,7 +16,8 @@ this list) fails with ENOSYS, which libc treats as "not supported here". The cla
   outlives the run, beyond its memory bound), extended attributes (a POSIX ACL could hide a directory), file
   metadata (chmod, chown, utimes, by path or descriptor: Landlock does not govern them, so a run sharing the
   trainer's uid could change the mode of the trainer's files or another run's scratch) and inotify (it would tell a
-  run the names of other runs' scratch directories as they are made).
+  run the names of other runs' scratch directories as they are made) and kernel AIO (``io_setup``: its contexts
+  come from the host-wide ``fs.aio-max-nr``, which one run could take until it ends; Python never uses it).
 - ``MODE_CHECKED``: a new directory's mode (or umask) that takes read or search away from its owner is refused, so
   the scratch accounting can always list what a run wrote; O_TMPFILE (an invisible file) is refused.
 - ``NO_PROCESS_TARGET``: everything else, reviewed as acting on the caller and its own resources only.
@@ -78,7 +79,8 @@ DENIED = frozenset(
     shmctl shmdt semget semop semctl semtimedop msgget msgsnd msgrcv msgctl mq_open mq_unlink mq_timedsend
     mq_timedreceive mq_notify mq_getsetattr setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr
     chmod fchmod fchmodat fchmodat2 chown fchown lchown fchownat utime utimes utimensat futimesat
-    inotify_init inotify_init1 inotify_add_watch inotify_rm_watch""".split()  # noqa: SIM905 - a table, one name per word
+    inotify_init inotify_init1 inotify_add_watch inotify_rm_watch io_setup io_destroy io_getevents io_submit
+    io_cancel io_pgetevents""".split()  # noqa: SIM905 - a table, one name per word
 )
 MODE_CHECKED = {"mkdir": 1, "mkdirat": 2}
 NO_PROCESS_TARGET = frozenset(
@@ -91,15 +93,15 @@ NO_PROCESS_TARGET = frozenset(
     getgroups setgroups setresuid getresuid setresgid getresgid setfsuid setfsgid rt_sigpending rt_sigtimedwait
     rt_sigsuspend sigaltstack mknod personality ustat statfs fstatfs sysfs sched_get_priority_max
     sched_get_priority_min mlock munlock mlockall munlockall prctl arch_prctl setrlimit sync gettid readahead
-    getxattr lgetxattr fgetxattr listxattr llistxattr flistxattr time futex set_thread_area io_setup io_destroy
-    io_getevents io_submit io_cancel get_thread_area epoll_create remap_file_pages getdents64 set_tid_address
+    getxattr lgetxattr fgetxattr listxattr llistxattr flistxattr time futex set_thread_area
+    get_thread_area epoll_create remap_file_pages getdents64 set_tid_address
     restart_syscall fadvise64 timer_create timer_settime timer_gettime timer_getoverrun timer_delete clock_gettime
     clock_getres clock_nanosleep exit_group epoll_wait epoll_ctl mbind set_mempolicy get_mempolicy mknodat
     newfstatat unlinkat renameat linkat symlinkat readlinkat faccessat pselect6 ppoll set_robust_list
     sync_file_range epoll_pwait signalfd timerfd_create eventfd timerfd_settime timerfd_gettime accept4
     signalfd4 eventfd2 epoll_create1 dup3 pipe2 preadv pwritev recvmmsg syncfs sendmmsg getcpu renameat2 seccomp
     getrandom execveat membarrier mlock2 copy_file_range preadv2 pwritev2 pkey_mprotect pkey_alloc pkey_free statx
-    io_pgetevents rseq close_range faccessat2 epoll_pwait2 landlock_create_ruleset landlock_add_rule
+    rseq close_range faccessat2 epoll_pwait2 landlock_create_ruleset landlock_add_rule
     landlock_restrict_self futex_waitv set_mempolicy_home_node cachestat map_shadow_stack futex_wake futex_wait
     futex_requeue""".split()  # noqa: SIM905 - a table, one name per word
 )
