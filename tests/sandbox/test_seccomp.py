@@ -2,6 +2,7 @@
 filter as landlock). The list of syscalls under test is derived from the kernel's syscall table (libseccomp's), so
 a syscall nobody classified fails the first test, and every pid-taking one is tried against this process."""
 
+import errno
 import itertools
 import json
 import os
@@ -197,3 +198,105 @@ def test_no_run_changes_file_metadata_or_watches_directories(tmp_path):
     assert "refused chmod own 1" in result.stdout and "refused inotify 1" in result.stdout  # EPERM from the filter
     after = os.stat(target)
     assert (after.st_mode, after.st_mtime_ns, after.st_uid) == (before.st_mode, before.st_mtime_ns, before.st_uid)
+
+
+_NOT_COMMANDS = ("F_RDLCK", "F_WRLCK", "F_UNLCK", "F_EXLCK", "F_SHLCK", "F_SEAL_", "F_OWNER_", "F_LINUX_SPECIFIC_BASE")
+
+
+def _fcntl_commands() -> dict[str, int]:
+    """Every fcntl command this machine knows of: Python's ``fcntl`` constants, and the kernel's headers where
+    installed (lock types, seal bits and owner kinds are arguments, not commands)."""
+    import fcntl
+    import re
+    from pathlib import Path
+
+    found = {name: getattr(fcntl, name) for name in dir(fcntl) if name.startswith("F_")}
+    base = 1024
+    for header in ("/usr/include/asm-generic/fcntl.h", "/usr/include/linux/fcntl.h"):
+        text = Path(header).read_text() if Path(header).exists() else ""
+        for name, value in re.findall(r"#define\s+(F_\w+)\s+\(?\s*(F_LINUX_SPECIFIC_BASE\s*\+\s*\d+|\d+)\s*\)?", text):
+            found.setdefault(name, eval(value.replace("F_LINUX_SPECIFIC_BASE", str(base))))  # noqa: S307 - a+b
+    return {name: value for name, value in found.items() if not name.startswith(_NOT_COMMANDS)}
+
+
+def test_every_fcntl_command_is_allowed_or_refused_by_name():
+    commands = _fcntl_commands()
+    assert {"F_SETLEASE", "F_NOTIFY", "F_SETOWN", "F_SETSIG", "F_GETFD", "F_SETPIPE_SZ"} <= set(commands)
+    listed = {**seccomp.FCNTL_ALLOWED, **seccomp.FCNTL_REFUSED}
+    assert not set(seccomp.FCNTL_ALLOWED.values()) & set(seccomp.FCNTL_REFUSED.values())
+    # a command newer than the lists (or an alias with another value) must be reviewed and listed
+    assert {name: value for name, value in commands.items() if value not in listed.values()} == {}
+    assert {name: value for name, value in commands.items() if name in listed and listed[name] != value} == {}
+    refused = {"F_SETLEASE", "F_NOTIFY", "F_SETOWN", "F_SETOWN_EX", "F_SETSIG", "F_SETPIPE_SZ"}
+    assert refused <= set(seccomp.FCNTL_REFUSED)
+
+
+_FCNTL_PROBE = """
+import ctypes, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+_, fd = os.pipe()  # the kernel answers EINVAL or EFAULT, never EPERM or ENOSYS, to each allowed command on a pipe
+out = {}
+for command in COMMANDS:
+    ctypes.set_errno(0)
+    result = libc.syscall(ctypes.c_long(72), ctypes.c_long(fd), ctypes.c_long(command), ctypes.c_long(0))
+    out[command] = ctypes.get_errno() if result == -1 else 0
+print(json.dumps(out))
+"""
+
+
+@EACH_BACKEND
+def test_fcntl_lets_through_only_its_allow_list():
+    wide = [1 << 32 | seccomp.FCNTL_REFUSED["F_SETLEASE"], 1 << 32 | seccomp.FCNTL_REFUSED["F_SETPIPE_SZ"]]
+    commands = [*range(2048), 4096, 1 << 20, *wide]  # the kernel reads cmd as 32 bits: the wide ones are refused ones
+    result = run(f"COMMANDS = {commands}\n" + _FCNTL_PROBE, limits=LIMITS)
+    assert result.status == "ok", result.stderr
+    got = {int(command): err for command, err in json.loads(result.stdout).items()}
+    allowed = set(seccomp.FCNTL_ALLOWED.values())
+    assert {command for command, err in got.items() if err not in (errno.EPERM, errno.ENOSYS)} == allowed
+    assert {command: got[command] for command in seccomp.FCNTL_REFUSED.values()} == dict.fromkeys(
+        seccomp.FCNTL_REFUSED.values(), errno.EPERM
+    )
+    assert [got[command] for command in wide] == [errno.ENOSYS, errno.ENOSYS]
+
+
+_LEASE = """
+import fcntl, os, signal
+signal.signal(signal.SIGIO, signal.SIG_IGN)
+with open("mine", "w") as f:
+    f.write("x")
+tries = {
+    "read lease": ("mine", os.O_RDONLY, fcntl.F_SETLEASE, fcntl.F_RDLCK),
+    "write lease": ("mine", os.O_RDONLY, fcntl.F_SETLEASE, fcntl.F_WRLCK),
+    "installation lease": (INSTALLED, os.O_RDONLY, fcntl.F_SETLEASE, fcntl.F_WRLCK),
+    "dnotify": (".", os.O_RDONLY, fcntl.F_NOTIFY, fcntl.DN_CREATE | fcntl.DN_MULTISHOT),
+    "setown trainer": ("mine", os.O_RDONLY, fcntl.F_SETOWN, PARENT),
+    "setown self": ("mine", os.O_RDONLY, fcntl.F_SETOWN, os.getpid()),
+    "setsig": ("mine", os.O_RDONLY, fcntl.F_SETSIG, signal.SIGKILL),
+}
+for name, (path, flags, command, arg) in tries.items():
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        print("cannot open", name, e.errno)
+        continue
+    try:
+        fcntl.fcntl(fd, command, arg)
+        print("ALLOWED", name)
+    except OSError as e:
+        print("refused", name, e.errno)
+"""
+
+
+@EACH_BACKEND
+def test_no_run_takes_a_lease_watches_a_directory_or_routes_signals():
+    # A write lease on a file the run's uid owns (under landlock as non-root: the trainer's Python installation)
+    # blocked every other open() of it, a sibling run's import or the trainer's, for the lease-break-time (45 s).
+    import datetime
+
+    code = f"INSTALLED = {datetime.__file__!r}\nPARENT = {os.getpid()}\n" + _LEASE
+    result = run(code, limits=LIMITS)
+    assert result.status == "ok", result.stderr
+    assert "ALLOWED" not in result.stdout, result.stdout
+    refused = [line for line in result.stdout.splitlines() if line.startswith("refused")]
+    assert len(refused) >= 6 and all(line.endswith(" 1") for line in refused), result.stdout  # EPERM, the filter's

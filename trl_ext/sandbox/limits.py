@@ -6,6 +6,7 @@ import dataclasses
 import math
 import os
 import random
+import resource
 import threading
 from pathlib import Path
 
@@ -76,6 +77,8 @@ class Limits:
     def rlimits(self) -> dict[str, tuple[int, int]]:
         """The rlimits the in-sandbox harness applies before running the program, as name -> (soft, hard)."""
         mib = 1 << 20
+        # queued signals are counted per uid (the trainer's, as non-root): a run queues at most this many in all
+        sigpending = min(_SIGPENDING, resource.getrlimit(resource.RLIMIT_SIGPENDING)[1])
         return {
             "RLIMIT_CPU": (self.cpu_s, self.cpu_s + 1),
             "RLIMIT_AS": (self.memory_mb * mib, self.memory_mb * mib),
@@ -83,7 +86,21 @@ class Limits:
             "RLIMIT_NPROC": (self.nproc, self.nproc),
             "RLIMIT_NOFILE": (self.nofile, self.nofile),
             "RLIMIT_CORE": (0, 0),
+            **_SHARED_RESOURCE_RLIMITS,
+            "RLIMIT_SIGPENDING": (sigpending, sigpending),
         }
+
+
+# What the kernel charges beyond a run's processes, set as low as a program can live with: locked pages (page cache
+# a run mlocks is in no memory measure; a container may allow unlimited), real-time and raised priorities, and POSIX
+# message queues (refused anyway by seccomp)
+_SHARED_RESOURCE_RLIMITS = {
+    "RLIMIT_MEMLOCK": (64 << 10, 64 << 10),
+    "RLIMIT_RTPRIO": (0, 0),
+    "RLIMIT_NICE": (0, 0),
+    "RLIMIT_MSGQUEUE": (0, 0),
+}
+_SIGPENDING = 1024
 
 
 def _mapped_uid_ranges(uid_map: str = "/proc/self/uid_map") -> list[range]:

@@ -180,6 +180,19 @@ def proc_dir(pid: int) -> str:
     return next((f"/proc/{pid}/task/{tid}" for tid in tids if tid != str(pid)), f"/proc/{pid}")
 
 
+def released(task: str) -> bool:
+    """Whether the task at ``task`` (``/proc/<pid>`` or ``/proc/<pid>/task/<tid>``) has released its address space:
+    it is gone, a zombie or exiting (its status shows no ``VmSize``). The kernel makes such a task's ``fd``
+    directory root's (``task_dump_owner``: no mm), so a non-root trainer is refused it although nothing hides
+    there: the task runs no more program code, and the descriptors it may still hold are closed in the same
+    exit (``exit_files`` follows ``exit_mm``). A live task always shows ``VmSize``, dumpable or not."""
+    try:
+        with open(f"{task}/status", "rb") as status:
+            return b"\nVmSize:" not in status.read()
+    except OSError:
+        return True
+
+
 def descriptors(pid: int) -> list[os.stat_result]:
     """The stat of each open descriptor of every thread of ``pid`` (one ``stat`` each: no ``readlink``, a memfd is
     told by its device, ``memfd_device``); [] once it has exited. Every thread's table is read: a thread cloned
@@ -187,29 +200,42 @@ def descriptors(pid: int) -> list[os.stat_result]:
     main thread that exited alone shows none. So at most ``nproc x nofile`` descriptors in all. Raises
     ``Unreadable`` where the kernel refuses them: the fd directory of a non-dumpable process of the same uid can
     still be listed, only its entries are refused, so each entry is checked (an error there is never skipped:
-    skipping it once let 3 GiB of memfds go uncounted)."""
+    skipping it once let 3 GiB of memfds go uncounted), except for a thread that has ``released`` its address
+    space (exiting or a zombie: refused to a non-root trainer by the kernel, with nothing left to hide)."""
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except FileNotFoundError:
         return []
     except OSError as exc:
+        if released(f"/proc/{pid}"):
+            return []
         raise Unreadable(f"threads of process {pid}: {exc}") from exc
     found = []
     for tid in tids:
-        directory = f"/proc/{pid}/task/{tid}/fd"
         try:
-            names = os.listdir(directory)
+            found += _thread_descriptors(pid, f"/proc/{pid}/task/{tid}")
+        except Unreadable:
+            if not released(f"/proc/{pid}/task/{tid}"):
+                raise
+    return found
+
+
+def _thread_descriptors(pid: int, task: str) -> list[os.stat_result]:
+    directory = f"{task}/fd"
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []  # the thread exited
+    except OSError as exc:
+        raise Unreadable(f"descriptors of process {pid}: {exc}") from exc
+    found = []
+    for name in names:
+        try:
+            found.append(os.stat(f"{directory}/{name}"))
         except FileNotFoundError:
-            continue  # the thread exited
-        except OSError as exc:
+            continue  # closed meanwhile, or the thread exited
+        except OSError as exc:  # EACCES: not dumpable; anything else cannot be measured either
             raise Unreadable(f"descriptors of process {pid}: {exc}") from exc
-        for name in names:
-            try:
-                found.append(os.stat(f"{directory}/{name}"))
-            except FileNotFoundError:
-                continue  # closed meanwhile, or the thread exited
-            except OSError as exc:  # EACCES: not dumpable; anything else cannot be measured either
-                raise Unreadable(f"descriptors of process {pid}: {exc}") from exc
     return found
 
 

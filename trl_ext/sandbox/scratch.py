@@ -242,7 +242,9 @@ def _read_mappings(path: str, pid: int, budget: int) -> bytes:
                     raise Hidden(f"more than {MAX_MAPS_BYTES} bytes of mappings")
     except (FileNotFoundError, ProcessLookupError):
         return b""
-    except OSError as exc:  # EACCES: not dumpable
+    except OSError as exc:  # EACCES: not dumpable (or exiting: nothing mapped any more)
+        if memory.released(os.path.dirname(path)):
+            return b""
         raise memory.Unreadable(f"mappings of process {pid}: {exc}") from exc
     return b"".join(pieces)
 

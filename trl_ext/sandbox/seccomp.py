@@ -16,11 +16,18 @@ this list) fails with ENOSYS, which libc treats as "not supported here". The cla
   outlives the run, beyond its memory bound), extended attributes (a POSIX ACL could hide a directory), file
   metadata (chmod, chown, utimes, by path or descriptor: Landlock does not govern them, so a run sharing the
   trainer's uid could change the mode of the trainer's files or another run's scratch) and inotify (it would tell a
-  run the names of other runs' scratch directories as they are made).
+  run the names of other runs' scratch directories as they are made) and kernel AIO (``io_setup``: its contexts
+  come from the host-wide ``fs.aio-max-nr``, which one run could take until it ends; Python never uses it).
 - ``MODE_CHECKED``: a new directory's mode (or umask) that takes read or search away from its owner is refused, so
   the scratch accounting can always list what a run wrote; O_TMPFILE (an invisible file) is refused.
 - ``NO_PROCESS_TARGET``: everything else, reviewed as acting on the caller and its own resources only.
-F_SETPIPE_SZ is refused always (pipe buffers count towards the bound), and ``fallocate`` fails with EOPNOTSUPP
+``fcntl`` is an allow-list of commands (``FCNTL_ALLOWED``: descriptors, flags, locks, seals, pipe size and owner
+queries); ``FCNTL_REFUSED`` gives EPERM and names why: a lease (a run's write lease on a file its uid owns, the
+trainer's Python installation under landlock as non-root, stalls every other process that opens it), dnotify
+(inotify's twin), signal delivery to a chosen process (``F_SETOWN``...), a bigger pipe (``F_SETPIPE_SZ``: pipe buffers
+count towards the bound) and write-life hints on inodes; any other command, and one with bits above the kernel's
+32-bit ``cmd`` (the kernel ignores them, so ``F_SETLEASE | 1 << 32`` is ``F_SETLEASE``), fails with ENOSYS.
+``fallocate`` fails with EOPNOTSUPP
 (``NOT_SUPPORTED``: an instant reservation of RLIMIT_FSIZE on disk per call). ``CGROUP_ONLY`` (``socketpair``,
 ``memfd_create``, and the pipe syscalls that pin pages: ``vmsplice``, ``splice``, ``tee``, ``sendfile``) is
 allowed only where a memory cgroup bounds the run: what they hold belongs to no process (or, for a memfd, to no
@@ -72,7 +79,8 @@ DENIED = frozenset(
     shmctl shmdt semget semop semctl semtimedop msgget msgsnd msgrcv msgctl mq_open mq_unlink mq_timedsend
     mq_timedreceive mq_notify mq_getsetattr setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr
     chmod fchmod fchmodat fchmodat2 chown fchown lchown fchownat utime utimes utimensat futimesat
-    inotify_init inotify_init1 inotify_add_watch inotify_rm_watch""".split()  # noqa: SIM905 - a table, one name per word
+    inotify_init inotify_init1 inotify_add_watch inotify_rm_watch io_setup io_destroy io_getevents io_submit
+    io_cancel io_pgetevents""".split()  # noqa: SIM905 - a table, one name per word
 )
 MODE_CHECKED = {"mkdir": 1, "mkdirat": 2}
 NO_PROCESS_TARGET = frozenset(
@@ -85,20 +93,20 @@ NO_PROCESS_TARGET = frozenset(
     getgroups setgroups setresuid getresuid setresgid getresgid setfsuid setfsgid rt_sigpending rt_sigtimedwait
     rt_sigsuspend sigaltstack mknod personality ustat statfs fstatfs sysfs sched_get_priority_max
     sched_get_priority_min mlock munlock mlockall munlockall prctl arch_prctl setrlimit sync gettid readahead
-    getxattr lgetxattr fgetxattr listxattr llistxattr flistxattr time futex set_thread_area io_setup io_destroy
-    io_getevents io_submit io_cancel get_thread_area epoll_create remap_file_pages getdents64 set_tid_address
+    getxattr lgetxattr fgetxattr listxattr llistxattr flistxattr time futex set_thread_area
+    get_thread_area epoll_create remap_file_pages getdents64 set_tid_address
     restart_syscall fadvise64 timer_create timer_settime timer_gettime timer_getoverrun timer_delete clock_gettime
     clock_getres clock_nanosleep exit_group epoll_wait epoll_ctl mbind set_mempolicy get_mempolicy mknodat
     newfstatat unlinkat renameat linkat symlinkat readlinkat faccessat pselect6 ppoll set_robust_list
     sync_file_range epoll_pwait signalfd timerfd_create eventfd timerfd_settime timerfd_gettime accept4
     signalfd4 eventfd2 epoll_create1 dup3 pipe2 preadv pwritev recvmmsg syncfs sendmmsg getcpu renameat2 seccomp
     getrandom execveat membarrier mlock2 copy_file_range preadv2 pwritev2 pkey_mprotect pkey_alloc pkey_free statx
-    io_pgetevents rseq close_range faccessat2 epoll_pwait2 landlock_create_ruleset landlock_add_rule
+    rseq close_range faccessat2 epoll_pwait2 landlock_create_ruleset landlock_add_rule
     landlock_restrict_self futex_waitv set_mempolicy_home_node cachestat map_shadow_stack futex_wake futex_wait
     futex_requeue""".split()  # noqa: SIM905 - a table, one name per word
 )
 # checked by argument below: clone (namespace flags, CLONE_PARENT), clone3 (ENOSYS: flags hidden in a struct, libc falls back to
-# clone), open/openat (O_TMPFILE), fcntl (F_SETPIPE_SZ), umask
+# clone), open/openat (O_TMPFILE), fcntl (an allow-list of commands), umask
 ARGUMENT_CHECKED = frozenset({"clone", "clone3", "open", "openat", "fcntl", "umask"})
 # EOPNOTSUPP always (as on a file system without it; glibc's posix_fallocate then writes the blocks itself):
 # fallocate reserves up to RLIMIT_FSIZE on disk in one instant call, so a run with several processes could
@@ -117,7 +125,46 @@ CGROUP_ONLY = frozenset({"socketpair", "vmsplice", "splice", "tee", "sendfile", 
 # sibling: under landlock a child of the trainer, a zombie nobody in the run can wait for)
 _CLONE_DENIED_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x8000)
 _O_TMPFILE = 0o20000000
-_F_SETPIPE_SZ = 1031
+# fcntl commands (asm-generic/fcntl.h, linux/fcntl.h), name -> value
+FCNTL_ALLOWED = {
+    "F_DUPFD": 0,
+    "F_GETFD": 1,
+    "F_SETFD": 2,
+    "F_GETFL": 3,
+    "F_SETFL": 4,
+    "F_GETLK": 5,
+    "F_SETLK": 6,
+    "F_SETLKW": 7,
+    "F_GETOWN": 9,
+    "F_GETSIG": 11,
+    "F_GETOWN_EX": 16,  # glibc's F_GETOWN is made of it
+    "F_OFD_GETLK": 36,
+    "F_OFD_SETLK": 37,
+    "F_OFD_SETLKW": 38,
+    "F_GETLEASE": 1025,
+    "F_DUPFD_CLOEXEC": 1030,
+    "F_GETPIPE_SZ": 1032,
+    "F_ADD_SEALS": 1033,
+    "F_GET_SEALS": 1034,
+}
+# EPERM; name -> value. Every other command gets ENOSYS (the default): a command the kernel gained later must be
+# reviewed before a run may use it
+FCNTL_REFUSED = {
+    "F_SETOWN": 8,  # SIGIO/SIGURG to a chosen pid or process group
+    "F_SETSIG": 10,
+    "F_SETOWN_EX": 15,
+    "F_GETOWNER_UIDS": 17,
+    "F_SETLEASE": 1024,  # a write lease blocks every other open() of the file for lease-break-time (45 s)
+    "F_NOTIFY": 1026,  # dnotify: watches directories, as inotify does
+    "F_DUPFD_QUERY": 1027,  # this and the rest: of no use to a program
+    "F_CREATED_QUERY": 1028,
+    "F_CANCELLK": 1029,
+    "F_SETPIPE_SZ": 1031,  # pipe buffers count towards the memory bound
+    "F_GET_RW_HINT": 1035,
+    "F_SET_RW_HINT": 1036,  # changes an inode's write-life hint (its owner's files: the trainer's under landlock)
+    "F_GET_FILE_RW_HINT": 1037,
+    "F_SET_FILE_RW_HINT": 1038,
+}
 _OWNER_RX = 0o500
 
 
@@ -181,8 +228,11 @@ def _add_argument_rules(rules, sc, allow, deny) -> None:
     for name, index in (("open", 1), ("openat", 2)):
         rules.add_rule(allow, name, sc.Arg(index, sc.MASKED_EQ, _O_TMPFILE, 0))
         rules.add_rule(deny, name, sc.Arg(index, sc.MASKED_EQ, _O_TMPFILE, _O_TMPFILE))
-    rules.add_rule(allow, "fcntl", sc.Arg(1, sc.NE, _F_SETPIPE_SZ))
-    rules.add_rule(deny, "fcntl", sc.Arg(1, sc.EQ, _F_SETPIPE_SZ))
+    # EQ on the whole 64-bit register: a command with bits above its 32 matches none and gets the default (ENOSYS)
+    for command in FCNTL_ALLOWED.values():
+        rules.add_rule(allow, "fcntl", sc.Arg(1, sc.EQ, command))
+    for command in FCNTL_REFUSED.values():
+        rules.add_rule(deny, "fcntl", sc.Arg(1, sc.EQ, command))
 
 
 def memfd_allowed() -> bool:
