@@ -216,7 +216,8 @@ from trl_ext.sandbox import replay, replay_env
 replay_env.watch_modules()  # as the evaluation worker does once, before it forks an evaluation per task
 random.seed = random.seed  # outside an evaluation: not the test's change
 def verdict(test):
-    task = {"test": test, "prefix": None, "entry_point": None, "names": ["f"], "modules": [], "calls": [], "results": []}
+    task = {"test": test, "prefix": None, "entry_point": None, "names": ["f"], "modules": [], "seed": 1}
+    task.update(calls=[], results=[])
     return replay.evaluate(task)["verdict"]
 print(json.dumps([verdict(t) for t in sys.argv[1:]]))
 """
@@ -234,3 +235,32 @@ def test_modules_watched_once_still_refuse_a_patch():
     ]
     done = subprocess.run([sys.executable, "-c", _WATCHED_ONCE, *tests], capture_output=True, text=True, check=True)
     assert done.stdout.split("\n")[0] == '["unsupported", "incomplete", "unsupported", "incomplete"]', done.stdout
+
+
+SEED_ZERO = "import random\n_draws = random.Random(0)\ndef f():\n    return _draws.random()\n"  # predicts seed 0
+RANDOM_INPUTS = (
+    "import random\nxs = [random.randint(0, 99) for _ in range(20)]\nys = f(xs)\n"
+    "zs = ys[::-1] + [random.randint(0, 9)]\nassert f(zs) == sorted(zs)"
+)
+
+
+@pytest.mark.parametrize("backend", ISOLATED[:1], indirect=True)
+def test_the_tests_random_inputs_are_not_known_to_the_program(backend):
+    """The test's ``random`` is seeded with a secret of the trainer's (CPython's is unseeded): a program replaying
+    a guessed seed's draws does not pass, and the draws of every pass of one evaluation are still the same (the
+    second call's argument, drawn after the first call's result, replays)."""
+    test = "import random\nx = random.random()\nassert f() == x"
+    assert not cpython_passes(SEED_ZERO, test)
+    report = run_tests(SEED_ZERO, {"kind": "assert", "code": test}, limits=FAST)
+    assert report.passed == 0 and "unsupported_test" not in report.statuses, report
+    report = run_tests(SORTS, {"kind": "assert", "code": RANDOM_INPUTS}, limits=FAST)
+    assert report.all_passed and len(report.statuses) >= 2, report
+
+
+def test_the_tests_seed_is_secret_per_process_and_fixed_per_test():
+    from trl_ext.sandbox.judge import _test_seed
+
+    assert _test_seed("assert f() == 1") == _test_seed("assert f() == 1") != _test_seed("assert f() == 2")
+    show = "from trl_ext.sandbox.judge import _test_seed; print(_test_seed('assert f() == 1'))"
+    seeds = {subprocess.run([sys.executable, "-c", show], capture_output=True, text=True).stdout for _ in range(2)}
+    assert len(seeds) == 2 and "" not in seeds

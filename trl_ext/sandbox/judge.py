@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import hashlib
+import hmac
 import json
 import os
 import secrets
@@ -368,10 +370,20 @@ class _FirstPasses:
 _first_pass = _FirstPasses()
 
 
+_TEST_SEED_KEY = secrets.token_bytes(32)  # this process's; never in a sandbox payload
+
+
+def _test_seed(test: str) -> int:
+    """The seed of the test's own ``random``: secret (a program cannot draw the test's "random" inputs ahead of
+    it), the same for every evaluation of one test in this process (its programs share the first pass)."""
+    digest = hmac.new(_TEST_SEED_KEY, test.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
 def _run_assert(runner, program, spec, limits) -> TestReport:
     names, modules = _assert_plan(spec["code"], spec.get("prefix"), spec.get("entry_point"))
     task = {"test": spec["code"], "prefix": spec.get("prefix"), "entry_point": spec.get("entry_point")}
-    task.update(names=names, modules=modules, calls=[], results=[])
+    task.update(names=names, modules=modules, calls=[], results=[], seed=_test_seed(spec["code"]))
     deadline_s = limits.timeout_s + 5.0  # a trusted test on plain data; the margin covers a busy machine
     report = TestReport(passed=0, total=1)
     if not names:  # nothing of the program would be judged: never a pass
