@@ -264,3 +264,24 @@ def test_the_tests_seed_is_secret_per_process_and_fixed_per_test():
     show = "from trl_ext.sandbox.judge import _test_seed; print(_test_seed('assert f() == 1'))"
     seeds = {subprocess.run([sys.executable, "-c", show], capture_output=True, text=True).stdout for _ in range(2)}
     assert len(seeds) == 2 and "" not in seeds
+
+
+WAITS_ONCE_PER_RUN = """
+import time
+_loaded = time.monotonic()
+def step(x):
+    time.sleep(max(0.0, 0.9 - (time.monotonic() - _loaded)))  # until 0.9 s after this run loaded
+    return x + 1
+"""
+EIGHT_STEPS = "x = 0\nfor _ in range(8):\n    x = step(x)\nassert x == 8"
+
+
+@pytest.mark.parametrize("backend", ISOLATED[:1], indirect=True)
+def test_the_rounds_of_one_test_share_one_time_budget(backend):
+    """Eight result-dependent calls need eight sandbox runs, each loading the program again: a program that waits
+    once per run took eight timeouts. The runs of one test share two timeouts: a timeout after about three runs."""
+    report = run_tests(WAITS_ONCE_PER_RUN, {"kind": "assert", "code": EIGHT_STEPS}, limits=Limits(timeout_s=1.0))
+    assert report.passed == 0 and report.statuses[-1] == "timeout", report
+    assert 2 <= len(report.statuses) <= 4, report
+    fast = WAITS_ONCE_PER_RUN.replace("0.9 -", "0.0 -")
+    assert run_tests(fast, {"kind": "assert", "code": EIGHT_STEPS}, limits=Limits(timeout_s=1.0)).all_passed
