@@ -216,7 +216,8 @@ from trl_ext.sandbox import replay, replay_env
 replay_env.watch_modules()  # as the evaluation worker does once, before it forks an evaluation per task
 random.seed = random.seed  # outside an evaluation: not the test's change
 def verdict(test):
-    task = {"test": test, "prefix": None, "entry_point": None, "names": ["f"], "modules": [], "calls": [], "results": []}
+    task = {"test": test, "prefix": None, "entry_point": None, "names": ["f"], "modules": [], "seed": 1}
+    task.update(calls=[], results=[])
     return replay.evaluate(task)["verdict"]
 print(json.dumps([verdict(t) for t in sys.argv[1:]]))
 """
@@ -244,3 +245,53 @@ def test_a_module_the_evaluation_worker_preloads_is_still_watched():
     patched = spec + "heapq.heappush = None\nassert f([1]) == [1]\n"
     report = run_tests(SORTS, {"kind": "assert", "code": patched}, limits=FAST)
     assert report.statuses[-1] == "unsupported_test" and "heapq.heappush" in report.detail, report
+
+
+SEED_ZERO = "import random\n_draws = random.Random(0)\ndef f():\n    return _draws.random()\n"  # predicts seed 0
+RANDOM_INPUTS = (
+    "import random\nxs = [random.randint(0, 99) for _ in range(20)]\nys = f(xs)\n"
+    "zs = ys[::-1] + [random.randint(0, 9)]\nassert f(zs) == sorted(zs)"
+)
+
+
+@pytest.mark.parametrize("backend", ISOLATED[:1], indirect=True)
+def test_the_tests_random_inputs_are_not_known_to_the_program(backend):
+    """The test's ``random`` is seeded with a secret of the trainer's (CPython's is unseeded): a program replaying
+    a guessed seed's draws does not pass, and the draws of every pass of one evaluation are still the same (the
+    second call's argument, drawn after the first call's result, replays)."""
+    test = "import random\nx = random.random()\nassert f() == x"
+    assert not cpython_passes(SEED_ZERO, test)
+    report = run_tests(SEED_ZERO, {"kind": "assert", "code": test}, limits=FAST)
+    assert report.passed == 0 and "unsupported_test" not in report.statuses, report
+    report = run_tests(SORTS, {"kind": "assert", "code": RANDOM_INPUTS}, limits=FAST)
+    assert report.all_passed and len(report.statuses) >= 2, report
+
+
+def test_the_tests_seed_is_secret_per_process_and_fixed_per_test():
+    from trl_ext.sandbox.judge import _test_seed
+
+    assert _test_seed("assert f() == 1") == _test_seed("assert f() == 1") != _test_seed("assert f() == 2")
+    show = "from trl_ext.sandbox.judge import _test_seed; print(_test_seed('assert f() == 1'))"
+    seeds = {subprocess.run([sys.executable, "-c", show], capture_output=True, text=True).stdout for _ in range(2)}
+    assert len(seeds) == 2 and "" not in seeds
+
+
+WAITS_ONCE_PER_RUN = """
+import time
+_loaded = time.monotonic()
+def step(x):
+    time.sleep(max(0.0, 0.9 - (time.monotonic() - _loaded)))  # until 0.9 s after this run loaded
+    return x + 1
+"""
+EIGHT_STEPS = "x = 0\nfor _ in range(8):\n    x = step(x)\nassert x == 8"
+
+
+@pytest.mark.parametrize("backend", ISOLATED[:1], indirect=True)
+def test_the_rounds_of_one_test_share_one_time_budget(backend):
+    """Eight result-dependent calls need eight sandbox runs, each loading the program again: a program that waits
+    once per run took eight timeouts. The runs of one test share two timeouts: a timeout after about three runs."""
+    report = run_tests(WAITS_ONCE_PER_RUN, {"kind": "assert", "code": EIGHT_STEPS}, limits=Limits(timeout_s=1.0))
+    assert report.passed == 0 and report.statuses[-1] == "timeout", report
+    assert 2 <= len(report.statuses) <= 4, report
+    fast = WAITS_ONCE_PER_RUN.replace("0.9 -", "0.0 -")
+    assert run_tests(fast, {"kind": "assert", "code": EIGHT_STEPS}, limits=Limits(timeout_s=1.0)).all_passed

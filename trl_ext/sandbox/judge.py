@@ -5,10 +5,13 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import hashlib
+import hmac
 import json
 import os
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +32,7 @@ TEST_KINDS = ("stdio", "call", "assert")
 # every run must move the first call with no result further (a program cannot stretch the rounds past the test's
 # own steps)
 _MAX_ROUNDS = 32
+_ROUNDS_TIME = 2.0  # the sandbox runs of one assert test share this many timeout_s (a round replays the earlier calls)
 _CYCLE = (  # the calls of a deterministic test settle; `random` and the hash secret are the same in every run
     "the test's calls depend on results in a cycle: the program's results differ between sandbox runs of the "
     "same calls (os.urandom, the clock, id())"
@@ -178,8 +182,8 @@ def run_tests(
     ``values_equal``. Both give every case ``limits.timeout_s`` and are graded as the cases finish, so
     ``stop_on_failure`` (binary rewards) ends the run at the first failing case. assert: record and replay
     (``trl_ext.sandbox.replay``): the test runs in a trusted evaluation worker against stand-ins of the
-    program's functions, the sandbox runs only the calls they asked for (within ``limits.timeout_s`` in all)
-    and returns the results as plain data; tests that need more than a few rounds, or pass arguments that are
+    program's functions, the sandbox runs only the calls they asked for (``limits.timeout_s`` per run, and
+    ``2 * limits.timeout_s`` over all the runs of one test: the rounds) and returns the results as plain data; tests that need more than a few rounds, or pass arguments that are
     not plain data, fail with status "unsupported_test".
 
     ``backend``: a name ("auto", "bwrap", "landlock", "remote", "rlimit"; default ``TRL_EXT_SANDBOX_BACKEND``, else
@@ -368,10 +372,20 @@ class _FirstPasses:
 _first_pass = _FirstPasses()
 
 
+_TEST_SEED_KEY = secrets.token_bytes(32)  # this process's; never in a sandbox payload
+
+
+def _test_seed(test: str) -> int:
+    """The seed of the test's own ``random``: secret (a program cannot draw the test's "random" inputs ahead of
+    it), the same for every evaluation of one test in this process (its programs share the first pass)."""
+    digest = hmac.new(_TEST_SEED_KEY, test.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
 def _run_assert(runner, program, spec, limits) -> TestReport:
     names, modules = _assert_plan(spec["code"], spec.get("prefix"), spec.get("entry_point"))
     task = {"test": spec["code"], "prefix": spec.get("prefix"), "entry_point": spec.get("entry_point")}
-    task.update(names=names, modules=modules, calls=[], results=[])
+    task.update(names=names, modules=modules, calls=[], results=[], seed=_test_seed(spec["code"]))
     deadline_s = limits.timeout_s + 5.0  # a trusted test on plain data; the margin covers a busy machine
     report = TestReport(passed=0, total=1)
     if not names:  # nothing of the program would be judged: never a pass
@@ -403,6 +417,7 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
     run statuses. A result is used only for the call at its own position (see ``replay._Session``)."""
     answer, frontier = _first_pass(task, deadline_s), -1
     seed = secrets.randbits(48)  # the same in every run of this evaluation: a replayed call draws the same numbers
+    time_left = _ROUNDS_TIME * limits.timeout_s
     for _ in range(_MAX_ROUNDS):
         if answer is None or answer["verdict"] != "incomplete":
             return answer
@@ -413,7 +428,11 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
         frontier = frontier if describing else answer.get("frontier", 0)
         payload = {**_calls_payload(program, calls, False, seed), "describe": task["names"]}
         stream = RecordStream(payload["marker"], "live", len(calls), described=True)
-        result = runner.launch(payload, b"", limits)
+        if time_left <= 0:
+            return None  # the rounds spent their time: a timeout, as one slow run
+        started = time.monotonic()
+        result = runner.launch(payload, b"", dataclasses.replace(limits, timeout_s=min(limits.timeout_s, time_left)))
+        time_left -= time.monotonic() - started
         report.statuses.append(result.status)
         if result.status == "infra_error":
             report.infra_error = True

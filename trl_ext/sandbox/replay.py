@@ -306,13 +306,13 @@ def evaluate(task: dict) -> dict:
     """Evaluate one assert test with the results known so far.
 
     ``task``: {"test", "prefix", "entry_point", "names" (the program's functions), "modules" (standard modules
-    the test uses without importing them), "calls" (the calls of the last sandbox run, in order) and "results"
-    (their records, in the same order)}. Returns {"verdict": "passed" |
+    the test uses without importing them), "seed" (of the test's ``random``), "calls" (the calls of the last sandbox
+    run, in order) and "results" (their records, in the same order)}. Returns {"verdict": "passed" |
     "failed" | "incomplete" | "unsupported", "detail", "calls": [[name, args, kwargs, want_args], ...] (a fifth
     item where the test replaced its stdout, stderr or stdin: ``replay_env.Environment.around_call``), for
     "incomplete" "frontier": the position of the first call with no result, and for a verdict "bound": the globals
     the test bound before its calls (``replay_env``)} (the worker answers "error" if this function itself fails)."""
-    random.seed(0)  # tests that draw random inputs draw the same ones in every pass
+    random.seed(task["seed"])  # the same in every pass, secret to the program (its inputs are not known ahead)
     session = _Session(task.get("calls", []), task.get("results", []))
     module = session.module = type(sys)("__main__")  # sys.modules["__main__"] while the test runs: unittest.main()
     namespace: dict[str, Any] = module.__dict__
