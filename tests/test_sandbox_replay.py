@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from trl_ext.rewards import CodeTests
-from trl_ext.sandbox import Limits, judge, parse_tests, run_tests
+from trl_ext.sandbox import Limits, judge, parse_tests, run_tests, test_specs
 from trl_ext.sandbox.assert_plan import program_names
 from trl_ext.sandbox.judge import harness_runtime
 from trl_ext.sandbox.live import LiveObjects
@@ -32,7 +32,7 @@ def _evaluate_with(test, fn, entry_point=None, prefix=None, rounds=5):
     answer and the number of rounds it took."""
     names, modules = program_names(test, prefix, entry_point)
     task = {"test": test, "prefix": prefix, "entry_point": entry_point, "names": names, "modules": modules}
-    task.update(calls=[], results=[])
+    task.update(calls=[], results=[], seed=7)
     for round_ in range(rounds):
         answer = evaluate(task)
         if answer["verdict"] != "incomplete":
@@ -313,6 +313,6 @@ def test_the_judge_parses_python_one_thread_at_a_time(monkeypatch):
     monkeypatch.setattr(assert_plan.ast, "parse", watched)
     program_names("assert f(1) == 2\n", "def f(x):\n    pass\n", None)
     shadowed_names("def f(x):\n    return g(x)\n", {"g": None})
-    judge._syntax_error.__wrapped__("x = 1\n")
-    judge._defines_check.__wrapped__("def check(candidate):\n    pass\n")
+    test_specs._syntax_error.__wrapped__("x = 1\n")
+    test_specs._defines_check.__wrapped__("def check(candidate):\n    pass\n")
     assert held == [True] * 5

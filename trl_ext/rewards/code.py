@@ -24,7 +24,7 @@ from trl_ext.rewards.base import RewardFunction
 from trl_ext.sandbox import Limits, parse_tests, run_tests
 from trl_ext.sandbox.backends import Backend, backend_name, get_backend
 from trl_ext.sandbox.backends import sandbox_url as resolve_sandbox_url
-from trl_ext.sandbox.judge import target_names
+from trl_ext.sandbox.test_specs import target_names
 
 _OUTCOMES = (
     "passed",

@@ -50,8 +50,9 @@ from trl_ext.sandbox.backends import (
     get_backend,
 )
 from trl_ext.sandbox.comparison import compare_stdio, values_equal
-from trl_ext.sandbox.judge import TestReport, parse_tests, run_tests
+from trl_ext.sandbox.judge import TestReport, run_tests
 from trl_ext.sandbox.limits import Limits
+from trl_ext.sandbox.test_specs import parse_tests
 
 __all__ = [
     "Backend",

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import functools
 import hashlib
 import hmac
 import json
@@ -13,20 +11,19 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from trl_ext.sandbox import replay
 from trl_ext.sandbox._process import Progress, RunResult
-from trl_ext.sandbox.assert_plan import parse_python, program_names, refuse_shadowed
+from trl_ext.sandbox.assert_plan import refuse_shadowed
 from trl_ext.sandbox.backends import Backend, get_backend
 from trl_ext.sandbox.base import harness_runtime
 from trl_ext.sandbox.comparison import compare_stdio, values_equal
 from trl_ext.sandbox.eval_worker import evaluation_pool
 from trl_ext.sandbox.limits import Limits
 from trl_ext.sandbox.records import RecordStream
+from trl_ext.sandbox.test_specs import _assert_plan, parse_tests
 from trl_ext.workers.pool import WorkerDied
 
-TEST_KINDS = ("stdio", "call", "assert")
 # sandbox runs per assert test. A pass stops where the test needs a result not known yet (an argument computed from
 # it, or an unpacking, max(), next() or dict lookup of the placeholder), so a test takes one run per such step;
 # every run must move the first call with no result further (a program cannot stretch the rounds past the test's
@@ -57,110 +54,6 @@ class TestReport:
     @property
     def all_passed(self) -> bool:
         return not self.infra_error and self.total > 0 and self.passed == self.total
-
-
-def _need(spec: dict, key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    if key not in spec or not isinstance(spec[key], kind):
-        raise ValueError(
-            f"{where}: `{key}` is missing or not a {getattr(kind, '__name__', kind)} (got {spec.get(key)!r:.80})."
-        )
-    return spec[key]
-
-
-def parse_tests(tests: dict | str, where: str = "tests") -> dict:
-    """Validate a test spec (a dict or its JSON string) and return it as a dict.
-
-    Accepted: ``{"kind": "stdio", "cases": [{"input": str, "output": str}, ...]}``,
-    ``{"kind": "call", "fn_name": str, "cases": [{"args": [...], "expected": <json value>}, ...]}``,
-    ``{"kind": "assert", "code": str, "entry_point": str (optional, HumanEval's check(candidate))}``.
-    Any kind may carry ``"prefix"``: the code a function-completion continues (it must parse; see
-    ``trl_ext.rewards.code.assemble_program``).
-    ``where`` names the row in error messages.
-    """
-    if isinstance(tests, str):
-        try:
-            tests = json.loads(tests)
-        except ValueError as exc:
-            raise ValueError(f"{where}: the `tests` string is not valid JSON ({exc}).") from None
-    if not isinstance(tests, dict):
-        raise ValueError(f"{where}: `tests` must be a dict or a JSON object string, got {type(tests).__name__}.")
-    kind = tests.get("kind")
-    if kind not in TEST_KINDS:
-        raise ValueError(f"{where}: `tests['kind']` must be one of {TEST_KINDS}, got {kind!r}.")
-    if tests.get("prefix") is not None:
-        _need(tests, "prefix", str, where)
-        _check_parses(tests["prefix"], "prefix", where)
-    if kind == "assert":
-        _parse_assert(tests, where)
-        return tests
-    cases = _need(tests, "cases", list, where)
-    if not cases:
-        raise ValueError(f"{where}: `tests['cases']` is empty; give at least one case.")
-    if kind == "call" and not _need(tests, "fn_name", str, where).isidentifier():
-        raise ValueError(f"{where}: `fn_name` must be a Python identifier, got {tests['fn_name']!r}.")
-    for i, case in enumerate(cases):
-        case_where = f"{where}, case {i}"
-        if not isinstance(case, dict):
-            raise ValueError(f"{case_where}: each case must be a dict, got {type(case).__name__}.")
-        if kind == "stdio":
-            _need(case, "input", str, case_where)
-            _need(case, "output", str, case_where)
-        else:
-            _need(case, "args", list, case_where)
-            if "expected" not in case:
-                raise ValueError(f"{case_where}: `expected` is missing.")
-            try:
-                replay.encode(list(case["args"]))
-            except TypeError as exc:
-                raise ValueError(f"{case_where}: `args` must be plain data ({exc}).") from None
-    return tests
-
-
-def _check_parses(code: str, field: str, where: str) -> None:
-    error = _syntax_error(code)
-    if error:
-        raise ValueError(f"{where}: `{field}` is not valid Python ({error}).")
-
-
-@functools.lru_cache(maxsize=4096)
-def _syntax_error(code: str) -> str:
-    """'' when ``code`` parses, else where and why not (cached: a dataset repeats each test G times)."""
-    try:
-        parse_python(code)
-    except SyntaxError as exc:
-        return f"line {exc.lineno}: {exc.msg}"
-    return ""
-
-
-@functools.lru_cache(maxsize=4096)
-def _defines_check(code: str) -> bool:
-    return any(isinstance(s, ast.FunctionDef) and s.name == "check" for s in parse_python(code).body)
-
-
-def _parse_assert(tests: dict, where: str) -> None:
-    code = _need(tests, "code", str, where)
-    _check_parses(code, "code", where)
-    entry_point = tests.get("entry_point")
-    if entry_point is not None:
-        if not isinstance(entry_point, str) or not entry_point.isidentifier():
-            raise ValueError(f"{where}: `entry_point` must be a Python identifier, got {entry_point!r}.")
-        if not _defines_check(code):
-            raise ValueError(f"{where}: with `entry_point`, `code` must define check(candidate) (HumanEval style).")
-    _assert_plan(code, tests.get("prefix"), entry_point)
-
-
-@functools.lru_cache(maxsize=4096)
-def _assert_plan(code: str, prefix: str | None, entry_point: str | None) -> tuple[list[str], list[str]]:
-    return program_names(code, prefix, entry_point)
-
-
-def target_names(spec: dict) -> list[str]:
-    """The functions a program must define for ``spec`` (a parsed test spec); none for stdio."""
-    if spec["kind"] == "call":
-        return [spec["fn_name"]]
-    if spec["kind"] == "assert":
-        return _assert_plan(spec["code"], spec.get("prefix"), spec.get("entry_point"))[0]
-    return []
 
 
 def run_tests(
