@@ -26,6 +26,15 @@ def groups():
     return d
 def ordered():
     return OrderedDict([(1, 2), (3, 4)])
+def recent():
+    d = OrderedDict(a=1, b=2)
+    d.move_to_end("a")  # the order is the linked list's, not the dict's storage order
+    return d
+CACHE = OrderedDict(a=1, b=2)
+def cache():
+    return CACHE
+def touch(key):
+    CACHE.move_to_end(key)
 def point():
     return P(1, 2)
 def third():
@@ -311,6 +320,10 @@ TESTS = [
     "assert ordered() == OrderedDict([(3, 4), (1, 2)])",
     "assert ordered() == {3: 4, 1: 2}",
     "assert list(ordered()) == [1, 3]",
+    "assert list(recent()) == ['b', 'a'] and recent() == OrderedDict(b=2, a=1)",
+    "assert recent() == OrderedDict(a=1, b=2)",
+    "c = cache()\ntouch('a')\nassert list(c) == ['b', 'a']",
+    "c = cache()\ntouch('a')\nassert list(c) == ['a', 'b']",
     "assert point() == (1, 2)",
     "assert point().x == 1 and point()._fields == ('x', 'y')",
     "assert point() == [1, 2]",

@@ -458,3 +458,14 @@ def test_a_fraction_with_huge_parts_is_refused_before_its_gcd():
     assert time.perf_counter() - started < 1.0  # generous: the gcd alone takes seconds
     big = (1 << ((1 << 15) - 1)) - 1  # 2 * big has exactly 2**15 bits
     assert decode({"q": [{"i": format(2 * big, "x")}, 4]}) == Fraction(big, 2)
+
+
+def test_the_trainers_shape_check_builds_no_table_for_a_sets_order():
+    """The trainer checks an assert run's records for their shape only ("loose"); rebuilding a set in the
+    program's order with a presized table (placeholder entries) is the evaluation worker's work, not the trainer's:
+    a program returning sets whose tables grew large cost the trainer seconds per run."""
+    record = {"ok": True, "value": {"S": [1 << 15, [1, 8]]}}
+    loose: dict = {"loose": True}
+    assert decode_record(record, loose) == {1, 8} and "fillers" not in loose
+    exact: dict = {}
+    assert list(decode_record(record, exact)) == [1, 8] and exact["fillers"] > 1000

@@ -126,7 +126,9 @@ def _encode_library(value, kind, depth):
 def _library_text(value, kind, depth):
     module, name = getattr(kind, "__module__", None), getattr(kind, "__qualname__", None)
     if module == "collections" and name in ("Counter", "OrderedDict") and isinstance(value, dict):
-        return '{"' + ("C" if name == "Counter" else "od") + '": ' + _encode_pairs(dict.items(value), depth) + "}"
+        # an OrderedDict's order is its linked list (move_to_end), not its dict's: its own C items() for the exact type
+        pairs = _collections.OrderedDict.items(value) if kind is _collections.OrderedDict else dict.items(value)
+        return '{"' + ("C" if name == "Counter" else "od") + '": ' + _encode_pairs(pairs, depth) + "}"
     if module == "collections" and name == "defaultdict" and isinstance(value, dict):
         return (
             '{"dd": [' + _factory(value.default_factory, depth) + "," + _encode_pairs(dict.items(value), depth) + "]}"

@@ -268,6 +268,8 @@ def _set_in_order(frozen: bool, inner: Any, depth: int, memo: dict, sized: bool 
 def _real_sets(frozen: bool, items: list, slots: int, made: set | None, memo: dict):
     """Real sets holding ``items``, built so that they iterate in their order where the table allows it."""
     yield frozenset(items) if frozen else _filled(made, items)
+    if memo.get("loose"):  # the trainer's shape check: the program's order is the evaluation worker's concern
+        return
     size = max(slots // 4, 5, len(items))  # a dict of this size presizes an empty set to ``slots`` entries
     budget = memo.get("fillers", 0) + size - len(items)
     if frozen or not 16 <= slots <= _MAX_SLOTS or 2 * size >= slots or budget > _MAX_FILLERS:
