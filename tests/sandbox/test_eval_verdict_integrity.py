@@ -49,8 +49,9 @@ def fresh_workers():
         "ns = {}\nexec(data(), ns)\nassert wrong(1) == 2",
         "assert eval(compile(data(), 'x', 'exec')) is None\nassert wrong(1) == 2",
         "import timeit\ntimeit.timeit(data(), number=1)\nassert wrong(1) == 2",
+        "import ast\nexec(compile(ast.parse(data()), 'x', 'exec'), {})\nassert wrong(1) == 2",  # a tree is data too
     ],
-    ids=["exec", "compile", "timeit"],
+    ids=["exec", "compile", "timeit", "ast-parse"],
 )
 @pytest.mark.parametrize("attack", ["forge", "patch-hook"])
 def test_program_data_never_decides_its_verdict(backend, fresh_workers, test, attack):

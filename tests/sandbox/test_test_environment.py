@@ -36,6 +36,9 @@ UNITTEST = "import unittest\nclass T(unittest.TestCase):\n    def test_a(self):\
 
 # (program, test): the judge's verdict must be plain CPython's
 SAME = [
+    ("def f():\n    return '[1, (2, 3)]'\n", "import ast\nassert ast.literal_eval(f()) == [1, (2, 3)]"),
+    ("def f():\n    return '[1, 2]'\n", "import ast\nassert ast.literal_eval(f()) == [2, 1]"),
+    (PLUS, "assert f.__module__ == __name__ == '__main__' and f.__name__ == 'f'"),
     (STARS, CAPTURE + "assert buf.getvalue() == '***\\n'"),
     (CHATTY, CAPTURE + "assert r == 3 and buf.getvalue() == ''"),
     (QUIET, CAPTURE + "assert r == 3 and buf.getvalue() == ''"),
@@ -116,6 +119,9 @@ REFUSED = [
         "import sys\nclass In:\n    def readline(self):\n        return '5\\n'\nsys.stdin = In()\nassert f() == 5",
     ),  # fmt: skip
     ("def f(n):\n    print('x' * n)\n", CAPTURE.replace("f(3)", "f(1 << 17)") + "assert len(buf.getvalue()) > 0"),
+    (SORTS, "assert f([3, 1, 2]) == [1, 2, 3]\nassert 'sorted' not in f.__code__.co_names"),  # CPython fails it
+    (PLUS, "import inspect\nassert list(inspect.signature(f).parameters) == ['x']"),  # CPython passes it
+    (PLUS, "assert f.__defaults__ is None"),
 ]
 
 

@@ -58,6 +58,10 @@ _LOGGER = logging.getLogger("trl_ext.sandbox")
 REFUSED_DETAIL = (
     "refused: the test executes data (eval/exec/pickle of a program's result), which could forge the verdict"
 )
+INTROSPECTION_DETAIL = (
+    "refused: the test reads the code of a program function (__code__, __defaults__, inspect.signature); in the "
+    "judge the judge's own function stands in for it"
+)
 
 # Runs in the confined interpreter: rlimits, the uid drop (bubblewrap as root), then replay.py's worker loop.
 _BOOT = """
@@ -72,6 +76,7 @@ replay = runpy.run_path(path, run_name="trl_ext_replay_worker")
 import ast
 getframe, TEST_FILES = sys._getframe, ("tests.py", "prefix.py")
 evaluate, compiled, state = replay["evaluate"], replay["_compiled"], {"armed": False, "refused": False}
+STAND_IN_CODE, AST_PARSE = replay["_STAND_IN_CODE"], ast.parse.__code__
 # data becomes code through these: refused wherever the test is on the stack (timeit, runpy, doctest... included)
 CODE = ("compile", "exec", "pickle.find_class", "marshal.load", "marshal.loads", "code.__new__")
 # refused when the test itself calls them
@@ -106,7 +111,14 @@ def under_test(frame, whole_stack):
         frame = frame.f_back
     return False
 def check(event, args):
+    if event == "object.__getattr__":  # a function's __code__/__defaults__/__kwdefaults__ (inspect.signature too)
+        if getattr(args[0], "__code__", None) is STAND_IN_CODE and under_test(getframe(2), True):
+            state["refused"], state["event"] = True, "object.__getattr__"
+            raise Refused(event)
+        return
     if not event.startswith(REFUSED) or not under_test(getframe(2), event.startswith(CODE)):
+        return
+    if event == "compile" and getframe(2).f_code is AST_PARSE:  # source -> syntax tree only (ast.literal_eval)
         return
     first = args[0] if args else None
     source = first.decode(errors="replace") if isinstance(first, bytes) else first
@@ -126,7 +138,8 @@ def guarded(task):
     finally:
         state["armed"] = False
     if state["refused"]:
-        return {"verdict": "unsupported", "detail": DETAIL + " (" + state["event"] + ")", "calls": []}
+        detail = INTROSPECTION if state["event"] == "object.__getattr__" else DETAIL + " (" + state["event"] + ")"
+        return {"verdict": "unsupported", "detail": detail, "calls": []}
     return answer
 replay["worker_main"].__globals__["evaluate"] = guarded
 one_evaluation = replay["worker_main"].__globals__["evaluate"]
@@ -194,7 +207,11 @@ def _rlimits() -> str:
 
 
 def _boot_args(path: str, uid: int) -> list[str]:
-    boot = _BOOT.replace("DETAIL", repr(REFUSED_DETAIL)).replace("PRELOAD", repr(forkserver.PRELOAD))
+    boot = (
+        _BOOT.replace("DETAIL", repr(REFUSED_DETAIL))
+        .replace("INTROSPECTION", repr(INTROSPECTION_DETAIL))
+        .replace("PRELOAD", repr(forkserver.PRELOAD))
+    )
     return [sandbox_interpreter(), "-s", "-c", boot, path, str(uid), _rlimits()]
 
 

@@ -126,6 +126,7 @@ class _Session:
             return self.call(name, args, kwargs)
 
         stand_in.__name__ = stand_in.__qualname__ = name
+        stand_in.__module__ = "__main__"  # the program's functions live in the test's module in one interpreter
         return stand_in
 
     def refuse(self, why: str) -> None:
