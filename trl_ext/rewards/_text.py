@@ -55,6 +55,17 @@ def answer_region(text: str, open_tag: str | None = THINK_OPEN, close_tag: str |
     (None). With ``close_tag=None`` the whole text is scored."""
     if not close_tag:
         return text
+    first_close = text.find(close_tag)
+    if first_close < 0:
+        return None if open_tag and open_tag in text else text
+    tail = text[first_close + len(close_tag) :]
+    if close_tag not in tail and (not open_tag or open_tag not in close_tag):  # one closing tag: one block
+        if open_tag and open_tag in tail:
+            return None
+        opened = text.find(open_tag, 0, first_close) if open_tag else -1
+        if opened <= 0:
+            return tail
+        return f"{text[:opened]}\n{tail}" if tail else text[:opened]  # the text before <think> is shown too
     tags = _tag_pattern(open_tag, close_tag)
     kept, pos, inside = [], 0, False
     for number, tag in enumerate(tags.finditer(text)):
