@@ -108,5 +108,7 @@ class BwrapBackend(forked_run.ForkServedBackend):
         args += ["--proc", "/proc", "--dev", "/dev"]
         args += ["--perms", "1777", "--size", str(limits.scratch_mb << 20), "--tmpfs", "/tmp", "--chdir", "/tmp"]
         args += ["--clearenv"] + [a for k, v in SAFE_ENV.items() for a in ("--setenv", k, v)]
-        args += ["--remount-ro", "/", "--"]
+        # /dev read-only: as non-root bubblewrap builds it as a tmpfs of the trainer's uid with no size, where a run
+        # wrote without bound (device nodes stay usable)
+        args += ["--remount-ro", "/dev", "--remount-ro", "/", "--"]
         return args + harness_args
