@@ -372,3 +372,38 @@ def test_the_base_class_errors_are_json_with_a_status_line(request_bytes, status
         line, body = _raw_answer(int(url.rsplit(":", 1)[1]), request_bytes)
     assert line.startswith(b"HTTP/1.") and line.split()[1] == status, line
     assert isinstance(json.loads(body)["detail"], str)
+
+
+def test_a_body_of_many_containers_is_refused_before_it_is_decoded():
+    """15 MiB of ``{},`` decoded to ~400 MiB of objects before any field was checked: a body with more than
+    ``MAX_CONTAINERS`` objects and arrays, or strings, is refused from its bytes, having allocated nothing of its
+    size."""
+    import tracemalloc
+
+    from trl_ext.sandbox import run_code
+
+    n = run_code.MAX_CONTAINERS + 1
+    for filler in (b"{},", b"[],", b'"",', b'"a",'):
+        data = b'{"code": "print(1)", "language": "python", "x": [' + filler * (n - 1) + filler[:2] + b"]}"
+        tracemalloc.start()
+        try:
+            with pytest.raises(BadRequest, match="more than"):
+                decode_body(data, 300.0, 8192)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < len(data) // 4, peak  # decoded, these were ~25 x len(data)
+    fine = {"code": "print(1)", "language": "python", "x": [[i] for i in range(50_000)]}
+    assert isinstance(decode_body(json.dumps(fine).encode(), 300.0, 8192), RunRequest)
+
+
+def test_a_native_payload_waits_as_compact_bytes_and_runs_as_decoded():
+    from trl_ext.sandbox import native_payload
+
+    payload = {"mode": "calls", "code": "def f(x):\n    return len(x)\n", "calls": [{"fn": "f", "args": [[1] * 9]}]}
+    field = native_payload.request_field(payload, Limits(), None, None)
+    body = {"code": "", "language": "python", native_payload.FIELD: field}
+    request = decode_body(json.dumps(body).encode(), 300.0, 8192)
+    assert isinstance(request.native.payload, bytes)
+    assert json.loads(request.native.payload) == field["payload"]
+    assert native_payload.packed(request.native) is request.native

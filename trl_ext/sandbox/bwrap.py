@@ -6,8 +6,9 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 
-from trl_ext.sandbox import forked_run, forkserver, seccomp
+from trl_ext.sandbox import forked_run, forkserver, memory, seccomp
 from trl_ext.sandbox._process import memfd_with
 from trl_ext.sandbox.base import (
     LOADER_FILES,
@@ -20,6 +21,7 @@ from trl_ext.sandbox.base import (
 )
 from trl_ext.sandbox.landlock import read_only_paths
 from trl_ext.sandbox.limits import SAFE_ENV, Limits
+from trl_ext.sandbox.scratch import ScratchWatch
 
 
 class BwrapBackend(forked_run.ForkServedBackend):
@@ -73,15 +75,26 @@ class BwrapBackend(forked_run.ForkServedBackend):
         os.set_blocking(info_r, False)
         run.fds += [filter_fd, info_w]
         run.extra["info_r"] = info_r
+        if run.extra.get("cgroup") is None:  # as non-root: no kernel bound on the run's total, so poll it
+            sandbox = _Namespace(info_r)
+            run.extra["namespace"] = sandbox
+            run.extra["watch"] = ScratchWatch(
+                -1, None, 0, memory.total_bytes(limits), pids=sandbox.pids, kill=sandbox.kill
+            )
         at = argv.index("--")
         return [*argv[:at], "--seccomp", str(filter_fd), "--info-fd", str(info_w), *argv[at:]]
 
     def finish(self, run: Run) -> None:
+        watch = run.extra.pop("watch", None)
+        if watch is not None:
+            watch.stop()
+            run.extra["oom"] = watch.oom
         info_r = run.extra.pop("info_r", None)
         if info_r is None:
             return
-        with contextlib.suppress(OSError, ValueError):
-            run.extra["orphans"] = [json.loads(os.read(info_r, 4096))["child-pid"]]
+        sandbox = run.extra.pop("namespace", None) or _Namespace(info_r)
+        if sandbox.init_pid():
+            run.extra["orphans"] = [sandbox.init_pid()]
         os.close(info_r)
 
     def argv(self, harness_args: list[str], limits: Limits) -> list[str]:
@@ -109,5 +122,52 @@ class BwrapBackend(forked_run.ForkServedBackend):
         args += ["--proc", "/proc", "--dev", "/dev"]
         args += ["--perms", "1777", "--size", str(limits.scratch_mb << 20), "--tmpfs", "/tmp", "--chdir", "/tmp"]
         args += ["--clearenv"] + [a for k, v in SAFE_ENV.items() for a in ("--setenv", k, v)]
-        args += ["--remount-ro", "/", "--"]
+        # /dev read-only: as non-root bubblewrap builds it as a tmpfs of the trainer's uid with no size, where a run
+        # wrote without bound (device nodes stay usable)
+        args += ["--remount-ro", "/dev", "--remount-ro", "/", "--"]
         return args + harness_args
+
+
+class _Namespace:
+    """The processes of one bubblewrap sandbox without a memory cgroup: those in the pid namespace of its init,
+    whose pid bubblewrap reports on ``--info-fd``. Each pid is looked up once (``/proc/<pid>/ns/pid``): a process
+    never changes its pid namespace (seccomp refuses ``setns`` and ``unshare``)."""
+
+    def __init__(self, info_r: int) -> None:
+        self.info_r, self._init, self._ns = info_r, 0, ""
+        self._member: dict[int, bool] = {}
+
+    def init_pid(self) -> int:
+        """The namespace init's pid, once bubblewrap reported it (0 before)."""
+        if not self._init:
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                self._init = int(json.loads(os.read(self.info_r, 4096))["child-pid"])
+        return self._init
+
+    def pids(self) -> list[int]:
+        if not self._ns and self.init_pid():
+            with contextlib.suppress(OSError):
+                self._ns = os.readlink(f"/proc/{self._init}/ns/pid")
+        if not self._ns:
+            return []
+        member = {}
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                pid = int(name)
+                inside = self._member.get(pid)
+                if inside is None:
+                    try:
+                        inside = os.readlink(f"/proc/{pid}/ns/pid") == self._ns
+                    except FileNotFoundError:
+                        continue  # gone
+                    except OSError:
+                        inside = False  # another uid's: never one of the run's (all in a user namespace of ours)
+                member[pid] = inside
+        self._member = member
+        return [pid for pid, inside in member.items() if inside]
+
+    def kill(self) -> None:
+        """SIGKILL the namespace's init: the kernel kills every process of the namespace with it."""
+        if self._init:
+            with contextlib.suppress(OSError):
+                os.kill(self._init, signal.SIGKILL)

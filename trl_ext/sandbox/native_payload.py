@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import json
 import math
 
 from trl_ext.sandbox._process import Progress, RunResult
@@ -35,7 +36,7 @@ _MAX_NONCE = 4096
 class NativeRun:
     """A decoded ``trl_ext_payload``: the harness payload, its nonce, per-case deadline and limits."""
 
-    payload: dict
+    payload: dict | bytes  # bytes: ``packed`` while the request waits
     nonce: bytes | None
     progress: Progress | None
     limits: dict
@@ -100,9 +101,18 @@ def _limits(value: object) -> dict:
     return dict(value)
 
 
+def packed(native: NativeRun) -> NativeRun:
+    """``native`` with its payload as compact JSON while the request waits for a worker: a decoded payload (a
+    call's arguments) holds many times its bytes in objects; ``run`` decodes it again once a worker takes it."""
+    if isinstance(native.payload, bytes):
+        return native
+    return dataclasses.replace(native, payload=json.dumps(native.payload, separators=(",", ":")).encode())
+
+
 def run(runner: Backend, native: NativeRun, stdin: bytes, limits: Limits) -> RunResult:
     """Run ``native`` on the service's local ``runner`` under ``limits`` (the request's, with the client's own
     limits applied), exactly as a local run of that payload."""
-    payload = {**native.payload, "runtime": harness_runtime(), "kill_all": runner.kill_all_safe}
+    decoded = json.loads(native.payload) if isinstance(native.payload, bytes) else native.payload
+    payload = {**decoded, "runtime": harness_runtime(), "kill_all": runner.kill_all_safe}
     limits = dataclasses.replace(limits, **native.limits)
     return runner.launch(payload, stdin, limits, native.nonce, native.progress)

@@ -21,6 +21,7 @@ import dataclasses
 import json
 import math
 import secrets
+import threading
 
 from trl_ext.sandbox import native_payload
 from trl_ext.sandbox._process import RunResult
@@ -69,6 +70,12 @@ _MAX_OUTPUT_BYTES = 64 << 20
 _HEADROOM_BYTES = 1 << 17
 _MAX_FILES = 1000
 _MAX_PATH_CHARS = 4096
+# JSON objects and arrays, and strings, one body may hold (counted from its brackets and quotes, those inside
+# strings too: an over-count can only refuse). Decoded, each costs ~60-72 bytes, a number up to ~9x its text
+# (15 MiB of `{},` decoded to ~400 MiB); with these bounds a 16 MiB body stays under ~300 MiB, and
+# ``_DECODING`` lets one body at a time be decoded and turned into its compact ``RunRequest``.
+MAX_CONTAINERS = 1 << 20
+_DECODING = threading.Lock()
 
 
 class BadRequest(ValueError):
@@ -90,14 +97,21 @@ class RunRequest:
 
 
 def decode_body(data: bytes, max_timeout_s: float, max_memory_mb: int) -> RunRequest:
-    """The request in ``data`` (a JSON body), or ``BadRequest`` saying what is wrong; never any other error."""
-    try:
-        body = json.loads(data)
-    except RecursionError:  # the C decoder's own depth bound (the interpreter's recursion limit)
-        raise BadRequest("the body is nested too deeply") from None
-    except ValueError as exc:  # not UTF-8 (UnicodeDecodeError) or not JSON
-        raise BadRequest(f"the body is not JSON: {str(exc)[:200]}") from None
-    return parse_request(body, max_timeout_s, max_memory_mb)
+    """The request in ``data`` (a JSON body), or ``BadRequest`` saying what is wrong; never any other error.
+    Bodies are decoded one at a time, each within ``MAX_CONTAINERS``: the decoded objects of concurrent requests
+    never add up (only the compact requests they become are held while they wait)."""
+    if data.count(b"{") + data.count(b"[") > MAX_CONTAINERS:
+        raise BadRequest(f"the body holds more than {MAX_CONTAINERS} JSON objects and arrays (`{{` and `[`)")
+    if data.count(b'"') > 2 * MAX_CONTAINERS:
+        raise BadRequest(f'the body holds more than {MAX_CONTAINERS} JSON strings (`"` counted, escaped ones too)')
+    with _DECODING:
+        try:
+            body = json.loads(data)
+        except RecursionError:  # the C decoder's own depth bound (the interpreter's recursion limit)
+            raise BadRequest("the body is nested too deeply") from None
+        except ValueError as exc:  # not UTF-8 (UnicodeDecodeError) or not JSON
+            raise BadRequest(f"the body is not JSON: {str(exc)[:200]}") from None
+        return parse_request(body, max_timeout_s, max_memory_mb)
 
 
 def parse_request(body: object, max_timeout_s: float, max_memory_mb: int) -> RunRequest:
@@ -139,7 +153,7 @@ def _native(body: dict, timeout_s: float, with_files: bool) -> native_payload.Na
     if with_files:
         raise BadRequest(f"`{native_payload.FIELD}` cannot be combined with `files` or `fetch_files`")
     try:
-        return native_payload.parse_field(body[native_payload.FIELD], timeout_s)
+        return native_payload.packed(native_payload.parse_field(body[native_payload.FIELD], timeout_s))
     except ValueError as exc:
         raise BadRequest(str(exc)) from None
 

@@ -55,12 +55,15 @@ class ScratchWatch:
         memory_cap: int | None = None,
         pids: Callable[[], list[int]] | None = None,
         file_bytes: int = 16 << 20,
+        kill: Callable[[], None] | None = None,
     ) -> None:
-        """``pids``: lists the run's processes (its memory cgroup's), instead of scanning /proc for its session."""
+        """``pids``: lists the run's processes (its memory cgroup's, or its pid namespace's), instead of scanning
+        /proc for its session; ``kill``: ends the run past a bound (default: kill its session). ``pid_fd`` -1: no
+        session id to wait for (``pids`` and ``kill`` given)."""
         self.pid_fd, self.cap_bytes, self.memory_cap = pid_fd, cap_bytes, memory_cap
         self.scratch = os.path.realpath(scratch) if scratch is not None else None  # as /proc/<pid>/maps names it
-        self.pids, self.file_bytes = pids, file_bytes
-        self.sid, self.oom, self.exceeded, self.walks = 0, False, False, 0
+        self.pids, self.file_bytes, self.kill = pids, file_bytes, kill
+        self.sid, self.oom, self.exceeded, self.walks = -1 if pid_fd < 0 else 0, False, False, 0
         self._memfds = 0  # memfd pages the last measure found (without a cgroup only the trainer's payload)
         self._session = _Session()
         self._walked = (0, _used_bytes(scratch) if scratch else 0)  # what the last measure found, the fs's use
@@ -113,7 +116,7 @@ class ScratchWatch:
                 continue
             started, walks = time.monotonic(), self.walks
             if self._over(started >= next_walk):
-                kill_session(self.sid)
+                self.kill() if self.kill is not None else kill_session(self.sid)
                 return
             if self.walks != walks:  # the next measure after _SPEND times this one's duration, within the gap
                 next_walk = time.monotonic() + min(self._SPEND * (time.monotonic() - started), self._MAX_GAP_S)
