@@ -29,6 +29,7 @@ TEST_KINDS = ("stdio", "call", "assert")
 # every run must move the first call with no result further (a program cannot stretch the rounds past the test's
 # own steps)
 _MAX_ROUNDS = 32
+_TEST_SEED = secrets.randbits(64)  # the test's `random` in every pass: a secret of this process (never in a payload)
 _CYCLE = (  # the calls of a deterministic test settle; `random` and the hash secret are the same in every run
     "the test's calls depend on results in a cycle: the program's results differ between sandbox runs of the "
     "same calls (os.urandom, the clock, id())"
@@ -378,7 +379,7 @@ _first_pass = _FirstPasses()
 def _run_assert(runner, program, spec, limits) -> TestReport:
     names, modules = _assert_plan(spec["code"], spec.get("prefix"), spec.get("entry_point"))
     task = {"test": spec["code"], "prefix": spec.get("prefix"), "entry_point": spec.get("entry_point")}
-    task.update(names=names, modules=modules, calls=[], results=[])
+    task.update(names=names, modules=modules, calls=[], results=[], test_seed=_TEST_SEED)
     deadline_s = limits.timeout_s + 5.0  # a trusted test on plain data; the margin covers a busy machine
     report = TestReport(passed=0, total=1)
     if not names:  # nothing of the program would be judged: never a pass
