@@ -13,6 +13,7 @@ iterator the program returns stays here, numbered: the judge's iterator asks for
 """
 
 import _operator
+import _weakref
 import gc
 import sys
 
@@ -35,6 +36,7 @@ if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harn
     )
 
 _is, _refcount, _referents = _operator.is_, sys.getrefcount, gc.get_referents
+_weakcount = _weakref.getweakrefcount
 
 
 def _unheld():
@@ -202,7 +204,9 @@ def _live_call(name, args, kwargs, sync, namespace, functions):
     if fn is None:
         return '{"ok": false, "raised": "NameError", "upd": []}'
     live = _live_objects()  # what the program can reach in this call: what it holds now, and the arguments
-    held = [n for n in range(len(live)) if _refcount(live[n]) > _UNHELD]
+    # a weak reference reaches an object as well as a strong one (a set, deque or Counter the program kept by a
+    # weakref.ref and changes in a later call): such an object is compared too
+    held = [n for n in range(len(live)) if _refcount(live[n]) > _UNHELD or _weakcount(live[n])]
     try:
         value, raised = fn(*args, **kwargs), None
     except BaseException as exc:  # noqa: B036 - SystemExit in a call is that call's failure
