@@ -19,7 +19,6 @@ import sys
 
 if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harness_values.py as one module
     from trl_ext.sandbox._harness_values import (
-        _HEAPTYPE,
         _SEEN,
         _VIEWS,
         _collections,
@@ -31,6 +30,7 @@ if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harn
         _exception_name,
         _int_repr,
         _library_text,
+        _plain_iterator,
         _str_join,
         _type,
     )
@@ -98,9 +98,7 @@ def _unchanged(value, snap):
 def _live_library(value, kind, depth):
     """A library value in an assert test's record: an iterator stays here (the judge steps it by number); a
     mutable library object is numbered after its contents (the judge numbers it after decoding them)."""
-    if getattr(kind, "__next__", None) is not None and (
-        not kind.__flags__ & _HEAPTYPE or kind.__eq__ is object.__eq__
-    ):
+    if _plain_iterator(value, kind):
         _SEEN[id(value)] = (len(_SEEN), value)
         tag = "gen" if kind is _GENERATOR else "g"  # an ended generator runs nothing when asked for more
         return '{"' + tag + '": ' + _int_repr(len(_SEEN) - 1) + "}"
