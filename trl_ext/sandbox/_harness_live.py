@@ -13,12 +13,12 @@ iterator the program returns stays here, numbered: the judge's iterator asks for
 """
 
 import _operator
+import _weakref
 import gc
 import sys
 
 if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harness_values.py as one module
     from trl_ext.sandbox._harness_values import (
-        _HEAPTYPE,
         _SEEN,
         _VIEWS,
         _collections,
@@ -30,11 +30,13 @@ if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harn
         _exception_name,
         _int_repr,
         _library_text,
+        _plain_iterator,
         _str_join,
         _type,
     )
 
 _is, _refcount, _referents = _operator.is_, sys.getrefcount, gc.get_referents
+_weakcount = _weakref.getweakrefcount
 
 
 def _unheld():
@@ -96,9 +98,7 @@ def _unchanged(value, snap):
 def _live_library(value, kind, depth):
     """A library value in an assert test's record: an iterator stays here (the judge steps it by number); a
     mutable library object is numbered after its contents (the judge numbers it after decoding them)."""
-    if getattr(kind, "__next__", None) is not None and (
-        not kind.__flags__ & _HEAPTYPE or kind.__eq__ is object.__eq__
-    ):
+    if _plain_iterator(value, kind):
         _SEEN[id(value)] = (len(_SEEN), value)
         tag = "gen" if kind is _GENERATOR else "g"  # an ended generator runs nothing when asked for more
         return '{"' + tag + '": ' + _int_repr(len(_SEEN) - 1) + "}"
@@ -202,7 +202,9 @@ def _live_call(name, args, kwargs, sync, namespace, functions):
     if fn is None:
         return '{"ok": false, "raised": "NameError", "upd": []}'
     live = _live_objects()  # what the program can reach in this call: what it holds now, and the arguments
-    held = [n for n in range(len(live)) if _refcount(live[n]) > _UNHELD]
+    # a weak reference reaches an object as well as a strong one (a set, deque or Counter the program kept by a
+    # weakref.ref and changes in a later call): such an object is compared too
+    held = [n for n in range(len(live)) if _refcount(live[n]) > _UNHELD or _weakcount(live[n])]
     try:
         value, raised = fn(*args, **kwargs), None
     except BaseException as exc:  # noqa: B036 - SystemExit in a call is that call's failure

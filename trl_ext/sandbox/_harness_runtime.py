@@ -105,6 +105,7 @@ def _calls_mode(payload, out_fd, payload_fd, read_frame, parse):
     os.close(write_fd)
     os.close(call_r)
     lines, index = _lines(read_fd, pid), 0
+    halts = {position: kind for position, kind in payload.get("halts") or ()}
     if payload.get("describe") is not None:  # the child's first line: what the test's names are in the program
         body = next(lines, None) or b""
         if body[:11] == b'{"names": [' and body[-2:] == b"]}":
@@ -123,11 +124,24 @@ def _calls_mode(payload, out_fd, payload_fd, read_frame, parse):
         # put in its body is a duplicate key, and JSON's last one wins
         took = str.encode(_float_repr(_perf_counter() - started))
         head = b"\n" + marker + b'{"i": ' + str.encode(_int_repr(index)) + b", "
-        _write_all(out_fd, head + body[1:-1] + b', "dt": ' + took + b"}\n")
+        halt = _halts_here(halts.get(index), body)  # always written last too: the judge knows what the program saw
+        tail = b', "dt": ' + took + (b', "halt": true}\n' if halt else b', "halt": false}\n')
+        _write_all(out_fd, head + body[1:-1] + tail)
+        if halt:
+            break
         index += 1
     _quietly(os.kill, pid, _SIGKILL)
     _quietly(_reap)
     _exit(0)
+
+
+def _halts_here(kind, body):
+    """Whether the run ends after this call (the judge's later calls were guesses made past an unknown result):
+    "live" when the result the test iterated is (or holds) an iterator of the program, whose items come first;
+    "more" when an iterator asked ahead has not ended yet. Ending hands the program no later call."""
+    if kind == "live":
+        return b'{"g' in body
+    return kind == "more" and body[:40] != b'{"ok": false, "raised": "StopIteration"'[:40]
 
 
 def _lines(fd, pid, cap=1 << 26):

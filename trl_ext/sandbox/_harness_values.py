@@ -123,6 +123,35 @@ def _encode_library(value, kind, depth):
     return _library_text(value, kind, depth)
 
 
+_REPLAYED_ONLY = (
+    "__bool__",
+    "__len__",
+    "__contains__",
+    "__getitem__",
+    "__length_hint__",
+    "__reversed__",
+    "send",
+    "throw",
+)
+
+
+def _plain_iterator(value, kind):
+    """Whether ``value`` crosses as an iterator (the judge replays only next() and its end): a builtin one, or one
+    of the program's classes that equals only itself, whose ``__iter__`` gives itself and that defines nothing
+    else a test could call (truth, len, ``in``, indexing, send/throw): else it is no plain data."""
+    if getattr(kind, "__next__", None) is None:
+        return False
+    if not kind.__flags__ & _HEAPTYPE:
+        return True
+    if kind.__eq__ is not object.__eq__:
+        return False
+    if any(name in vars(k) for k in kind.__mro__ if k is not object for name in _REPLAYED_ONLY):
+        raise TypeError("an iterator of the program with more than __iter__ and __next__")
+    if getattr(kind, "__iter__", None) is None or kind.__iter__(value) is not value:
+        raise TypeError("an iterator of the program whose __iter__ does not give itself")
+    return True
+
+
 def _library_text(value, kind, depth):
     module, name = getattr(kind, "__module__", None), getattr(kind, "__qualname__", None)
     if module == "collections" and name in ("Counter", "OrderedDict") and isinstance(value, dict):
@@ -154,9 +183,7 @@ def _library_text(value, kind, depth):
         return (
             '{"r": [' + _str_join(",", [_encode(v, depth + 1) for v in (value.start, value.stop, value.step)]) + "]}"
         )
-    if getattr(kind, "__next__", None) is not None and (
-        not kind.__flags__ & _HEAPTYPE or kind.__eq__ is object.__eq__
-    ):
+    if _plain_iterator(value, kind):
         items = []  # an iterator (builtin, or one that equals only itself): its items, as a judge-side iterator
         for item in value:
             if len(items) >= _MAX_ITEMS:

@@ -20,7 +20,7 @@ from trl_ext.sandbox.base import harness_runtime
 from trl_ext.sandbox.comparison import compare_stdio, values_equal
 from trl_ext.sandbox.eval_worker import evaluation_pool
 from trl_ext.sandbox.limits import Limits
-from trl_ext.sandbox.records import RecordStream
+from trl_ext.sandbox.records import RecordStream, RunHistory
 from trl_ext.sandbox.test_specs import _assert_plan, parse_tests
 from trl_ext.workers.pool import WorkerDied
 
@@ -33,6 +33,13 @@ _ROUNDS_TIME = 2.0  # the sandbox runs of one assert test share this many timeou
 _CYCLE = (  # the calls of a deterministic test settle; `random` and the hash secret are the same in every run
     "the test's calls depend on results in a cycle: the program's results differ between sandbox runs of the "
     "same calls (os.urandom, the clock, id())"
+)
+
+
+_RERUN = (  # a run that answers a call again, later calls known, must not change what the test already saw
+    "the program's results differ between sandbox runs of the same calls, or a run answered a call after an "
+    "earlier run had shown the program a call that comes later (results may depend on calls not made yet; or on "
+    "os.urandom, the clock, id())"
 )
 
 
@@ -311,6 +318,7 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
     answer, frontier = _first_pass(task, deadline_s), -1
     seed = secrets.randbits(48)  # the same in every run of this evaluation: a replayed call draws the same numbers
     time_left = _ROUNDS_TIME * limits.timeout_s
+    history = RunHistory()
     for _ in range(_MAX_ROUNDS):
         if answer is None or answer["verdict"] != "incomplete":
             return answer
@@ -320,6 +328,7 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
             return {"verdict": "unsupported", "detail": _CYCLE}
         frontier = frontier if describing else answer.get("frontier", 0)
         payload = {**_calls_payload(program, calls, False, seed), "describe": task["names"]}
+        payload["halts"] = answer.get("halts", [])
         stream = RecordStream(payload["marker"], "live", len(calls), described=True)
         if time_left <= 0:
             return None  # the rounds spent their time: a timeout, as one slow run
@@ -340,6 +349,8 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
             report.statuses.insert(0, "invalid_result")
         results = [{k: v for k, v in record.items() if k not in ("i", "decoded")} for record in stream.records]
         results += [{"ok": False, "missing": True}] * (len(calls) - len(results))
+        if history.conflicts(calls, results):
+            return {"verdict": "unsupported", "detail": _RERUN}
         task = {**task, "calls": calls, "results": results, "program": stream.names or []}
         answer = EVALUATORS.evaluate(task, deadline_s)
     if answer is None or answer["verdict"] != "incomplete":

@@ -54,6 +54,8 @@ def _call_environment(record: dict) -> dict | None:
     took, env = record.pop("dt", 0.0), record.pop("env", {})
     if type(took) not in (int, float) or not 0 <= took < 1e9 or type(env) is not dict:
         return None
+    if type(record.pop("halt", False)) is not bool:  # the harness ended the run after this call (``_halts_here``)
+        return None
     if not all(type(value) is _ENV_TYPES.get(key) for key, value in env.items()) or env.get("in", 0) < 0:
         return None
     return record
@@ -69,7 +71,7 @@ def _call_record(record: dict, memo: dict) -> dict | None:
     checked = _call_core(core, memo)
     if checked is None or checked is core:
         return checked and record
-    checked.update({key: record[key] for key in ("dt", "env") if key in record})
+    checked.update({key: record[key] for key in ("dt", "env", "halt") if key in record})
     return checked
 
 
@@ -189,3 +191,58 @@ class RecordStream:
                 return checked
             self.invalid = f"result record {index} does not match the record format"
         return None
+
+
+class RunHistory:
+    """What the program was shown and answered in the earlier sandbox runs of one assert test. A program may carry
+    data from one run to the next (the host page cache, timing), so a run's records are used only where that could
+    not help: a call answered before (the same position after the same calls, or the same call of the test, n-th
+    of its kind) must get the same record again (the first answer is binding; the duration "dt" may differ), and a
+    call answered for the first time must come after every call of the test an earlier run was shown (a pass goes
+    on past results it does not know yet: a later run may place a call it showed before further down)."""
+
+    def __init__(self) -> None:
+        self.calls: list = []
+        self.results: list = []
+        self.shown: dict[str, int] = {}  # a test call (name, args, kwargs) -> how often one run was shown it
+        self.answered: dict[tuple, dict] = {}  # (test call, n-th, the test's changes) -> its first record
+
+    def conflicts(self, calls: list, results: list) -> bool:
+        """Whether the run's ``results`` for ``calls`` break the rules above (then the run is added as seen)."""
+        conflict, same, seen, unseen, shows = False, True, {}, sum(self.shown.values()), {}
+        last_shown = _last_shown(results)
+        for k, (call, record) in enumerate(zip(calls, results)):
+            same = same and k < len(self.calls) and self.calls[k] == call
+            key = json.dumps(call[:3]) if call[0] else None  # an iterator's step ("") shows nothing of the test
+            if key is not None:
+                seen[key] = nth = seen.get(key, 0) + 1
+                unseen -= nth <= self.shown.get(key, 0)
+                if k <= last_shown and (call[1] or call[2] != {"d": []} or call[3] or call[4:]):
+                    shows[key] = nth  # it shows the test's data: arguments, changes to objects or streams
+            if record.get("missing"):
+                continue
+            # the same call: also the same changes of the test before it (to its objects, its streams)
+            first = self.answered.setdefault((key, nth, json.dumps(call[3:])), record) if key is not None else record
+            if same and not self.results[k].get("missing"):
+                first = self.results[k]
+            if first is not record:
+                conflict |= _without_duration(first) != _without_duration(record)
+            elif unseen > 0:  # answered now, after an earlier run showed a call that comes later here
+                conflict = True
+        for key, count in shows.items():
+            self.shown[key] = max(count, self.shown.get(key, 0))
+        self.calls, self.results = calls, results
+        return conflict
+
+
+def _last_shown(results: list) -> int:
+    """The position of the last call the run handed the program: the one after the last answered, unless the
+    harness ended the run after that one ("halt")."""
+    answered = [k for k, record in enumerate(results) if not record.get("missing")]
+    if not answered:
+        return 0
+    return answered[-1] + (not results[answered[-1]].get("halt"))
+
+
+def _without_duration(record: dict) -> dict:
+    return {key: value for key, value in record.items() if key not in ("dt", "halt")}

@@ -120,6 +120,7 @@ class _Session:
         self.exception_classes: dict = {"refuse": self.refuse}  # stand-ins of its exception classes, by chain
         self.live = LiveObjects()  # the run's numbered objects, as the program last saw them (``live.py``)
         self.busy = self.done = False  # in a call (an iterator dropped then is released after it); finished
+        self.halts: dict[int, str] = {}  # where the run must end unless the result is as guessed (``_Guessed``)
 
     def stand_in(self, name: str):
         def stand_in(*args: Any, **kwargs: Any) -> Any:
@@ -193,7 +194,7 @@ class _Session:
             if name == "" and len(args) == 1:  # an item not known yet: the run asks for more; this pass sees the end
                 self._ask_ahead(args[0])
                 raise StopIteration
-            return _Pending()
+            return _Guessed(self.halts, position)
         self._after_call(name, self.results[run])
         return self._replay(name, self.results[run], sync)
 
@@ -225,6 +226,8 @@ class _Session:
         them only while it asks for them in the same order."""
         more = min(max(15, self.live.steps[number]), 4095, _MAX_CALLS - len(self.calls))
         self.calls += [["", [number], {"d": []}, []] for _ in range(more)]
+        if more:  # the calls this pass makes after these assume the iterator ends among them
+            self.halts[len(self.calls) - 1] = "more"
 
     def _around_call(self, name: str) -> list:
         """Before a call (``replay_env``): note the names the test bound; [what goes with the call] when the test
@@ -300,6 +303,19 @@ def _stand_ins(session: _Session, task: dict) -> dict[str, Any]:
     return stand_ins
 
 
+class _Guessed(_Pending):
+    """A result not known yet. A pass that iterates it sees no item and goes on guessing; if the program returns an
+    iterator there, its items come before the calls guessed after it, so the run ends after this call (halt
+    "live"): no run shows the program a call that a later run would place after new calls (``RunHistory``)."""
+
+    def __init__(self, halts: dict, position: int) -> None:
+        self._halts, self._position = halts, position
+
+    def __iter__(self):
+        self._halts.setdefault(self._position, "live")
+        return iter(())
+
+
 _STAND_IN_CODE = _Session.stand_in(None, "").__code__  # a SystemExit through this code is the program's
 
 
@@ -330,7 +346,14 @@ def evaluate(task: dict) -> dict:
     if session.unsupported:
         return {"verdict": "unsupported", "detail": session.unsupported, "calls": calls}
     if session.pending or session.blocked:
-        return {"verdict": "incomplete", "detail": error or "", "calls": calls, "frontier": session.frontier}
+        halts = sorted(session.halts.items())
+        return {
+            "verdict": "incomplete",
+            "detail": error or "",
+            "calls": calls,
+            "frontier": session.frontier,
+            "halts": halts,
+        }
     if "program" not in task and not calls:  # the test used the program's names without a call: what are they?
         return {"verdict": "incomplete", "detail": error or "", "calls": calls, "describe": True}
     answer = {"verdict": "failed" if error else "passed", "detail": error or "", "calls": calls}

@@ -1,0 +1,117 @@
+"""Class 1 through the round structure: every sandbox run of an assert test runs the calls made so far again, later
+calls included, in a fresh interpreter. A program that carries data from one run to the next (the host page cache,
+timing) could answer an earlier call with a later call's argument; the first answer to each position is binding,
+so a run that answers an already answered call differently makes the test unsupported, never a pass."""
+
+from __future__ import annotations
+
+from trl_ext.sandbox import Limits, get_backend, run_tests
+from trl_ext.sandbox.records import RunHistory
+
+FAST = Limits(timeout_s=10.0)
+
+
+def _sees_previous_run():
+    """The default backend, with every run handed the calls the previous run showed the program as ``LATER`` (what a
+    program reading a cross-run channel such as the page cache would learn), on the real backend underneath."""
+    backend, previous = get_backend(), [[]]
+    launch = backend.launch
+
+    def launch_knowing_the_previous_run(payload, stdin, limits, progress=None):
+        code = f"LATER = {previous[0]!r}\n" + payload["code"]
+        result = launch({**payload, "code": code}, stdin, limits, progress=progress)
+        lines = [line for line in result.stdout.splitlines() if line.startswith(payload["marker"])]
+        shown = len(lines) - ("describe" in payload) + (not lines or '"halt": true' not in lines[-1])
+        previous[0] = [call[1] for call in payload.get("calls", [])[: max(shown, 0)]]
+        return result
+
+    backend.launch = launch_knowing_the_previous_run
+    return backend
+
+
+# encode() answers with the argument of the previous run's last call when there was one (a later decode's)
+CHEAT = """
+def count_up(n):
+    yield from range(n)
+def encode(s):
+    last = LATER[-1] if LATER else None
+    return last[0] if last and last[0] != s else s
+def decode(s):
+    return "hello"
+"""
+TEST = (
+    "assert list(count_up(40)) == list(range(40))\n"
+    "assert encode('hello') == 'khoor'\n"
+    "assert decode('khoor') == 'hello'\n"
+)
+RIGHT = """
+def count_up(n):
+    yield from range(n)
+def encode(s):
+    return "".join(chr((ord(c) - 97 + 3) % 26 + 97) for c in s)
+def decode(s):
+    return "".join(chr((ord(c) - 97 - 3) % 26 + 97) for c in s)
+"""
+
+
+def test_a_generator_ends_the_run_before_the_calls_guessed_after_it():
+    # the run stops after count_up() and after each batch of items until the generator ended: encode and decode
+    # reach the program only once they are at their places, so nothing carried over helps the cheat
+    report = run_tests(CHEAT, {"kind": "assert", "code": TEST}, limits=FAST, backend=_sees_previous_run())
+    assert report.passed == 0 and not report.infra_error and "AssertionError" in report.detail
+
+
+# the test changes the box before encode(): the first run (which knew no result) sent encode without the change and
+# showed decode('khoor') after it; the next run sends encode with the change, i.e. a call answered for the first time
+# after the program saw a later one
+MUTATES = "a = box()\na.append(1)\nassert encode('hello') == 'khoor'\nassert decode('khoor') == 'hello'\n"
+
+
+def test_a_call_first_answered_after_a_later_call_was_shown_is_refused():
+    report = run_tests(
+        "def box():\n    return []\n" + CHEAT,
+        {"kind": "assert", "code": MUTATES},
+        limits=FAST,
+        backend=_sees_previous_run(),
+    )
+    assert report.passed == 0 and not report.infra_error
+    assert "unsupported_test" in report.statuses and "calls not made yet" in report.detail
+
+
+def test_a_program_giving_the_same_answers_in_every_run_still_passes():
+    spec = {
+        "kind": "assert",
+        "code": "x = encode('hello')\nassert decode(x) == 'hello'\nassert encode('ab') == 'de'\n",
+    }
+    report = run_tests(RIGHT, spec, limits=FAST, backend=_sees_previous_run())
+    assert report.all_passed, report
+    assert len(report.statuses) > 1  # decode(x) waited for x: the next run answered encode('hello') again
+    gen = {"kind": "assert", "code": "assert list(count_up(40)) == list(range(40))\n"}
+    assert run_tests(RIGHT, gen, limits=FAST, backend=_sees_previous_run()).all_passed
+
+
+def _history(calls, results) -> RunHistory:
+    history = RunHistory()
+    assert not history.conflicts(calls, results)
+    return history
+
+
+def test_a_call_answered_before_must_get_the_same_record_again():
+    calls = [["f", [1], {}, []], ["g", [2], {}, []]]
+    first = [{"ok": True, "value": 1, "dt": 0.1}, {"ok": False, "missing": True}]
+    again = [{"ok": True, "value": 1, "dt": 0.5}, {"ok": True, "value": 3}]
+    assert not _history(calls, first).conflicts(calls, again)  # only the duration differs; g is new
+    assert _history(calls, first).conflicts(calls, [{"ok": True, "value": 2}, {"ok": True, "value": 3}])
+    moved = [["", [0], {}, []], *calls]  # f answered again further down, an iterator's step first
+    missing = {"ok": False, "missing": True}  # the step unanswered: f is bound to its first answer
+    assert not _history(calls, first).conflicts(moved, [missing, *again])
+    assert _history(calls, first).conflicts(moved, [missing, {"ok": True, "value": 2}, {"ok": True, "value": 3}])
+
+
+def test_a_first_answer_after_a_later_call_was_shown_is_refused():
+    shown = [["f", [1], {}, []], ["g", [2], {}, []]]
+    history = _history(shown, [{"ok": True, "value": 1}, {"ok": True, "value": 2}])
+    # the next run answers a new call (an iterator's step) before g, which it had already been shown
+    assert history.conflicts([shown[0], ["", [0], {}, []], shown[1]], [{"ok": True, "value": 1}] * 3)
+    history = _history(shown, [{"ok": True, "value": 1}, {"ok": True, "value": 2}])
+    assert not history.conflicts([*shown, ["h", [3], {}, []]], [{"ok": True, "value": v} for v in (1, 2, 3)])

@@ -1,0 +1,52 @@
+"""Class 8: an object of the program's own iterator class crosses as an iterator the judge steps with next() only
+when that is all a test can ask of it: its ``__iter__`` gives itself and it defines no truth value, length,
+``in``, indexing or send/throw of its own (the judge would answer those itself, not the program). Any other such
+object is no plain data: the call fails, so a wrong answer never passes."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests._backends import ISOLATED
+from tests.sandbox.test_test_environment import cpython_passes
+from trl_ext.sandbox import Limits, run_tests
+
+FAST = Limits(timeout_s=10.0)
+COUNTER = """class Count:
+    def __init__(self, n):
+        self.i, self.n = 0, n
+    def __iter__(self):
+        return {iter_result}
+    def __next__(self):
+        if self.i >= self.n:
+            raise StopIteration
+        self.i += 1
+        return self.i
+{extra}
+def f():
+    return Count(3)
+"""
+WRONG = [  # CPython fails each: the program's own method answers, not next()
+    (COUNTER.format(iter_result="iter([9])", extra=""), "assert list(f()) == [1, 2, 3]"),
+    (COUNTER.format(iter_result="iter([9])", extra=""), "assert [v for v in f()] == [1, 2, 3]"),
+    (COUNTER.format(iter_result="self", extra="    def __bool__(self):\n        return False"), "assert f()"),
+    (
+        COUNTER.format(iter_result="self", extra="    def __contains__(self, x):\n        return False"),
+        "assert 2 in f()",
+    ),
+]
+RIGHT = (COUNTER.format(iter_result="self", extra=""), "it = f()\nassert next(it) == 1 and list(it) == [2, 3]")
+
+
+def test_the_plain_cpython_verdicts():
+    assert not any(cpython_passes(program, test) for program, test in WRONG)
+    assert cpython_passes(*RIGHT)
+
+
+@pytest.mark.parametrize("backend", ISOLATED[:1], indirect=True)
+def test_an_iterator_class_with_its_own_protocol_never_passes_wrongly(backend):
+    for program, test in WRONG:
+        report = run_tests(program, {"kind": "assert", "code": test}, limits=FAST)
+        assert report.passed == 0 and not report.infra_error, (program, test, report)
+    program, test = RIGHT
+    assert run_tests(program, {"kind": "assert", "code": test}, limits=FAST).all_passed
