@@ -80,6 +80,17 @@ def first_of(it):
     return next(it)
 def counted(n):
     return iter(range(n))
+SCORES = {"a": 0, "b": 0, "c": 0}
+def scores():
+    return SCORES
+def bump(k):
+    SCORES[k] += 1
+from collections import deque
+LINE = deque([1, 2, 3])
+def line():
+    return LINE
+def double(i):
+    LINE[i] *= 2
 """
 TESTS = [
     "x = []\nkeep(x)\ngrow_kept()\nassert x == [1]",
@@ -127,6 +138,11 @@ TESTS = [
     "x = []\nkeep(x)\ndrop_kept()\nassert x == []",
     "a = shelf()\na.append(1)\ndel a\nassert shelf_size() == 1",
     "a = shelf()\na.append(1)\ndel a\nassert shelf_size() == 0",
+    # a value changed in place while the test iterates: no rebuild under the test's iterator (a dict with a hole)
+    "d = scores()\ndel d['a']\nseen = []\nfor k in d:\n    seen.append(k)\n    bump(k)\nassert seen == ['b', 'c']",
+    "d = scores()\ndel d['a']\nseen = []\nfor k in d:\n    seen.append(k)\n    bump(k)\nassert seen == ['b']",
+    "q = line()\nout = []\nfor i, v in enumerate(q):\n    out.append(v)\n    double(i)\nassert list(q) == [2, 4, 6]",
+    "d = scores()\nd['z'] = 0\nbump('z')\nassert list(d.items()) == [('a', 0), ('b', 0), ('c', 0), ('z', 1)]",
 ]
 
 

@@ -391,8 +391,17 @@ def _update(mine: Any, after: Any) -> Any:
     if type(mine) is list or type(mine) is bytearray or type(mine) is array.array:
         mine[:] = after
     elif type(mine) is collections.deque:
-        mine.clear()
-        mine.extend(after)
+        if len(mine) == len(after) and mine.maxlen == after.maxlen:
+            _assign_changed(mine, range(len(after)), after)  # item assignment: no mutation for its iterators
+        else:
+            mine.clear()
+            mine.extend(after)
+    elif isinstance(mine, dict) and _edits_keep_order(mine, after):
+        for key in [key for key in mine if key not in after]:
+            del mine[key]
+        _assign_changed(mine, list(after), after)  # new keys go last, in the program's order
+        if type(mine) is collections.defaultdict:
+            mine.default_factory = after.default_factory
     elif not (isinstance(mine, set) and mine == after):  # an unchanged set keeps its table (its order)
         mine.clear()
         mine.update(after)
@@ -401,3 +410,17 @@ def _update(mine: Any, after: Any) -> Any:
         if type(mine) is collections.defaultdict:
             mine.default_factory = after.default_factory
     return mine
+
+
+def _edits_keep_order(mine: dict, after: dict) -> bool:
+    """Whether deleting the keys ``after`` lacks and adding its new ones last gives ``after``'s key order: then
+    the change is made key by key, as the program made it (a test's iterator over the dict sees no rebuild)."""
+    kept = [key for key in mine if key in after]
+    return list(after) == kept + [key for key in after if key not in mine]
+
+
+def _assign_changed(mine: Any, keys: Any, after: Any) -> None:
+    """Set the items of ``after`` at ``keys`` that ``mine`` lacks or holds as other objects."""
+    for key in keys:
+        if (isinstance(mine, dict) and key not in mine) or mine[key] is not after[key]:
+            mine[key] = after[key]
