@@ -50,8 +50,11 @@ def fresh_workers():
         "assert eval(compile(data(), 'x', 'exec')) is None\nassert wrong(1) == 2",
         "import timeit\ntimeit.timeit(data(), number=1)\nassert wrong(1) == 2",
         "import ast\nexec(compile(ast.parse(data()), 'x', 'exec'), {})\nassert wrong(1) == 2",  # a tree is data too
+        "import os\nos.popen(data()).read()\nassert wrong(1) == 2",  # the event is raised in os.py / subprocess.py
+        "import subprocess\nsubprocess.run(data(), shell=True)\nassert wrong(1) == 2",
+        "import subprocess\nsubprocess.getoutput(data())\nassert wrong(1) == 2",
     ],
-    ids=["exec", "compile", "timeit", "ast-parse"],
+    ids=["exec", "compile", "timeit", "ast-parse", "popen", "run-shell", "getoutput"],
 )
 @pytest.mark.parametrize("attack", ["forge", "patch-hook"])
 def test_program_data_never_decides_its_verdict(backend, fresh_workers, test, attack):
