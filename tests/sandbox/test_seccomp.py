@@ -300,3 +300,44 @@ def test_no_run_takes_a_lease_watches_a_directory_or_routes_signals():
     assert "ALLOWED" not in result.stdout, result.stdout
     refused = [line for line in result.stdout.splitlines() if line.startswith("refused")]
     assert len(refused) >= 6 and all(line.endswith(" 1") for line in refused), result.stdout  # EPERM, the filter's
+
+
+_IOCTL = """
+import array, ctypes, fcntl, json, os, termios
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def ioctl(fd, request):
+    flags = ctypes.c_long(0)
+    ctypes.set_errno(0)
+    result = libc.syscall(ctypes.c_long(16), ctypes.c_long(fd), ctypes.c_long(request), ctypes.byref(flags))
+    return ctypes.get_errno() if result == -1 else 0
+with open("mine", "w") as f:
+    f.write("x")
+own, installed = os.open("mine", os.O_RDONLY), os.open(INSTALLED, os.O_RDONLY)
+out = {f"{hex(r)} own": ioctl(own, r) for r in REFUSED}
+out |= {f"{hex(r)} installed": ioctl(installed, r) for r in REFUSED}
+r, w = os.pipe()
+os.write(w, b"abc")
+count = array.array("i", [0])
+fcntl.ioctl(r, termios.FIONREAD, count)
+os.set_inheritable(r, True)
+inheritable = os.get_inheritable(r)
+os.set_inheritable(r, False)
+print(json.dumps([out, count[0], inheritable, os.get_inheritable(r), os.isatty(r)]))
+"""
+_FS_IOC = [0x80086601, 0x40086602, 0x40046602, 0x401C5820, 0x40806685, 0x40087602, 0x40049409, 0xC0189436]
+
+
+@EACH_BACKEND
+def test_ioctl_lets_through_only_its_allow_list():
+    # FS_IOC_SETFLAGS needs only ownership, not a writable descriptor: under landlock as non-root a run set +S +A +d
+    # on the trainer's (read-only opened) Python files; Landlock checks ioctls on device files only.
+    import colorsys
+
+    wide = 1 << 32 | seccomp.IOCTL_ALLOWED["TCGETS"]  # the kernel reads cmd as 32 bits
+    code = f"INSTALLED = {colorsys.__file__!r}\nREFUSED = {[*_FS_IOC, wide]}\n" + _IOCTL
+    result = run(code, limits=LIMITS)
+    assert result.status == "ok", result.stderr
+    refused, readable, inheritable, back, tty = json.loads(result.stdout)
+    assert set(refused.values()) == {errno.ENOSYS} and len(refused) == 2 * len(_FS_IOC) + 2
+    assert (readable, inheritable, back, tty) == (3, True, False, False)  # what Python itself needs still works

@@ -94,3 +94,33 @@ def test_children_each_allocating_stay_inside_the_total_without_a_cgroup():
     per_run, forked = as_unprivileged(CHILDREN).splitlines()
     assert per_run == "0 memory False ok ALL HELD"
     assert forked.split()[0] == "1" and forked.split()[1] != "ok" and forked.endswith("False ok ALL HELD"), forked
+
+
+INODES = '''
+import os
+from trl_ext.sandbox import Limits, run
+program = """
+import os
+made = 0
+try:
+    for i in range(20_000):
+        open(f"f{i}", "w").close()
+        made += 1
+except OSError:
+    pass
+print("MADE", made)
+"""
+for fork in ("0", "1"):
+    os.environ["TRL_EXT_SANDBOX_FORKSERVER"] = fork
+    result = run(program, limits=Limits(timeout_s=20.0, scratch_mb=16))
+    print(fork, result.status, result.stdout.strip() or "-")
+'''
+
+
+def test_empty_files_count_against_the_scratch_without_a_cgroup():
+    """A tmpfs capped in bytes holds any number of empty files, each ~1 KiB of uncounted kernel memory (400,000:
+    +399 MiB of slab, status ok). Now one inode per 4 KiB of ``scratch_mb`` (16 MiB: 4,096)."""
+    per_run, forked = as_unprivileged(INODES).splitlines()
+    assert per_run.split()[:2] == ["0", "runtime_error"] and "MADE 20000" not in per_run, per_run
+    fork, status, *made = forked.split()
+    assert (fork, status, made[0]) == ("1", "ok", "MADE") and int(made[1]) <= 4096, forked

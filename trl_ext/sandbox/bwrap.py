@@ -78,8 +78,9 @@ class BwrapBackend(forked_run.ForkServedBackend):
         if run.extra.get("cgroup") is None:  # as non-root: no kernel bound on the run's total, so poll it
             sandbox = _Namespace(info_r)
             run.extra["namespace"] = sandbox
+            cap = limits.scratch_mb << 20
             run.extra["watch"] = ScratchWatch(
-                -1, None, 0, memory.total_bytes(limits), pids=sandbox.pids, kill=sandbox.kill
+                -1, None, cap, memory.total_bytes(limits), pids=sandbox.pids, kill=sandbox.kill, inodes=sandbox.inodes
             )
         at = argv.index("--")
         return [*argv[:at], "--seccomp", str(filter_fd), "--info-fd", str(info_w), *argv[at:]]
@@ -88,7 +89,7 @@ class BwrapBackend(forked_run.ForkServedBackend):
         watch = run.extra.pop("watch", None)
         if watch is not None:
             watch.stop()
-            run.extra["oom"] = watch.oom
+            run.extra["oom"], run.extra["over_limit"] = watch.oom, watch.exceeded
         info_r = run.extra.pop("info_r", None)
         if info_r is None:
             return
@@ -165,6 +166,20 @@ class _Namespace:
                 member[pid] = inside
         self._member = member
         return [pid for pid, inside in member.items() if inside]
+
+    def inodes(self) -> int:
+        """Inodes in use on the sandbox's /tmp (a tmpfs bubblewrap caps in bytes only: an empty file holds ~1 KiB
+        of kernel memory and no block), seen through its init's root; 0 before it is up."""
+        if not self._ns:
+            return 0
+        path = f"/proc/{self._init}/root/tmp"
+        try:
+            if os.stat(path).st_dev == os.stat("/tmp").st_dev:
+                return 0  # not mounted yet: still this machine's /tmp
+            info = os.statvfs(path)
+        except OSError:
+            return 0
+        return info.f_files - info.f_ffree
 
     def kill(self) -> None:
         """SIGKILL the namespace's init: the kernel kills every process of the namespace with it."""

@@ -85,7 +85,7 @@ class Limits:
             "RLIMIT_FSIZE": (self.file_size_mb * mib, self.file_size_mb * mib),
             "RLIMIT_NPROC": (self.nproc, self.nproc),
             "RLIMIT_NOFILE": (self.nofile, self.nofile),
-            "RLIMIT_CORE": (0, 0),
+            "RLIMIT_CORE": (1, 1),  # not 0: where core_pattern pipes to a helper, only 1 makes the kernel skip it
             **_SHARED_RESOURCE_RLIMITS,
             "RLIMIT_SIGPENDING": (sigpending, sigpending),
         }

@@ -27,7 +27,9 @@ from trl_ext.sandbox.limits import Limits
 FIELD = "trl_ext_payload"
 HEALTH_KEY = "trl_ext_payload"  # GET /health: the harness digest this service runs payloads with
 # the limits a client may set, each with the most a service grants (RLIMIT values; scratch is disk or tmpfs)
-LIMIT_CAPS = {"file_size_mb": 1024, "scratch_mb": 4096, "nproc": 512, "nofile": 4096}
+# nproc and nofile: behind a non-root service every run shares its uid's process budget (RLIMIT_NPROC counts
+# per uid), so one client may ask for at most twice the default of either
+LIMIT_CAPS = {"file_size_mb": 1024, "scratch_mb": 4096, "nproc": 64, "nofile": 1024}
 _MAX_MARKER = 256
 _MAX_NONCE = 4096
 

@@ -56,13 +56,15 @@ class ScratchWatch:
         pids: Callable[[], list[int]] | None = None,
         file_bytes: int = 16 << 20,
         kill: Callable[[], None] | None = None,
+        inodes: Callable[[], int] | None = None,
     ) -> None:
         """``pids``: lists the run's processes (its memory cgroup's, or its pid namespace's), instead of scanning
         /proc for its session; ``kill``: ends the run past a bound (default: kill its session). ``pid_fd`` -1: no
-        session id to wait for (``pids`` and ``kill`` given)."""
+        session id to wait for (``pids`` and ``kill`` given). ``inodes``: the inodes in use on a scratch the kernel
+        caps in bytes only (each counts ``ENTRY_BYTES`` against ``cap_bytes``)."""
         self.pid_fd, self.cap_bytes, self.memory_cap = pid_fd, cap_bytes, memory_cap
         self.scratch = os.path.realpath(scratch) if scratch is not None else None  # as /proc/<pid>/maps names it
-        self.pids, self.file_bytes, self.kill = pids, file_bytes, kill
+        self.pids, self.file_bytes, self.kill, self.inodes = pids, file_bytes, kill, inodes
         self.sid, self.oom, self.exceeded, self.walks = -1 if pid_fd < 0 else 0, False, False, 0
         self._memfds = 0  # memfd pages the last measure found (without a cgroup only the trainer's payload)
         self._session = _Session()
@@ -106,6 +108,8 @@ class ScratchWatch:
                 self.exceeded = True  # what it holds cannot be measured: hiding
                 return True
         self.exceeded = self.exceeded or self._walked[0] > self.cap_bytes
+        if self.inodes is not None and self.inodes() * ENTRY_BYTES > self.cap_bytes:
+            self.exceeded = True
         return self.exceeded or self.oom
 
     def _watch(self) -> None:

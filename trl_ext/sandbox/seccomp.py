@@ -27,6 +27,8 @@ trainer's Python installation under landlock as non-root, stalls every other pro
 (inotify's twin), signal delivery to a chosen process (``F_SETOWN``...), a bigger pipe (``F_SETPIPE_SZ``: pipe buffers
 count towards the bound) and write-life hints on inodes; any other command, and one with bits above the kernel's
 32-bit ``cmd`` (the kernel ignores them, so ``F_SETLEASE | 1 << 32`` is ``F_SETLEASE``), fails with ENOSYS.
+``ioctl`` is an allow-list of requests too (``IOCTL_ALLOWED``): terminal queries, FIONREAD, FIONBIO, FIOCLEX and
+FIONCLEX; any other (inode flags, fs-verity, clones, encryption policies...) fails with ENOSYS.
 ``fallocate`` fails with EOPNOTSUPP
 (``NOT_SUPPORTED``: an instant reservation of RLIMIT_FSIZE on disk per call). ``CGROUP_ONLY`` (``socketpair``,
 ``memfd_create``, and the pipe syscalls that pin pages: ``vmsplice``, ``splice``, ``tee``, ``sendfile``) is
@@ -40,6 +42,7 @@ import contextlib
 import errno
 import functools
 import tempfile
+import termios
 
 # index of the pid argument
 TARGETS_SELF_ONLY = {
@@ -85,7 +88,7 @@ DENIED = frozenset(
 MODE_CHECKED = {"mkdir": 1, "mkdirat": 2}
 NO_PROCESS_TARGET = frozenset(
     """read write close stat fstat lstat poll lseek mmap mprotect munmap brk rt_sigaction rt_sigprocmask
-    rt_sigreturn ioctl pread64 pwrite64 readv writev access pipe select sched_yield mremap msync mincore madvise dup
+    rt_sigreturn pread64 pwrite64 readv writev access pipe select sched_yield mremap msync mincore madvise dup
     dup2 pause nanosleep getitimer alarm setitimer getpid connect accept sendto recvfrom sendmsg recvmsg shutdown
     bind listen getsockname getpeername setsockopt getsockopt fork vfork execve exit uname flock fsync fdatasync
     truncate ftruncate getdents getcwd chdir fchdir rename rmdir creat link unlink symlink readlink gettimeofday
@@ -106,8 +109,8 @@ NO_PROCESS_TARGET = frozenset(
     futex_requeue""".split()  # noqa: SIM905 - a table, one name per word
 )
 # checked by argument below: clone (namespace flags, CLONE_PARENT), clone3 (ENOSYS: flags hidden in a struct, libc falls back to
-# clone), open/openat (O_TMPFILE), fcntl (an allow-list of commands), umask
-ARGUMENT_CHECKED = frozenset({"clone", "clone3", "open", "openat", "fcntl", "umask"})
+# clone), open/openat (O_TMPFILE), fcntl and ioctl (allow-lists of commands), umask
+ARGUMENT_CHECKED = frozenset({"clone", "clone3", "open", "openat", "fcntl", "ioctl", "umask"})
 # EOPNOTSUPP always (as on a file system without it; glibc's posix_fallocate then writes the blocks itself):
 # fallocate reserves up to RLIMIT_FSIZE on disk in one instant call, so a run with several processes could
 # reserve gigabytes between two polls of the scratch watcher; written bytes cost the writer time
@@ -147,6 +150,12 @@ FCNTL_ALLOWED = {
     "F_ADD_SEALS": 1033,
     "F_GET_SEALS": 1034,
 }
+# ioctl requests a run may make (this architecture's numbers), all on its own descriptors: a terminal query (isatty,
+# the window size), bytes readable, non-blocking and close-on-exec. Every other request gets ENOSYS: Landlock checks
+# ioctls on device files only, and FS_IOC_SETFLAGS, FS_IOC_FSSETXATTR, FS_IOC_ENABLE_VERITY, FICLONE... act on an
+# inode its owner opened read-only (as non-root: the trainer's files, such as its Python installation)
+IOCTL_ALLOWED = {name: getattr(termios, name) for name in ("TCGETS", "TIOCGWINSZ", "FIONREAD", "FIONBIO")}
+IOCTL_ALLOWED |= {name: getattr(termios, name) for name in ("FIOCLEX", "FIONCLEX")}
 # EPERM; name -> value. Every other command gets ENOSYS (the default): a command the kernel gained later must be
 # reviewed before a run may use it
 FCNTL_REFUSED = {
@@ -231,6 +240,8 @@ def _add_argument_rules(rules, sc, allow, deny) -> None:
     # EQ on the whole 64-bit register: a command with bits above its 32 matches none and gets the default (ENOSYS)
     for command in FCNTL_ALLOWED.values():
         rules.add_rule(allow, "fcntl", sc.Arg(1, sc.EQ, command))
+    for request in IOCTL_ALLOWED.values():
+        rules.add_rule(allow, "ioctl", sc.Arg(1, sc.EQ, request))
     for command in FCNTL_REFUSED.values():
         rules.add_rule(deny, "fcntl", sc.Arg(1, sc.EQ, command))
 
