@@ -25,8 +25,10 @@ Stdlib only: ``replay.py`` loads this file by its path in the evaluation worker,
 
 from __future__ import annotations
 
+import builtins
 import datetime
 import io
+import operator
 import sys
 import time
 import types
@@ -64,6 +66,7 @@ def _shared(value: Any) -> str | None:
 _UNCHECKED = frozenset({"sys", "warnings", "__main__"})
 # builtins the checks use, as they were: a test may patch builtins (which is what they look for)
 _any, _isinstance, _getattr, _type, _len = any, isinstance, getattr, type, len
+_all, _is, _callable = all, operator.is_, callable
 
 
 _TOUCHED: dict[tuple[int, str], tuple[Any, str, Any]] = {}  # (id(module), name) -> (module, name, value before)
@@ -101,6 +104,47 @@ def watch_modules() -> None:
     for name, module in list(sys.modules.items()):
         if name not in _UNCHECKED and _type(module) is types.ModuleType:
             _watch(module)
+    _remember_modules()
+
+
+# each module's namespace and ``sys.modules`` as loaded, before any evaluation: a write to a module's __dict__ (or
+# vars(), or mock.patch.dict) or a module replaced in sys.modules bypasses ``_Watched`` (``_check_namespaces``)
+_PRISTINE: dict[int, tuple[types.ModuleType, dict]] = {}
+_PRISTINE_MODULES: dict[str, Any] = {}
+
+
+def _remember_modules() -> None:
+    _PRISTINE_MODULES.clear()
+    _PRISTINE_MODULES.update(sys.modules)
+    _PRISTINE.clear()
+    for module in _PRISTINE_MODULES.values():
+        if _isinstance(module, types.ModuleType):
+            _PRISTINE[id(module)] = (module, dict(module.__dict__))
+
+
+def _changed_names(module: types.ModuleType, ours: set) -> list[str]:
+    """The names of ``module``'s namespace that differ from what it held before the evaluation (by identity; not
+    the evaluation's own patches ``ours``, nor a package's submodule the import system bound)."""
+    entry = _PRISTINE.get(id(module))
+    if entry is None or entry[0] is not module:
+        return []
+    now, before = module.__dict__, entry[1]
+    if _len(now) == _len(before) and _all(map(_is, now.values(), before.values())) and list(now) == list(before):
+        return []
+    where, changed = _getattr(module, "__name__", "a module"), []
+    for name in {*now, *before}:
+        value = now.get(name, _MISSING)
+        if value is before.get(name, _MISSING) or (id(module), name) in ours:
+            continue
+        if name[:1] == "_" and name[:2] != "__":  # a module's private cache, set by its own code (re._cache)
+            continue
+        old = before.get(name, _MISSING)
+        if not (value is _MISSING or old is _MISSING or _callable(value) or _callable(old)):
+            continue  # data a module's own code sets lazily through its globals (tempfile.tempdir)
+        if _isinstance(value, types.ModuleType) and _getattr(value, "__name__", None) == f"{where}.{name}":
+            continue
+        changed.append(name)
+    return changed
 
 
 def _test_made(value: Any) -> bool:
@@ -186,6 +230,8 @@ class Environment:
         sys.modules["__main__"] = self.module
         self._modules_seen = 0
         _TOUCHED.clear()
+        if not _PRISTINE_MODULES:  # not in a worker that remembered them before forking: as the evaluation found them
+            _remember_modules()
         _EVALUATING[:] = [True]
         self.check_modules()  # as the evaluation found them
 
@@ -212,6 +258,9 @@ class Environment:
         cross) and ``warnings`` (``unittest`` rebinds its filters) are not watched. Raises ``Unsupported``."""
         if _len(sys.modules) != self._modules_seen:
             for name, module in list(sys.modules.items()):
+                fresh = self._modules_seen and name not in _PRISTINE_MODULES and name not in _UNCHECKED
+                if fresh and (not _isinstance(module, types.ModuleType) or _getattr(module, "__spec__", 1) is None):
+                    raise Unsupported(f"the test put its own sys.modules[{name!r}], which the program may import")
                 if name in _UNCHECKED or _type(module) is not types.ModuleType or not _watch(module):
                     continue
                 self._watched.append(module)
@@ -224,6 +273,23 @@ class Environment:
             submodule = _isinstance(now, types.ModuleType) and _getattr(now, "__name__", None) == f"{where}.{name}"
             if now is not original and not submodule:  # the import system binds a package's submodules
                 raise Unsupported(f"the test changed {where}.{name}, which the program may use")
+        self._check_namespaces()
+
+    def _check_namespaces(self) -> None:
+        """Refuse a test that wrote a module's namespace directly (``builtins.__dict__['sorted'] = None``,
+        ``vars(math)['sqrt'] = ...``, ``mock.patch.dict``) or replaced a module in ``sys.modules``, and has not put
+        it back: ``builtins`` and the modules the test's globals name, compared with the modules as loaded."""
+        ours = {(id(owner), name) for owner, name, _ in self._saved}
+        modules = [builtins, *(v for v in self.namespace.values() if _isinstance(v, types.ModuleType))]
+        for module in modules:
+            changed = _changed_names(module, ours)
+            if changed:
+                where = _getattr(module, "__name__", "a module")
+                raise Unsupported(f"the test changed {where}.{changed[0]}, which the program may use")
+        modules_now = sys.modules
+        for name, module in _PRISTINE_MODULES.items():
+            if modules_now.get(name) is not module and name != "__main__":
+                raise Unsupported(f"the test replaced sys.modules[{name!r}], which the program may import")
 
     def note_bindings(self) -> None:
         """Before a call: the globals the test has bound (or rebound) so far."""
