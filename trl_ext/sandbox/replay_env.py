@@ -29,14 +29,19 @@ import builtins
 import datetime
 import io
 import operator
+import os
+import signal
 import sys
+import threading
 import time
+import tracemalloc
 import types
 from collections.abc import Callable
 from typing import Any
 
 MAX_STDIN = 1 << 20  # characters of the test's stdin sent with one call
 _CLOCKS = ("time", "perf_counter", "monotonic", "process_time", "thread_time")
+_TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
 _STDLIB = frozenset(sys.stdlib_module_names) | {"builtins"}
 _MISSING = object()
 
@@ -163,6 +168,12 @@ def _virtual_clocks(elapsed: Callable[[], float]) -> list[tuple[Any, str, Any]]:
         real, real_ns = getattr(time, name), getattr(time, name + "_ns")
         patches.append((time, name, _like(real, lambda real=real: real() + elapsed())))
         patches.append((time, name + "_ns", _like(real_ns, lambda real=real_ns: real() + int(elapsed() * 1e9))))
+    gettime, gettime_ns, times = time.clock_gettime, time.clock_gettime_ns, os.times
+    patches.append((time, "clock_gettime", _like(gettime, lambda clock: gettime(clock) + elapsed())))
+    patches.append(
+        (time, "clock_gettime_ns", _like(gettime_ns, lambda clock: gettime_ns(clock) + int(elapsed() * 1e9)))
+    )
+    patches.append((os, "times", _like(times, lambda: _later_times(times(), elapsed()))))
     now = patches[0][2]  # time.time
     for name in ("localtime", "gmtime", "ctime"):
         real = getattr(time, name)
@@ -172,6 +183,13 @@ def _virtual_clocks(elapsed: Callable[[], float]) -> list[tuple[Any, str, Any]]:
     patches.append((time, "strftime", clock))
     patches.append((datetime, "datetime", _virtual_datetime(elapsed)))
     return patches
+
+
+def _later_times(real: Any, seconds: float) -> Any:
+    """``os.times()`` ``seconds`` later: the user CPU time and the elapsed time advanced (as the CPU clocks are)."""
+    return _type(real)(
+        (real.user + seconds, real.system, real.children_user, real.children_system, real.elapsed + seconds)
+    )
 
 
 def _virtual_datetime(elapsed: Callable[[], float]) -> type:
@@ -303,6 +321,7 @@ class Environment:
         """What goes with the next call: {"out": True} / {"err": True} when the test captures stdout / stderr,
         {"in": text} with what is left of the test's stdin; None when the test changed none. Raises
         ``Unsupported``."""
+        _refuse_timers()
         around: dict[str, Any] = {}
         for key, stream in (("out", sys.stdout), ("err", sys.stderr)):
             if stream is not self._streams.get(key) and stream is not None:
@@ -341,6 +360,18 @@ class Environment:
             sys.stdout.write(env["out"])
         if env.get("err"):
             sys.stderr.write(env["err"])
+
+
+def _refuse_timers() -> None:
+    """A replayed call takes no time and allocates nothing here: refuse a test that bounds the call with what only
+    the real call would trip (red team round 6): an armed interval timer (``signal.alarm``, ``setitimer``), a
+    call from a thread of the test's (``future.result(timeout=...)``, ``thread.join(1)``), ``tracemalloc``."""
+    if _any(signal.getitimer(which)[0] for which in _TIMERS):
+        raise Unsupported("the test arms a timer (signal.alarm, setitimer) around a call, which a replay cannot trip")
+    if threading.current_thread() is not threading.main_thread():
+        raise Unsupported("the test calls the program from a thread of its own (a wait with a timeout)")
+    if tracemalloc.is_tracing():
+        raise Unsupported("the test measures memory with tracemalloc around a call, which a replay cannot show")
 
 
 def exit_passes(exc: SystemExit) -> bool | None:
