@@ -155,7 +155,8 @@ def _plain_iterator(value, kind):
 def _library_text(value, kind, depth):
     module, name = getattr(kind, "__module__", None), getattr(kind, "__qualname__", None)
     if module == "collections" and name in ("Counter", "OrderedDict") and isinstance(value, dict):
-        return '{"' + ("C" if name == "Counter" else "od") + '": ' + _encode_pairs(dict.items(value), depth) + "}"
+        items = dict.items(value) if name == "Counter" else _collections.OrderedDict.items(value)  # linked order
+        return '{"' + ("C" if name == "Counter" else "od") + '": ' + _encode_pairs(items, depth) + "}"
     if module == "collections" and name == "defaultdict" and isinstance(value, dict):
         return (
             '{"dd": [' + _factory(value.default_factory, depth) + "," + _encode_pairs(dict.items(value), depth) + "]}"
