@@ -28,6 +28,7 @@ from __future__ import annotations
 import builtins
 import datetime
 import io
+import logging
 import operator
 import os
 import signal
@@ -36,6 +37,7 @@ import threading
 import time
 import tracemalloc
 import types
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -362,16 +364,35 @@ class Environment:
             sys.stderr.write(env["err"])
 
 
+def _handles(logger: Any) -> bool:
+    """Whether ``logger`` has a handler that does something (a library's NullHandler does not)."""
+    return _any(_type(handler) is not logging.NullHandler for handler in _getattr(logger, "handlers", None) or ())
+
+
+_SHOW_WARNING = warnings._showwarnmsg_impl
+_LOGGERS_WITH_HANDLERS = [
+    logger for logger in (logging.getLogger(), *logging.Logger.manager.loggerDict.values()) if _handles(logger)
+]
+
+
 def _refuse_timers() -> None:
     """A replayed call takes no time and allocates nothing here: refuse a test that bounds the call with what only
     the real call would trip (red team round 6): an armed interval timer (``signal.alarm``, ``setitimer``), a
-    call from a thread of the test's (``future.result(timeout=...)``, ``thread.join(1)``), ``tracemalloc``."""
+    call from a thread of the test's (``future.result(timeout=...)``, ``thread.join(1)``), ``tracemalloc``; and one
+    that would see the program's warnings or log records (an "error" filter, ``catch_warnings(record=True)``, a
+    logging handler added)."""
     if _any(signal.getitimer(which)[0] for which in _TIMERS):
         raise Unsupported("the test arms a timer (signal.alarm, setitimer) around a call, which a replay cannot trip")
     if threading.current_thread() is not threading.main_thread():
         raise Unsupported("the test calls the program from a thread of its own (a wait with a timeout)")
     if tracemalloc.is_tracing():
         raise Unsupported("the test measures memory with tracemalloc around a call, which a replay cannot show")
+    # the program's warnings and log records stay in the sandbox: refuse a test that would see them
+    if _any(entry[0] == "error" for entry in warnings.filters) or warnings._showwarnmsg_impl is not _SHOW_WARNING:
+        raise Unsupported("the test turns warnings into errors or records them around a call (they do not cross)")
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    if _any(_handles(logger) for logger in loggers if logger not in _LOGGERS_WITH_HANDLERS):
+        raise Unsupported("the test adds a logging handler around a call (the program's log records do not cross)")
 
 
 def exit_passes(exc: SystemExit) -> bool | None:
