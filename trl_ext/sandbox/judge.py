@@ -438,7 +438,8 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
         if any(record.get("invalid") for record in stream.records):
             report.statuses.insert(0, "invalid_result")
         results = [{k: v for k, v in record.items() if k not in ("i", "decoded")} for record in stream.records]
-        results += [{"ok": False, "missing": True}] * (len(calls) - len(results))
+        if not (results and results[-1].get("halt")):  # the harness ended the run: the rest were not run yet
+            results += [{"ok": False, "missing": True}] * (len(calls) - len(results))
         if history.conflicts(calls, results):
             return {"verdict": "unsupported", "detail": _RERUN}
         task = {**task, "calls": calls, "results": results, "program": stream.names or []}
