@@ -389,8 +389,17 @@ def _update(mine: Any, after: Any) -> Any:
     if type(mine) is list or type(mine) is bytearray or type(mine) is array.array:
         mine[:] = after
     elif type(mine) is collections.deque:
-        mine.clear()
-        mine.extend(after)
+        if len(mine) == len(after) and mine.maxlen == after.maxlen:  # item assignment: no change of shape
+            for i, item in enumerate(after):  # (an iterator of the test's over it goes on, as in CPython)
+                if mine[i] is not item:
+                    mine[i] = item
+        else:
+            mine.clear()
+            mine.extend(after)
+    elif isinstance(mine, dict) and list(mine) == list(after) and type(mine) is not collections.defaultdict:
+        for key, value in dict.items(after):  # the same keys in the same order: values only (no rebuild)
+            if mine[key] is not value:  # the judge's own Counter/OrderedDict/dict: no program code runs
+                mine[key] = value
     elif not (isinstance(mine, set) and mine == after):  # an unchanged set keeps its table (its order)
         mine.clear()
         mine.update(after)
