@@ -240,6 +240,7 @@ class Environment:
         """Called once the stand-ins are in the namespace: what is there now is not the test's binding."""
         self._initial = dict(self.namespace)
         self._streams = {"out": sys.stdout, "err": sys.stderr, "in": sys.stdin}
+        self._outputs = _outputs_seen()
         patches = _virtual_clocks(lambda: self.elapsed)
         self._saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
         self._saved.append((sys.modules, "__main__", sys.modules.get("__main__")))
@@ -323,7 +324,7 @@ class Environment:
         """What goes with the next call: {"out": True} / {"err": True} when the test captures stdout / stderr,
         {"in": text} with what is left of the test's stdin; None when the test changed none. Raises
         ``Unsupported``."""
-        _refuse_timers()
+        _refuse_timers(self._outputs)
         around: dict[str, Any] = {}
         for key, stream in (("out", sys.stdout), ("err", sys.stderr)):
             if stream is not self._streams.get(key) and stream is not None:
@@ -369,13 +370,15 @@ def _handles(logger: Any) -> bool:
     return _any(_type(handler) is not logging.NullHandler for handler in _getattr(logger, "handlers", None) or ())
 
 
-_SHOW_WARNING = warnings._showwarnmsg_impl
-_LOGGERS_WITH_HANDLERS = [
-    logger for logger in (logging.getLogger(), *logging.Logger.manager.loggerDict.values()) if _handles(logger)
-]
+def _outputs_seen() -> tuple:
+    """What of the warnings and logging machinery sees output now: the warning display, the "error" filters, the
+    loggers with a handler (``_refuse_timers`` compares with this as the evaluation found it)."""
+    errors = [entry for entry in warnings.filters if entry[0] == "error"]
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    return warnings._showwarnmsg_impl, errors, [logger for logger in loggers if _handles(logger)]
 
 
-def _refuse_timers() -> None:
+def _refuse_timers(found: tuple) -> None:
     """A replayed call takes no time and allocates nothing here: refuse a test that bounds the call with what only
     the real call would trip (red team round 6): an armed interval timer (``signal.alarm``, ``setitimer``), a
     call from a thread of the test's (``future.result(timeout=...)``, ``thread.join(1)``), ``tracemalloc``; and one
@@ -388,10 +391,10 @@ def _refuse_timers() -> None:
     if tracemalloc.is_tracing():
         raise Unsupported("the test measures memory with tracemalloc around a call, which a replay cannot show")
     # the program's warnings and log records stay in the sandbox: refuse a test that would see them
-    if _any(entry[0] == "error" for entry in warnings.filters) or warnings._showwarnmsg_impl is not _SHOW_WARNING:
+    show, errors, handled = _outputs_seen()
+    if show is not found[0] or errors != found[1]:
         raise Unsupported("the test turns warnings into errors or records them around a call (they do not cross)")
-    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
-    if _any(_handles(logger) for logger in loggers if logger not in _LOGGERS_WITH_HANDLERS):
+    if _any(logger not in found[2] for logger in handled):
         raise Unsupported("the test adds a logging handler around a call (the program's log records do not cross)")
 
 
