@@ -160,6 +160,14 @@ def _release(number):
     del value
 
 
+def _close(number):
+    """The test called ``close()`` on the generator ``number``: what its clean-up raises is the call's exception."""
+    value = _LIVE[number]
+    if _type(value) is not _GENERATOR:
+        raise TypeError("not a generator of the run")
+    value.close()
+
+
 def _rollback(mark):
     """Forget the numbers given since ``mark`` (a record that will not be sent must not shift later numbers)."""
     for key in list(_SEEN)[mark:]:
@@ -179,8 +187,8 @@ def _live_prepare(name, args, kwargs, sync, namespace, functions):
     for number, _contents in sync:
         _SNAPS[number] = _snapshot(live[number])
     _SNAPS.extend([_snapshot(v) for v in live[len(_SNAPS) :]])
-    if name == "":  # a step of an iterator the program returned, or [number, 0]: the test dropped it
-        return (next, [live[args[0]]], {}) if len(args) == 1 else (_release, [args[0]], {})
+    if name == "":  # a step of an iterator the program returned; [number, 0]: the test dropped it, 1: closed it
+        return (next, [live[args[0]]], {}) if len(args) == 1 else ((_release, _close)[args[1]], [args[0]], {})
     if name not in functions:
         try:
             functions[name] = _resolve(namespace, name)  # noqa: F821 - _harness_runtime.py's, compiled after

@@ -141,7 +141,7 @@ def _halts_here(kind, body):
     "more" when an iterator asked ahead has not ended yet. Ending hands the program no later call."""
     if kind == "live":
         return b'{"g' in body
-    return kind == "more" and body[:40] != b'{"ok": false, "raised": "StopIteration"'[:40]
+    return kind == "more" and not body.startswith(b'{"ok": false, "raised": "StopIteration"')
 
 
 def _lines(fd, pid, cap=1 << 26):

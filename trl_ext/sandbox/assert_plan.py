@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import symtable
 import sys
 import threading
@@ -104,3 +105,40 @@ def refuse_shadowed(program: str, answer: dict) -> dict:
         return answer
     detail = f"the test binds {', '.join(names)[:200]}, which the program's functions read as globals"
     return {"verdict": "unsupported", "detail": detail}
+
+
+# what a test can read of a function without calling it: in the evaluation the program's functions are the judge's
+# stand-ins, whose code, defaults and signature are not the program's (red team round 6: `'sorted' not in
+# f.__code__.co_names` passed a program using sorted())
+_INTROSPECTION = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__closure__", "__globals__", "__wrapped__"})
+_INTROSPECTING = frozenset({"inspect", "dis"})
+
+
+@functools.lru_cache(maxsize=4096)
+def introspection(test: str) -> str:
+    """Why ``test`` reads what only the program's own function object holds ('' when it does not): an attribute of
+    ``_INTROSPECTION`` (by name or as a string, ``getattr(f, "__code__")``), or the ``inspect``/``dis`` modules."""
+    for node in ast.walk(parse_python(test)):
+        if isinstance(node, ast.Attribute) and node.attr in _INTROSPECTION:
+            what = node.attr
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in _INTROSPECTION:
+            what = node.value
+        elif _imported_module(node).partition(".")[0] in _INTROSPECTING:
+            what = "the inspect or dis module"
+        else:
+            continue
+        return f"the test reads {what} of the program's functions, which the judge cannot give (it never runs them)"
+    return ""
+
+
+def _imported_module(node: ast.AST) -> str:
+    if isinstance(node, ast.ImportFrom):
+        return node.module or ""
+    names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+    return next((name for name in names if name.partition(".")[0] in _INTROSPECTING), "")
+
+
+def unsupported_plan(test: str, names: list[str]) -> str:
+    """Why an assert test cannot judge the program ('' when it can): it names none of its functions, or it reads
+    what only the program's function objects hold (``introspection``)."""
+    return introspection(test) if names else "the test uses no function of the program (name it with `entry_point`)"

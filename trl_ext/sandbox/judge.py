@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from trl_ext.sandbox import replay
 from trl_ext.sandbox._process import Progress, RunResult
-from trl_ext.sandbox.assert_plan import refuse_shadowed
+from trl_ext.sandbox.assert_plan import refuse_shadowed, unsupported_plan
 from trl_ext.sandbox.backends import Backend, get_backend
 from trl_ext.sandbox.base import harness_runtime
 from trl_ext.sandbox.comparison import compare_stdio, values_equal
@@ -288,9 +288,10 @@ def _run_assert(runner, program, spec, limits) -> TestReport:
     task.update(names=names, modules=modules, calls=[], results=[], seed=_test_seed(spec["code"]))
     deadline_s = limits.timeout_s + 5.0  # a trusted test on plain data; the margin covers a busy machine
     report = TestReport(passed=0, total=1)
-    if not names:  # nothing of the program would be judged: never a pass
+    why = unsupported_plan(spec["code"], names)  # nothing of the program judged, or not as the program is
+    if why:
         report.statuses.append("unsupported_test")
-        report.detail = "the test uses no function of the program (name it with `entry_point`)"
+        report.detail = why
         return report
     try:
         answer = _evaluate_in_rounds(runner, program, task, limits, deadline_s, report)
@@ -348,7 +349,8 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
         if any(record.get("invalid") for record in stream.records):
             report.statuses.insert(0, "invalid_result")
         results = [{k: v for k, v in record.items() if k not in ("i", "decoded")} for record in stream.records]
-        results += [{"ok": False, "missing": True}] * (len(calls) - len(results))
+        if not (results and results[-1].get("halt")):  # the harness ended the run: the rest were not run yet
+            results += [{"ok": False, "missing": True}] * (len(calls) - len(results))
         if history.conflicts(calls, results):
             return {"verdict": "unsupported", "detail": _RERUN}
         task = {**task, "calls": calls, "results": results, "program": stream.names or []}

@@ -36,7 +36,7 @@ class ProgramIterator:
 
     __slots__ = ("_step", "_number", "_release", "__weakref__")
 
-    def __init__(self, step: Callable[[int], Any], number: int, release: Callable[[int, Any], None]) -> None:
+    def __init__(self, step: Callable[[int], Any], number: int, release: Callable[..., None]) -> None:
         self._step, self._number, self._release = step, number, release
 
     def __del__(self) -> None:  # the test dropped it: so does the sandbox (a generator's finally runs then)
@@ -49,8 +49,8 @@ class ProgramIterator:
         return self._step(self._number)
 
     def close(self) -> None:
-        """As a generator's: the sandbox drops it now (its ``finally`` runs), unless the program holds it."""
-        self._release(self._number, self)
+        """As a generator's (``replay._Session.release``: refused unless it has ended)."""
+        self._release(self._number, self, True)
 
     def __repr__(self) -> str:
         return f"<the program's iterator {self._number}>"

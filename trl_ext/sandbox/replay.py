@@ -149,9 +149,20 @@ class _Session:
             self.release(self.live.dropped.pop(0))
         return result
 
-    def release(self, number: int, value: Any = None) -> None:
+    def release(self, number: int, value: Any = None, explicit: bool = False) -> None:
         """The test dropped the program's iterator ``number``: the sandbox drops it too (a call of the run, where
-        a generator's ``finally`` runs unless the program holds it), unless it ended (nothing runs then)."""
+        a generator's ``finally`` runs unless the program holds it), unless it ended (nothing runs then).
+        ``explicit``: the test called ``close()`` (generators only): a call of the run that closes it there and
+        raises here what its clean-up raised (only a drop swallows that); the test still holds it."""
+        if explicit:
+            if number not in self.live.generators:
+                self.refuse("the test closes an iterator of the program that is no generator")
+            if number not in self.live.ended:
+                try:
+                    self.call("", (number, 1), {})
+                finally:
+                    self.live.ended.add(number)
+            return
         self.live.forget(number, value)
         if self.done or number in self.live.ended:
             return

@@ -25,16 +25,25 @@ Stdlib only: ``replay.py`` loads this file by its path in the evaluation worker,
 
 from __future__ import annotations
 
+import builtins
 import datetime
 import io
+import logging
+import operator
+import os
+import signal
 import sys
+import threading
 import time
+import tracemalloc
 import types
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 MAX_STDIN = 1 << 20  # characters of the test's stdin sent with one call
 _CLOCKS = ("time", "perf_counter", "monotonic", "process_time", "thread_time")
+_TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
 _STDLIB = frozenset(sys.stdlib_module_names) | {"builtins"}
 _MISSING = object()
 
@@ -64,6 +73,7 @@ def _shared(value: Any) -> str | None:
 _UNCHECKED = frozenset({"sys", "warnings", "__main__"})
 # builtins the checks use, as they were: a test may patch builtins (which is what they look for)
 _any, _isinstance, _getattr, _type, _len = any, isinstance, getattr, type, len
+_all, _is, _callable = all, operator.is_, callable
 
 
 _TOUCHED: dict[tuple[int, str], tuple[Any, str, Any]] = {}  # (id(module), name) -> (module, name, value before)
@@ -101,6 +111,47 @@ def watch_modules() -> None:
     for name, module in list(sys.modules.items()):
         if name not in _UNCHECKED and _type(module) is types.ModuleType:
             _watch(module)
+    _remember_modules()
+
+
+# each module's namespace and ``sys.modules`` as loaded, before any evaluation: a write to a module's __dict__ (or
+# vars(), or mock.patch.dict) or a module replaced in sys.modules bypasses ``_Watched`` (``_check_namespaces``)
+_PRISTINE: dict[int, tuple[types.ModuleType, dict]] = {}
+_PRISTINE_MODULES: dict[str, Any] = {}
+
+
+def _remember_modules() -> None:
+    _PRISTINE_MODULES.clear()
+    _PRISTINE_MODULES.update(sys.modules)
+    _PRISTINE.clear()
+    for module in _PRISTINE_MODULES.values():
+        if _isinstance(module, types.ModuleType):
+            _PRISTINE[id(module)] = (module, dict(module.__dict__))
+
+
+def _changed_names(module: types.ModuleType, ours: set) -> list[str]:
+    """The names of ``module``'s namespace that differ from what it held before the evaluation (by identity; not
+    the evaluation's own patches ``ours``, nor a package's submodule the import system bound)."""
+    entry = _PRISTINE.get(id(module))
+    if entry is None or entry[0] is not module:
+        return []
+    now, before = module.__dict__, entry[1]
+    if _len(now) == _len(before) and _all(map(_is, now.values(), before.values())) and list(now) == list(before):
+        return []
+    where, changed = _getattr(module, "__name__", "a module"), []
+    for name in {*now, *before}:
+        value = now.get(name, _MISSING)
+        if value is before.get(name, _MISSING) or (id(module), name) in ours:
+            continue
+        if name[:1] == "_" and name[:2] != "__":  # a module's private cache, set by its own code (re._cache)
+            continue
+        old = before.get(name, _MISSING)
+        if not (value is _MISSING or old is _MISSING or _callable(value) or _callable(old)):
+            continue  # data a module's own code sets lazily through its globals (tempfile.tempdir)
+        if _isinstance(value, types.ModuleType) and _getattr(value, "__name__", None) == f"{where}.{name}":
+            continue
+        changed.append(name)
+    return changed
 
 
 def _test_made(value: Any) -> bool:
@@ -119,6 +170,12 @@ def _virtual_clocks(elapsed: Callable[[], float]) -> list[tuple[Any, str, Any]]:
         real, real_ns = getattr(time, name), getattr(time, name + "_ns")
         patches.append((time, name, _like(real, lambda real=real: real() + elapsed())))
         patches.append((time, name + "_ns", _like(real_ns, lambda real=real_ns: real() + int(elapsed() * 1e9))))
+    gettime, gettime_ns, times = time.clock_gettime, time.clock_gettime_ns, os.times
+    patches.append((time, "clock_gettime", _like(gettime, lambda clock: gettime(clock) + elapsed())))
+    patches.append(
+        (time, "clock_gettime_ns", _like(gettime_ns, lambda clock: gettime_ns(clock) + int(elapsed() * 1e9)))
+    )
+    patches.append((os, "times", _like(times, lambda: _later_times(times(), elapsed()))))
     now = patches[0][2]  # time.time
     for name in ("localtime", "gmtime", "ctime"):
         real = getattr(time, name)
@@ -128,6 +185,13 @@ def _virtual_clocks(elapsed: Callable[[], float]) -> list[tuple[Any, str, Any]]:
     patches.append((time, "strftime", clock))
     patches.append((datetime, "datetime", _virtual_datetime(elapsed)))
     return patches
+
+
+def _later_times(real: Any, seconds: float) -> Any:
+    """``os.times()`` ``seconds`` later: the user CPU time and the elapsed time advanced (as the CPU clocks are)."""
+    return _type(real)(
+        (real.user + seconds, real.system, real.children_user, real.children_system, real.elapsed + seconds)
+    )
 
 
 def _virtual_datetime(elapsed: Callable[[], float]) -> type:
@@ -188,6 +252,7 @@ class Environment:
         self._initial = dict(self.namespace)
         self._streams = {"out": sys.stdout, "err": sys.stderr, "in": sys.stdin}
         _INSTALLED[:] = [self]
+        self._outputs = _outputs_seen()
         patches = list(_CLOCK_PATCHES)
         self._saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
         self._saved.append((sys.modules, "__main__", sys.modules.get("__main__")))
@@ -198,6 +263,8 @@ class Environment:
         sys.modules["__main__"] = self.module
         self._modules_seen = 0
         _TOUCHED.clear()
+        if not _PRISTINE_MODULES:  # not in a worker that remembered them before forking: as the evaluation found them
+            _remember_modules()
         _EVALUATING[:] = [True]
         self.check_modules()  # as the evaluation found them
 
@@ -226,6 +293,9 @@ class Environment:
         cross) and ``warnings`` (``unittest`` rebinds its filters) are not watched. Raises ``Unsupported``."""
         if _len(sys.modules) != self._modules_seen:
             for name, module in list(sys.modules.items()):
+                fresh = self._modules_seen and name not in _PRISTINE_MODULES and name not in _UNCHECKED
+                if fresh and (not _isinstance(module, types.ModuleType) or _getattr(module, "__spec__", 1) is None):
+                    raise Unsupported(f"the test put its own sys.modules[{name!r}], which the program may import")
                 if name in _UNCHECKED or _type(module) is not types.ModuleType or not _watch(module):
                     continue
                 self._watched.append(module)
@@ -238,6 +308,23 @@ class Environment:
             submodule = _isinstance(now, types.ModuleType) and _getattr(now, "__name__", None) == f"{where}.{name}"
             if now is not original and not submodule:  # the import system binds a package's submodules
                 raise Unsupported(f"the test changed {where}.{name}, which the program may use")
+        self._check_namespaces()
+
+    def _check_namespaces(self) -> None:
+        """Refuse a test that wrote a module's namespace directly (``builtins.__dict__['sorted'] = None``,
+        ``vars(math)['sqrt'] = ...``, ``mock.patch.dict``) or replaced a module in ``sys.modules``, and has not put
+        it back: ``builtins`` and the modules the test's globals name, compared with the modules as loaded."""
+        ours = {(id(owner), name) for owner, name, _ in self._saved}
+        modules = [builtins, *(v for v in self.namespace.values() if _isinstance(v, types.ModuleType))]
+        for module in modules:
+            changed = _changed_names(module, ours)
+            if changed:
+                where = _getattr(module, "__name__", "a module")
+                raise Unsupported(f"the test changed {where}.{changed[0]}, which the program may use")
+        modules_now = sys.modules
+        for name, module in _PRISTINE_MODULES.items():
+            if modules_now.get(name) is not module and name != "__main__":
+                raise Unsupported(f"the test replaced sys.modules[{name!r}], which the program may import")
 
     def note_bindings(self) -> None:
         """Before a call: the globals the test has bound (or rebound) so far."""
@@ -251,6 +338,7 @@ class Environment:
         """What goes with the next call: {"out": True} / {"err": True} when the test captures stdout / stderr,
         {"in": text} with what is left of the test's stdin; None when the test changed none. Raises
         ``Unsupported``."""
+        _refuse_timers(self._outputs)
         around: dict[str, Any] = {}
         for key, stream in (("out", sys.stdout), ("err", sys.stderr)):
             if stream is not self._streams.get(key) and stream is not None:
@@ -289,6 +377,39 @@ class Environment:
             sys.stdout.write(env["out"])
         if env.get("err"):
             sys.stderr.write(env["err"])
+
+
+def _handles(logger: Any) -> bool:
+    """Whether ``logger`` has a handler that does something (a library's NullHandler does not)."""
+    return _any(_type(handler) is not logging.NullHandler for handler in _getattr(logger, "handlers", None) or ())
+
+
+def _outputs_seen() -> tuple:
+    """What of the warnings and logging machinery sees output now: the warning display, the "error" filters, the
+    loggers with a handler (``_refuse_timers`` compares with this as the evaluation found it)."""
+    errors = [entry for entry in warnings.filters if entry[0] == "error"]
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    return warnings._showwarnmsg_impl, errors, [logger for logger in loggers if _handles(logger)]
+
+
+def _refuse_timers(found: tuple) -> None:
+    """A replayed call takes no time and allocates nothing here: refuse a test that bounds the call with what only
+    the real call would trip (red team round 6): an armed interval timer (``signal.alarm``, ``setitimer``), a
+    call from a thread of the test's (``future.result(timeout=...)``, ``thread.join(1)``), ``tracemalloc``; and one
+    that would see the program's warnings or log records (an "error" filter, ``catch_warnings(record=True)``, a
+    logging handler added)."""
+    if _any(signal.getitimer(which)[0] for which in _TIMERS):
+        raise Unsupported("the test arms a timer (signal.alarm, setitimer) around a call, which a replay cannot trip")
+    if threading.current_thread() is not threading.main_thread():
+        raise Unsupported("the test calls the program from a thread of its own (a wait with a timeout)")
+    if tracemalloc.is_tracing():
+        raise Unsupported("the test measures memory with tracemalloc around a call, which a replay cannot show")
+    # the program's warnings and log records stay in the sandbox: refuse a test that would see them
+    show, errors, handled = _outputs_seen()
+    if show is not found[0] or errors != found[1]:
+        raise Unsupported("the test turns warnings into errors or records them around a call (they do not cross)")
+    if _any(logger not in found[2] for logger in handled):
+        raise Unsupported("the test adds a logging handler around a call (the program's log records do not cross)")
 
 
 def exit_passes(exc: SystemExit) -> bool | None:
