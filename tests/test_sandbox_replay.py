@@ -235,7 +235,7 @@ def test_run_tests_outcomes():
     assert hung.passed == 0 and hung.statuses[-1] == "timeout"
     # a test calling the program without end: every call counts (none is merged), so it is cut at 20,000
     endless = {"kind": "assert", "code": "n = 0\nwhile n != f():\n    pass\n"}
-    cut = run_tests("def f():\n    return 1\n", endless, limits=Limits(timeout_s=1.0))
+    cut = run_tests("def f():\n    return 1\n", endless, limits=Limits(timeout_s=10.0))  # the cap comes first
     assert cut.passed == 0 and cut.statuses == ["unsupported_test"] and "20000 calls" in cut.detail
     inplace = {
         "kind": "assert",

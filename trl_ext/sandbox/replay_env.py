@@ -120,9 +120,14 @@ _PRISTINE: dict[int, tuple[types.ModuleType, dict]] = {}
 _PRISTINE_MODULES: dict[str, Any] = {}
 
 
+_PRISTINE_ENTRIES: list[tuple] = [(), ()]  # sys.modules' names and modules as loaded, "__main__" left out
+
+
 def _remember_modules() -> None:
     _PRISTINE_MODULES.clear()
     _PRISTINE_MODULES.update(sys.modules)
+    names = tuple(name for name in _PRISTINE_MODULES if name != "__main__")
+    _PRISTINE_ENTRIES[:] = [names, tuple(_PRISTINE_MODULES[name] for name in names)]
     _PRISTINE.clear()
     for module in _PRISTINE_MODULES.values():
         if _isinstance(module, types.ModuleType):
@@ -321,9 +326,11 @@ class Environment:
             if changed:
                 where = _getattr(module, "__name__", "a module")
                 raise Unsupported(f"the test changed {where}.{changed[0]}, which the program may use")
-        modules_now = sys.modules
-        for name, module in _PRISTINE_MODULES.items():
-            if modules_now.get(name) is not module and name != "__main__":
+        names, loaded = _PRISTINE_ENTRIES  # compared in C before each call: a loop here cost ~0.2 ms a call
+        if _all(map(_is, map(sys.modules.get, names), loaded)):
+            return
+        for name, module in zip(names, loaded):
+            if sys.modules.get(name) is not module:
                 raise Unsupported(f"the test replaced sys.modules[{name!r}], which the program may import")
 
     def note_bindings(self) -> None:
