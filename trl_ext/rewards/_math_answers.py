@@ -43,7 +43,7 @@ from trl_ext.rewards._math_extract import (
     named_part,
     split_parts,
 )
-from trl_ext.rewards._math_normalise import plain_latex, split_approximation, text_key
+from trl_ext.rewards._math_normalise import plain_latex, separated, split_approximation, text_key
 
 __all__ = [
     "MAX_ANSWER_CHARS",
@@ -64,6 +64,7 @@ __all__ = [
     "plain_fraction",
     "plain_latex",
     "printed_decimal",
+    "separated",
     "split_parts",
     "split_approximation",
     "split_unit",

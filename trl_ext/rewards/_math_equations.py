@@ -131,3 +131,18 @@ def assignments(expr) -> list | None:
     if bound is None or len(set(bound[0])) != len(bound[0]):
         return None
     return [Eq(name, value, evaluate=False) for name, value in zip(*bound)]
+
+
+def same_expression(first, second) -> bool:
+    """Whether two sides of a chain are the same expression or matrix (``x^2 - 1 = (x - 1)(x + 1)``)."""
+    from sympy import MatrixBase, simplify
+
+    try:
+        if isinstance(first, MatrixBase) or isinstance(second, MatrixBase):
+            return (
+                getattr(first, "shape", None) == getattr(second, "shape", None)
+                and simplify(first - second).is_zero_matrix
+            )
+        return simplify(first - second) == 0
+    except Exception:  # sides sympy cannot subtract (a set and a number): not shown to agree
+        return False

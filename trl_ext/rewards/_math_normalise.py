@@ -23,7 +23,22 @@ _THOUSANDS = re.compile(r"(?<![\d.])([1-9]\d{0,2})((?:" + _GROUP_SEPARATOR + r"\
 _THOUSANDS_SEP = re.compile(
     r"\\hspace\{[^{}]*\}|\\thinspace|\\text\{,\}|\{\\?[,!;: ]\}|\\[,!;: ]|[,~ \u00a0\u202f\u2009]"
 )
-_DIGIT_GAP = re.compile(r"(?<=\d)(?:\s|\\[,!;: ]|~)+(?=\d)")  # digits apart: not one number
+# spacing that sets two answers apart (not a thin space: 2\,\pi), a line break, a logical connective, or text
+_WIDE_GAP = (
+    r"\\(?:q?quad|hfill|cr|lor|vee|land|wedge|mid|iff|(?:en|em|med|thick|nobreak)space)(?![A-Za-z])"
+    r"|\\hspace\*?\{[^{}]*\}|\\text[a-z]*\{[^{}]*\}|\\\\(?![A-Za-z])"  # \\le, \\sqrt: a command escaped twice
+    r"|\\\\(?=[A-Za-z](?:_\{?\w+\}?)?(?:\([^()=]*\))?\s*=(?!=))"  # but 4 \\x = 3 is a line break
+)
+_WIDE_SPACE = re.compile(r"\\(?:q?quad|hfill|(?:en|em|med|thick)space)(?![A-Za-z])|\\hspace\*?\{[^{}]*\}")
+_THIN_GAP = r"\s|\\[,!;: ]|~"
+_DIGIT_GAP = re.compile(r"(?<=\d)(?:" + _THIN_GAP + "|" + _WIDE_GAP + r")+(?=\d)")  # digits apart: not one number
+_GAP = re.compile(r"(?:" + _THIN_GAP + "|" + _WIDE_GAP + r")+")
+_WIDE = re.compile(_WIDE_GAP)
+# what may end or start an answer set apart by a gap (not an operator: 5\text{ cm} \times 3, x \quad \le 4)
+_OPERAND_END = re.compile(r"[\w)\]}|!.]\Z")
+_OPERAND_START = re.compile(r"[\w(\[{|-]|\\(?!times|cdot|div|pm|mp|right|end|[lg]eq?|neq?|approx|sim|to|%|\}|\))")
+_STATEMENT = re.compile(r"[A-Za-z](?:_\{?\w+\}?)?(?:\([^()=]*\))?\s*=(?!=)")  # x =, a_n =, f(x) =
+_DEPTH = re.compile(r"\\begin|\\end|[{(\[]|[})\]]")
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d+)\}")
 _DEGREE = r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\degree|°)"
 _DEGREE_NUMBER = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*" + _DEGREE)
@@ -144,7 +159,7 @@ def strip_delimiters(text: str) -> str:
         for open_, close in _OUTER_DELIMITERS:
             if len(text) > len(open_) + len(close) and text.startswith(open_) and text.endswith(close):
                 text, changed = text[len(open_) : -len(close)].strip(), True
-        if text.endswith(".") and not text[-2:-1].isdigit():
+        if text.endswith(".") and not text[-2:-1].isdigit() and not text.endswith(".."):  # 3.14... stays cut
             text, changed = text[:-1].rstrip(), True
     return text
 
@@ -234,9 +249,34 @@ def text_key(part: str) -> str:
     Case is kept: ``mW`` is not ``MW``, ``a`` is not ``A`` (word answers are compared without case by the grader)."""
     key = unwrap_text(part).replace("{,}", ",").replace("{:}", ":")
     key = re.sub(r"\\[dt]frac", r"\\frac", _ESCAPED.sub(lambda m: m.group(0)[1], key))
-    key = _SPACING.sub("", _DIGIT_GAP.sub("\u2423", key)).rstrip(".")  # 1\,0\,0\,0 is not 1000
+    key = _WIDE_SPACE.sub("\u2423", _DIGIT_GAP.sub("\u2423", key))  # 1\,0\,0\,0 is not 1000, 2 \quad 3 not 23
+    key = _SPACING.sub("", key)
+    key = key[:-1] if key.endswith(".") and not key.endswith("..") else key  # 3.14... stays cut
     angle = _ANGLE_NAME.fullmatch(key)  # \angle CBA is \angle ABC (the vertex in the middle)
     return angle.group(1) + min(angle.group(2), angle.group(2)[::-1]) if angle else key
+
+
+def separated(value: str) -> bool:
+    """Whether ``value`` holds two answers set apart by a gap rather than a comma or "or": wide spacing, a line
+    break, a logical connective or a text command between two operands (``3 \\quad 4``, ``x = 4 \\\\ x = 3``,
+    ``n = 4 \\text{ not } n = 3``), or a thin space before a new statement (``x = 4 \\, x = 3``). Only at the top
+    level: a matrix's ``\\\\`` or a set-builder's ``\\mid`` separate nothing. math-verify reads such a value as one
+    expression (the sum, the product or the last of the answers)."""
+    for gap in _GAP.finditer(value):
+        before, after = value[: gap.start()].rstrip(), value[gap.end() :]
+        if not (_OPERAND_END.search(before) and _OPERAND_START.match(after)) or _depth(before):
+            continue
+        if _WIDE.search(gap.group(0)) or (_STATEMENT.match(after) and not gap.group(0).isspace()):
+            return True
+    return False
+
+
+def _depth(text: str) -> int:
+    """How many brackets, braces and environments are open at the end of ``text``."""
+    depth = 0
+    for mark in _DEPTH.findall(text):
+        depth += 1 if mark in ("\\begin", "{", "(", "[") else -1
+    return depth
 
 
 def latin_letters(text: str) -> str:

@@ -116,6 +116,7 @@ class Grader:
             percent = _PERCENTAGE.fullmatch(value)
             value = percent.group(1) if percent else _PERCENT_NUMBER.sub(r"\\frac{\1}{100}", value)
         unread = _NOT_A_NUMBER.search(value) or _UNREAD.search(value)
+        unread = unread or (not gold and self.answers.separated(value))  # 3 \quad 4: two answers, read as 7
         value = None if word_or_option or unread else self._exact(value, gold, timeout)
         if value is None or not self._consistent(value, gold, timeout):
             return [Part(text, None, self.answers, gold)]  # compared as a string only
@@ -149,14 +150,23 @@ class Grader:
         return exact if all(self.values.approximates(expr, reading) for reading in printed) else None
 
     def _consistent(self, value: str, gold: bool, timeout: int) -> bool:
-        """False for an answer that chains values that differ (``x = 4 = 3``, ``x := 4 = 3``): math-verify
-        would take its last side."""
+        """False for an answer that chains sides that differ: values (``x = 4 = 3``, ``x := 4 = 3``, two matrices),
+        expressions (``y = x^3 = x^2``) or a side that still holds the unknown it names (``x = 4 + 0x = 3``):
+        math-verify would take its last side."""
         sides = _CHAIN.split(value)
         if gold or len(sides) < 3:
             return True
         exprs = [self._parse("\\boxed{" + side + "}", self.boxed, timeout) for side in sides]
-        numbers = [expr for expr in exprs if expr is not None and getattr(expr, "is_number", False)]
-        return all(self.values.values_equal(numbers[0], number) for number in numbers[1:])
+        name, exprs = exprs[0], [expr for expr in exprs if expr is not None]
+        unknowns = name.free_symbols if name is not None and getattr(name, "is_Symbol", False) else set()
+        values = [expr for expr in exprs if expr is not name]
+        if any(unknowns & getattr(expr, "free_symbols", set()) for expr in values):
+            return False  # x = 4x = 3: the side is no value of x
+        numbers = [expr for expr in exprs if getattr(expr, "is_number", False)]
+        if not all(self.values.values_equal(numbers[0], number) for number in numbers[1:]):
+            return False
+        others = [expr for expr in values if not getattr(expr, "is_number", False)]
+        return all(self.values.same_expression(others[0], other) for other in others[1:])
 
     def gold_parts(self, texts: tuple, timeout: int):
         """The Parts of a gold (None: not an answer), cached per gold only when its parses ended well within the
@@ -344,9 +354,12 @@ _WHOLE_BOX = re.compile(r"\s*\\(?:boxed|fbox)\s*\{(.*)\}\s*", re.DOTALL)
 _PERCENTAGE = re.compile(
     r"\s*([-+]?\s*(?=\d|\\[dt]?frac)(?:\d*\.?\d+)?\s*(?:\\[dt]?frac\s*\{\s*\d+\s*\}\s*\{\s*\d+\s*\})?)\s*\\%\s*"
 )
-# a percent sign left inside an expression, a box inside the answer's box (math-verify grades the inner box), or a
-# prime or quote left inside a text command (math-verify deletes ' and ": f\text{'}(x) would be f(x))
-_UNREAD = re.compile(r"\\%|\\(?:boxed|f?box|framebox|f?colorbox|bbox)(?![A-Za-z])|['\"\u2032\u2033\u2034\u2019]")
+# a percent sign left inside an expression, a box inside the answer's box (math-verify grades the inner box), a
+# prime or quote left inside a text command (math-verify deletes ' and ": f\text{'}(x) would be f(x)), or an ellipsis
+_UNREAD = re.compile(
+    r"\\%|\\(?:boxed|f?box|framebox|f?colorbox|bbox)(?![A-Za-z])|['\"\u2032\u2033\u2034\u2019]"
+    r"|\\[lc]?dots[bcimo]?(?![A-Za-z])|\.\.|\u2026"  # 3.14\ldots is cut: not the value 3.14 (math-verify drops it)
+)
 _COMMAND = re.compile(r"\\[A-Za-z]+")
 _GREEK = re.compile(r"\\(?:var)?([A-Za-z]+)")
 _GREEK_NAMES = {
