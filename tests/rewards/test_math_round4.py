@@ -72,3 +72,20 @@ def test_a_fraction_gold_too_long_to_print_scores_none():
     with pytest.warns(UserWarning, match="too long to print"):
         rewards = REWARD([r"\boxed{0}", r"\boxed{1}", r"\boxed{\frac{1}{7}}"], solution=golds)
     assert rewards == [None, None, 1.0]
+
+
+@pytest.mark.parametrize(("wrong", "gold"), [("3ᵐ", "3m"), ("yⁿ", "yn"), ("aₖ", "ak"), ("2ʰ", "2h")])
+def test_a_superscript_or_subscript_letter_is_no_plain_letter(wrong, gold):
+    assert REWARD([r"\boxed{" + wrong + "}"], solution=[gold]) == [-1.0]
+    assert ANCHORED([f"The answer is {wrong}."], solution=[gold]) == [-1.0]
+
+
+def test_a_superscript_letter_is_read_as_a_power():
+    rewards = REWARD([r"\boxed{3ᵐ}", r"\boxed{3^m}", r"\boxed{a_k}"], solution=["3^m", "3ᵐ", "aₖ"])
+    assert rewards == [1.0, 1.0, 1.0]
+
+
+def test_unicode_reciprocal_and_greek_letters_read_as_written():
+    completions = [r"\boxed{⅟4}", r"\boxed{⅟4}", r"\boxed{3λ}", r"\boxed{3\lambda}", r"\boxed{Λ}"]
+    golds = [r"\frac{1}{4}", r"\frac{4}{10}", r"3\lambda", "3λ", r"\Lambda"]
+    assert REWARD(completions, solution=golds) == [1.0, -1.0, 1.0, 1.0, 1.0]
