@@ -42,6 +42,7 @@ from trl_ext.rewards._math_extract import (
     is_assignment,
     named_part,
     split_parts,
+    unread_frame,
 )
 from trl_ext.rewards._math_normalise import plain_latex, separated, split_approximation, text_key
 
@@ -68,6 +69,7 @@ __all__ = [
     "split_parts",
     "split_approximation",
     "split_unit",
+    "unread_frame",
     "text_key",
     "time_of_day",
     "word_label",

@@ -23,13 +23,26 @@ from trl_ext.rewards._math_normalise import (
 )
 
 # every command that draws a box around its last argument: \boxed, \fbox, \framebox[w][pos], \colorbox[model]{c},
-# \fcolorbox[model]{frame}{back}, \bbox[style] (two boxes on screen are two answers, whichever command drew them)
-_OPTION_ARG, _COLOR_ARG = r"(?:\s*\[[^\]]*\])", r"(?:\s*\{[^{}]*\})"
+# \fcolorbox[model]{frame}{back}, \bbox[style] (two boxes on screen are two answers, whichever command drew them).
+# An option is short and on one line: an unbounded "[^\]]*" scanned to the next "]" from every "\framebox[" of a
+# repetition loop (quadratic in the trainer's process); a longer option leaves the box unread, so no answer.
+_OPTION_ARG, _COLOR_ARG = r"(?:\s*\[[^\]\n]{0,64}\])", r"(?:\s*\{[^{}]{0,200}\})"
 _BOXED = re.compile(
     rf"\\(?:boxed|fbox|framebox{_OPTION_ARG}{{0,2}}|colorbox{_OPTION_ARG}?{_COLOR_ARG}"
     rf"|fcolorbox{_OPTION_ARG}?{_COLOR_ARG}{{2}}|bbox{_OPTION_ARG}?)\s*\{{"
 )
 _BRACE = re.compile(r"(?<!\\)[{}]")
+# every construct that draws a frame around its content: box commands (\boxed, \fbox, \ovalbox, \doublebox,
+# \shadowbox, \tcbox, MathJax's \enclose, ...), framed environments (tcolorbox, framed, mdframed) and a
+# one-column array or tabular ruled on both sides. One that _BOXED does not read (\boxed 6 without braces, a
+# comment before the brace, another command) hides an answer on screen: the completion then has no answer.
+_FRAME = re.compile(
+    r"\\(?:[A-Za-z]*box|boxed|enclose)(?![A-Za-z])"
+    r"|\\begin\s*\{\s*(?:[A-Za-z]*box[A-Za-z]*|[A-Za-z]*framed)\*?\s*\}"
+    r"|\\begin\s*\{\s*(?:array|tabular)\*?\s*\}\s*(?:\[[^\]\n]{0,16}\]\s*)?\{\s*\|+\s*[lcr]\s*\|+\s*\}"
+)
+# box commands that draw no frame (\mbox{ cm} is a unit's text)
+_FRAMELESS = re.compile(r"(?:m|make|h|v|par|raise|s|save|use|newsave|resize|scale|rotate|reflect|p|lr|unh|unv)box")
 # no spacing around the lazy body (stripped after): "\s*(.+?)\s*" was cubic on a run of spaces with no "\}"
 _SET_BUILDER = re.compile(r"(?:\\left)?\\\{\s*[A-Za-z]\s*(?:\\mid|\\middle\||\||:)(.+?)(?:\\right)?\\\}")
 _EMPTY_SET = re.compile(r"\\varnothing|\\emptyset|\\O|(?:\\left)?\\\{\s*(?:\\right)?\\\}")
@@ -208,7 +221,7 @@ def answer_parts(region: str) -> tuple[str, ...] | None:
     parts), or None when it has no non-empty box, or more than ``MAX_ANSWER_PARTS`` boxes or parts (a repetition
     loop is no answer; stopping there bounds the work done in the trainer's process on a long completion)."""
     boxes = _boxes(region)
-    if len(boxes) > MAX_ANSWER_PARTS:
+    if len(boxes) > MAX_ANSWER_PARTS or unread_frame(region):
         return None
     parts: list[str] = []
     for box in boxes:
@@ -220,6 +233,22 @@ def answer_parts(region: str) -> tuple[str, ...] | None:
         if len(parts) > MAX_ANSWER_PARTS:
             return None
     return tuple(parts) or None
+
+
+def unread_frame(text: str) -> bool:
+    """True when ``text`` draws a frame that ``boxed_spans`` does not read: ``\\boxed 6`` (a one-token
+    argument), ``\\boxed%`` and a newline before the brace, ``\\ovalbox{6}``, ``\\enclose{box}{6}``, a
+    ``tcolorbox`` environment, a one-column ruled array. Such a box is an answer on screen the reward cannot
+    read, so the completion's answers are unknown (never skipped: two boxes on screen are two answers)."""
+    if "box" not in text and "enclose" not in text and "framed" not in text and "\\begin" not in text:
+        return False
+    read = {match.start() for match in _BOXED.finditer(text)}
+    for frame in _FRAME.finditer(text):
+        name = frame.group()[1:]
+        if frame.start() in read or _FRAMELESS.fullmatch(name):
+            continue
+        return True
+    return False
 
 
 def boxed_spans(text: str) -> list[tuple[int, int]]:

@@ -81,8 +81,28 @@ _APPROXIMATELY = re.compile(
 _SCRIPT_DIGITS = str.maketrans("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207a\u207b"
                                "\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089\u208a\u208b",
                                "0123456789+-0123456789+-")  # fmt: skip
-_SUPERSCRIPT = re.compile("[\u2070\u00b9\u00b2\u00b3\u2074-\u207b]+")
-_SUBSCRIPT = re.compile("[\u2080-\u208b]+")
+
+
+def _script_letters(kind: str) -> dict[str, str]:
+    """Superscript or subscript letters (``ˣ``, ``ⁿ``, ``ᵏ``, ``ₙ``: modifier letters that NFKC folds into plain
+    letters, so ``2ˣ`` would read as ``2x``) -> the letter they raise or lower."""
+    ranges = (range(0x2B0, 0x2B9), range(0x2E0, 0x2E4), range(0x1D2C, 0x1DC0), range(0x2071, 0x209D))
+    letters = {}
+    for char in map(chr, (code for block in ranges for code in block)):
+        folded, name = unicodedata.normalize("NFKC", char), unicodedata.name(char, "")
+        lowered = "SUBSCRIPT" in name
+        if len(folded) == 1 and folded.isascii() and folded.isalpha() and lowered == (kind == "sub"):
+            letters[char] = folded
+    return letters
+
+
+_SCRIPT_LETTERS = {**_script_letters("sup"), **_script_letters("sub")}
+_SCRIPTS = str.maketrans(_SCRIPT_LETTERS)
+_SUPERSCRIPT = re.compile("[\u2070\u00b9\u00b2\u00b3\u2074-\u207b" + "".join(_script_letters("sup")) + "]+")
+_SUBSCRIPT = re.compile("[\u2080-\u208b" + "".join(_script_letters("sub")) + "]+")
+# a Unicode name that is not the LaTeX command's (GREEK SMALL LETTER LAMDA is \lambda)
+_GREEK_COMMANDS = {"lamda": "lambda", "Lamda": "Lambda"}
+_RECIPROCAL = re.compile(r"\u215f\s*(\d+|[A-Za-z])")
 _ROOT = re.compile(r"([\u221a\u221b\u221c])\s*(\d+(?:\.\d+)?|[A-Za-z]|\([^()]*\)|\{[^{}]*\})")
 _SYMBOLS = {
     "\u2212": "-", "\u00d7": "\\times ", "\u00f7": "\\div ", "\u00b1": "\\pm ", "\u2213": "\\mp ", "\u221e": "\\infty ",
@@ -120,8 +140,9 @@ def plain_latex(text: str) -> str:
     text = unmarked if unmarked.strip() else text  # a mark alone is kept
     if text.isascii():
         return text
-    text = _SUPERSCRIPT.sub(lambda m: "^{" + m.group(0).translate(_SCRIPT_DIGITS) + "}", text)
-    text = _SUBSCRIPT.sub(lambda m: "_{" + m.group(0).translate(_SCRIPT_DIGITS) + "}", text)
+    text = _SUPERSCRIPT.sub(lambda m: "^{" + m.group(0).translate(_SCRIPT_DIGITS).translate(_SCRIPTS) + "}", text)
+    text = _SUBSCRIPT.sub(lambda m: "_{" + m.group(0).translate(_SCRIPT_DIGITS).translate(_SCRIPTS) + "}", text)
+    text = _RECIPROCAL.sub(r"\\frac{1}{\1}", text) if "\u215f" in text else text  # ⅟5 is 1/5
     text = _ROOT.sub(_latex_root, text)
     return "".join(_latex_symbol(char) if ord(char) > 127 else char for char in text)
 
@@ -141,12 +162,12 @@ def _latex_symbol(char: str) -> str:
     folded = unicodedata.normalize("NFKC", char)
     if "\u2044" in folded:  # ½ -> 1⁄2
         top, bottom = folded.split("\u2044")
-        return f"\\frac{{{top}}}{{{bottom or 10}}}"
+        return f"\\frac{{{top}}}{{{bottom}}}" if top and bottom else char  # ⅟ without its denominator: unread
     name = unicodedata.name(char, "")
     greek = re.fullmatch(r"GREEK (SMALL|CAPITAL) LETTER ([A-Z]+)", name)
     if greek:
-        letter = greek.group(2).lower()
-        return "\\" + (letter if greek.group(1) == "SMALL" else letter.capitalize()) + " "
+        letter = greek.group(2).lower() if greek.group(1) == "SMALL" else greek.group(2).capitalize()
+        return "\\" + _GREEK_COMMANDS.get(letter, letter) + " "
     return char
 
 
@@ -290,8 +311,8 @@ def latin_letters(text: str) -> str:
 
 
 def _latin(char: str) -> str:
-    if not unicodedata.category(char).startswith("L"):
-        return char
+    if unicodedata.category(char) not in ("Lu", "Ll"):
+        return char  # a modifier letter (ˣ, ⁿ, ₙ) is a superscript or subscript, not the letter itself
     folded = unicodedata.normalize("NFKC", char)
     return folded if len(folded) == 1 and folded.isascii() and folded.isalpha() else char
 

@@ -222,6 +222,8 @@ class Grader:
             return False  # words are compared as words, never as products of letters; x=1,y=2 is not a=1,b=2
         if (gold.unit and answer.unit and gold.unit != answer.unit) or (answer.unit == "rad" and not gold.unit):
             return False  # another unit; radians for a plain number
+        if gold.percent and answer.unit:
+            return False  # a percentage's unit is its percent sign: 5% is not $5, 5 cm or 5 degrees
         if gold.brackets and answer.brackets and gold.brackets != answer.brackets:
             return False
         if _case_clash(gold.key, answer.key):

@@ -15,7 +15,13 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
-from trl_ext.rewards._math_answers import anchored_parts, answer_parts, fraction_verdict, gold_parts
+from trl_ext.rewards._math_answers import (
+    anchored_parts,
+    answer_parts,
+    fraction_verdict,
+    gold_parts,
+    unread_frame,
+)
 from trl_ext.rewards._pool import WorkerPool
 from trl_ext.rewards._text import THINK_CLOSE, THINK_OPEN, answer_region, column, completion_text, log_outcomes
 from trl_ext.rewards.base import RewardFunction
@@ -85,7 +91,10 @@ def _exact_number(gold: Any) -> Any:
     (float32, float16) as its own shortest digits (widened, ``np.float32(0.1)`` prints 0.10000000149011612)."""
     if isinstance(gold, numbers.Rational) and not isinstance(gold, numbers.Integral):
         sign = "-" if gold.numerator < 0 else ""
-        return f"{sign}\\frac{{{abs(gold.numerator)}}}{{{gold.denominator}}}"
+        numerator, denominator = _safe_repr(abs(gold.numerator)), _safe_repr(gold.denominator)
+        if numerator is None or denominator is None:
+            return None  # past 4,300 digits: not an answer (the row scores None, as for such an int)
+        return f"{sign}\\frac{{{numerator}}}{{{denominator}}}"
     if isinstance(gold, Decimal):
         return f"{gold:f}" if gold.is_finite() else None
     numpy_float = type(gold).__module__ == "numpy" and isinstance(gold, numbers.Real) and not isinstance(gold, float)
@@ -235,7 +244,7 @@ class MathAccuracy(RewardFunction):
         if region is None:
             return None
         parts = answer_parts(region)
-        if parts is None and self.extraction == "anchored":
+        if parts is None and self.extraction == "anchored" and not unread_frame(region):
             return anchored_parts(region)
         return parts
 
