@@ -9,6 +9,7 @@ import json
 import os
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +21,7 @@ from trl_ext.sandbox.base import harness_runtime
 from trl_ext.sandbox.comparison import compare_stdio, values_equal
 from trl_ext.sandbox.eval_worker import evaluation_pool
 from trl_ext.sandbox.limits import Limits
-from trl_ext.sandbox.records import RecordStream, RunHistory
+from trl_ext.sandbox.records import RERUN_DETAIL, RecordStream, RunHistory
 from trl_ext.workers.pool import WorkerDied
 
 TEST_KINDS = ("stdio", "call", "assert")
@@ -33,13 +34,6 @@ _TEST_SEED = secrets.randbits(64)  # the test's `random` in every pass: a secret
 _CYCLE = (  # the calls of a deterministic test settle; `random` and the hash secret are the same in every run
     "the test's calls depend on results in a cycle: the program's results differ between sandbox runs of the "
     "same calls (os.urandom, the clock, id())"
-)
-
-
-_RERUN = (  # a run that answers a call again, later calls known, must not change what the test already saw
-    "the program's results differ between sandbox runs of the same calls, or a run answered a call after an "
-    "earlier run had shown the program a call that comes later (results may depend on calls not made yet; or on "
-    "os.urandom, the clock, id())"
 )
 
 
@@ -186,7 +180,7 @@ def run_tests(
     ``values_equal``. Both give every case ``limits.timeout_s`` and are graded as the cases finish, so
     ``stop_on_failure`` (binary rewards) ends the run at the first failing case. assert: record and replay
     (``trl_ext.sandbox.replay``): the test runs in a trusted evaluation worker against stand-ins of the
-    program's functions, the sandbox runs only the calls they asked for (within ``limits.timeout_s`` in all)
+    program's functions, the sandbox runs only the calls they asked for (all rounds in 2 x ``timeout_s``)
     and returns the results as plain data; tests that need more than a few rounds, or pass arguments that are
     not plain data, fail with status "unsupported_test".
 
@@ -412,10 +406,11 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
     run statuses. A result is used only for the call at its own position (see ``replay._Session``)."""
     answer, frontier = _first_pass(task, deadline_s), -1
     seed = secrets.randbits(48)  # the same in every run of this evaluation: a replayed call draws the same numbers
-    history = RunHistory()
+    history, end = RunHistory(), time.monotonic() + 2 * limits.timeout_s  # rounds do not multiply the time
     for _ in range(_MAX_ROUNDS):
-        if answer is None or answer["verdict"] != "incomplete":
-            return answer
+        budget = end - time.monotonic()
+        if answer is None or answer["verdict"] != "incomplete" or budget <= 0:
+            return answer if budget > 0 else None  # None: out of time
         calls = answer["calls"]
         describing = "program" not in task and not calls  # a run only to say what the test's names are
         if not describing and (calls == task["calls"] or answer.get("frontier", 0) <= frontier):  # no progress
@@ -424,7 +419,7 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
         payload = {**_calls_payload(program, calls, False, seed), "describe": task["names"]}
         payload["halts"] = answer.get("halts", [])
         stream = RecordStream(payload["marker"], "live", len(calls), described=True)
-        result = runner.launch(payload, b"", limits)
+        result = runner.launch(payload, b"", dataclasses.replace(limits, timeout_s=min(limits.timeout_s, budget)))
         report.statuses.append(result.status)
         if result.status == "infra_error":
             report.infra_error = True
@@ -441,7 +436,7 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
         if not (results and results[-1].get("halt")):  # the harness ended the run: the rest were not run yet
             results += [{"ok": False, "missing": True}] * (len(calls) - len(results))
         if history.conflicts(calls, results):
-            return {"verdict": "unsupported", "detail": _RERUN}
+            return {"verdict": "unsupported", "detail": RERUN_DETAIL}
         task = {**task, "calls": calls, "results": results, "program": stream.names or []}
         answer = EVALUATORS.evaluate(task, deadline_s)
     if answer is None or answer["verdict"] != "incomplete":
