@@ -112,6 +112,8 @@ def refuse_shadowed(program: str, answer: dict) -> dict:
 # f.__code__.co_names` passed a program using sorted())
 _INTROSPECTION = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__closure__", "__globals__", "__wrapped__"})
 _INTROSPECTING = frozenset({"inspect", "dis"})
+# the judge's iterator of a program generator is no generator object: a test asking whether a result is one
+_GENERATOR_TYPES = frozenset({"GeneratorType", "Generator", "AsyncGeneratorType", "AsyncGenerator"})
 
 
 @functools.lru_cache(maxsize=4096)
@@ -125,6 +127,8 @@ def introspection(test: str) -> str:
             what = node.value
         elif _imported_module(node).partition(".")[0] in _INTROSPECTING:
             what = "the inspect or dis module"
+        elif _type_name(node) in _GENERATOR_TYPES:
+            what = "whether a result is a generator"
         else:
             continue
         return f"the test reads {what} of the program's functions, which the judge cannot give (it never runs them)"
@@ -142,3 +146,12 @@ def unsupported_plan(test: str, names: list[str]) -> str:
     """Why an assert test cannot judge the program ('' when it can): it names none of its functions, or it reads
     what only the program's function objects hold (``introspection``)."""
     return introspection(test) if names else "the test uses no function of the program (name it with `entry_point`)"
+
+
+def _type_name(node: ast.AST) -> str:
+    """The name ``node`` reads or imports (``types.GeneratorType``, ``GeneratorType``, ``from types import ...``)."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return next((alias.name for alias in getattr(node, "names", ()) if alias.name in _GENERATOR_TYPES), "")

@@ -20,7 +20,7 @@ from trl_ext.sandbox.base import harness_runtime
 from trl_ext.sandbox.comparison import compare_stdio, values_equal
 from trl_ext.sandbox.eval_worker import evaluation_pool
 from trl_ext.sandbox.limits import Limits
-from trl_ext.sandbox.records import RecordStream, RunHistory
+from trl_ext.sandbox.records import RERUN_DETAIL, RecordStream, RunHistory
 from trl_ext.sandbox.test_specs import _assert_plan, parse_tests
 from trl_ext.workers.pool import WorkerDied
 
@@ -33,13 +33,6 @@ _ROUNDS_TIME = 2.0  # the sandbox runs of one assert test share this many timeou
 _CYCLE = (  # the calls of a deterministic test settle; `random` and the hash secret are the same in every run
     "the test's calls depend on results in a cycle: the program's results differ between sandbox runs of the "
     "same calls (os.urandom, the clock, id())"
-)
-
-
-_RERUN = (  # a run that answers a call again, later calls known, must not change what the test already saw
-    "the program's results differ between sandbox runs of the same calls, or a run answered a call after an "
-    "earlier run had shown the program a call that comes later (results may depend on calls not made yet; or on "
-    "os.urandom, the clock, id())"
 )
 
 
@@ -352,7 +345,7 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
         if not (results and results[-1].get("halt")):  # the harness ended the run: the rest were not run yet
             results += [{"ok": False, "missing": True}] * (len(calls) - len(results))
         if history.conflicts(calls, results):
-            return {"verdict": "unsupported", "detail": _RERUN}
+            return {"verdict": "unsupported", "detail": RERUN_DETAIL}
         task = {**task, "calls": calls, "results": results, "program": stream.names or []}
         answer = EVALUATORS.evaluate(task, deadline_s)
     if answer is None or answer["verdict"] != "incomplete":

@@ -193,6 +193,13 @@ class RecordStream:
         return None
 
 
+RERUN_DETAIL = (  # ``RunHistory.conflicts``: the detail of the unsupported_test
+    "the program's results differ between sandbox runs of the same calls, or a run answered a call after an "
+    "earlier run had shown the program a call that comes later (results may depend on calls not made yet; or on "
+    "os.urandom, the clock, id())"
+)
+
+
 class RunHistory:
     """What the program was shown and answered in the earlier sandbox runs of one assert test. A program may carry
     data from one run to the next (the host page cache, timing), so a run's records are used only where that could
