@@ -409,8 +409,10 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
     history, end = RunHistory(), time.monotonic() + 2 * limits.timeout_s  # rounds do not multiply the time
     for _ in range(_MAX_ROUNDS):
         budget = end - time.monotonic()
-        if answer is None or answer["verdict"] != "incomplete" or budget <= 0:
-            return answer if budget > 0 else None  # None: out of time
+        if answer is None or answer["verdict"] != "incomplete":
+            return answer
+        if budget <= 0:  # out of time (a pass that ends the test is its answer all the same)
+            return None
         calls = answer["calls"]
         describing = "program" not in task and not calls  # a run only to say what the test's names are
         if not describing and (calls == task["calls"] or answer.get("frontier", 0) <= frontier):  # no progress
