@@ -31,7 +31,7 @@ PATCHED = [  # CPython fails each: the patch reaches the program's code
 PUT_BACK = [  # the module is as loaded again when the program runs: judged as usual
     "import builtins\nfrom unittest import mock\nwith mock.patch.dict(builtins.__dict__, {'max': None}):\n"
     "    pass\nassert biggest([1, 3]) == 3",
-    "import tempfile\ntempfile.gettempdir()\nassert area(0) == 0",
+    "import mimetypes\nmimetypes.guess_type('a.txt')\nassert area(0) == 0",
 ]
 
 

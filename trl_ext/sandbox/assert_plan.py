@@ -112,6 +112,10 @@ def refuse_shadowed(program: str, answer: dict) -> dict:
 # f.__code__.co_names` passed a program using sorted())
 _INTROSPECTION = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__closure__", "__globals__", "__wrapped__"})
 _INTROSPECTING = frozenset({"inspect", "dis"})
+# files do not cross between the test (the evaluation worker) and the program (its sandbox's scratch)
+_FILES = frozenset({"tempfile", "shutil", "pathlib", "glob", "fileinput"})
+_OS_FILES = frozenset({"path", "remove", "unlink", "listdir", "scandir", "stat", "lstat", "rename", "replace",
+                       "mkdir", "makedirs", "rmdir", "removedirs", "walk", "access", "open", "chdir", "getcwd"})  # fmt: skip
 # the judge's iterator of a program generator is no generator object: a test asking whether a result is one
 _GENERATOR_TYPES = frozenset({"GeneratorType", "Generator", "AsyncGeneratorType", "AsyncGenerator"})
 
@@ -129,6 +133,8 @@ def introspection(test: str) -> str:
             what = "the inspect or dis module"
         elif _type_name(node) in _GENERATOR_TYPES:
             what = "whether a result is a generator"
+        elif _touches_files(node):
+            what = "files (they do not cross between the test and the program's sandbox)"
         else:
             continue
         return f"the test reads {what} of the program's functions, which the judge cannot give (it never runs them)"
@@ -155,3 +161,16 @@ def _type_name(node: ast.AST) -> str:
     if isinstance(node, ast.Name):
         return node.id
     return next((alias.name for alias in getattr(node, "names", ()) if alias.name in _GENERATOR_TYPES), "")
+
+
+def _touches_files(node: ast.AST) -> bool:
+    """Whether ``node`` opens a file, uses ``os``'s file functions or imports a module about files."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
+        return True
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os":
+        return node.attr in _OS_FILES
+    if isinstance(node, ast.ImportFrom) and node.module == "os":
+        return any(alias.name in _OS_FILES for alias in node.names)
+    names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+    names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+    return any(name.partition(".")[0] in _FILES or name == "os.path" for name in names)
