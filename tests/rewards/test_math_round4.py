@@ -50,9 +50,9 @@ def test_frames_that_are_read_and_boxes_that_draw_no_frame_still_score():
 
 def test_a_long_loop_of_box_options_is_bounded():
     # each "\framebox[" without "]" was scanned to the end of the text: quadratic in the trainer's process
-    for command in ("\\framebox[", "\\bbox[", "\\colorbox[", "\\fcolorbox["):
+    for command in ("\\framebox[", "\\bbox[", "\\colorbox[", "\\fcolorbox[", "\\framebox[a][", "\\begin{array}{|"):
         start = time.perf_counter()
-        REWARD.extract(command * 20_000 + r" \boxed{7}")
+        REWARD.extract(command * (200_000 // len(command)) + r" \boxed{7}")
         assert time.perf_counter() - start < 5.0  # generous bound; the quadratic scan took over 10 s
 
 
