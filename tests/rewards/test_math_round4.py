@@ -89,3 +89,9 @@ def test_unicode_reciprocal_and_greek_letters_read_as_written():
     completions = [r"\boxed{⅟4}", r"\boxed{⅟4}", r"\boxed{3λ}", r"\boxed{3\lambda}", r"\boxed{Λ}"]
     golds = [r"\frac{1}{4}", r"\frac{4}{10}", r"3\lambda", "3λ", r"\Lambda"]
     assert REWARD(completions, solution=golds) == [1.0, -1.0, 1.0, 1.0, 1.0]
+
+
+def test_a_box_option_never_closed_draws_no_frame():
+    # "\framebox[" with no "]" after it is a LaTeX error, not a box on screen: the answer after it is read
+    looped = "\\framebox[" * 2000 + r" so \boxed{7}"
+    assert REWARD([looped, r"\framebox[3cm]{9} so \boxed{7}"], solution=["7", "7"]) == [1.0, -1.0]
