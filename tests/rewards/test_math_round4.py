@@ -50,9 +50,9 @@ def test_frames_that_are_read_and_boxes_that_draw_no_frame_still_score():
 
 def test_a_long_loop_of_box_options_is_bounded():
     # each "\framebox[" without "]" was scanned to the end of the text: quadratic in the trainer's process
-    for command in ("\\framebox[", "\\bbox[", "\\colorbox[", "\\fcolorbox["):
+    for command in ("\\framebox[", "\\bbox[", "\\colorbox[", "\\fcolorbox[", "\\framebox[a][", "\\begin{array}{|"):
         start = time.perf_counter()
-        REWARD.extract(command * 20_000 + r" \boxed{7}")
+        REWARD.extract(command * (200_000 // len(command)) + r" \boxed{7}")
         assert time.perf_counter() - start < 5.0  # generous bound; the quadratic scan took over 10 s
 
 
@@ -89,3 +89,9 @@ def test_unicode_reciprocal_and_greek_letters_read_as_written():
     completions = [r"\boxed{⅟4}", r"\boxed{⅟4}", r"\boxed{3λ}", r"\boxed{3\lambda}", r"\boxed{Λ}"]
     golds = [r"\frac{1}{4}", r"\frac{4}{10}", r"3\lambda", "3λ", r"\Lambda"]
     assert REWARD(completions, solution=golds) == [1.0, -1.0, 1.0, 1.0, 1.0]
+
+
+def test_a_box_option_never_closed_draws_no_frame():
+    # "\framebox[" with no "]" after it is a LaTeX error, not a box on screen: the answer after it is read
+    looped = "\\framebox[" * 2000 + r" so \boxed{7}"
+    assert REWARD([looped, r"\framebox[3cm]{9} so \boxed{7}"], solution=["7", "7"]) == [1.0, -1.0]

@@ -42,6 +42,7 @@ _FRAME = re.compile(
     r"|\\begin\s*\{\s*(?:array|tabular)\*?\s*\}\s*(?:\[[^\]\n]{0,16}\]\s*)?\{\s*\|+\s*[lcr]\s*\|+\s*\}"
 )
 # box commands that draw no frame (\mbox{ cm} is a unit's text)
+_OPENS_OPTION = re.compile(r"\s*\[")
 _FRAMELESS = re.compile(r"(?:m|make|h|v|par|raise|s|save|use|newsave|resize|scale|rotate|reflect|p|lr|unh|unv)box")
 # no spacing around the lazy body (stripped after): "\s*(.+?)\s*" was cubic on a run of spaces with no "\}"
 _SET_BUILDER = re.compile(r"(?:\\left)?\\\{\s*[A-Za-z]\s*(?:\\mid|\\middle\||\||:)(.+?)(?:\\right)?\\\}")
@@ -242,11 +243,13 @@ def unread_frame(text: str) -> bool:
     read, so the completion's answers are unknown (never skipped: two boxes on screen are two answers)."""
     if "box" not in text and "enclose" not in text and "framed" not in text and "\\begin" not in text:
         return False
-    read = {match.start() for match in _BOXED.finditer(text)}
+    read, last_close = {match.start() for match in _BOXED.finditer(text)}, text.rfind("]")
     for frame in _FRAME.finditer(text):
         name = frame.group()[1:]
         if frame.start() in read or _FRAMELESS.fullmatch(name):
             continue
+        if frame.end() > last_close and _OPENS_OPTION.match(text, frame.end()):
+            continue  # an option never closed ("\framebox[" of a repetition loop): a LaTeX error, no frame drawn
         return True
     return False
 
