@@ -5,6 +5,8 @@ so a run that answers an already answered call differently makes the test unsupp
 
 from __future__ import annotations
 
+import copy
+
 from trl_ext.sandbox import Limits, get_backend, run_tests
 from trl_ext.sandbox.records import RunHistory
 
@@ -14,7 +16,7 @@ FAST = Limits(timeout_s=10.0)
 def _sees_previous_run():
     """The default backend, with every run handed the calls the previous run showed the program as ``LATER`` (what a
     program reading a cross-run channel such as the page cache would learn), on the real backend underneath."""
-    backend, previous = get_backend(), [[]]
+    backend, previous = copy.copy(get_backend()), [[]]  # a copy: the shared default backend stays as it is
     launch = backend.launch
 
     def launch_knowing_the_previous_run(payload, stdin, limits, progress=None):
