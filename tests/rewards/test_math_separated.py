@@ -28,9 +28,13 @@ CASES = {
     "logical or": ("9", r"\boxed{t = 9}", r"\boxed{t = 2 \lor t = 9}"),
     "logical and": ("9", r"\boxed{t = 9}", r"\boxed{t = 2 \wedge t = 9}"),
     "words between": ("9", r"\boxed{t = 9}", r"\boxed{t = 2 \text{ instead of } t = 9}"),
+    "kern between equations": ("9", r"\boxed{t = 9}", r"\boxed{t = 2 \kern1em t = 9}"),
+    "skip between equations": ("9", r"\boxed{t = 9}", r"\boxed{t = 2 \hskip 2em t = 9}"),
     # a chain: every side that is a value agrees, and no side still holds the unknown it names
     "zero term hides a value": ("9", r"\boxed{t = 4 + 5 = 9}", r"\boxed{t = 2 + 0t = 9}"),
     "side holds the unknown": ("9", r"\boxed{t = 9}", r"\boxed{t = 3t = 9}"),
+    "zero term in another variable": ("9", r"\boxed{t = 0s + 9 = 9}", r"\boxed{t = 2 + 0 \cdot s = 9}"),
+    "zero term behind a function name": ("9", r"\boxed{h(t) = 9}", r"\boxed{h(t) = 2 + 0t = 9}"),
     "expressions differ": ("s^2", r"\boxed{h(s) = s \cdot s = s^2}", r"\boxed{h(s) = s^5 = s^2}"),
     "vectors differ": (
         r"\begin{pmatrix}5\\6\end{pmatrix}",

@@ -25,7 +25,8 @@ _THOUSANDS_SEP = re.compile(
 )
 # spacing that sets two answers apart (not a thin space: 2\,\pi), a line break, a logical connective, or text
 _WIDE_GAP = (
-    r"\\(?:q?quad|hfill|cr|lor|vee|land|wedge|mid|iff|(?:en|em|med|thick|nobreak)space)(?![A-Za-z])"
+    r"\\(?:q?quad|hfill|cr|newline|space|enskip|lor|vee|land|wedge|mid|iff|(?:en|em|med|thick|nobreak)space)(?![A-Za-z])"
+    r"|\\(?:[hm]?skip|m?kern)\s*-?[\d.]+\s*[a-z]{2}"
     r"|\\hspace\*?\{[^{}]*\}|\\text[a-z]*\{[^{}]*\}|\\\\(?![A-Za-z])"  # \\le, \\sqrt: a command escaped twice
     r"|\\\\(?=[A-Za-z](?:_\{?\w+\}?)?(?:\([^()=]*\))?\s*=(?!=))"  # but 4 \\x = 3 is a line break
 )
