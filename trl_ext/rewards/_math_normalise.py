@@ -27,11 +27,13 @@ _THOUSANDS_SEP = re.compile(
 _WIDE_GAP = (
     r"\\(?:q?quad|hfill|cr|newline|space|enskip|lor|vee|land|wedge|mid|iff|(?:en|em|med|thick|nobreak)space)(?![A-Za-z])"
     r"|\\(?:[hm]?skip|m?kern)\s*-?[\d.]+\s*[a-z]{2}"
-    r"|\\hspace\*?\{[^{}]*\}|\\text[a-z]*\{[^{}]*\}|\\\\(?![A-Za-z])"  # \\le, \\sqrt: a command escaped twice
+    r"|\\(?:hspace\*?|[hv]?phantom|text[a-z]*|[mh]box)\s*\{[^{}]*\}|&"
+    r"|\\(?:math(?:rm|bf|it|sf|tt|normal)|operatorname\*?)\s*\{(?:\s[^{}]*|[^{}]*\s)\}"  # \mathrm{ or }, not \mathrm{d}
+    r"|\\\\(?![A-Za-z])"  # \\le, \\sqrt: a command escaped twice
     r"|\\\\(?=[A-Za-z](?:_\{?\w+\}?)?(?:\([^()=]*\))?\s*=(?!=))"  # but 4 \\x = 3 is a line break
 )
 _WIDE_SPACE = re.compile(r"\\(?:q?quad|hfill|(?:en|em|med|thick)space)(?![A-Za-z])|\\hspace\*?\{[^{}]*\}")
-_THIN_GAP = r"\s|\\[,!;: ]|~"
+_THIN_GAP = r"\s|\\[,!;: ]|~|\\(?:parallel|[lr]?[vV]ert)(?![A-Za-z])|\\?\|"  # a bar: only before x = ...
 _DIGIT_GAP = re.compile(r"(?<=\d)(?:" + _THIN_GAP + "|" + _WIDE_GAP + r")+(?=\d)")  # digits apart: not one number
 _GAP = re.compile(r"(?:" + _THIN_GAP + "|" + _WIDE_GAP + r")+")
 _WIDE = re.compile(_WIDE_GAP)
