@@ -28,9 +28,17 @@ CASES = {
     "logical or": ("9", r"\boxed{t = 9}", r"\boxed{t = 2 \lor t = 9}"),
     "logical and": ("9", r"\boxed{t = 9}", r"\boxed{t = 2 \wedge t = 9}"),
     "words between": ("9", r"\boxed{t = 9}", r"\boxed{t = 2 \text{ instead of } t = 9}"),
+    "kern between equations": ("9", r"\boxed{t = 9}", r"\boxed{t = 2 \kern1em t = 9}"),
+    "skip between equations": ("9", r"\boxed{t = 9}", r"\boxed{t = 2 \hskip 2em t = 9}"),
+    "phantom between numbers": ("11", r"\boxed{11}", r"\boxed{2 \phantom{0} 9}"),
+    "alignment mark between equations": ("9", r"\boxed{t = 9}", r"\boxed{t = 2 & t = 9}"),
+    "bar before a statement": ("9", r"\boxed{t = 9}", r"\boxed{t = 2 \vert t = 9}"),
+    "box of words between equations": ("9", r"\boxed{t = 9}", r"\boxed{t = 2 \hbox{ } t = 9}"),
     # a chain: every side that is a value agrees, and no side still holds the unknown it names
     "zero term hides a value": ("9", r"\boxed{t = 4 + 5 = 9}", r"\boxed{t = 2 + 0t = 9}"),
     "side holds the unknown": ("9", r"\boxed{t = 9}", r"\boxed{t = 3t = 9}"),
+    "zero term in another variable": ("9", r"\boxed{t = 0s + 9 = 9}", r"\boxed{t = 2 + 0 \cdot s = 9}"),
+    "zero term behind a function name": ("9", r"\boxed{h(t) = 9}", r"\boxed{h(t) = 2 + 0t = 9}"),
     "expressions differ": ("s^2", r"\boxed{h(s) = s \cdot s = s^2}", r"\boxed{h(s) = s^5 = s^2}"),
     "vectors differ": (
         r"\begin{pmatrix}5\\6\end{pmatrix}",
@@ -73,6 +81,9 @@ def test_anchored_answers_are_graded_alike(gold, right, wrong):
         ("3", r"\boxed{x = 2y = 3}"),  # a side in another variable: y is 3/2
         (r"1 + 3\sqrt{2}", r"\boxed{1+3\\sqrt{2}}"),  # a command escaped twice is no line break
         (r"x \in [-2, 7]", r"\boxed{-2 \\le x \\le 7}"),
+        (r"2|x|", r"\boxed{2\lvert x\rvert}"),  # a bar not before a statement
+        ("3", r"\boxed{y = |x| = 3}"),
+        (r"\begin{pmatrix}1 & 2\end{pmatrix}", r"\boxed{\begin{pmatrix}1&2\end{pmatrix}}"),  # & inside an environment
         (r"2.23\ldots", r"\boxed{2.23\ldots}"),  # a gold written cut accepts the same
     ],
 )

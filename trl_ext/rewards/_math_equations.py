@@ -146,3 +146,16 @@ def same_expression(first, second) -> bool:
         return simplify(first - second) == 0
     except Exception:  # sides sympy cannot subtract (a set and a number): not shown to agree
         return False
+
+
+def settled(expr):
+    """``expr`` simplified when that leaves a number (``4 + 0t`` is 4, a side that hides a value), else ``expr``."""
+    from sympy import Basic, simplify
+
+    if not isinstance(expr, Basic) or expr.is_number or not expr.free_symbols:
+        return expr
+    try:
+        simple = simplify(expr)
+    except Exception:  # sympy cannot simplify it: the side stays an expression
+        return expr
+    return simple if getattr(simple, "is_number", False) else expr

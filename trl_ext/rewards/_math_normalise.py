@@ -25,17 +25,20 @@ _THOUSANDS_SEP = re.compile(
 )
 # spacing that sets two answers apart (not a thin space: 2\,\pi), a line break, a logical connective, or text
 _WIDE_GAP = (
-    r"\\(?:q?quad|hfill|cr|lor|vee|land|wedge|mid|iff|(?:en|em|med|thick|nobreak)space)(?![A-Za-z])"
-    r"|\\hspace\*?\{[^{}]*\}|\\text[a-z]*\{[^{}]*\}|\\\\(?![A-Za-z])"  # \\le, \\sqrt: a command escaped twice
+    r"\\(?:q?quad|hfill|cr|newline|space|enskip|lor|vee|land|wedge|mid|iff|(?:en|em|med|thick|nobreak)space)(?![A-Za-z])"
+    r"|\\(?:[hm]?skip|m?kern)\s*-?[\d.]+\s*[a-z]{2}"
+    r"|\\(?:hspace\*?|[hv]?phantom|text[a-z]*|[mh]box)\s*\{[^{}]*\}|&"
+    r"|\\(?:math(?:rm|bf|it|sf|tt|normal)|operatorname\*?)\s*\{(?:\s[^{}]*|[^{}]*\s)\}"  # \mathrm{ or }, not \mathrm{d}
+    r"|\\\\(?![A-Za-z])"  # \\le, \\sqrt: a command escaped twice
     r"|\\\\(?=[A-Za-z](?:_\{?\w+\}?)?(?:\([^()=]*\))?\s*=(?!=))"  # but 4 \\x = 3 is a line break
 )
 _WIDE_SPACE = re.compile(r"\\(?:q?quad|hfill|(?:en|em|med|thick)space)(?![A-Za-z])|\\hspace\*?\{[^{}]*\}")
-_THIN_GAP = r"\s|\\[,!;: ]|~"
+_THIN_GAP = r"\s|\\[,!;: ]|~|\\(?:parallel|[lr]?[vV]ert)(?![A-Za-z])|\\?\|"  # a bar: only before x = ...
 _DIGIT_GAP = re.compile(r"(?<=\d)(?:" + _THIN_GAP + "|" + _WIDE_GAP + r")+(?=\d)")  # digits apart: not one number
 _GAP = re.compile(r"(?:" + _THIN_GAP + "|" + _WIDE_GAP + r")+")
 _WIDE = re.compile(_WIDE_GAP)
 # what may end or start an answer set apart by a gap (not an operator: 5\text{ cm} \times 3, x \quad \le 4)
-_OPERAND_END = re.compile(r"[\w)\]}|!.]\Z")
+_OPERAND_END = re.compile(r"[\w)\]}|!.]")
 _OPERAND_START = re.compile(r"[\w(\[{|-]|\\(?!times|cdot|div|pm|mp|right|end|[lg]eq?|neq?|approx|sim|to|%|\}|\))")
 _STATEMENT = re.compile(r"[A-Za-z](?:_\{?\w+\}?)?(?:\([^()=]*\))?\s*=(?!=)")  # x =, a_n =, f(x) =
 _DEPTH = re.compile(r"\\begin|\\end|[{(\[]|[})\]]")
@@ -283,21 +286,18 @@ def separated(value: str) -> bool:
     ``n = 4 \\text{ not } n = 3``), or a thin space before a new statement (``x = 4 \\, x = 3``). Only at the top
     level: a matrix's ``\\\\`` or a set-builder's ``\\mid`` separate nothing. math-verify reads such a value as one
     expression (the sum, the product or the last of the answers)."""
-    for gap in _GAP.finditer(value):
-        before, after = value[: gap.start()].rstrip(), value[gap.end() :]
-        if not (_OPERAND_END.search(before) and _OPERAND_START.match(after)) or _depth(before):
+    marks, depth = _DEPTH.finditer(value), 0
+    mark = next(marks, None)
+    for gap in _GAP.finditer(value):  # one pass: the gaps and the open brackets before each (linear time)
+        while mark is not None and mark.start() < gap.start():
+            depth += 1 if mark.group(0) in ("\\begin", "{", "(", "[") else -1
+            mark = next(marks, None)
+        start, end = gap.start(), gap.end()
+        if depth or not start or not _OPERAND_END.match(value[start - 1]) or not _OPERAND_START.match(value, end):
             continue
-        if _WIDE.search(gap.group(0)) or (_STATEMENT.match(after) and not gap.group(0).isspace()):
+        if _WIDE.search(gap.group(0)) or (_STATEMENT.match(value, end) and not gap.group(0).isspace()):
             return True
     return False
-
-
-def _depth(text: str) -> int:
-    """How many brackets, braces and environments are open at the end of ``text``."""
-    depth = 0
-    for mark in _DEPTH.findall(text):
-        depth += 1 if mark in ("\\begin", "{", "(", "[") else -1
-    return depth
 
 
 def latin_letters(text: str) -> str:

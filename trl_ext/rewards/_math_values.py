@@ -14,6 +14,7 @@ from trl_ext.rewards._math_equations import by_name as by_name
 from trl_ext.rewards._math_equations import named_value as named_value
 from trl_ext.rewards._math_equations import same_equation as same_equation
 from trl_ext.rewards._math_equations import same_expression as same_expression
+from trl_ext.rewards._math_equations import settled as settled
 from trl_ext.rewards._math_equations import unsolved_equation as unsolved_equation
 from trl_ext.rewards._math_equations import without_solutions as without_solutions
 

@@ -159,10 +159,10 @@ class Grader:
         exprs = [self._parse("\\boxed{" + side + "}", self.boxed, timeout) for side in sides]
         name, exprs = exprs[0], [expr for expr in exprs if expr is not None]
         unknowns = name.free_symbols if name is not None and getattr(name, "is_Symbol", False) else set()
-        values = [expr for expr in exprs if expr is not name]
+        values = [self.values.settled(expr) for expr in exprs if expr is not name]  # 4 + 0t is 4
         if any(unknowns & getattr(expr, "free_symbols", set()) for expr in values):
             return False  # x = 4x = 3: the side is no value of x
-        numbers = [expr for expr in exprs if getattr(expr, "is_number", False)]
+        numbers = [expr for expr in [name, *values] if getattr(expr, "is_number", False)]
         if not all(self.values.values_equal(numbers[0], number) for number in numbers[1:]):
             return False
         others = [expr for expr in values if not getattr(expr, "is_number", False)]
