@@ -51,7 +51,10 @@ def _data_probe(expression: str):
 
 @pytest.fixture
 def host(tmp_path, monkeypatch):
-    """A secret in the environment and in a file, a listening socket on loopback, a path to (not) write."""
+    """A secret in the environment and in a file, a listening socket on loopback, a path to (not) write. The judge's
+    checks of a test's text (a test opening files is refused before it runs) are off here: what is tested is the
+    worker's confinement, the line behind them."""
+    monkeypatch.setattr(judge, "unsupported_plan", lambda test, names: "")
     monkeypatch.setenv("HF_TOKEN", SECRET)
     secret_file = tmp_path / "token"
     secret_file.write_text(SECRET)
