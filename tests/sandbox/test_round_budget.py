@@ -1,4 +1,4 @@
-"""Class 2/6: all sandbox runs of one assert test share one time budget (twice ``timeout_s`` of sandbox runs): a
+"""Class 2/6: all sandbox runs of one assert test share one time budget (1.5 x ``timeout_s`` of sandbox runs): a
 test whose steps each need another run cannot multiply the time a program takes by its number of rounds (before:
 up to 32 x ``timeout_s`` per program). Out of budget, the test reports "timeout"."""
 

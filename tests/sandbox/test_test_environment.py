@@ -295,7 +295,7 @@ EIGHT_STEPS = "x = 0\nfor _ in range(8):\n    x = step(x)\nassert x == 8"
 @pytest.mark.parametrize("backend", ISOLATED[:1], indirect=True)
 def test_the_rounds_of_one_test_share_one_time_budget(backend):
     """Eight result-dependent calls need eight sandbox runs, each loading the program again: a program that waits
-    once per run took eight timeouts. The runs of one test share two timeouts: a timeout after about three runs."""
+    once per run took eight timeouts. The runs of one test share 1.5 timeouts: a timeout after about two runs."""
     report = run_tests(WAITS_ONCE_PER_RUN, {"kind": "assert", "code": EIGHT_STEPS}, limits=Limits(timeout_s=1.0))
     assert report.passed == 0 and report.statuses[-1] == "timeout", report
     assert 2 <= len(report.statuses) <= 4, report

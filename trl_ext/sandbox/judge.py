@@ -29,7 +29,7 @@ from trl_ext.workers.pool import WorkerDied
 # every run must move the first call with no result further (a program cannot stretch the rounds past the test's
 # own steps)
 _MAX_ROUNDS = 32
-_ROUNDS_TIME = 2.0  # the sandbox runs of one assert test share this many timeout_s (a round replays the earlier calls)
+_ROUNDS_TIME = 1.5  # the sandbox runs of one assert test share this many timeout_s (a round replays the earlier calls)
 _CYCLE = (  # the calls of a deterministic test settle; `random` and the hash secret are the same in every run
     "the test's calls depend on results in a cycle: the program's results differ between sandbox runs of the "
     "same calls (os.urandom, the clock, id())"
@@ -76,7 +76,8 @@ def run_tests(
     ``stop_on_failure`` (binary rewards) ends the run at the first failing case. assert: record and replay
     (``trl_ext.sandbox.replay``): the test runs in a trusted evaluation worker against stand-ins of the
     program's functions, the sandbox runs only the calls they asked for (``limits.timeout_s`` per run, and
-    ``2 * limits.timeout_s`` over all the runs of one test: the rounds) and returns the results as plain data; tests that need more than a few rounds, or pass arguments that are
+    ``1.5 * limits.timeout_s`` over all the runs of one test: the rounds) and returns the results as plain data;
+    tests that need more than a few rounds, or pass arguments that are
     not plain data, fail with status "unsupported_test".
 
     ``backend``: a name ("auto", "bwrap", "landlock", "remote", "rlimit"; default ``TRL_EXT_SANDBOX_BACKEND``, else
