@@ -45,6 +45,12 @@ CASES = {
         r"\boxed{w = \begin{pmatrix}5\\6\end{pmatrix}}",
         r"\boxed{w = \begin{pmatrix}6\\5\end{pmatrix} = \begin{pmatrix}5\\6\end{pmatrix}}",
     ),
+    # a matrix's & and \\ are no gap between digits: its shape stays in the string compared
+    "matrix shape": (
+        r"\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}",
+        r"\boxed{\begin{pmatrix}1&2\\3&4\end{pmatrix}}",
+        r"\boxed{\begin{pmatrix} 1 & 2 & 3 & 4 \end{pmatrix}}",
+    ),
     # a decimal cut with an ellipsis says it is not the exact value
     "ldots": ("2.23", r"\boxed{2.23}", r"\boxed{2.23\ldots}"),
     "three dots": ("0.66", r"\boxed{0.66}", r"\boxed{0.66...}"),

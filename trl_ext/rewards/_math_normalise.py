@@ -24,17 +24,20 @@ _THOUSANDS_SEP = re.compile(
     r"\\hspace\{[^{}]*\}|\\thinspace|\\text\{,\}|\{\\?[,!;: ]\}|\\[,!;: ]|[,~ \u00a0\u202f\u2009]"
 )
 # spacing that sets two answers apart (not a thin space: 2\,\pi), a line break, a logical connective, or text
+_SPACE = (
+    r"\\(?:q?quad|hfill|space|enskip|(?:en|em|med|thick|nobreak)space)(?![A-Za-z])"
+    r"|\\(?:[hm]?skip|m?kern)\s*-?[\d.]+\s*[a-z]{2}|\\(?:hspace\*?|[hv]?phantom)\s*\{[^{}]*\}"
+)
 _WIDE_GAP = (
-    r"\\(?:q?quad|hfill|cr|newline|space|enskip|lor|vee|land|wedge|mid|iff|(?:en|em|med|thick|nobreak)space)(?![A-Za-z])"
-    r"|\\(?:[hm]?skip|m?kern)\s*-?[\d.]+\s*[a-z]{2}"
-    r"|\\(?:hspace\*?|[hv]?phantom|text[a-z]*|[mh]box)\s*\{[^{}]*\}|&"
+    _SPACE + r"|\\(?:cr|newline|lor|vee|land|wedge|mid|iff)(?![A-Za-z])|\\(?:text[a-z]*|[mh]box)\s*\{[^{}]*\}|&"
     r"|\\(?:math(?:rm|bf|it|sf|tt|normal)|operatorname\*?)\s*\{(?:\s[^{}]*|[^{}]*\s)\}"  # \mathrm{ or }, not \mathrm{d}
     r"|\\\\(?![A-Za-z])"  # \\le, \\sqrt: a command escaped twice
     r"|\\\\(?=[A-Za-z](?:_\{?\w+\}?)?(?:\([^()=]*\))?\s*=(?!=))"  # but 4 \\x = 3 is a line break
 )
-_WIDE_SPACE = re.compile(r"\\(?:q?quad|hfill|(?:en|em|med|thick)space)(?![A-Za-z])|\\hspace\*?\{[^{}]*\}")
+_WIDE_SPACE = re.compile(_SPACE)
 _THIN_GAP = r"\s|\\[,!;: ]|~|\\(?:parallel|[lr]?[vV]ert)(?![A-Za-z])|\\?\|"  # a bar: only before x = ...
-_DIGIT_GAP = re.compile(r"(?<=\d)(?:" + _THIN_GAP + "|" + _WIDE_GAP + r")+(?=\d)")  # digits apart: not one number
+# digits apart (1\,0\,0, 1\quad 2): not one number (a matrix's & and \\ stay: its key keeps its shape)
+_DIGIT_GAP = re.compile(r"(?<=\d)(?:\s|\\[,!;: ]|~|" + _SPACE + r")+(?=\d)")
 _GAP = re.compile(r"(?:" + _THIN_GAP + "|" + _WIDE_GAP + r")+")
 _WIDE = re.compile(_WIDE_GAP)
 # what may end or start an answer set apart by a gap (not an operator: 5\text{ cm} \times 3, x \quad \le 4)
