@@ -122,6 +122,17 @@ FALSE_POSITIVES = {
     ),
     "a word in a text command as a name": ("8", r"\boxed{\text{mistake} = 8}", r"\boxed{k = 8}"),
     "a word as a name's subscript": ("8", r"\boxed{k_{\text{false}} = 8}", r"\boxed{k_{\text{max}} = 8}"),
+    "a tuple's tiny exact entry that differs": (r"(e^{-60}, 2)", r"\boxed{(e^{-61}, 2)}", r"\boxed{(e^{-60}, 2)}"),
+    "a matrix's tiny exact entry that differs": (
+        r"\begin{pmatrix} 3^{-60} & 1 \end{pmatrix}",
+        r"\boxed{\begin{pmatrix} 3^{-61} & 1 \end{pmatrix}}",
+        r"\boxed{\begin{pmatrix} 3^{-60} & 1 \end{pmatrix}}",
+    ),
+    "an interval's tiny exact end that differs": (
+        r"[0, 10^{-30}]",
+        r"\boxed{[0, 10^{-31}]}",
+        r"\boxed{[0, 10^{-30}]}",
+    ),
     "two equations without real solutions": ("x^4 + 3 = 0", r"\boxed{x^4 + 7 = 0}", r"\boxed{2x^4 + 6 = 0}"),
     "a contradiction for an equation without real solutions": (
         "2^x = -4",
