@@ -168,8 +168,21 @@ def _framing_lead(region: str, anchor_start: int) -> bool:
     breaks = list(_SENTENCE_BREAK.finditer(region, window_start, anchor_start))
     if not breaks and window_start > 0:
         return False  # a sentence longer than any framing lead
-    lead = region[breaks[-1].end() if breaks else window_start : anchor_start]
-    return _only_words(lead, _LEAD_WORDS, _LEAD_PUNCTUATION)
+    sentence_start = breaks[-1].end() if breaks else window_start
+    lead = region[sentence_start:anchor_start]
+    if lead.lstrip().startswith(">"):
+        return False  # a quoted line ("My friend wrote:\n> The answer is 5.")
+    return _only_words(lead, _LEAD_WORDS, _LEAD_PUNCTUATION) and _framing_label(region, sentence_start)
+
+
+def _framing_label(region: str, sentence_start: int) -> bool:
+    """Whether the line before the anchor's sentence, when it labels it (a heading, or a line ending in a colon),
+    is a framing label ("## Final Answer", "**Final answer:**"), not "# Common mistake" or "The textbook claims:"."""
+    before = region[max(0, sentence_start - _LEAD_MAX_CHARS) : sentence_start].rstrip()
+    label = before[before.rfind("\n") + 1 :].strip()
+    if not (label.startswith("#") or label.endswith(":")):
+        return True
+    return _only_words(label, _LEAD_WORDS, _LEAD_PUNCTUATION)
 
 
 def _closing_only(region: str, end: int) -> bool:
