@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.sandbox.test_memory_bound import CHILDREN as FORKING_CHILDREN  # the same forking program
+
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
 
@@ -59,33 +61,19 @@ def test_a_run_writes_nowhere_but_its_scratch():
     assert lines == [f"0 ok {refused}", f"1 ok {refused}"]
 
 
-CHILDREN = '''
-import os
-from trl_ext.sandbox import Limits, memory, run
-assert os.getuid() == 1000 and not memory.available()  # no memory cgroup: the run's total is polled
-program = """
-import os, time
-N, MB = {n}, {mb}
-r, w = os.pipe()
-for _ in range(N):
-    if os.fork() == 0:
-        block = bytearray(MB << 20)
-        for i in range(0, len(block), 4096):
-            block[i] = 1
-        os.write(w, b"x")
-        time.sleep(30)
-        os._exit(0)
-got = 0
-while got < N:
-    got += len(os.read(r, N))
-print("ALL HELD")
-"""
+CHILDREN = (
+    "import os\n"
+    "from trl_ext.sandbox import Limits, memory, run\n"
+    "assert os.getuid() == 1000 and not memory.available()  # no memory cgroup: the run's total is polled\n"
+    f"program = {FORKING_CHILDREN!r}\n"
+    """
 for fork in ("0", "1"):
     os.environ["TRL_EXT_SANDBOX_FORKSERVER"] = fork
     over = run(program.format(n=6, mb=50), limits=Limits(timeout_s=6.0, memory_mb=64))
     under = run(program.format(n=2, mb=20), limits=Limits(timeout_s=6.0, memory_mb=64))
     print(fork, over.status, "ALL HELD" in over.stdout, under.status, under.stdout.strip())
-'''
+"""
+)
 
 
 def test_children_each_allocating_stay_inside_the_total_without_a_cgroup():
