@@ -92,7 +92,8 @@ GENERATORS = tuple(os.path.join(os.path.dirname(os.__file__), name) for name in 
 class Refused(BaseException):
     pass
 def hook(event, args):
-    if not state["armed"] or state.get("inside"):
+    # every id() raises builtins.id (tens per call of the program, in the judge's own code): never refused, out first
+    if event == "builtins.id" or not state["armed"] or state.get("inside"):
         return
     state["inside"] = True  # what the hook itself does raises events too
     try:

@@ -81,9 +81,11 @@ def watch_modules() -> None:
 _PRISTINE: dict[int, tuple[types.ModuleType, dict]] = {}
 _PRISTINE_MODULES: dict[str, Any] = {}
 _PRISTINE_ENTRIES: list[tuple] = [(), ()]  # sys.modules' names and modules as loaded, "__main__" left out
-# id(namespace) -> [namespace, its version view, its version as loaded (as remembered: no compare needed)]
-_VERSIONS: dict[int, list] = {}
-_TRANSIENT: list[int] = []  # the keys of ``_VERSIONS`` made during an evaluation (dropped after it)
+# id(module) -> (view of its namespace's version, the version as remembered: equal, it is as loaded), for the
+# modules remembered; made before the worker forks (every evaluation finds them). Looked up by id() only where a
+# namespace moved: the worker's audit hook sees every id() call
+_MODULE_VERSIONS: dict[int, tuple[Any, int]] = {}
+_MODULES_VERSION: list = [None, None, None]  # [sys.modules as remembered, a view of its version, that version]
 # (name, module) of sys.modules as remembered where the module is watched for good (or never is): not scanned again
 _SETTLED: set[tuple[str, Any]] = set()
 
@@ -94,7 +96,7 @@ def remember_modules() -> None:
     names = tuple(name for name in _PRISTINE_MODULES if name != "__main__")
     _PRISTINE_ENTRIES[:] = [names, tuple(_PRISTINE_MODULES[name] for name in names)]
     _PRISTINE.clear()
-    _VERSIONS.clear()
+    _MODULE_VERSIONS.clear()
     _SETTLED.clear()
     for name, module in _PRISTINE_MODULES.items():
         if name in _UNCHECKED or _type(module) is not types.ModuleType:
@@ -103,36 +105,26 @@ def remember_modules() -> None:
     for module in _PRISTINE_MODULES.values():
         if _isinstance(module, types.ModuleType):
             _PRISTINE[id(module)] = (module, dict(module.__dict__))
-            _version(module.__dict__, pristine=True)  # made before the worker forks: every evaluation finds it
-    _version(sys.modules, pristine=True)
+            view = _view(module.__dict__)
+            if view is not None:
+                _MODULE_VERSIONS[id(module)] = (view, view.value)
+    view = _view(sys.modules)
+    _MODULES_VERSION[:] = [sys.modules, view, view and view.value]
 
 
 def remembered() -> bool:
     return bool(_PRISTINE_MODULES)
 
 
-def _version(namespace: dict, pristine: bool = False) -> int | None:
-    """``namespace``'s version now (None: versions cannot be read here); ``pristine``: note it as the version
-    of the namespace as remembered."""
-    entry = _VERSIONS.get(_id(namespace))
-    if entry is None or entry[0] is not namespace:
-        if _type(namespace) is not dict:  # a module class of the test's may answer anything for __dict__
-            return None
-        view = dict_versions.watch(namespace)
-        if view is None:
-            return None
-        entry = _VERSIONS[_id(namespace)] = [namespace, view, None]
-        if not pristine:
-            _TRANSIENT.append(_id(namespace))
-    version = entry[1].value
-    if pristine:
-        entry[2] = version
-    return version
+def _view(namespace: Any) -> Any:
+    """A view of a dict's version (``dict_versions.watch``); None where it cannot be read."""
+    return dict_versions.watch(namespace) if _type(namespace) is dict else None
 
 
-def namespace_version(namespace: dict) -> int | None:
-    """``namespace``'s version now: equal readings mean no change in between; None where it cannot be read."""
-    return _version(namespace)
+def modules_version_now() -> int | None:
+    """``sys.modules``' version now (None: it cannot be read, or ``sys.modules`` is another dict now)."""
+    remembered_modules, view, _ = _MODULES_VERSION
+    return view.value if view is not None and sys.modules is remembered_modules else None
 
 
 def _changed_names(module: types.ModuleType, ours: set) -> list[str]:
@@ -183,6 +175,7 @@ class ModuleChecks:
         self.namespace_version: int | None = None  # the test's globals' version when its modules were listed
         self.modules: list[types.ModuleType] = []  # builtins and the modules the test's globals name
         self.clean: dict[int, tuple[Any, int]] = {}  # id(module) -> (module, version of its namespace found clean)
+        self.namespace_view = _view(namespace)  # one per evaluation: read without an id() (see _MODULE_VERSIONS)
 
     def start(self, ours: set[tuple[int, str]], modules_before: int | None) -> None:
         """``ours``: (id(owner), name) the evaluation patched; ``modules_before``: the version of ``sys.modules``
@@ -191,10 +184,9 @@ class ModuleChecks:
         _TOUCHED.clear()
         if not remembered():  # not in a worker that remembered them before forking: as the evaluation found them
             remember_modules()
-        entry = _VERSIONS.get(_id(sys.modules))
-        as_remembered = entry is not None and modules_before is not None and modules_before == entry[2]
+        as_remembered = modules_before is not None and modules_before == _MODULES_VERSION[2]
         if as_remembered and len(_SETTLED) == len(_PRISTINE_MODULES):  # all watched for good: no scan to make
-            self.scanned, self.modules_version = True, _version(sys.modules)
+            self.scanned, self.modules_version = True, modules_version_now()
         _EVALUATING[:] = [True]
         self.check()  # as the evaluation found them
 
@@ -204,11 +196,6 @@ class ModuleChecks:
             types.ModuleType.__setattr__(module, "__class__", types.ModuleType)  # not noted: no evaluation runs
         self.watched = []
         _TOUCHED.clear()
-        for key in _TRANSIENT:  # the test's namespaces: not kept alive
-            entry = _VERSIONS.get(key)
-            if entry is not None and entry[2] is None:
-                del _VERSIONS[key]
-        _TRANSIENT.clear()
 
     def check(self) -> None:
         """Refuse a test that changed a module's attribute since the evaluation began and has not put it back
@@ -216,7 +203,7 @@ class ModuleChecks:
         interpreter the program's own code would see it. Modules are watched (``_Watched``); one the test
         imported since the last call is checked once for the test's own objects. ``sys`` (its streams cross) and
         ``warnings`` (``unittest`` rebinds its filters) are not watched. Raises ``Unsupported``."""
-        modules_version = _version(sys.modules)
+        modules_version = modules_version_now()
         moved = modules_version is None or modules_version != self.modules_version
         if moved:
             self._scan()
@@ -257,17 +244,18 @@ class ModuleChecks:
         """Refuse a test that wrote a module's namespace directly (``builtins.__dict__['sorted'] = None``,
         ``vars(math)['sqrt'] = ...``, ``mock.patch.dict``) and has not put it back: ``builtins`` and the modules
         the test's globals name, compared with the modules as loaded where their version moved."""
-        version = _version(self.namespace)
+        version = self.namespace_version_now()
         if version is None or version != self.namespace_version:
-            values = self.namespace.values()
-            self.modules = [builtins, *(v for v in values if _isinstance(v, types.ModuleType))]
+            values = [builtins, *(v for v in self.namespace.values() if _isinstance(v, types.ModuleType))]
+            # the modules as remembered only: the others hold nothing to compare with (``_changed_names``)
+            listed = [(module, _MODULE_VERSIONS.get(id(module))) for module in values]
+            self.modules = [(m, versions) for m, versions in listed if _PRISTINE.get(id(m), (None,))[0] is m]
             self.namespace_version = version
-        for module in self.modules:
-            version = _version(module.__dict__)
+        for module, versions in self.modules:
+            version = None if versions is None else versions[0].value
             if version is not None:
-                entry = _VERSIONS[_id(module.__dict__)]
-                clean = self.clean.get(_id(module))
-                if version == entry[2] or (clean is not None and clean[0] is module and clean[1] == version):
+                clean = version == versions[1] or self.clean.get(_id(module), (None, None)) == (module, version)
+                if clean:
                     continue
             changed = _changed_names(module, self.ours)
             if changed:
@@ -275,6 +263,10 @@ class ModuleChecks:
                 raise Unsupported(f"the test changed {where}.{changed[0]}, which the program may use")
             if version is not None:
                 self.clean[_id(module)] = (module, version)
+
+    def namespace_version_now(self) -> int | None:
+        """The version of the test's globals now: equal readings mean no change in between; None: cannot tell."""
+        return None if self.namespace_view is None else self.namespace_view.value
 
 
 def _check_replaced() -> None:

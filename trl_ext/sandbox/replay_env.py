@@ -174,7 +174,7 @@ class Environment:
         self._saved.append((sys, "argv", sys.argv))
         for owner, name, value in patches:
             setattr(owner, name, value)
-        modules_before = module_watch.namespace_version(sys.modules)
+        modules_before = module_watch.modules_version_now()
         sys.modules["__main__"] = self.module
         self._checks.start({(id(owner), name) for owner, name, _ in self._saved}, modules_before)  # checks them
 
@@ -198,7 +198,7 @@ class Environment:
 
     def note_bindings(self) -> None:
         """Before a call: the globals the test has bound (or rebound) so far (read again only once they changed)."""
-        version = module_watch.namespace_version(self.namespace)
+        version = self._checks.namespace_version_now()
         if version is not None and version == self._noted:
             return
         self._noted = version
