@@ -50,6 +50,8 @@ CHANGED = {
     "after a first call": "import math\nassert root(4) == 2\nvars(math)['sqrt'] = abs\nassert root(9) == 3",
     "after a put-back and a call": "import math\nsaved = math.sqrt\nvars(math)['sqrt'] = abs\n"
     "vars(math)['sqrt'] = saved\nassert root(4) == 2\nvars(math)['sqrt'] = abs\nassert root(9) == 3",
+    "class made plain, then setattr": "import math, types\nmath.__class__ = types.ModuleType\n"
+    "setattr(math, 'sqrt', abs)\ndel math\nassert root(9) == 3",  # math is in no global of the test's then
     "imported after a call": "assert root(4) == 2\nimport math\nmath.__dict__['sqrt'] = abs\nassert root(9) == 3",
     "sys.modules after a call": "import sys, types\nassert smallest([4, 2]) == 2\n"
     "sys.modules['heapq'] = types.ModuleType('heapq')\nassert smallest([5, 3]) == 3",

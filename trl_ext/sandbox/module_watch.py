@@ -47,8 +47,9 @@ class _Watched(types.ModuleType):
     while an evaluation runs."""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if _EVALUATING:
-            _TOUCHED.setdefault((id(self), name), (self, name, self.__dict__.get(name, _MISSING)))
+        if _EVALUATING:  # its class too: a module made a plain one again would note nothing more
+            before = _type(self) if name == "__class__" else self.__dict__.get(name, _MISSING)
+            _TOUCHED.setdefault((id(self), name), (self, name, before))
         super().__setattr__(name, value)
 
     def __delattr__(self, name: str) -> None:
@@ -208,7 +209,8 @@ class ModuleChecks:
         if moved:
             self._scan()
         for module, name, original in _TOUCHED.values():
-            now, where = module.__dict__.get(name, _MISSING), _getattr(module, "__name__", "a module")
+            now = _type(module) if name == "__class__" else module.__dict__.get(name, _MISSING)
+            where = _getattr(module, "__name__", "a module")
             submodule = _isinstance(now, types.ModuleType) and _getattr(now, "__name__", None) == f"{where}.{name}"
             if now is not original and not submodule:  # the import system binds a package's submodules
                 raise Unsupported(f"the test changed {where}.{name}, which the program may use")
