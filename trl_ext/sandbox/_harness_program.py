@@ -10,7 +10,18 @@ modules only, no trl_ext import).
 """
 
 if False:  # never runs: ``judge.harness_runtime`` compiles the three files as one module
-    from trl_ext.sandbox._harness_values import _BUILTIN_EXCEPTIONS, _HEAPTYPE, _SEEN, _b64, _encode, _json_str, _type
+    from trl_ext.sandbox._harness_values import (
+        _BUILTIN_EXCEPTIONS,
+        _CLASSES,
+        _HEAPTYPE,
+        _SEEN,
+        _b64,
+        _encode,
+        _int_repr,
+        _json_str,
+        _number,
+        _type,
+    )
 
 _MAX_CHAIN = 16  # program exception classes between a raised one and its builtin base
 # class members that change nothing a stand-in class could get wrong (a class with others is "own": see the judge)
@@ -51,14 +62,17 @@ def _description(value):
 
 
 def _exception_chain(kind, tagged=False):
-    """[[name, own], ...]: the program's exception classes of ``kind``'s MRO, ``kind`` first; ``own`` when the class
-    defines more than a docstring (an ``__init__``, ``__str__``, attributes...), which the judge cannot rebuild.
-    ``tagged``: as tuples, inside a value (tuples are never numbered, so the record's numbering stays the judge's)."""
+    """[[name, own, number], ...]: the program's exception classes of ``kind``'s MRO, ``kind`` first; ``own`` when
+    the class defines more than a docstring (an ``__init__``, ``__str__``, attributes...), which the judge cannot
+    rebuild; ``number``: the class object's number in the run (the judge's stand-ins are one per class object, not
+    per name: a class redefined under its old name is another class). ``tagged``: as tuples, inside a value (tuples
+    are never numbered, so the record's numbering stays the judge's)."""
     chain, start, end = [], '{"t": [' if tagged else "[", "]}" if tagged else "]"
     for klass in kind.__mro__:
         if klass.__flags__ & _HEAPTYPE and issubclass(klass, BaseException):
             own = any(_type(key) is not str or key not in _PLAIN_MEMBERS for key in klass.__dict__)
-            chain.append(start + _json_str(type.__dict__["__name__"].__get__(klass)) + "," + str(own).lower() + end)
+            name = _json_str(type.__dict__["__name__"].__get__(klass))
+            chain.append(start + name + "," + str(own).lower() + "," + _int_repr(_number(_CLASSES, klass)) + end)
     if len(chain) > _MAX_CHAIN:
         raise TypeError("exception classes nested too deeply")
     return start + ",".join(chain) + end

@@ -1,0 +1,108 @@
+"""Classes 8 and 1: the judge's stand-ins of the program's exception classes are one per class object of the run,
+never one per name. A class redefined under its old name, or two classes a factory makes, are two classes in the
+test as in CPython (``except MyErr`` catches the new one only), and one class raised twice is one stand-in. Same
+verdicts as plain CPython, through ``CodeTests`` on the assert path, with the per-run bwrap launch and landlock
+through its fork server (docs/sandbox.md, R6-7b)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.sandbox.test_test_environment import cpython_passes
+from trl_ext.rewards import CodeTests
+from trl_ext.sandbox import forkserver, get_backend
+from trl_ext.sandbox.backends import BACKEND_ENV
+from trl_ext.sandbox.program_exceptions import _exception_class, exception_details
+from trl_ext.sandbox.records import _described_names
+
+REDEFINED = """class MyErr(Exception):
+    pass
+Old = MyErr
+class MyErr(Exception):
+    pass
+class Base(Exception):
+    pass
+class Child(Base):
+    pass
+class Base(Exception):
+    pass
+def make():
+    class Made(ValueError):
+        pass
+    return Made
+A, B = make(), make()
+def old():
+    raise Old("x")
+def new():
+    raise MyErr("y")
+def child():
+    raise Child("c")
+def a():
+    raise A("a")
+def b():
+    raise B("b")
+def chained():
+    try:
+        old()
+    except Exception as exc:
+        raise MyErr("z") from exc
+"""
+CAUGHT = "try:\n    {call}()\n    ok = False\nexcept {name}:\n    ok = True\nassert ok"
+NOT_CAUGHT = "try:\n    {call}()\nexcept {name}:\n    raise AssertionError('caught')\nexcept Exception:\n    pass"
+WRONG = [  # CPython fails each; a judge keying stand-ins by name passed each
+    CAUGHT.format(call="old", name="MyErr"),
+    CAUGHT.format(call="child", name="Base"),
+    CAUGHT.format(call="b", name="A"),
+    "try:\n    chained()\nexcept MyErr as e:\n    assert type(e.__cause__) is MyErr",
+]
+RIGHT = [  # CPython passes each; a judge keying stand-ins by name failed the first four
+    NOT_CAUGHT.format(call="old", name="MyErr"),
+    NOT_CAUGHT.format(call="child", name="Base"),
+    NOT_CAUGHT.format(call="b", name="A"),
+    "try:\n    chained()\nexcept MyErr as e:\n    assert type(e.__cause__) is not MyErr and str(e.__cause__) == 'x'",
+    CAUGHT.format(call="new", name="MyErr") + "\n" + CAUGHT.format(call="a", name="A"),
+    "def kind(fn):\n    try:\n        fn()\n    except Exception as e:\n        return type(e)\n"
+    "assert kind(old) is kind(old) and kind(old) is not kind(new) and kind(a) is not kind(b)\n"
+    "assert kind(old).__name__ == kind(new).__name__ == 'MyErr' and issubclass(kind(b), ValueError)",
+]
+# (backend, fork server): the per-run bwrap launch and landlock's fork server (the suite's default is fork servers)
+LAUNCHES = [("bwrap", "0"), ("landlock", "1")]
+
+
+def test_the_plain_cpython_verdicts():
+    assert not any(cpython_passes(REDEFINED, test) for test in WRONG)
+    assert all(cpython_passes(REDEFINED, test) for test in RIGHT)
+
+
+@pytest.mark.parametrize("launch", LAUNCHES, ids=["-".join(launch) for launch in LAUNCHES])
+def test_program_exception_classes_keep_their_identity_through_code_tests(launch, monkeypatch):
+    backend, fork = launch
+    if fork == "1" and not forkserver.supported():
+        pytest.fail("this kernel lacks Landlock ABI >= 6: fork servers are not used here")
+    monkeypatch.setenv(BACKEND_ENV, backend)
+    monkeypatch.setenv(forkserver.FORKSERVER_ENV, fork)
+    get_backend(backend)  # raises SandboxUnavailable where the backend cannot run
+    outcomes: dict[str, float] = {}
+    reward = CodeTests(timeout_s=10.0, mode="binary")
+    tests = WRONG + RIGHT
+    scores = reward([f"```python\n{REDEFINED}\n```"] * len(tests), tests=[{"kind": "assert", "code": t} for t in tests],
+                    log_metric=outcomes.__setitem__)  # fmt: skip
+    assert scores == [0.0] * len(WRONG) + [1.0] * len(RIGHT), list(zip(tests, scores))
+    assert outcomes["code_tests/infra_error"] == 0.0 and outcomes["code_tests/unsupported_test"] == 0.0
+
+
+def test_stand_ins_are_one_per_class_number_and_a_forged_number_is_malformed():
+    classes: dict = {"refuse": None}
+    first = _exception_class([["MyErr", False, 0]], ValueError, classes)
+    again = _exception_class([["MyErr", False, 0]], ValueError, classes, "doc")
+    other = _exception_class([["MyErr", False, 1]], ValueError, classes)
+    child = _exception_class([["Child", False, 2], ["MyErr", False, 0]], ValueError, classes)
+    assert first is again and first is not other and first.__name__ == other.__name__ == "MyErr"
+    assert issubclass(child, first) and not issubclass(child, other)
+    for number in (-1, 1 << 20, 10**30, "0", True, 0.0, None):
+        record = {"ok": False, "raised": "ValueError", "cls": [["MyErr", False, number]]}
+        with pytest.raises(ValueError):
+            exception_details(record, {"nans": {}, "classes": {}})
+        assert _described_names({"names": [["E", ["exc", [["E", False, number]], "ValueError", None]]]}) is None
+    assert _described_names({"names": [["E", ["exc", [["E", False]], "ValueError", None]]]}) is None  # no number
+    assert _described_names({"names": [["E", ["exc", [["E", False, 3]], "ValueError", None]]]}) is not None
