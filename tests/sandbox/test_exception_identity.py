@@ -46,6 +46,10 @@ def chained():
         old()
     except Exception as exc:
         raise MyErr("z") from exc
+def steps():
+    yield 1
+    raise Old("g")
+Same = MyErr
 """
 CAUGHT = "try:\n    {call}()\n    ok = False\nexcept {name}:\n    ok = True\nassert ok"
 NOT_CAUGHT = "try:\n    {call}()\nexcept {name}:\n    raise AssertionError('caught')\nexcept Exception:\n    pass"
@@ -54,12 +58,16 @@ WRONG = [  # CPython fails each; a judge keying stand-ins by name passed each
     CAUGHT.format(call="child", name="Base"),
     CAUGHT.format(call="b", name="A"),
     "try:\n    chained()\nexcept MyErr as e:\n    assert type(e.__cause__) is MyErr",
+    "it = steps()\nnext(it)\ntry:\n    next(it)\n    ok = False\nexcept MyErr:\n    ok = True\nassert ok",
+    "assert Old is MyErr",
 ]
-RIGHT = [  # CPython passes each; a judge keying stand-ins by name failed the first four
+RIGHT = [  # CPython passes each; a judge keying stand-ins by name failed all but the one catching new() and a()
     NOT_CAUGHT.format(call="old", name="MyErr"),
     NOT_CAUGHT.format(call="child", name="Base"),
     NOT_CAUGHT.format(call="b", name="A"),
     "try:\n    chained()\nexcept MyErr as e:\n    assert type(e.__cause__) is not MyErr and str(e.__cause__) == 'x'",
+    "it = steps()\nnext(it)\ntry:\n    next(it)\nexcept MyErr:\n    raise AssertionError\nexcept Old as e:\n    assert str(e) == 'g'",
+    "assert Old is not MyErr and Same is MyErr and Old.__name__ == MyErr.__name__ and issubclass(Old, Exception)",
     CAUGHT.format(call="new", name="MyErr") + "\n" + CAUGHT.format(call="a", name="A"),
     "def kind(fn):\n    try:\n        fn()\n    except Exception as e:\n        return type(e)\n"
     "assert kind(old) is kind(old) and kind(old) is not kind(new) and kind(a) is not kind(b)\n"
