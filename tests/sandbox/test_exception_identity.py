@@ -73,6 +73,31 @@ RIGHT = [  # CPython passes each; a judge keying stand-ins by name failed all bu
     "assert kind(old) is kind(old) and kind(old) is not kind(new) and kind(a) is not kind(b)\n"
     "assert kind(old).__name__ == kind(new).__name__ == 'MyErr' and issubclass(kind(b), ValueError)",
 ]
+# a first pass guesses f() > 0 and calls g(); the next run, without g(), must give h() the same record: a class's
+# number may not depend on the calls a run makes first (the module's classes are numbered once it has loaded)
+SHIFTING = """import collections
+class Hidden1(Exception):
+    pass
+class Hidden2(Exception):
+    pass
+Pair = collections.namedtuple("Pair", "a b")
+def f():
+    return -1
+def g():
+    raise Hidden1()
+def h():
+    raise Hidden2(Pair(1, 2))
+"""
+SHIFTING_TEST = """if f() > 0:
+    try:
+        g()
+    except Exception:
+        pass
+try:
+    h()
+except Exception as e:
+    assert type(e).__name__ == "Hidden2" and e.args[0].b == 2 and type(e.args[0]).__name__ == "Pair"
+"""
 # (backend, fork server): the per-run bwrap launch and landlock's fork server (the suite's default is fork servers)
 LAUNCHES = [("bwrap", "0"), ("landlock", "1")]
 
@@ -80,6 +105,7 @@ LAUNCHES = [("bwrap", "0"), ("landlock", "1")]
 def test_the_plain_cpython_verdicts():
     assert not any(cpython_passes(REDEFINED, test) for test in WRONG)
     assert all(cpython_passes(REDEFINED, test) for test in RIGHT)
+    assert cpython_passes(SHIFTING, SHIFTING_TEST)
 
 
 @pytest.mark.parametrize("launch", LAUNCHES, ids=["-".join(launch) for launch in LAUNCHES])
@@ -92,10 +118,10 @@ def test_program_exception_classes_keep_their_identity_through_code_tests(launch
     get_backend(backend)  # raises SandboxUnavailable where the backend cannot run
     outcomes: dict[str, float] = {}
     reward = CodeTests(timeout_s=10.0, mode="binary")
-    tests = WRONG + RIGHT
-    scores = reward([f"```python\n{REDEFINED}\n```"] * len(tests), tests=[{"kind": "assert", "code": t} for t in tests],
-                    log_metric=outcomes.__setitem__)  # fmt: skip
-    assert scores == [0.0] * len(WRONG) + [1.0] * len(RIGHT), list(zip(tests, scores))
+    tests = WRONG + RIGHT + [SHIFTING_TEST]
+    programs = [f"```python\n{program}\n```" for program in [REDEFINED] * (len(tests) - 1) + [SHIFTING]]
+    scores = reward(programs, tests=[{"kind": "assert", "code": t} for t in tests], log_metric=outcomes.__setitem__)
+    assert scores == [0.0] * len(WRONG) + [1.0] * (len(RIGHT) + 1), list(zip(tests, scores))
     assert outcomes["code_tests/infra_error"] == 0.0 and outcomes["code_tests/unsupported_test"] == 0.0
 
 
