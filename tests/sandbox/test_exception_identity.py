@@ -1,8 +1,8 @@
 """Classes 8 and 1: the judge's stand-ins of the program's exception classes are one per class object of the run,
 never one per name. A class redefined under its old name, or two classes a factory makes, are two classes in the
 test as in CPython (``except MyErr`` catches the new one only), and one class raised twice is one stand-in. Same
-verdicts as plain CPython, through ``CodeTests`` on the assert path, with the per-run bwrap launch and landlock
-through its fork server (docs/sandbox.md, R6-7b)."""
+verdicts as plain CPython, through ``CodeTests`` on the assert path, with the per-run bwrap launch, landlock
+through its fork server and ``sandbox-serve`` (docs/sandbox.md, R6-7b)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from tests.sandbox.test_test_environment import cpython_passes
 from trl_ext.rewards import CodeTests
 from trl_ext.sandbox import forkserver, get_backend
-from trl_ext.sandbox.backends import BACKEND_ENV
+from trl_ext.sandbox.backends import BACKEND_ENV, URL_ENV
 from trl_ext.sandbox.program_exceptions import _exception_class, exception_details
 from trl_ext.sandbox.records import _described_names
 
@@ -98,8 +98,9 @@ try:
 except Exception as e:
     assert type(e).__name__ == "Hidden2" and e.args[0].b == 2 and type(e.args[0]).__name__ == "Pair"
 """
-# (backend, fork server): the per-run bwrap launch and landlock's fork server (the suite's default is fork servers)
-LAUNCHES = [("bwrap", "0"), ("landlock", "1")]
+# (backend, fork server): the per-run bwrap launch, landlock's fork server (the suite's default is fork servers)
+# and sandbox-serve (the session's server, with its own default)
+LAUNCHES = [("bwrap", "0"), ("landlock", "1"), ("remote", "1")]
 
 
 def test_the_plain_cpython_verdicts():
@@ -109,10 +110,12 @@ def test_the_plain_cpython_verdicts():
 
 
 @pytest.mark.parametrize("launch", LAUNCHES, ids=["-".join(launch) for launch in LAUNCHES])
-def test_program_exception_classes_keep_their_identity_through_code_tests(launch, monkeypatch):
+def test_program_exception_classes_keep_their_identity_through_code_tests(launch, monkeypatch, request):
     backend, fork = launch
-    if fork == "1" and not forkserver.supported():
+    if backend == "landlock" and not forkserver.supported():
         pytest.fail("this kernel lacks Landlock ABI >= 6: fork servers are not used here")
+    if backend == "remote":
+        monkeypatch.setenv(URL_ENV, request.getfixturevalue("sandbox_server"))
     monkeypatch.setenv(BACKEND_ENV, backend)
     monkeypatch.setenv(forkserver.FORKSERVER_ENV, fork)
     get_backend(backend)  # raises SandboxUnavailable where the backend cannot run
