@@ -28,7 +28,10 @@ _OPTION_JUDGEMENT = re.compile(
     r"[?=<>!~|]|\\(?!frac|dfrac|tfrac|sqrt|pi|circ|degree|cdot|infty|left|right|[,;:! ]|%|\$)[A-Za-z]*"
 )
 # a name in letters: a run of capitals (a segment, an angle, a Roman numeral, a word), a lower-case Roman numeral
-_NAME = re.compile(r"(?:m?\\angle)?[A-Z]{2,}|\(?[A-Z]{2,}\)|\(?[ivx]{2,}\)?|\([ivx]\)")
+_NAME = re.compile(
+    r"(?:m?\\angle)?[A-Z]{2,}|\(?[A-Z]{2,}\)|\(?[ivx]{2,}\)?|\([ivx]\)"
+    r"|[0-9A-Z]*[0-9][0-9A-Z]*_\{?\d{1,2}\}?"  # a numeral in another base (1011_2, A3_{16}): its digits as written
+)
 # words that make a sentence, not an answer, of a gold that also holds numbers or math ("The answer is 5")
 _SENTENCE_WORDS = {
     "the", "is", "are", "was", "were", "be", "answer", "answers", "we", "it", "so", "since", "because", "get", "gives",
