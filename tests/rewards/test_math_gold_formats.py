@@ -22,7 +22,7 @@ CLASSES = {
     "an option with its text after a parenthesis: the letter": (
         "B) 12",
         ["B", "(B)", r"\text{B}", "B) 12", r"\text{Option B}"],
-        ["C", "A B C D", "A, B, C, D", r"B \text{ or } C", "B) 12 or C) 14", "12", "BC"],
+        ["C", "A B C D", "A, B, C, D", r"B \text{ or } C", "B) 12 or C) 14", "B) 12 C) 14", "12", "BC", "B:C"],
     ),
     "an option with a period": ("B. 12", ["B", "B."], ["C", "12", "A B C D E"]),
     "an option with a colon": ("B: 12", ["B", "B: 12"], ["D", "B, D"]),
@@ -33,6 +33,8 @@ CLASSES = {
         ["C", "A, B", r"\text{Option C}", r"\text{Option B or C}"],
     ),
     "siunitx number": (r"\num{5000}", ["5000", "5,000", r"\num{5000}"], ["500", "50000", "5, 000"]),
+    "siunitx decimal comma (it prints 1.5)": (r"\num{1,5}", ["1.5", r"\num{1,5}"], ["1, 5", "15"]),
+    "a ratio statement is no option": ("A : B = 2 : 3", ["A : B = 2 : 3"], ["A", "(A)"]),
     "siunitx quantity": (
         r"\SI{5}{\kilo\metre}",
         [r"5\text{ km}", "5", r"5 \text{ kilometers}", r"\qty{5}{km}"],

@@ -146,7 +146,8 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
     (``\\%``; the word "percent" is read as one). Named solution sets are tuples marked with their names. A gold's
     option letter is the whole of its part (``B) 12`` is ``(B)``: the dataset's option text is not checked)."""
     content = latin_letters(content)  # (C) / В (Cyrillic), Ｄ, 𝐃: another option, seen as B or D
-    content = siunitx(number_sets(braced_log_base(content)))  # \num{5}, \mathbb{R}^+, \log_2 8
+    if "\\" in content:  # \num{5}, \mathbb{R}^+, \log_2 8 (a plain number skips them)
+        content = siunitx(number_sets(braced_log_base(content)))
     content = _PERCENT.sub(lambda _: "\\%", content) if "%" in content or "p" in content else content
     content = strip_delimiters(repeating_decimals(join_thousands(content)))
     content = _strip_trailing_spacing(content) if content.endswith(_TRAILING_SPACING) else content

@@ -14,7 +14,7 @@ import re
 _GSM8K_MARKER = re.compile(r"(?:^|\n)[ \t]*####[ \t]*([^\n]*)")
 _BOLD = re.compile(r"\s*\*\*([^*]+)\*\*\s*")
 # an option letter before its text: "B) 12", "B. 12", "B: 12" (a capital A-E; the separator ends the letter)
-_LETTER_FIRST = re.compile(r"\s*([A-E])\s*(?:\)|[.:](?=\s|$))\s*(.*)", re.DOTALL)
+_LETTER_FIRST = re.compile(r"\s*([A-E])(?:\)|[.:](?=\s|$))\s*(.*)", re.DOTALL)  # not "A : B = 2 : 3"
 # "Option B", "Choice (B)", "\text{Option B: 12}"
 _BRACKETED_LETTER = re.compile(r"\s*\(([A-E])\)\s*(.*)", re.DOTALL)
 _OPTION_WORD = re.compile(r"\s*(?i:option|choice)\s*\(?\s*([A-Ea-e])\s*\)?\s*(?:[.:)](?=\s|$))?\s*(.*)", re.DOTALL)
@@ -53,9 +53,10 @@ def option_form(content: str, keep_text: bool = True) -> str:
     ``B) 12``, ``B. 12``, ``B: 12``, ``Option B``, ``\\text{Choice (B)}``. The letter is what the option means (read by
     ``option_letter`` as for ``(B) 12``; a gold drops the text, which is the dataset's and need not be an answer:
     ``A: $\\{x \\mid x > 1\\}$``); anything else is returned as it is."""
-    if content.lstrip()[:1] in ("A", "B", "C", "D", "E"):
+    first = content[:1] if content[:1] != " " else content.lstrip()[:1]
+    if first and first in "ABCDE":
         match = _LETTER_FIRST.fullmatch(content)
-    elif not keep_text and content.lstrip()[:1] == "(":
+    elif first == "(" and not keep_text:
         match = _BRACKETED_LETTER.fullmatch(content)  # a gold "(A) \{x \mid x > 1\}" is option A
     elif "ption" in content or "hoice" in content:
         wrapped = _TEXT_OPEN.match(content)
@@ -71,11 +72,16 @@ def siunitx(content: str) -> str:
     """siunitx's numbers and quantities as plain LaTeX: ``\\num{5000}`` -> ``5000``, ``\\SI{5}{\\kilo\\metre}`` and
     ``\\qty{5}{km}`` -> ``5\\text{ kilometre}`` / ``5\\text{ km}``, ``\\SI{10}{\\percent}`` -> ``10\\%``,
     ``\\ang{30}`` -> ``30^\\circ`` (math-verify reads ``\\num{5000}`` as the product n*u*m*5000)."""
-    content = _NUM.sub(lambda match: match.group(1).strip(), content) if "\\num" in content else content
+    content = _NUM.sub(lambda match: _si_number(match.group(1)), content) if "\\num" in content else content
     content = _ANG.sub(lambda match: f"{match.group(1).strip()}^\\circ", content) if "\\ang" in content else content
     if "\\SI" in content or "\\qty" in content:
-        content = _QUANTITY.sub(lambda match: match.group(1).strip() + _si_unit(match.group(2)), content)
+        content = _QUANTITY.sub(lambda match: _si_number(match.group(1)) + _si_unit(match.group(2)), content)
     return content
+
+
+def _si_number(number: str) -> str:
+    """A siunitx number as it renders: a comma is its decimal marker (``\\num{1,5}`` prints 1.5, not a list)."""
+    return number.strip().replace(",", ".")
 
 
 def _si_unit(unit: str) -> str:
