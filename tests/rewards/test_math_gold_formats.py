@@ -53,6 +53,7 @@ CLASSES = {
         [r"\mathbb{Z}_{>0}", r"\mathbb{N}^+", r"\mathbb{Z}_{\ge 1}", r"\mathbb{Z}^{+}"],
         [r"\mathbb{N}", r"\mathbb{Z}", r"(0, \infty)", r"\mathbb{Z}_{\ge 0}", r"\mathbb{R}^+", r"\mathbb{N}_0"],
     ),
+    "positive rationals": (r"\mathbb{Q}^+", [r"\mathbb{Q}_{>0}"], [r"\mathbb{R}^+", r"(0, \infty)", r"\mathbb{Q}"]),
     "natural numbers with zero": (r"\mathbb{N}_0", [r"\mathbb{Z}_{\ge 0}"], [r"\mathbb{Z}^+", r"\mathbb{N}"]),
     "a log gold with an unbraced base": (
         r"\log_2 8",

@@ -25,11 +25,11 @@ _QUANTITY = re.compile(r"\\(?:SI|qty)\s*(?:\[[^\]]{0,200}\])?\s*\{([^{}]*)\}\s*\
 _SI_PREFIXES = {"kilo", "centi", "milli", "micro", "nano", "mega", "giga", "deci", "hecto", "deca", "pico", "tera"}
 _SI_POWERS = {"squared": "^2", "cubed": "^3"}
 # \mathbb{R}, \mathbb R, \Bbb{R}, \Bbb R: the blackboard letter of a number set
-_BLACKBOARD = re.compile(r"\\(?:mathbb|Bbb)\s*(?:\{\s*([RZN])\s*\}|([RZN])(?![A-Za-z]))")
+_BLACKBOARD = re.compile(r"\\(?:mathbb|Bbb)\s*(?:\{\s*([RQZN])\s*\}|([RQZN])(?![A-Za-z]))")
 _SCRIPT = r"(?:\{{\s*(?P<{0}>[^{{}}]*?)\s*\}}|(?P<{0}1>[-+0-9]))"
 # the set's sub- and superscripts: ^+, _+, _{>0}, ^{+}_{0}, _0^+, _{\ge 1}
 _QUALIFIED = re.compile(
-    r"\\mathbb\{(?P<set>[RZN])\}\s*(?:_\s*" + _SCRIPT.format("low") + r")?\s*(?:\^\s*" + _SCRIPT.format("high")
+    r"\\mathbb\{(?P<set>[RQZN])\}\s*(?:_\s*" + _SCRIPT.format("low") + r")?\s*(?:\^\s*" + _SCRIPT.format("high")
     + r")?\s*(?:_\s*" + _SCRIPT.format("low2") + r")?"
 )  # fmt: skip
 _BOUND = re.compile(r"(>|<|\\gt|\\lt|\\geq?(?:slant)?|\\leq?(?:slant)?|\\ge|\\le)\s*([-+]?\d+)")
@@ -107,6 +107,7 @@ def number_sets(content: str) -> str:
     """Sets of reals or integers written with a blackboard letter and a sign or a bound, as the interval (reals) or
     the integers in it: ``\\mathbb{R}^+``, ``\\mathbb{R}_+``, ``\\mathbb{R}_{>0}`` -> ``(0, \\infty)``;
     ``\\mathbb{R}_{\\ge 0}``, ``\\mathbb{R}^+_0`` -> ``[0, \\infty)``; ``\\mathbb{R}^-`` -> ``(-\\infty, 0)``;
+    ``\\mathbb{Q}^+`` -> ``\\mathbb{Q} \\cap (0, \\infty)``;
     ``\\mathbb{Z}^+``, ``\\mathbb{Z}_{>0}``, ``\\mathbb{N}^+``, ``\\mathbb{N}_{\\ge 1}`` -> ``\\mathbb{Z} \\cap [1,
     \\infty)``; ``\\mathbb{N}_0``, ``\\mathbb{Z}_{\\ge 0}`` -> ``\\mathbb{Z} \\cap [0, \\infty)``. ``^+`` and ``_+`` are
     the positive numbers (zero excluded); a bare ``\\mathbb{N}`` stays (whether it holds 0 depends on the author)."""
@@ -127,14 +128,14 @@ def _number_set(match: re.Match) -> str:
         (f"{'[' if closed else '('}{end}", "\\infty)") if upward else ("(-\\infty", f"{end}{']' if closed else ')'}")
     )
     interval = f"{low}, {high}"
-    return interval if kind == "R" else f"\\mathbb{{Z}} \\cap {interval}"
+    return interval if kind == "R" else f"\\mathbb{{{'Q' if kind == 'Q' else 'Z'}}} \\cap {interval}"
 
 
 def _bound(scripts: list[str], kind: str) -> tuple[bool, int, bool] | None:
     """(upward, end, closed) of the set that a blackboard letter ``kind`` with these scripts names, or None: a sign
     (``+``, ``-``; with a ``0`` script zero is included), a bound (``>0``, ``\\ge 1``) or ``\\mathbb{N}_0``. The
     integers' strict bounds are closed ones (``\\mathbb{Z}_{>0}`` is ``\\mathbb{Z}_{\\ge 1}``)."""
-    integers, zero = kind != "R", "0" in scripts
+    integers, zero = kind in ("Z", "N"), "0" in scripts
     signs = [script for script in scripts if script in ("+", "-")]
     if len(signs) == 1 and len(scripts) == 1 + (zero and scripts.count("0") == 1):
         upward = signs[0] == "+"
