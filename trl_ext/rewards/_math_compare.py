@@ -9,7 +9,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from trl_ext.rewards._math_extract import split_top_level
-from trl_ext.rewards._math_normalise import _DEGREE, _SPACING, _TEXT_COMMANDS, unwrap_text
+from trl_ext.rewards._math_normalise import _DEGREE, _NUMERAL, _SPACING, _TEXT_COMMANDS, unwrap_text
 
 _PLAIN_FRACTION = re.compile(
     r"([-+]?)\s*(?:(\d+)|\\[dt]?frac\s*\{\s*([-+]?\d+)\s*\}\s*\{\s*([-+]?\d+)\s*\}|(\d+)\s*/\s*(\d+))"
@@ -28,10 +28,7 @@ _OPTION_JUDGEMENT = re.compile(
     r"[?=<>!~|]|\\(?!frac|dfrac|tfrac|sqrt|pi|circ|degree|cdot|infty|left|right|[,;:! ]|%|\$)[A-Za-z]*"
 )
 # a name in letters: a run of capitals (a segment, an angle, a Roman numeral, a word), a lower-case Roman numeral
-_NAME = re.compile(
-    r"(?:m?\\angle)?[A-Z]{2,}|\(?[A-Z]{2,}\)|\(?[ivx]{2,}\)?|\([ivx]\)"
-    r"|[0-9A-Z]*[0-9][0-9A-Z]*_\{?\d{1,2}\}?"  # a numeral in another base (1011_2, A3_{16}): its digits as written
-)
+_NAME = re.compile(r"(?:m?\\angle)?[A-Z]{2,}|\(?[A-Z]{2,}\)|\(?[ivx]{2,}\)?|\([ivx]\)")
 # words that make a sentence, not an answer, of a gold that also holds numbers or math ("The answer is 5")
 _SENTENCE_WORDS = {
     "the", "is", "are", "was", "were", "be", "answer", "answers", "we", "it", "so", "since", "because", "get", "gives",
@@ -167,9 +164,10 @@ def is_word_answer(part: str) -> bool:
 def is_name(part: str) -> bool:
     """True for a part that is a name written in letters, not a product of variables: capitals (``AB``, ``IV``,
     ``\\angle ABC``, ``NO``), a Roman numeral in lower case (``iv``, ``(ii)``). math-verify multiplies the letters,
-    and products commute (``IV`` would equal ``VI``, ``II`` be -1); a name is compared as a string."""
+    and products commute (``IV`` would equal ``VI``, ``II`` be -1); a name is compared as a string. So is a numeral
+    in another base (``1011_2``, ``(A3)_{16}``): its digits and base, never its decimal value."""
     key = _SPACING.sub("", unwrap_text(part))
-    return _NAME.fullmatch(key) is not None
+    return _NAME.fullmatch(key) is not None or _NUMERAL.fullmatch(key) is not None
 
 
 def looks_like_an_answer(part: str) -> bool:

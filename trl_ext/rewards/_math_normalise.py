@@ -47,6 +47,8 @@ _OPERAND_END = re.compile(r"[\w)\]}|!.]")
 _OPERAND_START = re.compile(r"[\w(\[{|-]|\\(?!times|cdot|div|pm|mp|right|end|[lg]eq?|neq?|approx|sim|to|%|\}|\))")
 _STATEMENT = re.compile(r"[A-Za-z](?:_\{?\w+\}?)?(?:\([^()=]*\))?\s*=(?!=)")  # x =, a_n =, f(x) =
 _ONE_TOKEN_SUBSCRIPT = re.compile(r"_\s*\{\s*([0-9A-Za-z])\s*\}")  # renders as _2: the braces change nothing
+# a numeral in another base, its digits or base in brackets (the key has no spacing left)
+_NUMERAL = re.compile(r"[({]?([0-9A-Z]*[0-9][0-9A-Z]*)[)}]?_\{?\(?(\d{1,2})\)?\}?")
 _DEPTH = re.compile(r"\\begin|\\end|[{(\[]|[})\]]")
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d+)\}")
 _DEGREE = r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\degree|°)"
@@ -283,6 +285,10 @@ def text_key(part: str) -> str:
     key = _WIDE_SPACE.sub("\u2423", _DIGIT_GAP.sub("\u2423", key))  # 1\,0\,0\,0 is not 1000, 2 \quad 3 not 23
     key = _SPACING.sub("", key)
     key = key[:-1] if key.endswith(".") and not key.endswith("..") else key  # 3.14... stays cut
+    numeral = _NUMERAL.fullmatch(key) if "_" in key else None  # (1011)_2, 1011_{(2)}, {A3}_{16}
+    if numeral:
+        base = numeral.group(2)
+        return f"{numeral.group(1)}_{base if len(base) == 1 else '{' + base + '}'}"
     angle = _ANGLE_NAME.fullmatch(key)  # \angle CBA is \angle ABC (the vertex in the middle)
     return angle.group(1) + min(angle.group(2), angle.group(2)[::-1]) if angle else key
 
