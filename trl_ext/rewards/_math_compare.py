@@ -9,7 +9,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from trl_ext.rewards._math_extract import split_top_level
-from trl_ext.rewards._math_normalise import _DEGREE, _SPACING, _TEXT_COMMANDS, unwrap_text
+from trl_ext.rewards._math_normalise import _DEGREE, _NUMERAL, _SPACING, _TEXT_COMMANDS, unwrap_text
 
 _PLAIN_FRACTION = re.compile(
     r"([-+]?)\s*(?:(\d+)|\\[dt]?frac\s*\{\s*([-+]?\d+)\s*\}\s*\{\s*([-+]?\d+)\s*\}|(\d+)\s*/\s*(\d+))"
@@ -164,9 +164,10 @@ def is_word_answer(part: str) -> bool:
 def is_name(part: str) -> bool:
     """True for a part that is a name written in letters, not a product of variables: capitals (``AB``, ``IV``,
     ``\\angle ABC``, ``NO``), a Roman numeral in lower case (``iv``, ``(ii)``). math-verify multiplies the letters,
-    and products commute (``IV`` would equal ``VI``, ``II`` be -1); a name is compared as a string."""
+    and products commute (``IV`` would equal ``VI``, ``II`` be -1); a name is compared as a string. So is a numeral
+    in another base (``1011_2``, ``(A3)_{16}``): its digits and base, never its decimal value."""
     key = _SPACING.sub("", unwrap_text(part))
-    return _NAME.fullmatch(key) is not None
+    return _NAME.fullmatch(key) is not None or _NUMERAL.fullmatch(key) is not None
 
 
 def looks_like_an_answer(part: str) -> bool:

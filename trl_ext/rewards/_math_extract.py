@@ -7,6 +7,7 @@ Standard library only (the math workers load these modules without the trl_ext p
 
 import re
 
+from trl_ext.rewards._math_formats import braced_log_base, gold_answer, number_sets, option_form, siunitx
 from trl_ext.rewards._math_normalise import (
     _TEXT_COMMANDS,
     ambiguous_latex,
@@ -142,8 +143,11 @@ def named_tuples(content: str) -> list[str] | None:
 def split_parts(content: str, gold: bool = False) -> list[str]:
     """The parts of one answer (the content of one box, or a bare gold): a comma/and/or list, a written-out set,
     ``\\pm``; each part keeps its brackets (a tuple, an interval or a matrix is one part) and its percent sign
-    (``\\%``; the word "percent" is read as one). Named solution sets are tuples marked with their names."""
+    (``\\%``; the word "percent" is read as one). Named solution sets are tuples marked with their names. A gold's
+    option letter is the whole of its part (``B) 12`` is ``(B)``: the dataset's option text is not checked)."""
     content = latin_letters(content)  # (C) / В (Cyrillic), Ｄ, 𝐃: another option, seen as B or D
+    if "\\" in content:  # \num{5}, \mathbb{R}^+, \log_2 8 (a plain number skips them)
+        content = siunitx(number_sets(braced_log_base(content)))
     content = _PERCENT.sub(lambda _: "\\%", content) if "%" in content or "p" in content else content
     content = strip_delimiters(repeating_decimals(join_thousands(content)))
     content = _strip_trailing_spacing(content) if content.endswith(_TRAILING_SPACING) else content
@@ -161,6 +165,7 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
     for piece in pieces:
         piece = strip_delimiters(piece)
         piece = re.sub(r"(?<!\\)\$", "", piece) if "$" in piece else piece  # "$125$ miles"
+        piece = option_form(piece, keep_text=not gold)  # B) 12, B. 12, \text{Option B}: option B
         piece = degrees_to_radians(piece) if "circ" in piece or "deg" in piece or "°" in piece else piece
         piece = e_notation(piece) if "e" in piece or "E" in piece else piece
         piece = mixed_number(piece) if " " in piece and "/" in piece else piece
@@ -177,6 +182,7 @@ def gold_parts(gold: str, ordered_lists: bool = False) -> tuple[tuple[str, ...],
     Every ``\\boxed{}`` of the gold is a part (all are required); without a box the whole gold is one answer.
     The parts are a multiset (``1, 1, 2`` needs two 1s). ``ordered`` is True when ``ordered_lists`` is or when the
     parts are assignments to different variables (``a = 2, b = 3``): then bare values are taken in order."""
+    gold = number_sets(gold_answer(gold))  # GSM8K's "#### 72", "**72**"; \mathbb{R}^+ (no final operator)
     if not balanced_braces(gold):
         return None
     boxes = _boxes(gold)
