@@ -51,7 +51,9 @@ _EXCEPTIONS_IN_BWRAP = "/program_exceptions.py"
 _SETS = str(Path(__file__).with_name("program_sets.py").resolve())  # the same way
 _ENCODE = str(Path(__file__).with_name("plain_encode.py").resolve())
 _PENDING = str(Path(__file__).with_name("pending.py").resolve())
-_FILES = (_REPLAY, _PLAIN_DATA, _LIVE, _REPLAY_ENV, _EXCEPTIONS, _SETS, _ENCODE, _PENDING)
+_VERSIONS = str(Path(__file__).with_name("dict_versions.py").resolve())  # read by replay_env.py, through
+_MODULE_WATCH = str(Path(__file__).with_name("module_watch.py").resolve())  # module_watch.py
+_FILES = (_REPLAY, _PLAIN_DATA, _LIVE, _REPLAY_ENV, _EXCEPTIONS, _SETS, _ENCODE, _PENDING, _VERSIONS, _MODULE_WATCH)
 _LIMITS = Limits(timeout_s=60.0, memory_mb=2048, nproc=16, nofile=256)
 _ENV = {**SAFE_ENV, "PYTHONHASHSEED": "0"}  # replay.py needs a fixed hash seed (set orders agree between passes)
 _LOGGER = logging.getLogger("trl_ext.sandbox")
@@ -90,7 +92,8 @@ GENERATORS = tuple(os.path.join(os.path.dirname(os.__file__), name) for name in 
 class Refused(BaseException):
     pass
 def hook(event, args):
-    if not state["armed"] or state.get("inside"):
+    # every id() raises builtins.id (tens per call of the program, in the judge's own code): never refused, out first
+    if event == "builtins.id" or not state["armed"] or state.get("inside"):
         return
     state["inside"] = True  # what the hook itself does raises events too
     try:
@@ -183,8 +186,8 @@ for _module in PRELOAD:  # the standard modules a fork server preloads: imported
         __import__(_module)
     except ImportError:
         pass
+import gc  # before the modules are remembered: an evaluation that finds sys.modules as remembered scans nothing
 replay["replay_env"].watch_modules()  # once here, not in every evaluation's process (about 1 ms each)
-import gc
 gc.freeze()  # what is loaded now is never collected: a fork does not copy every page it sits on to walk it
 replay["worker_main"]()
 """
@@ -242,7 +245,8 @@ def _spawn_bwrap():
     argv[at:at] = ["--ro-bind", _LIVE, _LIVE_IN_BWRAP]
     argv[at:at] = ["--ro-bind", _REPLAY_ENV, _REPLAY_ENV_IN_BWRAP, "--ro-bind", _EXCEPTIONS, _EXCEPTIONS_IN_BWRAP]
     argv[at:at] = ["--ro-bind", _SETS, "/program_sets.py", "--ro-bind", _ENCODE, "/plain_encode.py"]
-    argv[at:at] = ["--ro-bind", _PENDING, "/pending.py"]
+    argv[at:at] = ["--ro-bind", _PENDING, "/pending.py", "--ro-bind", _VERSIONS, "/dict_versions.py"]
+    argv[at:at] = ["--ro-bind", _MODULE_WATCH, "/module_watch.py"]
     argv[at:at] = ["--seccomp", str(filter_fd), "--info-fd", str(info_w)]
     argv[at:at] = ["--setenv", "PYTHONHASHSEED", "0"]
     try:

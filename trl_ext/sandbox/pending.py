@@ -50,6 +50,7 @@ class _Pending:
 
 
 _CONTAINERS = (list, tuple, set, frozenset, dict, collections.deque)
+_ATOMS = frozenset({int, float, str, bool, type(None), bytes})
 
 
 def _contains_pending(value: Any) -> bool:
@@ -57,6 +58,8 @@ def _contains_pending(value: Any) -> bool:
     todo, seen = [value], set()
     while todo:
         item = todo.pop()
+        if type(item) in _ATOMS:  # the common arguments, at once (no ``__class__`` lookup by isinstance)
+            continue
         if isinstance(item, _Pending):
             return True
         if isinstance(item, _CONTAINERS) and id(item) not in seen:

@@ -48,6 +48,7 @@ else:  # the evaluation worker runs this file by its path: the codec is the file
         return module
 
     _sibling("program_sets"), _sibling("plain_encode")  # what plain_data.py reads, first
+    _sibling("dict_versions"), _sibling("module_watch")  # what replay_env.py reads, first
     _codec, replay_env = _sibling("plain_data"), _sibling("replay_env")
     decode, decode_record, encode, encode_call = _codec.decode, _codec.decode_record, _codec.encode, _codec.encode_call
     _exceptions = _sibling("program_exceptions")  # after plain_data.py, which it reads
@@ -62,9 +63,12 @@ _MAX_CALLS = 20000
 ASSERT_HOOK = "__trl_ext_assert_failed__"
 
 
+_KEY_TEXT = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps's, made once (not an encoder per call)
+
+
 def call_key(name: str, args: Any, kwargs: Any, sync: Any = None) -> str:
     """The key of one call: its function name, encoded arguments and the test's changes to numbered objects."""
-    return json.dumps([name, args, kwargs, sync], separators=(",", ":"))
+    return _KEY_TEXT([name, args, kwargs, sync])
 
 
 # -- the test, rewritten -------------------------------------------------------------------------------------

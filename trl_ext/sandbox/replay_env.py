@@ -25,11 +25,9 @@ Stdlib only: ``replay.py`` loads this file by its path in the evaluation worker,
 
 from __future__ import annotations
 
-import builtins
 import datetime
 import io
 import logging
-import operator
 import os
 import signal
 import sys
@@ -41,6 +39,11 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+if __package__:  # the judge: a module of the package
+    from trl_ext.sandbox import module_watch
+else:  # the evaluation worker: loaded by its path (``replay.py``), after module_watch.py
+    module_watch = sys.modules["trl_ext_module_watch"]
+
 MAX_STDIN = 1 << 20  # characters of the test's stdin sent with one call
 _CLOCKS = ("time", "perf_counter", "monotonic", "process_time", "thread_time")
 _TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
@@ -48,8 +51,7 @@ _STDLIB = frozenset(sys.stdlib_module_names) | {"builtins"}
 _MISSING = object()
 
 
-class Unsupported(Exception):
-    """The test does something around a call that cannot cross the sandbox boundary."""
+Unsupported = module_watch.Unsupported  # the test does something around a call that cannot cross the boundary
 
 
 class ProgramFault(Exception):
@@ -70,102 +72,9 @@ def _shared(value: Any) -> str | None:
     return f"{module}.{name}"
 
 
-_UNCHECKED = frozenset({"sys", "warnings", "__main__"})
 # builtins the checks use, as they were: a test may patch builtins (which is what they look for)
-_any, _isinstance, _getattr, _type, _len = any, isinstance, getattr, type, len
-_all, _is, _callable = all, operator.is_, callable
-
-
-_TOUCHED: dict[tuple[int, str], tuple[Any, str, Any]] = {}  # (id(module), name) -> (module, name, value before)
-_EVALUATING: list[bool] = []  # [True] while an evaluation runs: only then are a module's changes noted
-
-
-class _Watched(types.ModuleType):
-    """A module whose attribute assignments and deletions are noted with the value before (``check_modules``),
-    while an evaluation runs."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if _EVALUATING:
-            _TOUCHED.setdefault((id(self), name), (self, name, self.__dict__.get(name, _MISSING)))
-        super().__setattr__(name, value)
-
-    def __delattr__(self, name: str) -> None:
-        if _EVALUATING:
-            _TOUCHED.setdefault((id(self), name), (self, name, self.__dict__.get(name, _MISSING)))
-        super().__delattr__(name)
-
-
-def _watch(module: types.ModuleType) -> bool:
-    """Make ``module`` a ``_Watched`` one; False where its class cannot change."""
-    try:
-        module.__class__ = _Watched
-    except TypeError:
-        return False
-    return True
-
-
-def watch_modules() -> None:
-    """Watch every module loaded now, for good: an evaluation worker calls it once before it forks a process per
-    evaluation, so that each evaluation finds them watched instead of changing (and putting back) the class of
-    every module itself. Changes are noted only while an evaluation runs (``Environment.install`` to ``restore``)."""
-    for name, module in list(sys.modules.items()):
-        if name not in _UNCHECKED and _type(module) is types.ModuleType:
-            _watch(module)
-    _remember_modules()
-
-
-# each module's namespace and ``sys.modules`` as loaded, before any evaluation: a write to a module's __dict__ (or
-# vars(), or mock.patch.dict) or a module replaced in sys.modules bypasses ``_Watched`` (``_check_namespaces``)
-_PRISTINE: dict[int, tuple[types.ModuleType, dict]] = {}
-_PRISTINE_MODULES: dict[str, Any] = {}
-
-
-_PRISTINE_ENTRIES: list[tuple] = [(), ()]  # sys.modules' names and modules as loaded, "__main__" left out
-
-
-def _remember_modules() -> None:
-    _PRISTINE_MODULES.clear()
-    _PRISTINE_MODULES.update(sys.modules)
-    names = tuple(name for name in _PRISTINE_MODULES if name != "__main__")
-    _PRISTINE_ENTRIES[:] = [names, tuple(_PRISTINE_MODULES[name] for name in names)]
-    _PRISTINE.clear()
-    for module in _PRISTINE_MODULES.values():
-        if _isinstance(module, types.ModuleType):
-            _PRISTINE[id(module)] = (module, dict(module.__dict__))
-
-
-def _changed_names(module: types.ModuleType, ours: set) -> list[str]:
-    """The names of ``module``'s namespace that differ from what it held before the evaluation (by identity; not
-    the evaluation's own patches ``ours``, nor a package's submodule the import system bound)."""
-    entry = _PRISTINE.get(id(module))
-    if entry is None or entry[0] is not module:
-        return []
-    now, before = module.__dict__, entry[1]
-    if _len(now) == _len(before) and _all(map(_is, now.values(), before.values())) and list(now) == list(before):
-        return []
-    where, changed = _getattr(module, "__name__", "a module"), []
-    for name in {*now, *before}:
-        value = now.get(name, _MISSING)
-        if value is before.get(name, _MISSING) or (id(module), name) in ours:
-            continue
-        if name[:1] == "_" and name[:2] != "__":  # a module's private cache, set by its own code (re._cache)
-            continue
-        old = before.get(name, _MISSING)
-        if not (value is _MISSING or old is _MISSING or _callable(value) or _callable(old)):
-            continue  # data a module's own code sets lazily through its globals (tempfile.tempdir)
-        if _isinstance(value, types.ModuleType) and _getattr(value, "__name__", None) == f"{where}.{name}":
-            continue
-        changed.append(name)
-    return changed
-
-
-def _test_made(value: Any) -> bool:
-    """Whether a module attribute is the test's own: a function or class it defined, or a ``unittest.mock``
-    object."""
-    if _isinstance(value, (types.FunctionType, type)) and _getattr(value, "__module__", None) == "__main__":
-        return True
-    module = _getattr(_type(value), "__module__", "")
-    return _isinstance(module, str) and str.startswith(module, "unittest.mock")
+_any, _isinstance, _getattr, _type = any, isinstance, getattr, type
+watch_modules = module_watch.watch_modules  # the evaluation worker's, once before it forks (``module_watch.py``)
 
 
 def _virtual_clocks(elapsed: Callable[[], float]) -> list[tuple[Any, str, Any]]:
@@ -247,8 +156,8 @@ class Environment:
         self._initial: dict[str, Any] = {}
         self._saved: list[tuple[Any, str, Any]] = []  # (owner, name, value) to put back
         self._streams: dict[str, Any] = {}  # the streams as the evaluation found them
-        self._watched: list[types.ModuleType] = []  # modules made ``_Watched``
-        self._modules_seen = 0  # len(sys.modules) at the last check
+        self._checks = module_watch.ModuleChecks(self.namespace)
+        self._noted = None  # the version of the test's globals when ``note_bindings`` last read them
         self._stdin: tuple[Any, int, int] | None = None
         self._stdin_sent = 0  # characters of the test's stdin sent with the calls so far
 
@@ -265,22 +174,14 @@ class Environment:
         self._saved.append((sys, "argv", sys.argv))
         for owner, name, value in patches:
             setattr(owner, name, value)
+        modules_before = module_watch.modules_version_now()
         sys.modules["__main__"] = self.module
-        self._modules_seen = 0
-        _TOUCHED.clear()
-        if not _PRISTINE_MODULES:  # not in a worker that remembered them before forking: as the evaluation found them
-            _remember_modules()
-        _EVALUATING[:] = [True]
-        self.check_modules()  # as the evaluation found them
+        self._checks.start({(id(owner), name) for owner, name, _ in self._saved}, modules_before)  # checks them
 
     def restore(self) -> None:
-        _EVALUATING.clear()
+        self._checks.stop()
         if _INSTALLED and _INSTALLED[0] is self:
             _INSTALLED.clear()
-        for module in self._watched:  # what ``watch_modules`` watched for good stays watched
-            types.ModuleType.__setattr__(module, "__class__", types.ModuleType)  # not noted: no evaluation runs
-        self._watched = []
-        _TOUCHED.clear()
         for owner, name, value in reversed(self._saved):
             if owner is sys.modules:
                 sys.modules[name] = value
@@ -291,50 +192,16 @@ class Environment:
         self._saved = []
 
     def check_modules(self) -> None:
-        """Before a call: refuse a test that changed a module's attribute since the evaluation began and has not
-        put it back (``builtins.sorted = None``, ``random.randint = lambda a, b: 4``, ``unittest.mock.patch``): in
-        one interpreter the program's own code would see it. Modules are watched (``_Watched``: O(1) a call); one
-        the test imported since the last call is checked once for the test's own objects. ``sys`` (its streams
-        cross) and ``warnings`` (``unittest`` rebinds its filters) are not watched. Raises ``Unsupported``."""
-        if _len(sys.modules) != self._modules_seen:
-            for name, module in list(sys.modules.items()):
-                fresh = self._modules_seen and name not in _PRISTINE_MODULES and name not in _UNCHECKED
-                if fresh and (not _isinstance(module, types.ModuleType) or _getattr(module, "__spec__", 1) is None):
-                    raise Unsupported(f"the test put its own sys.modules[{name!r}], which the program may import")
-                if name in _UNCHECKED or _type(module) is not types.ModuleType or not _watch(module):
-                    continue
-                self._watched.append(module)
-                new = self._modules_seen and not name.startswith("unittest.mock")  # imported by the test
-                if new and _any(_test_made(value) for value in module.__dict__.values()):
-                    raise Unsupported(f"the test patched the module {name}, which the program may use")
-            self._modules_seen = _len(sys.modules)
-        for module, name, original in _TOUCHED.values():
-            now, where = module.__dict__.get(name, _MISSING), _getattr(module, "__name__", "a module")
-            submodule = _isinstance(now, types.ModuleType) and _getattr(now, "__name__", None) == f"{where}.{name}"
-            if now is not original and not submodule:  # the import system binds a package's submodules
-                raise Unsupported(f"the test changed {where}.{name}, which the program may use")
-        self._check_namespaces()
-
-    def _check_namespaces(self) -> None:
-        """Refuse a test that wrote a module's namespace directly (``builtins.__dict__['sorted'] = None``,
-        ``vars(math)['sqrt'] = ...``, ``mock.patch.dict``) or replaced a module in ``sys.modules``, and has not put
-        it back: ``builtins`` and the modules the test's globals name, compared with the modules as loaded."""
-        ours = {(id(owner), name) for owner, name, _ in self._saved}
-        modules = [builtins, *(v for v in self.namespace.values() if _isinstance(v, types.ModuleType))]
-        for module in modules:
-            changed = _changed_names(module, ours)
-            if changed:
-                where = _getattr(module, "__name__", "a module")
-                raise Unsupported(f"the test changed {where}.{changed[0]}, which the program may use")
-        names, loaded = _PRISTINE_ENTRIES  # compared in C before each call: a loop here cost ~0.2 ms a call
-        if _all(map(_is, map(sys.modules.get, names), loaded)):
-            return
-        for name, module in zip(names, loaded):
-            if sys.modules.get(name) is not module:
-                raise Unsupported(f"the test replaced sys.modules[{name!r}], which the program may import")
+        """Before a call: refuse a test that changed a module the program's code may read and has not put it back
+        (``module_watch.ModuleChecks.check``). Raises ``Unsupported``."""
+        self._checks.check()
 
     def note_bindings(self) -> None:
-        """Before a call: the globals the test has bound (or rebound) so far."""
+        """Before a call: the globals the test has bound (or rebound) so far (read again only once they changed)."""
+        version = self._checks.namespace_version_now()
+        if version is not None and version == self._noted:
+            return
+        self._noted = version
         for name, value in self.namespace.items():
             if self._initial.get(name, _MISSING) is value:
                 continue

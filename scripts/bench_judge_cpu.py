@@ -1,0 +1,140 @@
+"""CPU time of grading assert tests, this checkout against other checkouts of trl_ext, measured in one run.
+
+    OMP_NUM_THREADS=1 python scripts/bench_judge_cpu.py --against /tmp/base /path/to/main [--problems 40] [--rounds 3]
+
+Per checkout, in a subprocess importing trl_ext from it (rounds alternate between checkouts; the lowest figure of
+each is kept, since a shared machine's load only ever adds CPU time):
+
+- graded: HumanEval-style problems (``bench_code_grading.humaneval_like``: 4 completions each, 7 asserts) graded by
+  ``CodeTests`` on assert specs: CPU seconds (user + system) per graded program of the whole process tree (the
+  judge's threads, the evaluation workers and their forked evaluations, the sandbox and the programs) and of the
+  evaluation workers' trees alone;
+- per call: the evaluation worker's cost of one call of the program: a test of 200 asserts with every result known,
+  evaluated again and again by the checkout's evaluation worker (unconfined here: the same process, audit hook,
+  watched modules and fork per evaluation as under bubblewrap): the worker's CPU microseconds (its forked
+  evaluations included) per call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+_MANY = 200  # asserts of the per-call test
+
+
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds of ``pid`` and every descendant alive now, with the children each has reaped (Linux /proc)."""
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += sum(int(fields[k]) for k in (11, 12, 13, 14))  # utime stime cutime cstime
+            for task in os.listdir(f"/proc/{current}/task"):
+                todo += [int(c) for c in Path(f"/proc/{current}/task/{task}/children").read_text().split()]
+        except (OSError, IndexError, ValueError):  # gone meanwhile
+            continue
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _graded(problems: int) -> dict[str, float]:
+    """CPU ms per graded program: whole tree, evaluation workers."""
+    sys.path.insert(0, str(_HERE))
+    from bench_code_grading import humaneval_like  # noqa: PLC0415 - this directory
+
+    from trl_ext.rewards import CodeTests  # noqa: PLC0415 - the checkout under test (PYTHONPATH)
+    from trl_ext.sandbox import judge  # noqa: PLC0415
+
+    batch = [(p, c) for p in humaneval_like(problems) for c in p["completions"]]
+    specs = [{"kind": "assert", "code": p["test"], "entry_point": p["entry_point"], "prefix": p["prompt"]} for p, _ in batch]  # fmt: skip
+    reward = CodeTests(timeout_s=3.0, workers=2 * (os.cpu_count() or 1))
+    reward([c for _, c in batch[:8]], tests=specs[:8])  # start the sandbox and the evaluation workers
+    judge._first_pass.cache_clear()
+    workers = judge.EVALUATORS._pool.pids()
+    tree, pool = _tree_cpu(os.getpid()), sum(_tree_cpu(pid) for pid in workers)
+    scores = reward([c for _, c in batch], tests=specs)
+    tree, pool = _tree_cpu(os.getpid()) - tree, sum(_tree_cpu(pid) for pid in workers) - pool
+    assert judge.EVALUATORS._pool.pids() == workers, "an evaluation worker was replaced during the timing"
+    assert sum(score == 1.0 for score in scores) == 2 * problems, scores  # two right completions per problem
+    return {"tree ms/program": 1000 * tree / len(batch), "evaluation workers ms/program": 1000 * pool / len(batch)}
+
+
+def _per_call(evaluations: int) -> float:
+    """CPU microseconds per call in a forked evaluation of a test of ``_MANY`` asserts, results known."""
+    from trl_ext.sandbox import Limits, judge, run_tests  # noqa: PLC0415 - the checkout under test
+
+    tasks: list[dict] = []
+    evaluate = judge.EVALUATORS.evaluate
+    judge.EVALUATORS.evaluate = lambda task, deadline_s: tasks.append(task) or evaluate(task, deadline_s)
+    test = "import math\ndef check(candidate):\n" + "".join(
+        f"    assert candidate({i}) == {3 * i}\n" for i in range(_MANY)
+    )
+    report = run_tests("def f(x):\n    return 3 * x\n", {"kind": "assert", "code": test, "entry_point": "f"},
+                       limits=Limits(timeout_s=30.0))  # fmt: skip
+    assert report.all_passed, report
+    task = tasks[-1]
+    from trl_ext.sandbox import eval_worker  # noqa: PLC0415 - the checkout's worker, unconfined here
+
+    proc, finish = eval_worker._spawn_unconfined()
+    try:
+        assert json.loads(proc.stdout.readline()) == {"ready": True}
+        line = (json.dumps(task) + "\n").encode()
+        proc.stdin.write(line)
+        assert json.loads(proc.stdout.readline())["verdict"] == "passed"  # warm: the test compiled
+        before = _tree_cpu(proc.pid)
+        for _ in range(evaluations):
+            proc.stdin.write(line)
+            assert json.loads(proc.stdout.readline())["verdict"] == "passed"
+        seconds = _tree_cpu(proc.pid) - before
+    finally:
+        proc.kill()
+        finish()
+    return 1e6 * seconds / evaluations / _MANY
+
+
+def _measure(tree: str, problems: int) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve()), "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, __file__, "--json", tree, "--problems", str(problems)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800, cwd="/")
+    if done.returncode:
+        raise RuntimeError(f"measuring {tree} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--against", nargs="+", default=[], help="other checkouts of trl_ext")
+    parser.add_argument("--problems", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--evaluations", type=int, default=20, help="forked evaluations for the per-call figure")
+    parser.add_argument("--json", default=None, help=argparse.SUPPRESS)  # one measurement of this checkout
+    args = parser.parse_args()
+    if args.json:
+        figures = _graded(args.problems)
+        figures["evaluation worker us/call"] = _per_call(args.evaluations)
+        print(json.dumps(figures))
+        return
+    trees = [str(_HERE.parent), *args.against]
+    best: dict[str, dict[str, float]] = {tree: {} for tree in trees}
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; {args.rounds} rounds")
+    for _ in range(args.rounds):
+        for tree in trees:
+            for name, value in _measure(tree, args.problems).items():
+                best[tree][name] = min(best[tree].get(name, float("inf")), value)
+    here = best[trees[0]]
+    for name in here:
+        print(f"{name} (lowest of {args.rounds}):")
+        print(f"  this checkout {trees[0]}: {here[name]:8.3f}")
+        for tree in trees[1:]:
+            print(f"  {tree}: {best[tree][name]:8.3f} -> this checkout {here[name] / best[tree][name]:.2f}x of it")
+    print(f"load average now {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
