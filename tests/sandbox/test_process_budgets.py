@@ -114,3 +114,33 @@ def test_a_run_cannot_take_a_siblings_process_budget_and_holds_no_capability():
 
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+FALLBACK = """
+import logging, os
+from trl_ext.sandbox import Limits, run, userns
+logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+assert os.getuid() == 1000 and not userns.available()
+for fork in ("0", "1"):
+    os.environ["TRL_EXT_SANDBOX_FORKSERVER"] = fork
+    program = "import threading; t = threading.Thread(target=print, args=(1,)); t.start(); t.join()"
+    result = run(program, limits=Limits(timeout_s=10.0), backend="landlock")
+    print(fork, result.status, result.stdout.strip())
+"""
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap to emulate a container")
+def test_without_user_namespaces_runs_share_the_headroom_and_the_log_says_so():
+    """A container without user namespaces (emulated: uid 1000, ``--disable-userns``): runs fall back to the uid's
+    shared headroom, still run threaded programs, and a warning names the condition once per place."""
+    cmd = ["bwrap", "--dev-bind", "/", "/", "--proc", "/proc", "--unshare-pid", "--unshare-user", "--disable-userns"]
+    cmd += ["--uid", "1000", "--gid", "1000", "--die-with-parent", "--chdir", str(ROOT)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([*cmd, sys.executable, "-c", FALLBACK], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[:2] == ["0 ok 1", "1 ok 1"]
+    warnings = [line for line in done.stderr.splitlines() if "no user namespace can be created here" in line]
+    assert [w.split(":")[0] for w in warnings] == [
+        "WARNING sandbox (per-run launch)",
+        "WARNING sandbox (landlock fork server)",
+    ]

@@ -103,6 +103,7 @@ class ServerCommand:
     confine_self: bool = False
     info_fd: int | None = None  # bubblewrap's --info-fd: its namespace init, to reap
     private_scratch: bool = False  # each child mounts its own capped tmpfs at /tmp (a mount namespace of its own)
+    label: str = "fork server"  # names the server in the log
 
 
 _OFF = ("0", "false", "no", "off")
@@ -273,7 +274,7 @@ class ForkServer:
         # whether each child makes a user namespace of its own (non-root: a process budget of its own)
         self.user_namespaces = up == b"up+userns"
         if os.geteuid() != 0:
-            userns.report(f"fork server of {spec.argv[0].rsplit('/', 1)[-1]}", self.user_namespaces)
+            userns.report(spec.label, self.user_namespaces)
         self._filler = threading.Thread(target=self._fill, name="trl-ext-fork-server-spares", daemon=True)
         self._filler.start()
 

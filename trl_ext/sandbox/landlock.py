@@ -108,7 +108,9 @@ def own_user_namespace(run: Run) -> bool:
     (``userns.available``), or as its fork server found (set by ``forked_run``)."""
     if os.geteuid() == 0:
         return False
-    return run.extra.setdefault("user_namespace", userns.available())
+    if "user_namespace" not in run.extra:
+        run.extra["user_namespace"] = userns.available()
+    return run.extra["user_namespace"]
 
 
 def launcher_argv(config: dict, harness_args: list[str]) -> list[str]:
@@ -156,6 +158,7 @@ class LandlockBackend(forked_run.ForkServedBackend):
             read_only=read_only_paths(roots),
             keep_read_search=os.geteuid() == 0 and not all(world_searchable(r) for r in roots),
             confine_self=True,
+            label="landlock fork server",
         )
 
     def command(self, harness_args: list[str], limits: Limits, run: Run) -> list[str]:
