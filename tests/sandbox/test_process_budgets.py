@@ -144,3 +144,37 @@ def test_without_user_namespaces_runs_share_the_headroom_and_the_log_says_so():
         "WARNING sandbox (per-run launch)",
         "WARNING sandbox (landlock fork server)",
     ]
+
+
+DISABLED_IN_SERVER = """
+import logging, os
+from trl_ext.sandbox import Limits, bwrap, forkserver, run
+logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+os.environ["TRL_EXT_SANDBOX_FORKSERVER"] = "1"
+plain = bwrap.BwrapBackend.argv
+for disable in (False, True):
+    def argv(self, *args):
+        got = plain(self, *args)
+        return got[:got.index("--unshare-user") + 1] + ["--disable-userns"] * disable + got[got.index("--unshare-user") + 1:]
+    bwrap.BwrapBackend.argv = argv
+    forkserver.close_all()
+    program = "import threading; t = threading.Thread(target=print, args=(1,)); t.start(); t.join()"
+    result = run(program, limits=Limits(timeout_s=10.0), backend="bwrap")
+    print(disable, result.status, result.stdout.strip())
+"""
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
+def test_the_bubblewrap_fork_server_finds_whether_its_children_get_namespaces():
+    """Unprivileged bubblewrap (uid 1000 in a user namespace): the fork server is started without
+    ``--disable-userns`` (seccomp refuses the program any namespace), so each child nests one of its own; a server
+    started with it finds that its children cannot, and its runs fall back to the shared budget, logged."""
+    cmd = ["bwrap", "--dev-bind", "/", "/", "--proc", "/proc", "--unshare-pid", "--unshare-user"]
+    cmd += ["--uid", "1000", "--gid", "1000", "--die-with-parent", "--chdir", str(ROOT)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    script = [sys.executable, "-c", DISABLED_IN_SERVER]
+    done = subprocess.run([*cmd, *script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[:2] == ["False ok 1", "True ok 1"]
+    logged = [line.split(":")[0] for line in done.stderr.splitlines() if "(bubblewrap fork server)" in line]
+    assert logged == ["INFO sandbox (bubblewrap fork server)", "WARNING sandbox (bubblewrap fork server)"]
