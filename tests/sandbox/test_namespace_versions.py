@@ -153,3 +153,26 @@ def test_the_same_verdicts_with_and_without_versions(versions):
             assert answer["verdict"] == "incomplete", (test, answer)
         else:
             assert answer["verdict"] == "unsupported" and "the program may" in answer["detail"], (test, answer)
+
+
+_CLOCKS = """
+import json, time
+from trl_ext.sandbox import replay, replay_env
+real = time.monotonic
+replay_env.watch_modules()  # the worker's: the virtual clocks in place for good, then the modules remembered
+test = "import time\\nt = time.monotonic()\\nassert f(1) == 1\\nassert time.monotonic() - t >= 100"
+task = {"test": test, "prefix": None, "entry_point": None, "names": ["f"], "modules": [], "seed": 1,
+        "program": [["f", ["fn", "f", None]]], "calls": [["f", [1], {"d": []}, []]],
+        "results": [{"ok": True, "upd": [], "value": 1, "dt": 120.0}]}
+drifts = [abs(time.monotonic() - real())]
+verdict = replay.evaluate(task)["verdict"]
+drifts.append(abs(time.monotonic() - real()))
+print(json.dumps([time.monotonic is not real, verdict, max(drifts) < 1.0]))
+"""
+
+
+def test_clocks_in_place_for_good_read_the_real_clock_between_evaluations():
+    """``watch_modules`` puts the test's virtual clocks in place once (no evaluation patches them): outside an
+    evaluation they read the real clock; in one, the real clock plus the replayed calls' durations."""
+    done = subprocess.run([sys.executable, "-c", _CLOCKS], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert json.loads(done.stdout.splitlines()[-1]) == [True, "passed", True], done.stderr

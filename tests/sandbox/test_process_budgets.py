@@ -178,3 +178,12 @@ def test_the_bubblewrap_fork_server_finds_whether_its_children_get_namespaces():
     assert done.stdout.split("\n")[:2] == ["False ok 1", "True ok 1"]
     logged = [line.split(":")[0] for line in done.stderr.splitlines() if "(bubblewrap fork server)" in line]
     assert logged == ["INFO sandbox (bubblewrap fork server)", "WARNING sandbox (bubblewrap fork server)"]
+
+
+def test_a_kernel_that_counts_a_uid_across_namespaces_gets_no_namespace_per_run():
+    """Before Linux 5.14 RLIMIT_NPROC counts a uid in every namespace together: ``nproc`` alone would refuse a run
+    any fork there, so the per-run namespace is only used from 5.14 on."""
+    from trl_ext.sandbox import userns
+
+    got = {r: userns.counted_per_namespace(r) for r in ("5.13.19", "5.14.0", "6.18.44-fc", "4.19.0", "odd")}
+    assert got == {"5.13.19": False, "5.14.0": True, "6.18.44-fc": True, "4.19.0": False, "odd": False}

@@ -243,7 +243,7 @@ class ForkServer:
                 "confine_self": spec.confine_self,
                 "scratch_root": self.root,
                 "private_scratch": spec.private_scratch,
-                "user_namespaces": os.geteuid() != 0,  # as root each run has a uid of its own instead
+                "user_namespaces": userns.wanted(),  # the server tries whether its children can
             }
             config_fd = memfd_with(json.dumps(config).encode(), "fork-server-config")
             self.proc = _SPAWNER.submit(  # a thread that lives as long as this process: see ``_SPAWNER``
@@ -273,7 +273,7 @@ class ForkServer:
             raise ServerLost("the fork server did not come up")
         # whether each child makes a user namespace of its own (non-root: a process budget of its own)
         self.user_namespaces = up == b"up+userns"
-        if os.geteuid() != 0:
+        if userns.wanted():
             userns.report(spec.label, self.user_namespaces)
         self._filler = threading.Thread(target=self._fill, name="trl-ext-fork-server-spares", daemon=True)
         self._filler.start()

@@ -74,7 +74,6 @@ def _shared(value: Any) -> str | None:
 
 # builtins the checks use, as they were: a test may patch builtins (which is what they look for)
 _any, _isinstance, _getattr, _type = any, isinstance, getattr, type
-watch_modules = module_watch.watch_modules  # the evaluation worker's, once before it forks (``module_watch.py``)
 
 
 def _virtual_clocks(elapsed: Callable[[], float]) -> list[tuple[Any, str, Any]]:
@@ -144,6 +143,18 @@ def _installed_elapsed() -> float:
 
 # made once, from the genuine clocks (a fork of the evaluation worker finds them made; no class built per evaluation)
 _CLOCK_PATCHES = tuple(_virtual_clocks(_installed_elapsed))
+_CLOCKS_FOR_GOOD: list[bool] = []  # [True] once ``watch_modules`` put the virtual clocks in place for good
+
+
+def watch_modules() -> None:
+    """The evaluation worker's preparation, once before it forks a process per evaluation: the virtual clocks put
+    in place for good (while no evaluation is installed they read the real clock), so that an evaluation neither
+    patches nor puts back a dozen module attributes (each write copies a page of the worker's memory in the
+    evaluation's process), then every module loaded watched and remembered as it is (``module_watch.py``)."""
+    for owner, name, value in _CLOCK_PATCHES:
+        setattr(owner, name, value)
+    _CLOCKS_FOR_GOOD[:] = [True]
+    module_watch.watch_modules()
 
 
 class Environment:
@@ -167,7 +178,7 @@ class Environment:
         self._streams = {"out": sys.stdout, "err": sys.stderr, "in": sys.stdin}
         _INSTALLED[:] = [self]
         self._outputs = _outputs_seen()
-        patches = list(_CLOCK_PATCHES)
+        patches = [] if _CLOCKS_FOR_GOOD else list(_CLOCK_PATCHES)
         self._saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
         self._saved.append((sys.modules, "__main__", sys.modules.get("__main__")))
         patches.append((sys, "argv", ["tests.py"]))  # as a test file run by python (unittest.main() reads it)

@@ -24,12 +24,27 @@ _PROBE = "import ctypes, sys; sys.exit(ctypes.CDLL(None, use_errno=True).unshare
 _REPORTED: set[tuple[str, bool]] = set()
 
 
+def counted_per_namespace(release: str | None = None) -> bool:
+    """Whether the kernel counts RLIMIT_NPROC per user namespace (Linux >= 5.14, ucounts). Before that it counts a
+    uid's processes in every namespace together, so a run's limit of ``nproc`` alone would refuse it any fork."""
+    try:
+        major, minor = (int(part) for part in (release or os.uname().release).split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (5, 14)
+
+
+def wanted() -> bool:
+    """Whether runs should try a user namespace of their own: non-root (as root each run has a uid of its own,
+    ``limits.UIDS``) on a kernel that counts per namespace."""
+    return os.geteuid() != 0 and counted_per_namespace()
+
+
 @functools.cache
 def available() -> bool:
     """Whether a per-run launch as this (non-root) uid can have a user namespace of its own; checked once per
-    process by a child that tries. Always False as root, where each run has a uid of its own
-    (``limits.UIDS``)."""
-    if os.geteuid() == 0:
+    process by a child that tries. Always False where not ``wanted``."""
+    if not wanted():
         return False
     try:
         done = subprocess.run([sys.executable, "-I", "-S", "-c", _PROBE], env={}, capture_output=True, timeout=30)
