@@ -68,6 +68,16 @@ def option_form(content: str, keep_text: bool = True) -> str:
     return f"({match.group(1).upper()}) {match.group(2) if keep_text else ''}".rstrip()
 
 
+def package_forms(content: str) -> str:
+    """``content`` with a logarithm's unbraced base braced, number sets written as intervals and siunitx read (see
+    ``braced_log_base``, ``number_sets``, ``siunitx``); each only where its command occurs."""
+    content = braced_log_base(content) if "\\log" in content else content
+    content = number_sets(content) if "bb" in content else content
+    if "\\num" in content or "\\SI" in content or "\\qty" in content or "\\ang" in content:
+        content = siunitx(content)
+    return content
+
+
 def siunitx(content: str) -> str:
     """siunitx's numbers and quantities as plain LaTeX: ``\\num{5000}`` -> ``5000``, ``\\SI{5}{\\kilo\\metre}`` and
     ``\\qty{5}{km}`` -> ``5\\text{ kilometre}`` / ``5\\text{ km}``, ``\\SI{10}{\\percent}`` -> ``10\\%``,
