@@ -144,12 +144,11 @@ def named_tuples(content: str) -> list[str] | None:
 def split_parts(content: str, gold: bool = False) -> list[str]:
     """The parts of one answer (the content of one box, or a bare gold): a comma/and/or list, a written-out set,
     ``\\pm``; each part keeps its brackets (a tuple, an interval or a matrix is one part) and its percent sign
-    (``\\%``; the word "percent" is read as one). Named solution sets are tuples marked with their names. A gold's
-    option letter is the whole of its part (``B) 12`` is ``(B)``: the dataset's option text is not checked)."""
+    (``\\%``; the word "percent" is read as one). Named solution sets are tuples marked with their names."""
     content = latin_letters(content)  # (C) / В (Cyrillic), Ｄ, 𝐃: another option, seen as B or D
     content = package_forms(content) if "\\" in content else content  # \num{5}, \mathbb{R}^+, \log_2 8
     if content[:1] in _OPTION_STARTS or "ption" in content or "hoice" in content:  # before the split: B) is no bracket
-        content = option_form(content, keep_text=not gold)
+        content = option_form(content, keep_text=not gold)  # a gold's option is its letter: B) 12 is (B)
     content = _PERCENT.sub(lambda _: "\\%", content) if "%" in content or "p" in content else content
     content = strip_delimiters(repeating_decimals(join_thousands(content)))
     content = _strip_trailing_spacing(content) if content.endswith(_TRAILING_SPACING) else content
