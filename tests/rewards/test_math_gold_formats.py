@@ -26,6 +26,8 @@ CLASSES = {
     ),
     "an option with a period": ("B. 12", ["B", "B."], ["C", "12", "A B C D E"]),
     "an option with a colon": ("B: 12", ["B", "B: 12"], ["D", "B, D"]),
+    "an option whose text names others": (r"B) \text{Both A and C}", ["B"], ["A", "C", "A, C"]),
+    "two options required": ("A. 18, C. 20", ["A, C", "C, A"], ["A", "C", "A, B, C"]),
     "an option whose text is no answer": (r"A: $\{x \mid x > 1\}$", ["A", "(A)"], ["B", "A, B", r"\{x \mid x > 1\}"]),
     "an option named in words": (
         r"\text{Option B}",
@@ -108,6 +110,9 @@ def test_option_forms_name_the_letter_only():
     assert option_form(r"A: $\{x \mid x > 1\}$", keep_text=False) == "(A)"
     assert option_form(r"(C) \{x \mid x > 1\}", keep_text=False) == "(C)"
     assert option_form("(1, 2)", keep_text=False) == "(1, 2)"
+    assert option_form("A. 18 B. 19", keep_text=False) == "A. 18 B. 19"  # a list of options names none
+    assert option_form("(A) 18 (B) 19", keep_text=False) == "(A) 18 (B) 19"
+    assert option_form(r"E) \text{None of the above}", keep_text=False) == "(E)"
     # not an option: another letter, a decimal point, no separator, a lower-case variable
     assert [option_form(text) for text in ("F) 12", "B.5", "A", "b) 12", "AB: 3")] == [
         "F) 12",

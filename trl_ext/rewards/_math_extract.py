@@ -7,7 +7,7 @@ Standard library only (the math workers load these modules without the trl_ext p
 
 import re
 
-from trl_ext.rewards._math_formats import braced_log_base, gold_answer, number_sets, option_form, siunitx
+from trl_ext.rewards._math_formats import gold_answer, number_sets, option_form, package_forms
 from trl_ext.rewards._math_normalise import (
     _TEXT_COMMANDS,
     ambiguous_latex,
@@ -63,6 +63,7 @@ _RIGHT = re.compile(r"\\right(?![A-Za-z])")
 _DANGLING_OPERATORS = ("+", "-", "*", "/", "^", "_", "=", "\\cdot", "\\times", "\\div", "\\frac", "\\sqrt")
 _TRAILING_SPACING = (" ", "\t", "\n", "\\,", "\\;", "\\:", "\\!", "\\ ", "quad")
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+(?:_\{?\w+\}?)?)\s*=(?!=)")
+_OPTION_STARTS = ("A", "B", "C", "D", "E", "(")
 _PRIME_CHARS = re.compile("['\"\u2032\u2033\u2034]")
 MAX_PARTS = 16
 MAX_ANSWER_CHARS = 2000
@@ -143,11 +144,11 @@ def named_tuples(content: str) -> list[str] | None:
 def split_parts(content: str, gold: bool = False) -> list[str]:
     """The parts of one answer (the content of one box, or a bare gold): a comma/and/or list, a written-out set,
     ``\\pm``; each part keeps its brackets (a tuple, an interval or a matrix is one part) and its percent sign
-    (``\\%``; the word "percent" is read as one). Named solution sets are tuples marked with their names. A gold's
-    option letter is the whole of its part (``B) 12`` is ``(B)``: the dataset's option text is not checked)."""
+    (``\\%``; the word "percent" is read as one). Named solution sets are tuples marked with their names."""
     content = latin_letters(content)  # (C) / В (Cyrillic), Ｄ, 𝐃: another option, seen as B or D
-    if "\\" in content:  # \num{5}, \mathbb{R}^+, \log_2 8 (a plain number skips them)
-        content = siunitx(number_sets(braced_log_base(content)))
+    content = package_forms(content) if "\\" in content else content  # \num{5}, \mathbb{R}^+, \log_2 8
+    if content[:1] in _OPTION_STARTS or "ption" in content or "hoice" in content:  # before the split: B) is no bracket
+        content = option_form(content, keep_text=not gold)  # a gold's option is its letter: B) 12 is (B)
     content = _PERCENT.sub(lambda _: "\\%", content) if "%" in content or "p" in content else content
     content = strip_delimiters(repeating_decimals(join_thousands(content)))
     content = _strip_trailing_spacing(content) if content.endswith(_TRAILING_SPACING) else content
@@ -165,7 +166,8 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
     for piece in pieces:
         piece = strip_delimiters(piece)
         piece = re.sub(r"(?<!\\)\$", "", piece) if "$" in piece else piece  # "$125$ miles"
-        piece = option_form(piece, keep_text=not gold)  # B) 12, B. 12, \text{Option B}: option B
+        if piece[:1] in _OPTION_STARTS or "ption" in piece or "hoice" in piece:  # B) 12, \text{Option B}
+            piece = option_form(piece, keep_text=not gold)
         piece = degrees_to_radians(piece) if "circ" in piece or "deg" in piece or "°" in piece else piece
         piece = e_notation(piece) if "e" in piece or "E" in piece else piece
         piece = mixed_number(piece) if " " in piece and "/" in piece else piece

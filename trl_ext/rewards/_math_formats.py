@@ -18,6 +18,7 @@ _LETTER_FIRST = re.compile(r"\s*([A-E])(?:\)|[.:](?=\s|$))\s*(.*)", re.DOTALL)  
 # "Option B", "Choice (B)", "\text{Option B: 12}"
 _BRACKETED_LETTER = re.compile(r"\s*\(([A-E])\)\s*(.*)", re.DOTALL)
 _OPTION_WORD = re.compile(r"\s*(?i:option|choice)\s*\(?\s*([A-Ea-e])\s*\)?\s*(?:[.:)](?=\s|$))?\s*(.*)", re.DOTALL)
+_ANOTHER_OPTION = re.compile(r"(?<![A-Za-z\\])\(?[A-E](?:\)|[.:](?=\s|$))")
 _TEXT_OPEN = re.compile(r"\s*\\(?:text[a-z]*|math(?:rm|bf|it|sf)|mbox)\s*\{")
 _NUM = re.compile(r"\\num\s*(?:\[[^\]]{0,200}\])?\s*\{([^{}]*)\}")
 _ANG = re.compile(r"\\ang\s*(?:\[[^\]]{0,200}\])?\s*\{([^{}]*)\}")
@@ -63,9 +64,19 @@ def option_form(content: str, keep_text: bool = True) -> str:
         match = _OPTION_WORD.fullmatch(content[wrapped.end() : -1] if wrapped and content.endswith("}") else content)
     else:
         return content
-    if match is None:
-        return content
+    if match is None or (not keep_text and _ANOTHER_OPTION.search(match.group(2))):
+        return content  # "A. 18 B. 19" lists options: it names none
     return f"({match.group(1).upper()}) {match.group(2) if keep_text else ''}".rstrip()
+
+
+def package_forms(content: str) -> str:
+    """``content`` with a logarithm's unbraced base braced, number sets written as intervals and siunitx read (see
+    ``braced_log_base``, ``number_sets``, ``siunitx``); each only where its command occurs."""
+    content = braced_log_base(content) if "\\log" in content else content
+    content = number_sets(content) if "bb" in content else content
+    if "\\num" in content or "\\SI" in content or "\\qty" in content or "\\ang" in content:
+        content = siunitx(content)
+    return content
 
 
 def siunitx(content: str) -> str:

@@ -368,8 +368,8 @@ def ambiguous_latex(content: str) -> bool:
     """True when ``content`` renders as something other than what a parser would read (``2^10``, ``10^23``,
     ``2^-1``, ``\\frac123``, ``\\sqrt23``, ``0.\\overline{3}4``) or is an angle in degrees of a multiple of pi
     (``\\frac{\\pi}{6}^\\circ``): such an answer is refused, not read as either value."""
-    if _AMBIGUOUS.search(number_sets(braced_log_base(content))):  # log base 2 of 8 (\log_2 8), \mathbb{R}^+
-        return True
+    if _AMBIGUOUS.search(content) and _AMBIGUOUS.search(number_sets(braced_log_base(content))):
+        return True  # but log base 2 of 8 (\log_2 8) and the positive reals (\mathbb{R}^+)
     return "\\pi" in content and any(
         "\\pi" in _term_before(content, m.start()) for m in _DEGREE_MARK.finditer(content)
     )
