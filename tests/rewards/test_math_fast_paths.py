@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import trl_ext.rewards._math_extract as extract
-from trl_ext.rewards.math import MathAccuracy, _unescaped, normalize_gold
 from trl_ext.rewards._text import completion_text
+from trl_ext.rewards.math import MathAccuracy, _unescaped, normalize_gold
 
 TABLE = Path(__file__).parents[1] / "data" / "math_labelled.jsonl"
 NUMBERS = [
