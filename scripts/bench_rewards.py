@@ -189,19 +189,22 @@ def _rates(tree: str, problems: int, rounds: int) -> dict[str, float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _math_rates(tree: str, workers: int, items: int) -> dict[str, dict[str, float]]:
+def _math_rates(tree: str, workers: int, items: int, mixes: list[str]) -> dict[str, dict[str, float]]:
     """``bench_math_cpu``'s figures per mix (2 timings each), in a subprocess importing trl_ext from ``tree``."""
     env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve()), "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, __file__, "--math_rates_json", "--workers", str(workers), "--items", str(items)]
+    cmd += ["--mixes", ",".join(mixes)]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, timeout=1800)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def print_math_rates_json(workers: int, items: int) -> None:
-    print(json.dumps({mix: bench_math_cpu(workers, items, 2, mix) for mix in MIXES}))
+def print_math_rates_json(workers: int, items: int, mixes: list[str]) -> None:
+    print(json.dumps({mix: bench_math_cpu(workers, items, 2, mix) for mix in mixes}))
 
 
-def compare_math_with_baseline(baseline: str, workers: int, items: int, rounds: int) -> None:
+def compare_math_with_baseline(
+    baseline: str, workers: int, items: int, rounds: int, mixes: list[str] | tuple[str, ...] = MIXES
+) -> None:
     """Math throughput of this checkout against ``baseline`` in one run: ``rounds`` interleaved pairs of
     subprocesses (which tree goes first alternates). Per round and mix: the CPU-time ratio (baseline's CPU
     microseconds per verification, this process and its 1 worker, over this checkout's: the throughput ratio at
@@ -213,16 +216,16 @@ def compare_math_with_baseline(baseline: str, workers: int, items: int, rounds: 
     for r in range(rounds):
         sides = [("current", here), ("baseline", baseline)]
         for side, tree in sides if r % 2 == 0 else sides[::-1]:
-            runs[side].append(_math_rates(tree, workers, items))
+            runs[side].append(_math_rates(tree, workers, items, list(mixes)))
         now, then = runs["current"][-1], runs["baseline"][-1]
         cells = [
             f"{mix} cpu {now[mix]['cpu_us']:7.0f} vs {then[mix]['cpu_us']:7.0f} us "
             f"-> {then[mix]['cpu_us'] / now[mix]['cpu_us']:.2f}x, {workers}w/1w "
             f"{now[mix][f'{workers} workers'] / now[mix]['1 worker']:.2f}x"
-            for mix in MIXES
+            for mix in mixes
         ]
         print(f"  round {r + 1} (load {os.getloadavg()[0]:.1f}): " + "; ".join(cells))
-    for mix in MIXES:
+    for mix in mixes:
         ratios = sorted(b[mix]["cpu_us"] / c[mix]["cpu_us"] for c, b in zip(runs["current"], runs["baseline"]))
         parent = statistics.median(run[mix]["parent_us"] for run in runs["current"])
         cpu = statistics.median(run[mix]["cpu_us"] for run in runs["current"])
@@ -275,21 +278,22 @@ def main() -> None:
         "verifications/s and graded programs/s of this checkout against it, measured in this run",
     )
     parser.add_argument("--math_only", action="store_true", help="with --baseline: the math comparison only")
+    parser.add_argument("--mixes", default=",".join(MIXES), help="math mixes to time (comma-separated)")
     parser.add_argument("--math_rates_json", action="store_true", help=argparse.SUPPRESS)  # used by --baseline
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     if args.math_rates_json:
-        print_math_rates_json(args.workers, args.items)
+        print_math_rates_json(args.workers, args.items, args.mixes.split(","))
         return
     if args.baseline:
-        compare_math_with_baseline(args.baseline, args.workers, args.items, args.rounds)
+        compare_math_with_baseline(args.baseline, args.workers, args.items, args.rounds, args.mixes.split(","))
         if not args.math_only:
             compare_with_baseline(args.baseline, args.code_problems, args.rounds)
         return
 
     load = os.getloadavg()[0]
     print(f"machine: {os.cpu_count()} CPU cores, load average {load:.2f}, python {sys.version.split()[0]}")
-    for mix in MIXES:
+    for mix in args.mixes.split(","):
         single, multi, busy = bench_math(args.workers, args.items, args.rounds, mix)
         print(f"math verifications/s ({mix} mix), 1 worker:  {single:8.1f}")
         print(f"math verifications/s ({mix} mix), {args.workers} workers: {multi:8.1f}   ({multi / single:.2f}x)")
