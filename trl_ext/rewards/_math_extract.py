@@ -65,6 +65,10 @@ _TRAILING_SPACING = (" ", "\t", "\n", "\\,", "\\;", "\\:", "\\!", "\\ ", "quad")
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+(?:_\{?\w+\}?)?)\s*=(?!=)")
 _OPTION_STARTS = ("A", "B", "C", "D", "E", "(")
 _PRIME_CHARS = re.compile("['\"\u2032\u2033\u2034]")
+# a plain number (5, -0.25, \frac{3}{4}, 6 / 8), which no reading of split_parts changes: its fast path (checked
+# against the full reading by tests/rewards/test_math_fast_paths.py; FAST_PATHS = False turns it off)
+_PLAIN_NUMBER = re.compile(r"\s*[-+]?\s*(?:\d+(?:\.\d+)?|\.\d+|\\[dt]?frac\{\d+\}\{\d+\}|\d+\s*/\s*\d+)\s*")
+FAST_PATHS = True
 MAX_PARTS = 16
 MAX_ANSWER_CHARS = 2000
 # the most parts an answer may have at all (past MAX_PARTS the workers match an answer only as written, part by
@@ -145,6 +149,8 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
     """The parts of one answer (the content of one box, or a bare gold): a comma/and/or list, a written-out set,
     ``\\pm``; each part keeps its brackets (a tuple, an interval or a matrix is one part) and its percent sign
     (``\\%``; the word "percent" is read as one). Named solution sets are tuples marked with their names."""
+    if FAST_PATHS and content.isascii() and _PLAIN_NUMBER.fullmatch(content):
+        return [content.strip()]
     content = latin_letters(content)  # (C) / В (Cyrillic), Ｄ, 𝐃: another option, seen as B or D
     content = package_forms(content) if "\\" in content else content  # \num{5}, \mathbb{R}^+, \log_2 8
     if content[:1] in _OPTION_STARTS or "ption" in content or "hoice" in content:  # before the split: B) is no bracket
