@@ -112,6 +112,83 @@ def test_a_run_cannot_take_a_siblings_process_budget_and_holds_no_capability():
         assert (status, out) == ("ok", "[1]"), (name, err)  # the sibling's right program started its thread
 
 
+RESERVE_SCRIPT = r"""
+import json, os, resource, sys, threading, time
+from trl_ext.sandbox import Limits, forkserver, run, userns
+from trl_ext.sandbox._confinement import runs_ceiling
+if not userns.available():
+    print(json.dumps({"userns": False}))
+    sys.exit(0)
+def uid_tasks():
+    count = 0
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and os.stat("/proc/" + pid).st_uid == os.getuid():
+                count += len(os.listdir("/proc/" + pid + "/task"))
+        except OSError:
+            pass
+    return count
+HOG = "import os, time\nn = 0\nwhile n < 400:\n    try:\n        pid = os.fork()\n    except OSError:\n        break\n    if pid == 0:\n        time.sleep(4)\n        os._exit(0)\n    n += 1\nprint(n)\ntime.sleep(4)\n"
+report = {"userns": True}
+soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+for fork in ("0", "1"):
+    os.environ["TRL_EXT_SANDBOX_FORKSERVER"] = fork
+    limit = uid_tasks() + 60  # the trainer's limit, in force when its fork server starts (the runs' ceiling comes from it)
+    resource.setrlimit(resource.RLIMIT_NPROC, (limit, hard))
+    run("pass", limits=Limits(timeout_s=10.0), backend="landlock")
+    got = {}
+    hog = threading.Thread(target=lambda: got.setdefault("hog", run(HOG, limits=Limits(timeout_s=15.0, nproc=400), backend="landlock")))
+    hog.start()
+    deadline = time.time() + 10
+    while uid_tasks() < runs_ceiling(limit) - 2 and time.time() < deadline:
+        time.sleep(0.05)
+    started = 0
+    for _ in range(12):  # the trainer's own threads, while the hog holds all it could get
+        try:
+            t = threading.Thread(target=time.sleep, args=(0.2,)); t.start(); started += 1
+        except RuntimeError:
+            break
+    hog.join()
+    resource.setrlimit(resource.RLIMIT_NPROC, (soft, hard))
+    forkserver.close_all()
+    report[fork] = [started, got["hog"].status, got["hog"].stdout.strip(), limit, runs_ceiling(limit)]
+print(json.dumps(report))
+"""
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not (shutil.which("unshare") and shutil.which("setpriv")),
+    reason="needs root, unshare and setpriv (util-linux) to become an unprivileged uid",
+)
+def test_runs_together_leave_the_trainer_a_reserve_of_its_uid_limit():
+    """Each run's budget is its own, but the level above (the uid, all runs and the trainer together) is checked
+    against the trainer's limit at the run's ``unshare``: lowered there by a reserve, a run that forks until refused
+    leaves the trainer threads to start (before, it filled the uid: outside red team, round 7)."""
+    with tempfile.TemporaryDirectory(prefix="trl-ext-reserve-") as home:
+        os.chmod(home, 0o777)
+        inner = (
+            f"exec setpriv --reuid {UID + 1} --regid {UID + 1} --clear-groups --inh-caps=-all --bounding-set=-all "
+            f"env HOME={home} TMPDIR={home} {sys.executable} -c {_quote(RESERVE_SCRIPT)}"
+        )
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+        env.pop("TRL_EXT_SANDBOX_BACKEND", None)
+        cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", f"{_reachable_interpreter()} && {inner}"]
+        done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads(done.stdout.splitlines()[-1])
+    if not report.pop("userns"):
+        pytest.skip("no user namespace can be created here: runs share the uid's headroom (documented as open)")
+    for fork, (started, status, forked, _limit, ceiling) in report.items():
+        assert status == "ok" and 0 < int(forked) < ceiling, (fork, report)  # held below the ceiling, not at nproc
+        assert started == 12, (fork, report)  # the trainer still starts its threads
+
+
+def test_the_runs_ceiling_keeps_a_quarter_of_the_limit_and_at_least_sixteen():
+    from trl_ext.sandbox._confinement import runs_ceiling
+
+    assert [runs_ceiling(n) for n in (10, 40, 64, 150, 1000)] == [0, 24, 48, 113, 750]
+
+
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
 

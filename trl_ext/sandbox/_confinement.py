@@ -11,6 +11,7 @@ sockets scoped), ``_own_user_namespace`` (a non-root run's process budget of its
 
 import ctypes
 import os
+import resource
 import sys
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -19,6 +20,9 @@ _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, _CAP_DAC_READ_SEARCH = 47, 2, 2
 _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
 _CAPABILITY_VERSION_3 = 0x20080522
 _CLONE_NEWUSER, _PR_CAPBSET_READ, _PR_CAPBSET_DROP = 0x10000000, 23, 24
+_TRAINER_RESERVE = (
+    16  # processes/threads of the uid that runs together can never take (at least; a quarter of the limit)
+)
 
 
 def _check(result, what):
@@ -92,7 +96,13 @@ def _own_user_namespace():
     the limit in force here, before the run's own is set). No uid is mapped (the run sees the overflow uid; files
     and signals still go by the real uid), so setgroups() is refused in it. Every capability the namespace gives
     (all of them, inside it only: the kernel checks the RLIMIT_NPROC bypass in the initial namespace) is dropped at
-    once, the bounding set first; seccomp then refuses any further namespace."""
+    once, the bounding set first; seccomp then refuses any further namespace. The level above is checked against
+    the limit in force at ``unshare``, for all runs and the trainer's uid together: it is lowered first by a reserve
+    (``runs_ceiling``), so the runs together can never take the trainer's, its fork servers' and evaluation
+    workers' last processes (outside red team, round 7: four runs of 31 filled a uid limited to 150)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    if soft != resource.RLIM_INFINITY:
+        resource.setrlimit(resource.RLIMIT_NPROC, (runs_ceiling(soft), hard))
     _check(_libc.unshare(_CLONE_NEWUSER), "unshare(CLONE_NEWUSER)")
     cap = 0
     while _libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:  # EINVAL past the kernel's last capability
@@ -100,6 +110,12 @@ def _own_user_namespace():
     if cap == 0 or _libc.prctl(_PR_CAPBSET_READ, 0, 0, 0, 0) != 0:
         raise RuntimeError("could not empty the capability bounding set")
     _capset(0)
+
+
+def runs_ceiling(limit):
+    """The uid's process count that all non-root runs together may reach: the trainer's RLIMIT_NPROC ``limit``
+    less a reserve of a quarter of it, at least ``_TRAINER_RESERVE``."""
+    return max(0, limit - max(_TRAINER_RESERVE, limit // 4))
 
 
 def _landlock(read_only, writable, min_abi):
