@@ -2,10 +2,12 @@
 
     OMP_NUM_THREADS=1 python scripts/bench_rewards.py [--workers N] [--items 192] [--runs 40]
     OMP_NUM_THREADS=1 python scripts/bench_rewards.py --baseline /tmp/base   # math and code rates vs older code
+    OMP_NUM_THREADS=1 python scripts/bench_rewards.py --baseline /tmp/base --math_only --rounds 5 --items 400
 
 Prints: math verifications/s with 1 worker and with N workers (and the ratio; the target is >= 1.8x with
-2 workers) on decimals (math-verify's parser in the workers) and on integer fractions (decided exactly in
-the calling process, so the worker count does not matter there),
+2 workers) on decimals (decimal answers to fraction golds, decided in the workers from their printed digits), on
+expressions (surds: math-verify's parser and sympy in the workers on every pair) and on integer fractions (decided
+exactly in the calling process, so the worker count does not matter there),
 the sandbox's per-run overhead against a bare ``python -c pass`` subprocess, sandbox runs/s
 with as many concurrent runs as CPU cores, the same per isolated backend (bwrap, landlock, remote -> this
 machine's sandbox-serve), stdio test cases/s inside one sandbox (one fork per case), and programs graded/s
@@ -30,17 +32,23 @@ from bench_code_grading import print_code_grading  # this directory: sandboxed v
 from trl_ext.rewards.math import MathAccuracy, shared_pool
 from trl_ext.sandbox import Limits, get_backend, run, run_tests
 
+MIXES = ("decimals", "expressions", "fractions")
+
 
 def _math_batch(n: int, offset: int, mix: str = "fractions") -> tuple[list[str], list[str]]:
     """n distinct (gold, completion) pairs, half correct, so deduplication does not shrink the work. The
-    "decimals" mix (decimal answers to fraction golds) needs math-verify's LaTeX parser and sympy on every
-    pair; the "fractions" mix (integer fractions) is decided exactly in the calling process, without workers."""
+    "decimals" mix (decimal answers to fraction golds) is decided in the workers (by math-verify's parser and
+    sympy before the workers read plain numbers from their digits); "expressions" (surds) needs math-verify's
+    parser and sympy on every pair; "fractions" (integer fractions) is decided exactly in the calling process."""
     golds, completions = [], []
     for k in range(offset, offset + n):
         a, b = k + 2, 2 * k + 3
         if mix == "fractions":
             golds.append(rf"\frac{{{a}}}{{{b}}}")
             answer = rf"\frac{{{2 * a}}}{{{2 * b}}}" if k % 2 else rf"{a} / {b + 1}"
+        elif mix == "expressions":
+            golds.append(rf"\frac{{{a}\sqrt{{2}}}}{{{b}}}")
+            answer = rf"\frac{{{2 * a}}}{{{2 * b}}}\sqrt{{2}}" if k % 2 else rf"\frac{{{a}\sqrt{{3}}}}{{{b}}}"
         else:
             golds.append(rf"\frac{{{a}}}{{{b}}}")
             answer = f"{a / b:.9f}" if k % 2 else f"{a / (b + 1):.9f}"
@@ -57,34 +65,52 @@ def _cpu_seconds(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def _time_math(reward: MathAccuracy, items: int, offset: int, mix: str) -> tuple[float, float]:
-    """(verifications/s, average number of busy workers) for ``items`` new pairs."""
+def _time_math(reward: MathAccuracy, items: int, offset: int, mix: str) -> tuple[float, float, float, float]:
+    """(verifications/s, average number of busy workers, CPU seconds of this process, CPU seconds of the
+    workers) for ``items`` new pairs. CPU time is what a loaded machine does not change much: wall time waits
+    for the cores other processes hold."""
     golds, completions = _math_batch(items, offset, mix)
     pids = shared_pool(reward.num_workers).pids()
-    cpu_before, start = _cpu_seconds(pids), time.perf_counter()
+    cpu_before, own_before, start = _cpu_seconds(pids), time.process_time(), time.perf_counter()
     scores = reward(completions, solution=golds)
-    elapsed = time.perf_counter() - start
+    elapsed, own = time.perf_counter() - start, time.process_time() - own_before
+    workers_cpu = _cpu_seconds(pids) - cpu_before
     assert scores.count(1.0) == items // 2, scores
-    return items / elapsed, (_cpu_seconds(pids) - cpu_before) / elapsed
+    return items / elapsed, workers_cpu / elapsed, own, workers_cpu
 
 
 def bench_math(workers: int, items: int, rounds: int, mix: str = "fractions") -> tuple[float, float, float]:
     """Best verifications/s with 1 worker and with ``workers`` workers over ``rounds`` alternating timings
     (best-of and alternating because a shared machine's load swings a single timing by 2x), and how many
     workers were busy on average in the best multi-worker timing (the cores the machine actually gave)."""
+    figures = bench_math_cpu(workers, items, rounds, mix)
+    return figures["1 worker"], figures[f"{workers} workers"], figures["busy"]
+
+
+def bench_math_cpu(workers: int, items: int, rounds: int, mix: str = "fractions") -> dict[str, float]:
+    """``bench_math``'s best rates ("1 worker", "<workers> workers", "busy") and the CPU microseconds per
+    verification with 1 worker over all its timings: "cpu_us" (this process and the worker), "parent_us"."""
     single, multi = MathAccuracy(num_workers=1), MathAccuracy(num_workers=workers)
-    for reward in (single, multi):  # start and warm every worker
-        golds, completions = _math_batch(4 * reward.num_workers, 10_000_000 + 1000 * reward.num_workers)
+    for reward in (single, multi):  # start and warm every worker (with this mix: decimals start the workers)
+        golds, completions = _math_batch(4 * reward.num_workers, 10_000_000 + 1000 * reward.num_workers, mix)
         reward(completions, solution=golds)
-    best_single = best_multi = busy = 0.0
+    best_single = best_multi = busy = own = workers_cpu = 0.0
     for r in range(rounds):  # the same (new) items for both in each round: equal work
-        best_single = max(best_single, _time_math(single, items, r * 100_000, mix)[0])
-        rate, cores = _time_math(multi, items, r * 100_000, mix)
+        rate, _, parent_cpu, worker_cpu = _time_math(single, items, r * 100_000, mix)
+        best_single, own, workers_cpu = max(best_single, rate), own + parent_cpu, workers_cpu + worker_cpu
+        rate, cores, _, _ = _time_math(multi, items, r * 100_000, mix)
         if rate > best_multi:
             best_multi, busy = rate, cores
     shared_pool(1).close()
     shared_pool(workers).close()
-    return best_single, best_multi, busy
+    per_item = 1e6 / (rounds * items)
+    return {
+        "1 worker": best_single,
+        f"{workers} workers": best_multi,
+        "busy": busy,
+        "cpu_us": (own + workers_cpu) * per_item,
+        "parent_us": own * per_item,
+    }
 
 
 def _median_wall(fn, runs: int) -> float:
@@ -163,34 +189,57 @@ def _rates(tree: str, problems: int, rounds: int) -> dict[str, float]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _math_rates(tree: str, workers: int, items: int) -> dict[str, float]:
-    """Math verifications/s per mix, 1 worker and ``workers``, in a subprocess importing trl_ext from ``tree``."""
+def _math_rates(tree: str, workers: int, items: int, mixes: list[str]) -> dict[str, dict[str, float]]:
+    """``bench_math_cpu``'s figures per mix (2 timings each), in a subprocess importing trl_ext from ``tree``."""
     env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve()), "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, __file__, "--math_rates_json", "--workers", str(workers), "--items", str(items)]
+    cmd += ["--mixes", ",".join(mixes)]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, timeout=1800)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def print_math_rates_json(workers: int, items: int) -> None:
-    rates = {}
-    for mix in ("decimals", "fractions"):
-        single, multi, _ = bench_math(workers, items, 1, mix)
-        rates[f"{mix}, 1 worker"], rates[f"{mix}, {workers} workers"] = single, multi
-    print(json.dumps(rates))
+def print_math_rates_json(workers: int, items: int, mixes: list[str]) -> None:
+    print(json.dumps({mix: bench_math_cpu(workers, items, 2, mix) for mix in mixes}))
 
 
-def compare_math_with_baseline(baseline: str, workers: int, items: int, rounds: int) -> None:
-    """Math verifications/s of this checkout against ``baseline``: alternating subprocesses, best of ``rounds``."""
+def compare_math_with_baseline(
+    baseline: str, workers: int, items: int, rounds: int, mixes: list[str] | tuple[str, ...] = MIXES
+) -> None:
+    """Math throughput of this checkout against ``baseline`` in one run: ``rounds`` interleaved pairs of
+    subprocesses (which tree goes first alternates). Per round and mix: the CPU-time ratio (baseline's CPU
+    microseconds per verification, this process and its 1 worker, over this checkout's: the throughput ratio at
+    equal CPU, which a loaded machine skews little), and this checkout's wall-time speed-up with ``workers``
+    workers; then the median CPU ratio and the best-of wall rates."""
     here = str(Path(__file__).resolve().parents[1])
-    best: dict[str, dict[str, float]] = {"current": {}, "baseline": {}}
-    for _ in range(rounds):
-        for side, tree in (("current", here), ("baseline", baseline)):
-            for kind, value in _math_rates(tree, workers, items).items():
-                best[side][kind] = max(best[side].get(kind, 0.0), value)
-    print(f"math verifications/s, this checkout vs the baseline at {baseline} ({items} pairs per timing):")
-    for kind, now in best["current"].items():
-        then = best["baseline"][kind]
-        print(f"  {kind:22s}: {now:8.1f}/s vs {then:8.1f}/s -> {now / then:.2f}x")
+    runs: dict[str, list[dict]] = {"current": [], "baseline": []}
+    print(f"math, this checkout vs the baseline at {baseline} ({items} pairs per timing, {rounds} rounds):")
+    for r in range(rounds):
+        sides = [("current", here), ("baseline", baseline)]
+        for side, tree in sides if r % 2 == 0 else sides[::-1]:
+            runs[side].append(_math_rates(tree, workers, items, list(mixes)))
+        now, then = runs["current"][-1], runs["baseline"][-1]
+        cells = [
+            f"{mix} cpu {now[mix]['cpu_us']:7.0f} vs {then[mix]['cpu_us']:7.0f} us "
+            f"-> {then[mix]['cpu_us'] / now[mix]['cpu_us']:.2f}x, {workers}w/1w "
+            f"{now[mix][f'{workers} workers'] / now[mix]['1 worker']:.2f}x"
+            for mix in mixes
+        ]
+        print(f"  round {r + 1} (load {os.getloadavg()[0]:.1f}): " + "; ".join(cells))
+    for mix in mixes:
+        ratios = sorted(b[mix]["cpu_us"] / c[mix]["cpu_us"] for c, b in zip(runs["current"], runs["baseline"]))
+        parent = statistics.median(run[mix]["parent_us"] for run in runs["current"])
+        cpu = statistics.median(run[mix]["cpu_us"] for run in runs["current"])
+        print(
+            f"  {mix:11s}: CPU-time ratio median {statistics.median(ratios):.2f}x (min {ratios[0]:.2f}x, max "
+            f"{ratios[-1]:.2f}x); this checkout {cpu:.0f} us CPU per verification, {parent:.0f} us of it in the "
+            "calling process"
+        )
+        for kind in ("1 worker", f"{workers} workers"):
+            now = max(run[mix][kind] for run in runs["current"])
+            then = max(run[mix][kind] for run in runs["baseline"])
+            print(f"    {kind:9s} best wall rate: {now:8.1f}/s vs {then:8.1f}/s -> {now / then:.2f}x")
+        speedups = sorted(run[mix][f"{workers} workers"] / run[mix]["1 worker"] for run in runs["current"])
+        print(f"    this checkout, {workers} workers / 1 worker (wall, per round): {speedups}")
 
 
 def compare_with_baseline(baseline: str, problems: int, rounds: int) -> None:
@@ -228,20 +277,23 @@ def main() -> None:
         help="a checkout of older trl_ext code (e.g. `git worktree add /tmp/base <commit>`): print only math "
         "verifications/s and graded programs/s of this checkout against it, measured in this run",
     )
+    parser.add_argument("--math_only", action="store_true", help="with --baseline: the math comparison only")
+    parser.add_argument("--mixes", default=",".join(MIXES), help="math mixes to time (comma-separated)")
     parser.add_argument("--math_rates_json", action="store_true", help=argparse.SUPPRESS)  # used by --baseline
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     if args.math_rates_json:
-        print_math_rates_json(args.workers, args.items)
+        print_math_rates_json(args.workers, args.items, args.mixes.split(","))
         return
     if args.baseline:
-        compare_math_with_baseline(args.baseline, args.workers, args.items, args.rounds)
-        compare_with_baseline(args.baseline, args.code_problems, args.rounds)
+        compare_math_with_baseline(args.baseline, args.workers, args.items, args.rounds, args.mixes.split(","))
+        if not args.math_only:
+            compare_with_baseline(args.baseline, args.code_problems, args.rounds)
         return
 
     load = os.getloadavg()[0]
     print(f"machine: {os.cpu_count()} CPU cores, load average {load:.2f}, python {sys.version.split()[0]}")
-    for mix in ("decimals", "fractions"):
+    for mix in args.mixes.split(","):
         single, multi, busy = bench_math(args.workers, args.items, args.rounds, mix)
         print(f"math verifications/s ({mix} mix), 1 worker:  {single:8.1f}")
         print(f"math verifications/s ({mix} mix), {args.workers} workers: {multi:8.1f}   ({multi / single:.2f}x)")

@@ -1,5 +1,5 @@
 """MathAccuracy on a labelled table of (gold, completion, expected) rows in the answer styles of MATH, NuminaMath,
-OpenThoughts, DeepMath, AIME and Omni-MATH, most wrong answers being near misses; plus one regression test per
+OpenThoughts, DeepMath, AIME, Omni-MATH and GSM8K, most wrong answers being near misses; plus one regression test per
 false positive found while building it."""
 
 import json
@@ -11,7 +11,7 @@ import pytest
 from trl_ext.rewards import MathAccuracy
 
 TABLE = Path(__file__).parent / "data" / "math_labelled.jsonl"
-SOURCES = {"MATH", "NuminaMath", "OpenThoughts", "DeepMath", "AIME", "Omni-MATH"}
+SOURCES = {"MATH", "NuminaMath", "OpenThoughts", "DeepMath", "AIME", "Omni-MATH", "GSM8K"}
 
 
 def _rows() -> list[dict]:

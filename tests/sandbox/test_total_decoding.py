@@ -133,10 +133,17 @@ def _record_text(rng: random.Random, index: int, mode: str) -> str:
 
 
 def _exception_fields(rng: random.Random) -> dict:
-    chains = ([["E", False]], [["E", True], ["Base", False]], [["E", 1]], [["a b", False]], [["E"]], "E", [], [[]])
+    chains = ([["E", False, 0]], [["E", True, 1], ["Base", False, 0]], [["E", 1, 0]], [["a b", False, 0]], [["E"]])
+    chains += ("E", [], [[]], [["E", False]], [["E", False, 0], ["E", False, 0]], [["E", True, 0], ["E", False, 1]])
+    chains += tuple([["E", False, n]] for n in (-1, 1 << 20, 10**30, "0", True, 0.0, None))  # forged class numbers
     attrs = ({"d": [["name", "x"]]}, {"d": [["obj", _value(rng)]]}, {"d": [["__str__", 5]]}, {"d": [["zz", 1]]})
     attrs += ({"d": [["filename", "f"], ["filename2", {"a": 0}]]}, [1], {"d": [["__str__", "s"]]}, _value(rng))
-    nested = ({"t": ["KeyError", ["k"], None, {"d": []}]}, {"t": ["E", [], {"t": [{"t": ["E", False]}]}, {"d": []}]})
+    nested = (
+        {"t": ["KeyError", ["k"], None, {"d": []}]},
+        {"t": ["E", [], {"t": [{"t": ["E", False, 0]}]}, {"d": []}]},
+    )
+    nested += ({"t": ["E", [], {"t": [{"t": ["E", False]}]}, {"d": []}]},)
+    nested += tuple({"t": ["E", [], {"t": [{"t": ["E", False, n]}]}, {"d": []}]} for n in (1, -1, 10**30, "1"))
     nested += ({"t": ["E", [], 5, {"d": []}]}, {"t": ["E", [], {"t": [1]}, {"d": []}]}, {"t": ["E", [1]]}, "x", 3)
     nested += ({"t": ["E", None, None, {"d": [["__str__", 1]]}]}, {"t": ["V", [], None, {"d": [["zz", 1]]}]})
     attrs += tuple({"d": [[rng.choice(["__cause__", "__context__"]), n]]} for n in nested)
@@ -148,10 +155,11 @@ def _exception_fields(rng: random.Random) -> dict:
 
 
 def _description(rng: random.Random) -> dict:
-    entries = (["f", ["fn", "f", "doc"]], ["f", ["fn", "f", None]], ["f", ["fn", "a b", 1]], ["E", ["exc", [["E", False]],
-               "ValueError", None]], ["E", ["exc", [["E", True]], "NoSuchError", None]], ["E", ["exc", [["E", True]], ["x"], None]], ["E", ["exc", [], "ValueError",
+    entries = (["f", ["fn", "f", "doc"]], ["f", ["fn", "f", None]], ["f", ["fn", "a b", 1]], ["E", ["exc", [["E", False, 0]],
+               "ValueError", None]], ["E", ["exc", [["E", True, 1]], "NoSuchError", None]], ["E", ["exc", [["E", True, 0]], ["x"], None]], ["E", ["exc", [], "ValueError",
                "d"]], ["1", ["fn", "f", None]], ["f", ["fn"]], ["f", []], ["f", "x"], [], "x", ["E", ["exc", [["E",
-               False]], "KeyError", "x" * 200_000]])  # fmt: skip
+               False, 2]], "KeyError", "x" * 200_000]], ["E", ["exc", [["E", False]], "ValueError", None]], ["E", ["exc",
+               [["E", False, -1]], "ValueError", None]], ["E", ["exc", [["E", False, 10**30]], "ValueError", None]])  # fmt: skip
     return {"names": [rng.choice(entries) for _ in range(rng.randint(0, 4))]} if rng.random() < 0.9 else {"x": 1}
 
 

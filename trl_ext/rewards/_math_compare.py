@@ -9,7 +9,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from trl_ext.rewards._math_extract import split_top_level
-from trl_ext.rewards._math_normalise import _DEGREE, _SPACING, _TEXT_COMMANDS, unwrap_text
+from trl_ext.rewards._math_normalise import _DEGREE, _NUMERAL, _SPACING, _TEXT_COMMANDS, unwrap_text
 
 _PLAIN_FRACTION = re.compile(
     r"([-+]?)\s*(?:(\d+)|\\[dt]?frac\s*\{\s*([-+]?\d+)\s*\}\s*\{\s*([-+]?\d+)\s*\}|(\d+)\s*/\s*(\d+))"
@@ -95,6 +95,16 @@ _UNIT_TAIL = re.compile(
 )
 
 
+_COMMAND = re.compile(r"\\[A-Za-z]+")
+_GREEK = re.compile(r"\\(?:var)?([A-Za-z]+)")
+_GREEK_NAMES = {
+    "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu", "xi",
+    "omicron", "pi", "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi", "omega",
+}  # fmt: skip
+# a plain decimal: math-verify reads it as a Float, but for "0.5" (and ".5"), which its normalisation writes \frac{1}{2}
+_PLAIN_DECIMAL = re.compile(r"[-+]?\d*\.\d+")
+
+
 # a word in a text command on the left of "=" (or as a name's subscript): \text{wrong} = 2, x_{\text{not}} = 2
 _WORD_LABEL = re.compile(_TEXT_COMMANDS + r"\s*\{\s*([A-Za-z][A-Za-z .]*?)\s*\}|_\s*\{\s*([A-Za-z]{2,})\s*\}")
 _SUBSCRIPT_WORDS = {"max", "min", "total", "avg", "mean", "final", "initial", "net", "new", "old"}
@@ -164,9 +174,10 @@ def is_word_answer(part: str) -> bool:
 def is_name(part: str) -> bool:
     """True for a part that is a name written in letters, not a product of variables: capitals (``AB``, ``IV``,
     ``\\angle ABC``, ``NO``), a Roman numeral in lower case (``iv``, ``(ii)``). math-verify multiplies the letters,
-    and products commute (``IV`` would equal ``VI``, ``II`` be -1); a name is compared as a string."""
+    and products commute (``IV`` would equal ``VI``, ``II`` be -1); a name is compared as a string. So is a numeral
+    in another base (``1011_2``, ``(A3)_{16}``): its digits and base, never its decimal value."""
     key = _SPACING.sub("", unwrap_text(part))
-    return _NAME.fullmatch(key) is not None
+    return _NAME.fullmatch(key) is not None or _NUMERAL.fullmatch(key) is not None
 
 
 def looks_like_an_answer(part: str) -> bool:
@@ -324,3 +335,32 @@ def fraction_verdict(gold: tuple[str, ...], answer: tuple[str, ...], ordered: bo
             forms.setdefault(value, set()).add(key)
         answer_values = kept
     return answer_values == gold_values if ordered else sorted(answer_values) == sorted(gold_values)
+
+
+def plain_decimal(value: str) -> bool:
+    """Whether ``value`` is a plain decimal (``0.125``, ``-3.50``) that math-verify parses to a Float: its verdict
+    against a plain number then follows from the printed digits (``numeric_verdict``), without a parse."""
+    return _PLAIN_DECIMAL.fullmatch(value) is not None and value not in ("0.5", ".5")
+
+
+def _letters(key: str) -> list[str]:
+    """The letters of a key with their case: Latin letters outside command names, and Greek letters written as
+    commands (``\\Gamma`` and ``\\gamma``, ``\\varphi`` as ``\\phi``), which math-verify lower-cases too."""
+    greek = ["\\" + name for name in _GREEK.findall(key) if name.lower() in _GREEK_NAMES]
+    return re.findall(r"[A-Za-z]", _COMMAND.sub("", key)) + greek
+
+
+def case_clash(gold: str | None, answer: str | None) -> bool:
+    """Whether two keys use the same letters (outside command names; Greek ones included) but in another case."""
+    if gold is None or answer is None:
+        return False
+    letters = [_letters(key) for key in (gold, answer)]
+    folded = [sorted(char.lower() for char in chars) for chars in letters]
+    return sorted(letters[0]) != sorted(letters[1]) and folded[0] == folded[1]
+
+
+def mixed_case(key: str | None) -> bool:
+    """Whether a key uses one letter in both cases (outside command names; Greek ones included): ``\\frac{A}{a}``,
+    ``\\frac{\\Delta}{\\delta}``."""
+    letters = set(_letters(key or ""))
+    return any(letter.lower() in letters for letter in letters if letter != letter.lower())

@@ -7,6 +7,7 @@ Standard library only (the math workers load these modules without the trl_ext p
 
 import re
 
+from trl_ext.rewards._math_formats import gold_answer, number_sets, option_form, package_forms
 from trl_ext.rewards._math_normalise import (
     _TEXT_COMMANDS,
     ambiguous_latex,
@@ -62,7 +63,12 @@ _RIGHT = re.compile(r"\\right(?![A-Za-z])")
 _DANGLING_OPERATORS = ("+", "-", "*", "/", "^", "_", "=", "\\cdot", "\\times", "\\div", "\\frac", "\\sqrt")
 _TRAILING_SPACING = (" ", "\t", "\n", "\\,", "\\;", "\\:", "\\!", "\\ ", "quad")
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+(?:_\{?\w+\}?)?)\s*=(?!=)")
+_OPTION_STARTS = ("A", "B", "C", "D", "E", "(")
 _PRIME_CHARS = re.compile("['\"\u2032\u2033\u2034]")
+# a plain number (5, -0.25, \frac{3}{4}, 6 / 8), which no reading of split_parts changes: its fast path (checked
+# against the full reading by tests/rewards/test_math_fast_paths.py; FAST_PATHS = False turns it off)
+_PLAIN_NUMBER = re.compile(r"\s*[-+]?\s*(?:\d+(?:\.\d+)?|\.\d+|\\[dt]?frac\{\d+\}\{\d+\}|\d+\s*/\s*\d+)\s*")
+FAST_PATHS = True
 MAX_PARTS = 16
 MAX_ANSWER_CHARS = 2000
 # the most parts an answer may have at all (past MAX_PARTS the workers match an answer only as written, part by
@@ -143,7 +149,12 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
     """The parts of one answer (the content of one box, or a bare gold): a comma/and/or list, a written-out set,
     ``\\pm``; each part keeps its brackets (a tuple, an interval or a matrix is one part) and its percent sign
     (``\\%``; the word "percent" is read as one). Named solution sets are tuples marked with their names."""
+    if FAST_PATHS and content.isascii() and _PLAIN_NUMBER.fullmatch(content):
+        return [content.strip()]
     content = latin_letters(content)  # (C) / В (Cyrillic), Ｄ, 𝐃: another option, seen as B or D
+    content = package_forms(content) if "\\" in content else content  # \num{5}, \mathbb{R}^+, \log_2 8
+    if content[:1] in _OPTION_STARTS or "ption" in content or "hoice" in content:  # before the split: B) is no bracket
+        content = option_form(content, keep_text=not gold)  # a gold's option is its letter: B) 12 is (B)
     content = _PERCENT.sub(lambda _: "\\%", content) if "%" in content or "p" in content else content
     content = strip_delimiters(repeating_decimals(join_thousands(content)))
     content = _strip_trailing_spacing(content) if content.endswith(_TRAILING_SPACING) else content
@@ -161,6 +172,8 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
     for piece in pieces:
         piece = strip_delimiters(piece)
         piece = re.sub(r"(?<!\\)\$", "", piece) if "$" in piece else piece  # "$125$ miles"
+        if piece[:1] in _OPTION_STARTS or "ption" in piece or "hoice" in piece:  # B) 12, \text{Option B}
+            piece = option_form(piece, keep_text=not gold)
         piece = degrees_to_radians(piece) if "circ" in piece or "deg" in piece or "°" in piece else piece
         piece = e_notation(piece) if "e" in piece or "E" in piece else piece
         piece = mixed_number(piece) if " " in piece and "/" in piece else piece
@@ -177,6 +190,7 @@ def gold_parts(gold: str, ordered_lists: bool = False) -> tuple[tuple[str, ...],
     Every ``\\boxed{}`` of the gold is a part (all are required); without a box the whole gold is one answer.
     The parts are a multiset (``1, 1, 2`` needs two 1s). ``ordered`` is True when ``ordered_lists`` is or when the
     parts are assignments to different variables (``a = 2, b = 3``): then bare values are taken in order."""
+    gold = number_sets(gold_answer(gold))  # GSM8K's "#### 72", "**72**"; \mathbb{R}^+ (no final operator)
     if not balanced_braces(gold):
         return None
     boxes = _boxes(gold)

@@ -8,6 +8,8 @@ import re
 import unicodedata
 from decimal import Decimal
 
+from trl_ext.rewards._math_formats import braced_log_base, number_sets
+
 # every text or font command (\text, \textbf, \textnormal, \mbox, \hbox, \mathrm, \operatorname, \rm, ...)
 _TEXT_COMMANDS = r"\\(?:text[a-z]*|math(?:rm|bf|it|sf|tt|normal)|[mh]box|operatorname\*?|rm|emph)"
 _TEXT_COMMAND = re.compile(_TEXT_COMMANDS + r"\s*\{")
@@ -44,6 +46,9 @@ _WIDE = re.compile(_WIDE_GAP)
 _OPERAND_END = re.compile(r"[\w)\]}|!.]")
 _OPERAND_START = re.compile(r"[\w(\[{|-]|\\(?!times|cdot|div|pm|mp|right|end|[lg]eq?|neq?|approx|sim|to|%|\}|\))")
 _STATEMENT = re.compile(r"[A-Za-z](?:_\{?\w+\}?)?(?:\([^()=]*\))?\s*=(?!=)")  # x =, a_n =, f(x) =
+_ONE_TOKEN_SUBSCRIPT = re.compile(r"_\s*\{\s*([0-9A-Za-z])\s*\}")  # renders as _2: the braces change nothing
+# a numeral in another base, its digits or base in brackets (the key has no spacing left)
+_NUMERAL = re.compile(r"[({]?([0-9A-Z]*[0-9][0-9A-Z]*)[)}]?_\{?\(?(\d{1,2})\)?\}?")
 _DEPTH = re.compile(r"\\begin|\\end|[{(\[]|[})\]]")
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d+)\}")
 _DEGREE = r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\degree|°)"
@@ -275,10 +280,15 @@ def text_key(part: str) -> str:
     ``\\right``, whitespace (not between digits) and a final period removed, ``\\dfrac`` read as ``\\frac``.
     Case is kept: ``mW`` is not ``MW``, ``a`` is not ``A`` (word answers are compared without case by the grader)."""
     key = unwrap_text(part).replace("{,}", ",").replace("{:}", ":")
+    key = _ONE_TOKEN_SUBSCRIPT.sub(r"_\1", key) if "_" in key else key  # 1011_{2} and 1011_{\text{2}} are 1011_2
     key = re.sub(r"\\[dt]frac", r"\\frac", _ESCAPED.sub(lambda m: m.group(0)[1], key))
     key = _WIDE_SPACE.sub("\u2423", _DIGIT_GAP.sub("\u2423", key))  # 1\,0\,0\,0 is not 1000, 2 \quad 3 not 23
     key = _SPACING.sub("", key)
     key = key[:-1] if key.endswith(".") and not key.endswith("..") else key  # 3.14... stays cut
+    numeral = _NUMERAL.fullmatch(key) if "_" in key else None  # (1011)_2, 1011_{(2)}, {A3}_{16}
+    if numeral:
+        base = numeral.group(2)
+        return f"{numeral.group(1)}_{base if len(base) == 1 else '{' + base + '}'}"
     angle = _ANGLE_NAME.fullmatch(key)  # \angle CBA is \angle ABC (the vertex in the middle)
     return angle.group(1) + min(angle.group(2), angle.group(2)[::-1]) if angle else key
 
@@ -358,8 +368,8 @@ def ambiguous_latex(content: str) -> bool:
     """True when ``content`` renders as something other than what a parser would read (``2^10``, ``10^23``,
     ``2^-1``, ``\\frac123``, ``\\sqrt23``, ``0.\\overline{3}4``) or is an angle in degrees of a multiple of pi
     (``\\frac{\\pi}{6}^\\circ``): such an answer is refused, not read as either value."""
-    if _AMBIGUOUS.search(content):
-        return True
+    if _AMBIGUOUS.search(content) and _AMBIGUOUS.search(number_sets(braced_log_base(content))):
+        return True  # but log base 2 of 8 (\log_2 8) and the positive reals (\mathbb{R}^+)
     return "\\pi" in content and any(
         "\\pi" in _term_before(content, m.start()) for m in _DEGREE_MARK.finditer(content)
     )

@@ -50,10 +50,11 @@ class Part:
     expression; parsed on first use when the part is a plain integer or integer fraction, which ``fraction``
     then holds) and what the string comparisons need."""
 
-    __slots__ = ("_expr", "_parse", "assignment", "brackets", "decimal", "digits", "fraction", "key", "names", "option", "percent", "radians", "time", "unit", "value", "word")  # fmt: skip
+    __slots__ = ("_expr", "_parse", "assignment", "brackets", "decimal", "digits", "fraction", "key", "names", "option", "percent", "plain_decimal", "radians", "time", "unit", "value", "word")  # fmt: skip
 
     def __init__(self, text, expr, answers, gold, fraction=None, parse=None, value=None):
         self._expr, self._parse, self.fraction, self.value = expr, parse, fraction, value
+        self.plain_decimal = False  # set by Grader._parts: the value is a plain decimal, parsed on first use
         self.key = (answers.text_key(text) or None) if text is not None else None  # an empty key matches nothing
         self.names, text = answers.named_part(text) if text is not None else (None, None)
         self.percent = text is not None and "\\%" in text
@@ -88,6 +89,9 @@ class Grader:
         )
         self.boxed = [latex]
         self._gold_cache: OrderedDict = OrderedDict()
+        # plain numbers decided from their printed values, without math-verify's parse (same verdicts: tested
+        # against the full path, tests/rewards/test_math_fast_paths.py); False runs every pair the full way
+        self.fast_paths = True
 
     def _parse(self, text, configs, timeout):
         from math_verify import parse
@@ -121,10 +125,11 @@ class Grader:
         if value is None or not self._consistent(value, gold, timeout):
             return [Part(text, None, self.answers, gold)]  # compared as a string only
         fraction = self.answers.plain_fraction(value)
-        if fraction is not None:  # parsed only if compared with a part that is not a plain fraction
+        plain_decimal = self.fast_paths and fraction is None and self.answers.plain_decimal(value)
+        if fraction is not None or plain_decimal:  # parsed only if compared with a part that is no plain number
             parse = partial(self._parse, "\\boxed{" + value + "}", self.boxed, timeout)
             part = Part(text, None, self.answers, gold, fraction, parse, value)
-            part.percent = part.percent and not in_expression
+            part.percent, part.plain_decimal = part.percent and not in_expression, plain_decimal
             return [part]
         expr = self._parse("\\boxed{" + _PRODUCT.sub(r"\1 \\cdot ", value) + "}", self.boxed, timeout)
         elements = expr.args if isinstance(expr, FiniteSet) and self.values.set_depth(expr) == 1 else ()
@@ -226,14 +231,15 @@ class Grader:
             return False  # a percentage's unit is its percent sign: 5% is not $5, 5 cm or 5 degrees
         if gold.brackets and answer.brackets and gold.brackets != answer.brackets:
             return False
-        if _case_clash(gold.key, answer.key):
+        if self.answers.case_clash(gold.key, answer.key):
             return False  # mW is not MW, Gb is not GB (math-verify lower-cases \\text: both would read as mw)
         if answer.percent and not gold.percent:  # 50% is 1/2 (and 10% is not 10)
             whole = answer
             answer = Part(None, None, None, False, _scaled(whole.fraction), lambda: _scaled(whole.expr))
         if not self._same_value(gold, answer, timeout):  # a gold's percent: 10% accepts 10 and 10%, not 1000%
             return False
-        return not (_mixed_case(gold.key) or _mixed_case(answer.key)) or self._same_in_case(gold, answer, timeout)
+        mixed = self.answers.mixed_case(gold.key) or self.answers.mixed_case(answer.key)
+        return not mixed or self._same_in_case(gold, answer, timeout)
 
     def _same_in_case(self, gold: Part, answer: Part, timeout: int) -> bool:
         """The values compared again with the case of their letters kept, for a part that uses A and a:
@@ -255,6 +261,9 @@ class Grader:
 
         if gold.fraction is not None and answer.fraction is not None:
             return gold.fraction == answer.fraction  # math-verify's verdict too (exact rationals), without parsing
+        plain = self._plain_values(gold, answer) if self.fast_paths else None
+        if plain is not None:  # numbers as printed: the checks below hold nothing for them but numeric_verdict
+            return self.values.numeric_verdict(gold, answer, *plain)
         if gold.expr is None or answer.expr is None:
             return False  # the string fallback above is the only way to match an answer that does not parse
         if self.values.false_numeric_equation(answer.expr):
@@ -286,6 +295,23 @@ class Grader:
         if verify(gold_expr, answer_expr, timeout_seconds=timeout, allow_set_relation_comp=True):
             return not self.values.without_solutions(gold_expr, answer_expr, timeout)  # [] == []: no verdict
         return self.values.same_complex(gold_expr, answer_expr, timeout)
+
+    @staticmethod
+    def _plain_values(gold: Part, answer: Part):
+        """(gold, answer) values as math-verify parses them, without parsing, when each is a plain integer or
+        fraction (a Rational) or a plain decimal printed so (a Float: ``numeric_verdict`` reads its printed
+        digits, never the Float's own); else None."""
+        from sympy import Float, Rational
+
+        values = []
+        for part in (gold, answer):
+            if part.fraction is not None:
+                values.append(Rational(part.fraction.numerator, part.fraction.denominator))
+            elif part.plain_decimal and part.decimal is not None:
+                values.append(Float(part.value))
+            else:
+                return None
+        return values
 
     def grade(self, task: dict) -> str:
         timeout = int(task["timeout"])
@@ -362,12 +388,6 @@ _UNREAD = re.compile(
     r"\\%|\\(?:boxed|f?box|framebox|f?colorbox|bbox)(?![A-Za-z])|['\"\u2032\u2033\u2034\u2019]"
     r"|\\[lc]?dots[bcimo]?(?![A-Za-z])|\.\.|\u2026"  # 3.14\ldots is cut: not the value 3.14 (math-verify drops it)
 )
-_COMMAND = re.compile(r"\\[A-Za-z]+")
-_GREEK = re.compile(r"\\(?:var)?([A-Za-z]+)")
-_GREEK_NAMES = {
-    "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu", "xi",
-    "omicron", "pi", "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi", "omega",
-}  # fmt: skip
 _CHAIN = re.compile(r"(?<![<>!\\:])=(?!=)")  # sides of x = 4 = 3
 
 
@@ -385,29 +405,6 @@ def _balanced(text: str) -> bool:
         if depth < 0:
             return False
     return depth == 0
-
-
-def _letters(key: str) -> list[str]:
-    """The letters of a key with their case: Latin letters outside command names, and Greek letters written as
-    commands (``\\Gamma`` and ``\\gamma``, ``\\varphi`` as ``\\phi``), which math-verify lower-cases too."""
-    greek = ["\\" + name for name in _GREEK.findall(key) if name.lower() in _GREEK_NAMES]
-    return re.findall(r"[A-Za-z]", _COMMAND.sub("", key)) + greek
-
-
-def _case_clash(gold: str | None, answer: str | None) -> bool:
-    """Whether two keys use the same letters (outside command names; Greek ones included) but in another case."""
-    if gold is None or answer is None:
-        return False
-    letters = [_letters(key) for key in (gold, answer)]
-    folded = [sorted(char.lower() for char in chars) for chars in letters]
-    return sorted(letters[0]) != sorted(letters[1]) and folded[0] == folded[1]
-
-
-def _mixed_case(key: str | None) -> bool:
-    """Whether a key uses one letter in both cases (outside command names; Greek ones included): ``\\frac{A}{a}``,
-    ``\\frac{\\Delta}{\\delta}``."""
-    letters = set(_letters(key or ""))
-    return any(letter.lower() in letters for letter in letters if letter != letter.lower())
 
 
 def _folded(gold: Part, answer: Part) -> bool:

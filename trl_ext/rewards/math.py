@@ -65,6 +65,8 @@ def normalize_gold(gold: Any, ordered_lists: bool = False) -> tuple[tuple[str, .
     parts are a multiset (a part written twice is required twice), in order when ``ordered_lists``.
     Tuples, intervals and matrices stay whole. See ``trl_ext.rewards._math_answers``.
     """
+    if isinstance(gold, str):  # the usual column: none of the number types below (their checks cost ~10 us a row)
+        return gold_parts(_unescaped(gold), ordered_lists) if gold.strip() else None
     if gold is None or isinstance(gold, bool):
         return None
     gold = _exact_number(gold)

@@ -6,11 +6,12 @@ with the standard library and the Landlock bindings only.
 ``_import_bindings`` (landlockpy, with the C libraries the trainer found), ``_drop_root`` (to the run's uid,
 optionally keeping CAP_DAC_READ_SEARCH), ``_drop_capabilities`` (every set emptied), ``_landlock`` (the domain:
 read the system and Python directories, write one directory and /dev/null, no TCP, signals and abstract unix
-sockets scoped) and ``_seccomp`` (the filter of ``trl_ext.sandbox.seccomp``, compiled by the trainer).
+sockets scoped), ``_own_user_namespace`` (a non-root run's process budget of its own) and ``_seccomp`` (the filter of ``trl_ext.sandbox.seccomp``, compiled by the trainer).
 """
 
 import ctypes
 import os
+import resource
 import sys
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -18,6 +19,10 @@ _PR_SET_CHILD_SUBREAPER, _PR_SET_KEEPCAPS = 36, 8
 _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, _CAP_DAC_READ_SEARCH = 47, 2, 2
 _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
 _CAPABILITY_VERSION_3 = 0x20080522
+_CLONE_NEWUSER, _PR_CAPBSET_READ, _PR_CAPBSET_DROP = 0x10000000, 23, 24
+_TRAINER_RESERVE = (
+    16  # processes/threads of the uid that runs together can never take (at least; a quarter of the limit)
+)
 
 
 def _check(result, what):
@@ -82,6 +87,35 @@ def _drop_capabilities():
     """No capability left in any set (the ambient set goes with the permitted one; changing uids leaves the
     inheritable set)."""
     _capset(0)
+
+
+def _own_user_namespace():
+    """A user namespace of this process's own, for a run as a non-root uid: the kernel (>= 5.14) counts
+    RLIMIT_NPROC per (user namespace, uid) and checks every level up to the initial namespace, so a limit set after
+    this is the run's own budget, which no sibling run of the same uid can use up (the levels above stay bounded by
+    the limit in force here, before the run's own is set). No uid is mapped (the run sees the overflow uid; files
+    and signals still go by the real uid), so setgroups() is refused in it. Every capability the namespace gives
+    (all of them, inside it only: the kernel checks the RLIMIT_NPROC bypass in the initial namespace) is dropped at
+    once, the bounding set first; seccomp then refuses any further namespace. The level above is checked against
+    the limit in force at ``unshare``, for all runs and the trainer's uid together: it is lowered first by a reserve
+    (``runs_ceiling``), so the runs together can never take the trainer's, its fork servers' and evaluation
+    workers' last processes (outside red team, round 7: four runs of 31 filled a uid limited to 150)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    if soft != resource.RLIM_INFINITY:
+        resource.setrlimit(resource.RLIMIT_NPROC, (runs_ceiling(soft), hard))
+    _check(_libc.unshare(_CLONE_NEWUSER), "unshare(CLONE_NEWUSER)")
+    cap = 0
+    while _libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:  # EINVAL past the kernel's last capability
+        cap += 1
+    if cap == 0 or _libc.prctl(_PR_CAPBSET_READ, 0, 0, 0, 0) != 0:
+        raise RuntimeError("could not empty the capability bounding set")
+    _capset(0)
+
+
+def runs_ceiling(limit):
+    """The uid's process count that all non-root runs together may reach: the trainer's RLIMIT_NPROC ``limit``
+    less a reserve of a quarter of it, at least ``_TRAINER_RESERVE``."""
+    return max(0, limit - max(_TRAINER_RESERVE, limit // 4))
 
 
 def _landlock(read_only, writable, min_abi):

@@ -11,7 +11,9 @@ starts. The server sends the child's pid and a pidfd of it on the run's socket a
 wait status. The child, in this order, before any program code: closes every descriptor but the run's socket (the
 control socket and other runs' sockets included) and makes a session of its own; then waits on the run's socket
 for the trainer's header and descriptors (sent once the trainer moved it into the run's memory cgroup), wires
-stdin/stdout/stderr and closes the run's socket; becomes a child subreaper, drops to the run's uid (as root),
+stdin/stdout/stderr and closes the run's socket; becomes a child subreaper, makes a user namespace of its own
+(as non-root, where the server found that children can: the run's RLIMIT_NPROC budget is its own) or drops to
+the run's uid (as root), drops every capability,
 enters a Landlock domain of its own (read the system and Python directories, write its scratch directory and
 /dev/null, no TCP, signals and abstract unix sockets scoped to the run), installs the seccomp filter
 (NO_NEW_PRIVS), applies the run's rlimits, reseeds ``random`` and runs the harness. Exits like ``python`` would
@@ -80,6 +82,8 @@ def _confine(header):
     if header["tmpfs_bytes"]:
         uid = os.getuid() if header["uid"] is None else header["uid"]
         _mount_scratch(header["scratch"], header["tmpfs_bytes"], uid)
+    if header.get("user_namespace"):  # after the mount: it needs CAP_SYS_ADMIN over the server's namespaces
+        _own_user_namespace()
     if header["uid"] is not None:
         _drop_root(header["uid"], header["keep_read_search"])
     if header["uid"] is None or not header["keep_read_search"]:
@@ -187,12 +191,21 @@ def _serve(ctl):
                 os.close(pidfd)
 
 
+def _user_namespaces_work():
+    """Whether this server's children can each make a user namespace of their own: a child tries, in the very
+    conditions of a run's (this server's Landlock domain, bubblewrap's namespaces)."""
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if _libc.unshare(_CLONE_NEWUSER) == 0 else 1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
 def _main():
     ctl = socket.socket(fileno=_CONFIG["ctl_fd"])
     _check(_libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")
     if _CONFIG["confine_self"]:  # landlock backend: the server's own domain; each run's domain nests in it
         _landlock(_CONFIG["read_only"], _CONFIG["scratch_root"], _CONFIG["min_abi"])
-    ctl.send(b"up")
+    ctl.send(b"up+userns" if _CONFIG["user_namespaces"] and _user_namespaces_work() else b"up")
     _serve(ctl)
 
 

@@ -10,7 +10,18 @@ modules only, no trl_ext import).
 """
 
 if False:  # never runs: ``judge.harness_runtime`` compiles the three files as one module
-    from trl_ext.sandbox._harness_values import _BUILTIN_EXCEPTIONS, _HEAPTYPE, _SEEN, _b64, _encode, _json_str, _type
+    from trl_ext.sandbox._harness_values import (
+        _BUILTIN_EXCEPTIONS,
+        _CLASSES,
+        _HEAPTYPE,
+        _SEEN,
+        _b64,
+        _encode,
+        _int_repr,
+        _json_str,
+        _number,
+        _type,
+    )
 
 _MAX_CHAIN = 16  # program exception classes between a raised one and its builtin base
 # class members that change nothing a stand-in class could get wrong (a class with others is "own": see the judge)
@@ -26,6 +37,7 @@ _ATTRIBUTES = (  # what CPython's builtin exceptions hold beyond their args, by 
 def _describe(namespace, names):
     """One JSON line: {"names": [[name, description], ...]} for the names of ``names`` the program defines as a
     function (["fn", __name__, __doc__]) or an exception class (["exc", chain, builtin base, __doc__])."""
+    _number_module_classes(namespace)
     entries = []
     for name in names if _type(names) is list else ():
         try:
@@ -35,6 +47,18 @@ def _describe(namespace, names):
         if entry is not None:
             entries.append("[" + _json_str(name) + "," + entry + "]")
     return '{"names": [' + ",".join(entries) + "]}"
+
+
+def _number_module_classes(namespace, limit=4096):
+    """Number the classes the program's module holds once loaded (and their program bases), in the module's order,
+    before any call: a class's number is then the same in every sandbox run of the test, whichever calls a run
+    makes first (the judge holds a call answered in an earlier run to the same record). A class first met later
+    (made in a call, or held only by a function) is numbered when it first crosses."""
+    for value in list(dict.values(namespace))[:limit]:
+        if _type(value) is type and value.__flags__ & _HEAPTYPE:  # exactly ``type``: no metaclass code runs here
+            for klass in value.__mro__:
+                if klass.__flags__ & _HEAPTYPE:
+                    _number(_CLASSES, klass)
 
 
 def _description(value):
@@ -51,14 +75,17 @@ def _description(value):
 
 
 def _exception_chain(kind, tagged=False):
-    """[[name, own], ...]: the program's exception classes of ``kind``'s MRO, ``kind`` first; ``own`` when the class
-    defines more than a docstring (an ``__init__``, ``__str__``, attributes...), which the judge cannot rebuild.
-    ``tagged``: as tuples, inside a value (tuples are never numbered, so the record's numbering stays the judge's)."""
+    """[[name, own, number], ...]: the program's exception classes of ``kind``'s MRO, ``kind`` first; ``own`` when
+    the class defines more than a docstring (an ``__init__``, ``__str__``, attributes...), which the judge cannot
+    rebuild; ``number``: the class object's number in the run (the judge's stand-ins are one per class object, not
+    per name: a class redefined under its old name is another class). ``tagged``: as tuples, inside a value (tuples
+    are never numbered, so the record's numbering stays the judge's)."""
     chain, start, end = [], '{"t": [' if tagged else "[", "]}" if tagged else "]"
     for klass in kind.__mro__:
         if klass.__flags__ & _HEAPTYPE and issubclass(klass, BaseException):
             own = any(_type(key) is not str or key not in _PLAIN_MEMBERS for key in klass.__dict__)
-            chain.append(start + _json_str(type.__dict__["__name__"].__get__(klass)) + "," + str(own).lower() + end)
+            name = _json_str(type.__dict__["__name__"].__get__(klass))
+            chain.append(start + name + "," + str(own).lower() + "," + _int_repr(_number(_CLASSES, klass)) + end)
     if len(chain) > _MAX_CHAIN:
         raise TypeError("exception classes nested too deeply")
     return start + ",".join(chain) + end

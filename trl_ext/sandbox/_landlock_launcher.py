@@ -11,6 +11,8 @@ argv: [config JSON, "--", harness argv...]. Steps, in order:
   3. as root: drop to the run's unprivileged uid (per-run RLIMIT_NPROC, and no root-owned file or process is
      reachable); where the Python installation sits under a directory other users cannot search (/root/.pyenv),
      keep CAP_DAC_READ_SEARCH as the only (ambient) capability: Landlock still limits what is readable;
+     as non-root, where the trainer found user namespaces usable (``userns.available``): a user namespace of its
+     own (``_own_user_namespace``: the run's RLIMIT_NPROC budget is its own), every capability dropped;
   4. Landlock: read/execute on the system and Python directories, read/write on the scratch directory and
      /dev/null, nothing else (so no /proc: the parent's /proc/<pid>/environ is out of reach); TCP bind/connect
      denied (ABI >= 4); signals and abstract unix sockets scoped to the run (ABI >= 6);
@@ -50,6 +52,8 @@ def main():
     _check(_libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")
     if config["uid"] is not None:
         _drop_root(config["uid"], config["keep_read_search"])
+    elif config.get("user_namespace"):
+        _own_user_namespace()
     _landlock(config["read_only"], config["scratch"], config["min_abi"])
     _install_seccomp(config["seccomp_fd"])
     os.execv(harness[0], harness)

@@ -62,6 +62,7 @@ class BwrapBackend(forked_run.ForkServedBackend):
             pass_fds=(info_w,),
             info_fd=info_r,
             private_scratch=True,
+            label="bubblewrap fork server",
         )
 
     def command(self, harness_args: list[str], limits: Limits, run: Run) -> list[str]:

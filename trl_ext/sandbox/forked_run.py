@@ -107,13 +107,15 @@ def _run_once(
     err_r, err_w = os.pipe()
     child, owned = None, {ready_r, pid_w, out_w, err_w, out_r, err_r}
     body = {key: value for key, value in payload.items() if key != "runtime"}  # the server loaded it once
-    body.update(uid=-1 if uid is None else uid, limits=backend.rlimits(limits, Run(uid=uid or -1, scratch=scratch)))
+    run = Run(uid=uid or -1, scratch=scratch, extra={"user_namespace": server.user_namespaces})
+    body.update(uid=-1 if uid is None else uid, limits=backend.rlimits(limits, run))
     header = {
         "uid": uid,
         "keep_read_search": server.keep_read_search,
         "scratch": "/tmp" if server.private_scratch else scratch,
         "tmpfs_bytes": limits.scratch_mb << 20 if server.private_scratch else 0,
         "seccomp": "1" if cgroup is not None else "0",  # socketpair only where a cgroup bounds the run
+        "user_namespace": server.user_namespaces,  # non-root: the run's own process budget (``userns.py``)
     }
 
     def spawn(stdin_fd: int) -> forkserver.Child:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from trl_ext.sandbox import memory, seccomp
+from trl_ext.sandbox import memory, seccomp, userns
 from trl_ext.sandbox._process import memfd_with
 from trl_ext.sandbox.base import confined_source, harness_runtime_source, sandbox_interpreter
 from trl_ext.sandbox.limits import ISOLATED, SAFE_ENV, Limits
@@ -103,6 +103,7 @@ class ServerCommand:
     confine_self: bool = False
     info_fd: int | None = None  # bubblewrap's --info-fd: its namespace init, to reap
     private_scratch: bool = False  # each child mounts its own capped tmpfs at /tmp (a mount namespace of its own)
+    label: str = "fork server"  # names the server in the log
 
 
 _OFF = ("0", "false", "no", "off")
@@ -242,6 +243,7 @@ class ForkServer:
                 "confine_self": spec.confine_self,
                 "scratch_root": self.root,
                 "private_scratch": spec.private_scratch,
+                "user_namespaces": userns.wanted(),  # the server tries whether its children can
             }
             config_fd = memfd_with(json.dumps(config).encode(), "fork-server-config")
             self.proc = _SPAWNER.submit(  # a thread that lives as long as this process: see ``_SPAWNER``
@@ -265,9 +267,14 @@ class ForkServer:
                 if fd >= 0:
                     os.close(fd)
             server_end.close()
-        if not select.select([self.ctl], [], [], _START_S)[0] or self.ctl.recv(16) != b"up":
+        up = self.ctl.recv(16) if select.select([self.ctl], [], [], _START_S)[0] else b""
+        if up not in (b"up", b"up+userns"):
             self.close()
             raise ServerLost("the fork server did not come up")
+        # whether each child makes a user namespace of its own (non-root: a process budget of its own)
+        self.user_namespaces = up == b"up+userns"
+        if userns.wanted():
+            userns.report(spec.label, self.user_namespaces)
         self._filler = threading.Thread(target=self._fill, name="trl-ext-fork-server-spares", daemon=True)
         self._filler.start()
 

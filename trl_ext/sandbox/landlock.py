@@ -6,8 +6,10 @@ because it needs namespaces, and how it is bounded instead:
 - Processes: not in a pid namespace of their own. Every descendant stays in the run's session (setsid() is
   denied), so after the run every process of that session is SIGKILLed, repeatedly until none is left.
 - Process count: RLIMIT_NPROC counts all processes of a uid. As root every run has its own uid (as with
-  bubblewrap); as a non-root uid the run's limit is the uid's thread count at launch plus ``Limits.nproc``: a
-  fork bomb is stopped there and killed at the deadline, but concurrent runs of the same uid share the headroom.
+  bubblewrap); as a non-root uid each run has a user namespace of its own where one can be created
+  (``userns.py``: the kernel counts per namespace, so ``Limits.nproc`` is the run's own budget), else its limit
+  is the uid's thread count at launch plus ``Limits.nproc``: a fork bomb is stopped there and killed at the
+  deadline, but concurrent runs of the same uid share the headroom.
 - Filesystem: the real root, with read access only to the system and Python directories, write access only to a
   fresh scratch directory (HOME, TMPDIR and cwd). No tmpfs without a mount namespace: ``Limits.scratch_mb`` is
   enforced by a watcher that kills the run when the directory grows past it (``ScratchWatch``), on top of the
@@ -26,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from trl_ext.sandbox import forked_run, forkserver, memory, seccomp
+from trl_ext.sandbox import forked_run, forkserver, memory, seccomp, userns
 from trl_ext.sandbox._process import memfd_with
 from trl_ext.sandbox.base import Run, SandboxUnavailable, confined_source, python_roots
 from trl_ext.sandbox.limits import SAFE_ENV, Limits
@@ -101,6 +103,16 @@ def _libraries() -> dict[str, str | None]:
     return {name: ctypes.util.find_library(name) for name in ("c", "seccomp")}
 
 
+def own_user_namespace(run: Run) -> bool:
+    """Whether ``run`` (as a non-root uid) gets a user namespace of its own: where the per-run launch can make one
+    (``userns.available``), or as its fork server found (set by ``forked_run``)."""
+    if os.geteuid() == 0:
+        return False
+    if "user_namespace" not in run.extra:
+        run.extra["user_namespace"] = userns.available()
+    return run.extra["user_namespace"]
+
+
 def launcher_argv(config: dict, harness_args: list[str]) -> list[str]:
     """The trainer's interpreter runs the launcher (``-S`` plus the bindings' directories: site setup is slow),
     which execs the harness."""
@@ -113,7 +125,8 @@ def env(scratch: str) -> dict[str, str]:
 
 
 def nproc_limit(limits: Limits) -> int:
-    """RLIMIT_NPROC for a run as a non-root uid: the uid's current threads plus the run's own budget."""
+    """RLIMIT_NPROC for a run as a non-root uid without a user namespace of its own: the uid's current threads plus
+    the run's own budget (a headroom that concurrent runs of the uid share)."""
     uid = os.getuid()
     return sum(p.threads for p in processes() if p.uid == uid) + limits.nproc
 
@@ -145,6 +158,7 @@ class LandlockBackend(forked_run.ForkServedBackend):
             read_only=read_only_paths(roots),
             keep_read_search=os.geteuid() == 0 and not all(world_searchable(r) for r in roots),
             confine_self=True,
+            label="landlock fork server",
         )
 
     def command(self, harness_args: list[str], limits: Limits, run: Run) -> list[str]:
@@ -168,6 +182,7 @@ class LandlockBackend(forked_run.ForkServedBackend):
         config = {
             "pid_fd": pid_w,
             "uid": run.uid if as_root else None,
+            "user_namespace": own_user_namespace(run),
             "keep_read_search": as_root and not all(world_searchable(r) for r in roots),
             "read_only": read_only_paths(roots),
             "scratch": run.scratch,
@@ -179,7 +194,7 @@ class LandlockBackend(forked_run.ForkServedBackend):
 
     def rlimits(self, limits: Limits, run: Run) -> dict[str, tuple[int, int]]:
         rlimits = limits.rlimits()
-        if os.geteuid() != 0:
+        if os.geteuid() != 0 and not own_user_namespace(run):
             nproc = nproc_limit(limits)
             rlimits["RLIMIT_NPROC"] = (nproc, nproc)
         return rlimits

@@ -57,6 +57,7 @@ _ATTRIBUTES = {"name": (AttributeError, NameError, ImportError), "obj": Attribut
 _ATTRIBUTES.update(filename=OSError, filename2=OSError, __str__=BaseException, __suppress_context__=BaseException)
 _ATTRIBUTES.update(__cause__=BaseException, __context__=BaseException, __dict__=BaseException)
 _STR, _MAX_CLASSES = "_trl_ext_program_str", 64  # the program's own str() of an exception; classes per evaluation
+_MAX_CLASS_NUMBER = 1 << 20  # the classes a run numbers (a record naming a bigger number is malformed)
 
 
 class _StandInClass(type):
@@ -70,9 +71,10 @@ class _StandInClass(type):
 
 
 def _exception_class(chain: list, builtin: type, classes: dict, doc: str | None = None) -> type:
-    """The stand-in of the program's exception class ``chain[0]`` ([[name, own], ...] down to ``builtin``), one per
-    chain in an evaluation: ``except MyErr`` catches it and its subclasses, as in CPython."""
-    key = (tuple(map(tuple, chain)), builtin.__name__)
+    """The stand-in of the program's exception class ``chain[0]`` ([[name, own, number], ...] down to ``builtin``),
+    one per class object of the run (its number, its bases' and its builtin base; never its name: two classes of
+    one name are two classes): ``except MyErr`` catches it and its subclasses, as in CPython."""
+    key = (tuple(number for _, _, number in chain), builtin.__name__)
     if key not in classes:
         if len(classes) >= _MAX_CLASSES:
             raise ValueError(f"more than {_MAX_CLASSES} program exception classes")
@@ -94,7 +96,7 @@ def exception_details(record: dict, memo: dict) -> tuple[list | None, dict]:
     malformed."""
     chain, attributes = record.get("cls"), record.get("attrs")
     if chain is not None and not _is_chain(chain):
-        raise ValueError("an exception's classes are [[name, own], ...]")
+        raise ValueError("an exception's classes are [[name, own, number], ...]")
     own = {"nans": memo.get("nans", {}), "classes": memo.get("classes")}  # numbered on their own (the harness's too)
     attributes = {} if attributes is None else decode(attributes, 0, own)
     if not _attributes_ok(attributes):
@@ -127,10 +129,12 @@ def _tuples(value: Any) -> bool:
 
 
 def _is_chain(chain: Any) -> bool:
+    """[[name, own, number], ...]: 1 to 16 classes, each a name, a bool and its number in the run (a small int)."""
     return (
         type(chain) is list
         and 0 < len(chain) <= 16
-        and all(type(c) is list and len(c) == 2 and type(c[1]) is bool and _identifier(c[0]) for c in chain)
+        and all(type(c) is list and len(c) == 3 and type(c[1]) is bool and _identifier(c[0]) for c in chain)
+        and all(type(c[2]) is int and 0 <= c[2] < _MAX_CLASS_NUMBER for c in chain)
     )
 
 

@@ -1,0 +1,148 @@
+"""MathAccuracy on golds written in datasets' own formats (GSM8K's ``#### 72``, option letters ``B) 12``, siunitx,
+``\\mathbb{R}^+``), a logarithm's unbraced base (``\\log_2 8``) and numerals in another base (``1011_2``): each
+gold scored None or punished every completion. Each class has wrong answers next to its right ones (hedges,
+every option listed, the other convention, the decimal value), so that a fix accepting everything fails too."""
+
+import pytest
+
+from trl_ext.rewards import MathAccuracy
+from trl_ext.rewards._math_formats import braced_log_base, gold_answer, number_sets, option_form, siunitx
+
+# generous deadline: these tests check verdicts on a shared, loaded machine, not speed
+REWARD = MathAccuracy(timeout_s=20.0, correct_value=1.0, wrong_value=-1.0)
+
+GSM8K_SOLUTION = "She sold 48/2 = <<48/2=24>>24 clips in May.\nShe sold 48+24 = <<48+24=72>>72 clips in all.\n#### 72"
+
+# gold -> (box contents scored 1, box contents scored -1)
+CLASSES = {
+    "GSM8K's marker alone": ("#### 72", ["72", r"72 \text{ clips}"], ["71", "7 2", "#### 71"]),
+    "GSM8K's whole solution: the answer after the marker": (GSM8K_SOLUTION, ["72"], ["24", "24, 72"]),
+    "GSM8K's marker with a thousands separator": ("#### 1,080", ["1080", "1{,}080"], ["1, 080", "1"]),
+    "a markdown-bold gold": ("**72**", ["72"], ["7"]),
+    "an option with its text after a parenthesis: the letter": (
+        "B) 12",
+        ["B", "(B)", r"\text{B}", "B) 12", r"\text{Option B}"],
+        ["C", "A B C D", "A, B, C, D", r"B \text{ or } C", "B) 12 or C) 14", "B) 12 C) 14", "12", "BC", "B:C"],
+    ),
+    "an option with a period": ("B. 12", ["B", "B."], ["C", "12", "A B C D E"]),
+    "an option with a colon": ("B: 12", ["B", "B: 12"], ["D", "B, D"]),
+    "an option whose text names others": (r"B) \text{Both A and C}", ["B"], ["A", "C", "A, C"]),
+    "two options required": ("A. 18, C. 20", ["A, C", "C, A"], ["A", "C", "A, B, C"]),
+    "an option whose text is no answer": (r"A: $\{x \mid x > 1\}$", ["A", "(A)"], ["B", "A, B", r"\{x \mid x > 1\}"]),
+    "an option named in words": (
+        r"\text{Option B}",
+        ["B", "(B)", r"\text{Option B}", r"\text{Choice (B)}"],
+        ["C", "A, B", r"\text{Option C}", r"\text{Option B or C}"],
+    ),
+    "siunitx number": (r"\num{5000}", ["5000", "5,000", r"\num{5000}"], ["500", "50000", "5, 000"]),
+    "siunitx decimal comma (it prints 1.5)": (r"\num{1,5}", ["1.5", r"\num{1,5}"], ["1, 5", "15"]),
+    "a ratio statement is no option": ("A : B = 2 : 3", ["A : B = 2 : 3"], ["A", "(A)"]),
+    "siunitx quantity": (
+        r"\SI{5}{\kilo\metre}",
+        [r"5\text{ km}", "5", r"5 \text{ kilometers}", r"\qty{5}{km}"],
+        [r"5\text{ m}", "5000", r"\SI{5}{\metre}"],
+    ),
+    "siunitx percentage": (r"\SI{10}{\percent}", ["10", r"10\%"], ["0.1", r"1000\%"]),
+    "positive reals": (
+        r"\mathbb{R}^+",
+        [r"(0, \infty)", "x > 0", r"\mathbb{R}_{>0}", r"\mathbb{R}^{+}", r"\mathbb{R}_+"],
+        [r"[0, \infty)", r"\mathbb{R}", r"\mathbb{R}^+_0", r"(1, \infty)", r"x \ge 0", r"\mathbb{Z}^+"],
+    ),
+    "positive reals written with a bound": (r"\mathbb{R}_{>0}", [r"(0, \infty)"], [r"[0, \infty)", r"\mathbb{R}^-"]),
+    "non-negative reals": (r"\mathbb{R}_{\ge 0}", [r"[0, \infty)", r"\mathbb{R}^+_0"], [r"(0, \infty)"]),
+    "positive integers": (
+        r"\mathbb{Z}^+",
+        [r"\mathbb{Z}_{>0}", r"\mathbb{N}^+", r"\mathbb{Z}_{\ge 1}", r"\mathbb{Z}^{+}"],
+        [r"\mathbb{N}", r"\mathbb{Z}", r"(0, \infty)", r"\mathbb{Z}_{\ge 0}", r"\mathbb{R}^+", r"\mathbb{N}_0"],
+    ),
+    "positive rationals": (r"\mathbb{Q}^+", [r"\mathbb{Q}_{>0}"], [r"\mathbb{R}^+", r"(0, \infty)", r"\mathbb{Q}"]),
+    "natural numbers with zero": (r"\mathbb{N}_0", [r"\mathbb{Z}_{\ge 0}"], [r"\mathbb{Z}^+", r"\mathbb{N}"]),
+    "a log gold with an unbraced base": (
+        r"\log_2 8",
+        ["3", r"\log_2 8", r"\log_{2} 8", r"\log_2{8}"],
+        ["4", "28", "8", r"\log_28", r"\log 28"],
+    ),
+    "another log gold": (r"\log_5 25", ["2"], ["5", "25"]),
+    "an irrational log gold": (r"\log_2 3", [r"\frac{\ln 3}{\ln 2}", r"\log_2 3"], [r"\log_3 2"]),
+    "a log answer with an unbraced base": ("3", [r"\log_2 8"], [r"\log_28", r"\log_3 8", r"\log_2 9"]),
+    "a binary numeral": (
+        "1011_2",
+        [r"1011_{2}", r"1011_{\text{2}}", "1011_2"],
+        ["11", "1011", "1011_3", "1101_2", "1011_{10}", "10110_2"],
+    ),
+    "a binary numeral in brackets": (
+        "(1011)_2",
+        ["1011_2", "1011_{(2)}", r"(1011)_{2}"],
+        ["1011", "11", "(1011)_3", "(1101)_2"],
+    ),
+    "a decimal gold is no numeral in another base": ("1011", ["1011"], ["(1011)_2", "1011_2", "1011_{(2)}"]),
+    "a binary numeral with a braced base": ("1011_{2}", ["1011_2"], ["1011", "11"]),
+    "a hexadecimal numeral": ("A3_{16}", ["A3_{16}", "A3_{ 16 }"], ["163", "A4_{16}", "A3", "A3_{15}", "a3_{16}"]),
+    "a base-11 numeral": ("2A_{11}", ["2A_{11}"], ["32", "2B_{11}"]),
+}
+
+
+@pytest.mark.parametrize("gold, right, wrong", CLASSES.values(), ids=CLASSES.keys())
+def test_gold_formats(gold, right, wrong):
+    answers = [rf"The answer is $\boxed{{{answer}}}$." for answer in right + wrong]
+    scores = REWARD(answers, solution=[gold] * len(answers))
+    assert dict(zip(right + wrong, scores)) == {answer: 1.0 if answer in right else -1.0 for answer in right + wrong}
+
+
+def test_gsm8k_marker_is_read_from_the_last_line_only_without_a_box():
+    assert gold_answer(GSM8K_SOLUTION) == "72"
+    assert gold_answer("#### 72") == "72"
+    assert gold_answer(r"\boxed{5} #### 72") == r"\boxed{5} #### 72"  # a boxed gold keeps its boxes
+    assert gold_answer("12 #### 5") == "12 #### 5"  # no marker at a line's start
+    assert gold_answer("**72**") == "72"
+
+
+def test_option_forms_name_the_letter_only():
+    assert [option_form(text) for text in ("B) 12", "B. 12", "B: 12", "B.", r"\text{Option B}")] == [
+        "(B) 12",
+        "(B) 12",
+        "(B) 12",
+        "(B)",
+        "(B)",
+    ]
+    assert option_form(r"\textbf{Choice D: 5}") == "(D) 5"
+    # a gold keeps the letter only: its option text is the dataset's, not an answer to check
+    assert option_form(r"A: $\{x \mid x > 1\}$", keep_text=False) == "(A)"
+    assert option_form(r"(C) \{x \mid x > 1\}", keep_text=False) == "(C)"
+    assert option_form("(1, 2)", keep_text=False) == "(1, 2)"
+    assert option_form("A. 18 B. 19", keep_text=False) == "A. 18 B. 19"  # a list of options names none
+    assert option_form("(A) 18 (B) 19", keep_text=False) == "(A) 18 (B) 19"
+    assert option_form(r"E) \text{None of the above}", keep_text=False) == "(E)"
+    # not an option: another letter, a decimal point, no separator, a lower-case variable
+    assert [option_form(text) for text in ("F) 12", "B.5", "A", "b) 12", "AB: 3")] == [
+        "F) 12",
+        "B.5",
+        "A",
+        "b) 12",
+        "AB: 3",
+    ]
+
+
+def test_number_sets_are_intervals_or_integers_in_one():
+    assert number_sets(r"\mathbb{R}^+") == number_sets(r"\mathbb{R}_{>0}") == r"(0, \infty)"
+    assert number_sets(r"\mathbb{R}^{+}_{0}") == number_sets(r"\mathbb R_{\geq 0}") == r"[0, \infty)"
+    assert number_sets(r"\mathbb{R}^-") == r"(-\infty, 0)"
+    assert number_sets(r"\mathbb{Z}_{<0}") == r"\mathbb{Z} \cap (-\infty, -1]"
+    assert number_sets(r"\Bbb{Z}^+") == number_sets(r"\mathbb{N}_{>0}") == r"\mathbb{Z} \cap [1, \infty)"
+    # other sets stay as written: the plane, the integers mod 5, the naturals (whether 0 is one depends on the author)
+    for text in (r"\mathbb{R}^2", r"\mathbb{Z}_5", r"\mathbb{N}", r"\mathbb{R}^n", r"\mathbb{N}^-"):
+        assert number_sets(text) == text
+
+
+def test_siunitx_is_read_as_plain_latex():
+    assert siunitx(r"\num{12 345}") == "12 345"
+    assert siunitx(r"\SI{3}{\metre\per\second}") == r"3\text{ metre per second}"
+    assert siunitx(r"\SI{4}{\metre\squared}") == r"4\text{ metre}^2"
+    assert siunitx(r"\ang{30}") == r"30^\circ"
+
+
+def test_only_a_spaced_one_digit_log_base_is_braced():
+    assert braced_log_base(r"\log_2 8") == r"\log_{2} 8"
+    assert braced_log_base(r"\log_28") == r"\log_28"  # base 2 or 28: refused as ambiguous
+    assert braced_log_base(r"\log_10 100") == r"\log_10 100"  # renders log_1 0 100
+    assert REWARD([r"\boxed{\log_10 100}"], solution=["2"]) == [-1.0]

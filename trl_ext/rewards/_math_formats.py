@@ -1,0 +1,172 @@
+"""Answers written in the formats of datasets and LaTeX packages, read as the answer they write: GSM8K's ``#### 72``
+marker and a markdown-bold gold (golds only), option letters written ``B) 12``, ``B. 12``, ``B: 12`` or
+``\\text{Option B}`` (read as ``(B) 12``: the option letter), siunitx's ``\\num{}``, ``\\SI{}{}``, ``\\qty{}{}`` and
+``\\ang{}``, sets of positive, negative or bounded reals and integers (``\\mathbb{R}^+`` is ``(0, \\infty)``,
+``\\mathbb{Z}^+`` is ``\\mathbb{Z} \\cap [1, \\infty)``) and a logarithm's one-digit base written without braces
+(``\\log_2 8`` is ``\\log_{2} 8``: log base 2 of 8, as it renders).
+
+Standard library only (the math workers load these modules without the trl_ext package, which imports torch).
+"""
+
+import re
+
+# GSM8K writes its final answer after "####" on the solution's last line
+_GSM8K_MARKER = re.compile(r"(?:^|\n)[ \t]*####[ \t]*([^\n]*)")
+_BOLD = re.compile(r"\s*\*\*([^*]+)\*\*\s*")
+# an option letter before its text: "B) 12", "B. 12", "B: 12" (a capital A-E; the separator ends the letter)
+_LETTER_FIRST = re.compile(r"\s*([A-E])(?:\)|[.:](?=\s|$))\s*(.*)", re.DOTALL)  # not "A : B = 2 : 3"
+# "Option B", "Choice (B)", "\text{Option B: 12}"
+_BRACKETED_LETTER = re.compile(r"\s*\(([A-E])\)\s*(.*)", re.DOTALL)
+_OPTION_WORD = re.compile(r"\s*(?i:option|choice)\s*\(?\s*([A-Ea-e])\s*\)?\s*(?:[.:)](?=\s|$))?\s*(.*)", re.DOTALL)
+_ANOTHER_OPTION = re.compile(r"(?<![A-Za-z\\])\(?[A-E](?:\)|[.:](?=\s|$))")
+_TEXT_OPEN = re.compile(r"\s*\\(?:text[a-z]*|math(?:rm|bf|it|sf)|mbox)\s*\{")
+_NUM = re.compile(r"\\num\s*(?:\[[^\]]{0,200}\])?\s*\{([^{}]*)\}")
+_ANG = re.compile(r"\\ang\s*(?:\[[^\]]{0,200}\])?\s*\{([^{}]*)\}")
+_QUANTITY = re.compile(r"\\(?:SI|qty)\s*(?:\[[^\]]{0,200}\])?\s*\{([^{}]*)\}\s*\{((?:[^{}]|\{[^{}]*\})*)\}")
+_SI_PREFIXES = {"kilo", "centi", "milli", "micro", "nano", "mega", "giga", "deci", "hecto", "deca", "pico", "tera"}
+_SI_POWERS = {"squared": "^2", "cubed": "^3"}
+# \mathbb{R}, \mathbb R, \Bbb{R}, \Bbb R: the blackboard letter of a number set
+_BLACKBOARD = re.compile(r"\\(?:mathbb|Bbb)\s*(?:\{\s*([RQZN])\s*\}|([RQZN])(?![A-Za-z]))")
+_SCRIPT = r"(?:\{{\s*(?P<{0}>[^{{}}]*?)\s*\}}|(?P<{0}1>[-+0-9]))"
+# the set's sub- and superscripts: ^+, _+, _{>0}, ^{+}_{0}, _0^+, _{\ge 1}
+_QUALIFIED = re.compile(
+    r"\\mathbb\{(?P<set>[RQZN])\}\s*(?:_\s*" + _SCRIPT.format("low") + r")?\s*(?:\^\s*" + _SCRIPT.format("high")
+    + r")?\s*(?:_\s*" + _SCRIPT.format("low2") + r")?"
+)  # fmt: skip
+_BOUND = re.compile(r"(>|<|\\gt|\\lt|\\geq?(?:slant)?|\\leq?(?:slant)?|\\ge|\\le)\s*([-+]?\d+)")
+_LOG_BASE = re.compile(r"(\\log\s*)_\s*(\d)(?=\s+\S)")
+
+
+def gold_answer(gold: str) -> str:
+    """A gold written in a dataset's own format as its answer: the text after GSM8K's ``####`` marker (the last
+    one, on a line of its own or the whole gold; a gold with a box keeps its boxes), a markdown-bold gold
+    (``**72**``) as its content."""
+    if "####" in gold and "boxed" not in gold:
+        markers = _GSM8K_MARKER.findall(gold)
+        if markers:
+            return markers[-1].strip()
+    bold = _BOLD.fullmatch(gold) if gold.startswith(("*", " ")) else None
+    return bold.group(1) if bold else gold
+
+
+def option_form(content: str, keep_text: bool = True) -> str:
+    """An option letter in another written form as ``(B)``, with the option's text after it when ``keep_text``:
+    ``B) 12``, ``B. 12``, ``B: 12``, ``Option B``, ``\\text{Choice (B)}``. The letter is what the option means (read by
+    ``option_letter`` as for ``(B) 12``; a gold drops the text, which is the dataset's and need not be an answer:
+    ``A: $\\{x \\mid x > 1\\}$``); anything else is returned as it is."""
+    first = content[:1] if content[:1] != " " else content.lstrip()[:1]
+    if first and first in "ABCDE":
+        match = _LETTER_FIRST.fullmatch(content)
+    elif first == "(" and not keep_text:
+        match = _BRACKETED_LETTER.fullmatch(content)  # a gold "(A) \{x \mid x > 1\}" is option A
+    elif "ption" in content or "hoice" in content:
+        wrapped = _TEXT_OPEN.match(content)
+        match = _OPTION_WORD.fullmatch(content[wrapped.end() : -1] if wrapped and content.endswith("}") else content)
+    else:
+        return content
+    if match is None or (not keep_text and _ANOTHER_OPTION.search(match.group(2))):
+        return content  # "A. 18 B. 19" lists options: it names none
+    return f"({match.group(1).upper()}) {match.group(2) if keep_text else ''}".rstrip()
+
+
+def package_forms(content: str) -> str:
+    """``content`` with a logarithm's unbraced base braced, number sets written as intervals and siunitx read (see
+    ``braced_log_base``, ``number_sets``, ``siunitx``); each only where its command occurs."""
+    content = braced_log_base(content) if "\\log" in content else content
+    content = number_sets(content) if "bb" in content else content
+    if "\\num" in content or "\\SI" in content or "\\qty" in content or "\\ang" in content:
+        content = siunitx(content)
+    return content
+
+
+def siunitx(content: str) -> str:
+    """siunitx's numbers and quantities as plain LaTeX: ``\\num{5000}`` -> ``5000``, ``\\SI{5}{\\kilo\\metre}`` and
+    ``\\qty{5}{km}`` -> ``5\\text{ kilometre}`` / ``5\\text{ km}``, ``\\SI{10}{\\percent}`` -> ``10\\%``,
+    ``\\ang{30}`` -> ``30^\\circ`` (math-verify reads ``\\num{5000}`` as the product n*u*m*5000)."""
+    content = _NUM.sub(lambda match: _si_number(match.group(1)), content) if "\\num" in content else content
+    content = _ANG.sub(lambda match: f"{match.group(1).strip()}^\\circ", content) if "\\ang" in content else content
+    if "\\SI" in content or "\\qty" in content:
+        content = _QUANTITY.sub(lambda match: _si_number(match.group(1)) + _si_unit(match.group(2)), content)
+    return content
+
+
+def _si_number(number: str) -> str:
+    """A siunitx number as it renders: a comma is its decimal marker (``\\num{1,5}`` prints 1.5, not a list)."""
+    return number.strip().replace(",", ".")
+
+
+def _si_unit(unit: str) -> str:
+    """A siunitx unit as the text of a unit: ``\\kilo\\metre\\per\\second`` -> ``\\text{ kilometre per second}``,
+    ``\\square\\metre`` -> ``\\text{ square metre}``, ``\\metre\\squared`` -> ``\\text{ metre}^2``, ``\\percent`` ->
+    ``\\%``, ``\\degree`` -> ``^\\circ``."""
+    names = re.findall(r"\\([A-Za-z]+)|([^\\\s{}]+)", unit)
+    words, power, prefix = [], "", ""
+    for macro, literal in names:
+        if macro in ("percent", "degree") and len(names) == 1:
+            return "\\%" if macro == "percent" else "^\\circ"
+        if macro in _SI_POWERS:
+            power = _SI_POWERS[macro]
+        elif macro in _SI_PREFIXES:
+            prefix += macro
+        else:
+            words.append(prefix + (macro or literal))
+            prefix = ""
+    return f"\\text{{ {' '.join(words)}}}{power}" if words else ""
+
+
+def number_sets(content: str) -> str:
+    """Sets of reals or integers written with a blackboard letter and a sign or a bound, as the interval (reals) or
+    the integers in it: ``\\mathbb{R}^+``, ``\\mathbb{R}_+``, ``\\mathbb{R}_{>0}`` -> ``(0, \\infty)``;
+    ``\\mathbb{R}_{\\ge 0}``, ``\\mathbb{R}^+_0`` -> ``[0, \\infty)``; ``\\mathbb{R}^-`` -> ``(-\\infty, 0)``;
+    ``\\mathbb{Q}^+`` -> ``\\mathbb{Q} \\cap (0, \\infty)``;
+    ``\\mathbb{Z}^+``, ``\\mathbb{Z}_{>0}``, ``\\mathbb{N}^+``, ``\\mathbb{N}_{\\ge 1}`` -> ``\\mathbb{Z} \\cap [1,
+    \\infty)``; ``\\mathbb{N}_0``, ``\\mathbb{Z}_{\\ge 0}`` -> ``\\mathbb{Z} \\cap [0, \\infty)``. ``^+`` and ``_+`` are
+    the positive numbers (zero excluded); a bare ``\\mathbb{N}`` stays (whether it holds 0 depends on the author)."""
+    if "bb" not in content:  # \mathbb, \Bbb
+        return content
+    content = _BLACKBOARD.sub(lambda match: "\\mathbb{" + (match.group(1) or match.group(2)) + "}", content)
+    return _QUALIFIED.sub(_number_set, content) if "\\mathbb{" in content else content
+
+
+def _number_set(match: re.Match) -> str:
+    scripts = [match.group(name) or match.group(name + "1") for name in ("low", "high", "low2")]
+    kind = match.group("set")
+    bound = _bound([script.strip() for script in scripts if script], kind)
+    if bound is None:
+        return match.group(0)  # \mathbb{R}, \mathbb{R}^2, \mathbb{Z}_5: another set, left as written
+    upward, end, closed = bound
+    low, high = (
+        (f"{'[' if closed else '('}{end}", "\\infty)") if upward else ("(-\\infty", f"{end}{']' if closed else ')'}")
+    )
+    interval = f"{low}, {high}"
+    return interval if kind == "R" else f"\\mathbb{{{'Q' if kind == 'Q' else 'Z'}}} \\cap {interval}"
+
+
+def _bound(scripts: list[str], kind: str) -> tuple[bool, int, bool] | None:
+    """(upward, end, closed) of the set that a blackboard letter ``kind`` with these scripts names, or None: a sign
+    (``+``, ``-``; with a ``0`` script zero is included), a bound (``>0``, ``\\ge 1``) or ``\\mathbb{N}_0``. The
+    integers' strict bounds are closed ones (``\\mathbb{Z}_{>0}`` is ``\\mathbb{Z}_{\\ge 1}``)."""
+    integers, zero = kind in ("Z", "N"), "0" in scripts
+    signs = [script for script in scripts if script in ("+", "-")]
+    if len(signs) == 1 and len(scripts) == 1 + (zero and scripts.count("0") == 1):
+        upward = signs[0] == "+"
+        # the positive integers start at 1, the negative ones end at -1
+        bound = (upward, 1 if upward else -1, True) if integers and not zero else (upward, 0, zero)
+    elif len(scripts) == 1 and (relation := _BOUND.fullmatch(scripts[0])):
+        operator, end = relation.group(1), int(relation.group(2))
+        closed, upward = operator not in (">", "<", "\\gt", "\\lt"), operator in (">", "\\gt") or operator[:2] == "\\g"
+        if integers and not closed:
+            end, closed = end + (1 if upward else -1), True
+        bound = (upward, end, closed)
+    elif kind == "N" and scripts == ["0"]:
+        bound = (True, 0, True)  # \mathbb{N}_0: the natural numbers with 0
+    else:
+        return None
+    return None if kind == "N" and not (bound[0] and bound[1] >= 0) else bound
+
+
+def braced_log_base(content: str) -> str:
+    """``\\log_2 8`` -> ``\\log_{2} 8``: a one-digit base written without braces and set apart from its argument
+    renders as log base 2 of 8, which a parser reading the digits ``2 8`` together would not see. ``\\log_28``
+    (no space) stays as it is: it renders alike, but a writer may have meant base 28, so it is refused."""
+    return _LOG_BASE.sub(r"\1_{\2}", content) if "\\log" in content else content
