@@ -12,7 +12,7 @@ from tests.sandbox.test_test_environment import cpython_passes
 from trl_ext.rewards import CodeTests
 from trl_ext.sandbox import forkserver, get_backend
 from trl_ext.sandbox.backends import BACKEND_ENV, URL_ENV
-from trl_ext.sandbox.program_exceptions import _exception_class, exception_details
+from trl_ext.sandbox.program_exceptions import _MAX_CLASSES, _exception_class, exception_details
 from trl_ext.sandbox.records import _described_names
 
 REDEFINED = """class MyErr(Exception):
@@ -73,6 +73,67 @@ RIGHT = [  # CPython passes each; a judge keying stand-ins by name failed all bu
     "assert kind(old) is kind(old) and kind(old) is not kind(new) and kind(a) is not kind(b)\n"
     "assert kind(old).__name__ == kind(new).__name__ == 'MyErr' and issubclass(kind(b), ValueError)",
 ]
+# red team round 7: the stand-ins keep each class's exact bases (mixins, diamonds, two builtin bases); where the
+# judge cannot rebuild a class exactly (more classes than its cap, a group whose exceptions do not cross, a class
+# renamed or rebased during the run) it refuses the test: never a class with fewer relations
+BASES = """class AppError(Exception):
+    pass
+class NotFound(AppError, KeyError):
+    pass
+class A(Exception):
+    pass
+class B(Exception):
+    pass
+class C(A, B):
+    pass
+class Both(KeyError, TypeError):
+    pass
+class E(TypeError):
+    pass
+def nf():
+    raise NotFound("k")
+def diamond():
+    raise C("x")
+def both():
+    raise Both("x")
+def per(i):
+    class Per(ValueError if i >= 260 else KeyError):
+        pass
+    raise Per(i)
+def group():
+    raise ExceptionGroup("g", [ValueError(1), TypeError(2)])
+def rebased():
+    E.__bases__ = (ValueError,)
+    raise E("x")
+def renamed():
+    E.__name__ = "Renamed"
+    raise E("y")
+class Done(StopIteration):
+    pass
+def done():
+    raise Done("x")
+"""
+BASES_WRONG = [
+    NOT_CAUGHT.format(call="nf", name="AppError"),
+    NOT_CAUGHT.format(call="diamond", name="A"),
+    NOT_CAUGHT.format(call="both", name="TypeError"),
+    "for i in range(270):\n    try:\n        per(i)\n    except ValueError:\n        raise AssertionError(i)\n"
+    "    except Exception:\n        pass",
+    "bad = False\ntry:\n    group()\nexcept* ValueError:\n    bad = True\nexcept* Exception:\n    pass\nassert not bad",
+    NOT_CAUGHT.format(call="rebased", name="E"),
+    "try:\n    renamed()\nexcept Exception as e:\n    assert type(e).__name__ == 'E'",
+    NOT_CAUGHT.format(call="done", name="StopIteration"),  # a call's StopIteration stays one (PEP 479: generators)
+]
+BASES_RIGHT = [
+    CAUGHT.format(call="nf", name="AppError") + "\n" + CAUGHT.format(call="nf", name="KeyError"),
+    CAUGHT.format(call="diamond", name="A")
+    + "\nassert issubclass(C, A) and issubclass(C, B) and not issubclass(A, B)",
+    CAUGHT.format(call="both", name="TypeError") + "\nassert Both.__mro__[1:] == (KeyError, LookupError, TypeError, "
+    "Exception, BaseException, object)",
+    "kinds = set()\nfor i in range(100):\n    try:\n        per(i)\n    except KeyError as e:\n        kinds.add(type(e))\n"
+    "assert len(kinds) == 100",
+    CAUGHT.format(call="done", name="Done"),
+]
 # a first pass guesses f() > 0 and calls g(); the next run, without g(), must give h() the same record: a class's
 # number may not depend on the calls a run makes first (the module's classes are numbered once it has loaded)
 SHIFTING = """import collections
@@ -107,6 +168,8 @@ def test_the_plain_cpython_verdicts():
     assert not any(cpython_passes(REDEFINED, test) for test in WRONG)
     assert all(cpython_passes(REDEFINED, test) for test in RIGHT)
     assert cpython_passes(SHIFTING, SHIFTING_TEST)
+    assert not any(cpython_passes(BASES, test) for test in BASES_WRONG)
+    assert all(cpython_passes(BASES, test) for test in BASES_RIGHT)
 
 
 @pytest.mark.parametrize("launch", LAUNCHES, ids=["-".join(launch) for launch in LAUNCHES])
@@ -126,20 +189,60 @@ def test_program_exception_classes_keep_their_identity_through_code_tests(launch
     scores = reward(programs, tests=[{"kind": "assert", "code": t} for t in tests], log_metric=outcomes.__setitem__)
     assert scores == [0.0] * len(WRONG) + [1.0] * (len(RIGHT) + 1), list(zip(tests, scores))
     assert outcomes["code_tests/infra_error"] == 0.0 and outcomes["code_tests/unsupported_test"] == 0.0
+    tests = BASES_WRONG + BASES_RIGHT
+    programs = [f"```python\n{BASES}\n```"] * len(tests)
+    scores = reward(programs, tests=[{"kind": "assert", "code": t} for t in tests], log_metric=outcomes.__setitem__)
+    assert scores == [0.0] * len(BASES_WRONG) + [1.0] * len(BASES_RIGHT), list(zip(tests, scores))
+    assert outcomes["code_tests/infra_error"] == 0.0
 
 
-def test_stand_ins_are_one_per_class_number_and_a_forged_number_is_malformed():
-    classes: dict = {"refuse": None}
-    first = _exception_class([["MyErr", False, 0]], ValueError, classes)
-    again = _exception_class([["MyErr", False, 0]], ValueError, classes, "doc")
-    other = _exception_class([["MyErr", False, 1]], ValueError, classes)
-    child = _exception_class([["Child", False, 2], ["MyErr", False, 0]], ValueError, classes)
+def test_stand_ins_are_one_per_class_number_with_exact_bases_and_a_forged_record_is_malformed():
+    refused: list = []
+
+    def refuse(why: str) -> None:
+        refused.append(why)
+        raise LookupError(why)
+
+    classes: dict = {"refuse": refuse}
+    first = _exception_class([["MyErr", False, 0, ["ValueError"]]], None, classes)
+    again = _exception_class([["MyErr", False, 0, ["ValueError"]]], None, classes, "doc")
+    other = _exception_class([["MyErr", False, 1, ["ValueError"]]], None, classes)
+    child = _exception_class([["Child", False, 2, [0]], ["MyErr", False, 0, ["ValueError"]]], None, classes)
+    mixin = [["NotFound", False, 3, [4, "KeyError"]], ["AppError", False, 4, ["Exception"]]]
+    not_found, app = _exception_class(mixin, None, classes), _exception_class(mixin[1:], None, classes)
     assert first is again and first is not other and first.__name__ == other.__name__ == "MyErr"
     assert issubclass(child, first) and not issubclass(child, other)
+    assert not_found.__mro__[1:] == (app, KeyError, LookupError, Exception, BaseException, object)
+    for changed in (["MyErr", False, 0, ["TypeError"]], ["Renamed", False, 0, ["ValueError"]]):  # mid-run
+        with pytest.raises(LookupError):
+            _exception_class([changed], None, classes)
+    with pytest.raises(LookupError):  # a base the judge cannot rebuild (C code, a metaclass)
+        _exception_class([["Lib", False, 9, [None]]], None, classes)
+    assert len(refused) == 3
+    many: dict = {"refuse": refuse}
+    for number in range(_MAX_CLASSES):
+        _exception_class([["Per", False, number, ["ValueError"]]], None, many)
+    with pytest.raises(LookupError):  # past the cap: refused, not a class without its builtin base
+        _exception_class([["Per", False, _MAX_CLASSES, ["ValueError"]]], None, many)
     for number in (-1, 1 << 20, 10**30, "0", True, 0.0, None):
-        record = {"ok": False, "raised": "ValueError", "cls": [["MyErr", False, number]]}
+        record = {"ok": False, "raised": "ValueError", "cls": [["MyErr", False, number, ["ValueError"]]]}
         with pytest.raises(ValueError):
             exception_details(record, {"nans": {}, "classes": {}})
-        assert _described_names({"names": [["E", ["exc", [["E", False, number]], "ValueError", None]]]}) is None
-    assert _described_names({"names": [["E", ["exc", [["E", False]], "ValueError", None]]]}) is None  # no number
-    assert _described_names({"names": [["E", ["exc", [["E", False, 3]], "ValueError", None]]]}) is not None
+        entry = ["exc", [["E", False, number, ["ValueError"]]], "ValueError", None]
+        assert _described_names({"names": [["E", entry]]}) is None
+    for chain in FORGED_CHAINS:
+        assert _described_names({"names": [["E", ["exc", chain, "ValueError", None]]]}) is None, chain
+    assert _described_names({"names": [["E", ["exc", mixin, "ValueError", None]]]}) is not None
+
+
+FORGED_CHAINS = [
+    [["E", False, 3]],  # no bases
+    [["E", False, 3, []]],
+    [["E", False, 3, [3]]],  # its own base: a cycle
+    [["E", False, 3, [4]], ["B", False, 4, [3]]],  # a base before it in the MRO: a cycle
+    [["E", False, 3, [5]]],  # a base not in the chain
+    [["E", False, 3, ["NoSuchError"]]],
+    [["E", False, 3, [["ValueError"]]]],  # unhashable
+    [["E", False, 3, ["ValueError"]], ["E", False, 3, ["ValueError"]]],  # one number twice
+    [["E", False, 3, "ValueError"]],
+]
