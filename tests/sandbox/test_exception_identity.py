@@ -13,7 +13,7 @@ from trl_ext.rewards import CodeTests
 from trl_ext.sandbox import forkserver, get_backend
 from trl_ext.sandbox.backends import BACKEND_ENV, URL_ENV
 from trl_ext.sandbox.program_exceptions import _MAX_CLASSES, _exception_class, exception_details
-from trl_ext.sandbox.records import _described_names
+from trl_ext.sandbox.records import RunHistory, _described_names
 
 REDEFINED = """class MyErr(Exception):
     pass
@@ -159,6 +159,29 @@ try:
 except Exception as e:
     assert type(e).__name__ == "Hidden2" and e.args[0].b == 2 and type(e.args[0]).__name__ == "Pair"
 """
+# classes numbered where they first cross (in a namespace class, made in a call, a library's): the binding rule
+# compares records up to a consistent renaming of class numbers (red team R7-2)
+NESTED = """import json
+def f():
+    return -1
+class Errors:
+    class A(Exception):
+        pass
+    class B(KeyError):
+        pass
+def g():
+    class Made(Exception):
+        pass
+    raise Errors.A(Made())
+def h():
+    raise Errors.B("k")
+def j():
+    json.loads("{")
+"""
+NESTED_TEST = SHIFTING_TEST.replace('"Hidden2"', '"B" and isinstance(e, KeyError)').replace(
+    ' and e.args[0].b == 2 and type(e.args[0]).__name__ == "Pair"', ""
+)
+NESTED_TEST += "try:\n    j()\nexcept ValueError as e:\n    assert type(e).__name__ == 'JSONDecodeError'\n"
 # (backend, fork server): the per-run bwrap launch, landlock's fork server (the suite's default is fork servers)
 # and sandbox-serve (the session's server, with its own default)
 LAUNCHES = [("bwrap", "0"), ("landlock", "1"), ("remote", "1")]
@@ -168,6 +191,7 @@ def test_the_plain_cpython_verdicts():
     assert not any(cpython_passes(REDEFINED, test) for test in WRONG)
     assert all(cpython_passes(REDEFINED, test) for test in RIGHT)
     assert cpython_passes(SHIFTING, SHIFTING_TEST)
+    assert cpython_passes(NESTED, NESTED_TEST) and "B" in NESTED_TEST
     assert not any(cpython_passes(BASES, test) for test in BASES_WRONG)
     assert all(cpython_passes(BASES, test) for test in BASES_RIGHT)
 
@@ -184,10 +208,10 @@ def test_program_exception_classes_keep_their_identity_through_code_tests(launch
     get_backend(backend)  # raises SandboxUnavailable where the backend cannot run
     outcomes: dict[str, float] = {}
     reward = CodeTests(timeout_s=10.0, mode="binary")
-    tests = WRONG + RIGHT + [SHIFTING_TEST]
-    programs = [f"```python\n{program}\n```" for program in [REDEFINED] * (len(tests) - 1) + [SHIFTING]]
+    tests = WRONG + RIGHT + [SHIFTING_TEST, NESTED_TEST]
+    programs = [f"```python\n{program}\n```" for program in [REDEFINED] * (len(tests) - 2) + [SHIFTING, NESTED]]
     scores = reward(programs, tests=[{"kind": "assert", "code": t} for t in tests], log_metric=outcomes.__setitem__)
-    assert scores == [0.0] * len(WRONG) + [1.0] * (len(RIGHT) + 1), list(zip(tests, scores))
+    assert scores == [0.0] * len(WRONG) + [1.0] * (len(RIGHT) + 2), list(zip(tests, scores))
     assert outcomes["code_tests/infra_error"] == 0.0 and outcomes["code_tests/unsupported_test"] == 0.0
     tests = BASES_WRONG + BASES_RIGHT
     programs = [f"```python\n{BASES}\n```"] * len(tests)
@@ -246,3 +270,28 @@ FORGED_CHAINS = [
     [["E", False, 3, ["ValueError"]], ["E", False, 3, ["ValueError"]]],  # one number twice
     [["E", False, 3, "ValueError"]],
 ]
+
+
+def _raised(*numbers: int) -> dict:
+    return {"ok": False, "raised": "KeyError", "cls": [["E", False, n, ["KeyError"]] for n in numbers[:1]]}
+
+
+def test_the_binding_rule_holds_records_up_to_a_consistent_renaming_of_class_numbers():
+    calls = [["f", [], {}, []], ["g", [], {}, []], ["h", [], {}, []], ["k", [], {}, []]]
+    first = [{"ok": True, "value": 1}, _raised(0), _raised(1), _raised(1)]  # g's class 0; h and k raise class 1
+    without_g = [calls[0], calls[2], calls[3]]
+
+    def after_first(run_calls: list, results: list) -> bool:
+        history = RunHistory()
+        assert not history.conflicts(calls, first)
+        return history.conflicts(run_calls, [{"ok": True, "value": 1}, *results])
+
+    assert not after_first(without_g, [_raised(0), _raised(0)])  # no g(): h's class is 0 now (0 -> 1), k's too
+    assert after_first(without_g, [_raised(0), _raised(5)])  # h and k: one class, then two
+    assert after_first(calls[:3], [_raised(2), _raised(2)])  # g and h: two classes, then one
+    assert after_first(without_g, [_raised(0), {"ok": True, "value": 2}])  # not a class number: compared as it is
+    history = RunHistory()  # a class first answered in a later run is bound under its renamed number
+    assert not history.conflicts(calls[:2], first[:2])
+    assert not history.conflicts(calls[:3], [{"ok": True, "value": 1}, _raised(4), _raised(0)])
+    assert not history.conflicts(calls[:3], [{"ok": True, "value": 1}, _raised(1), _raised(2)])
+    assert history.conflicts(calls[:3], [{"ok": True, "value": 1}, _raised(3), _raised(3)])
