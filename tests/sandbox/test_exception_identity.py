@@ -12,7 +12,7 @@ from tests.sandbox.test_test_environment import cpython_passes
 from trl_ext.rewards import CodeTests
 from trl_ext.sandbox import forkserver, get_backend
 from trl_ext.sandbox.backends import BACKEND_ENV, URL_ENV
-from trl_ext.sandbox.program_exceptions import _MAX_CLASSES, _exception_class, exception_details
+from trl_ext.sandbox.program_exceptions import _MAX_CLASSES, _exception_class, exception_details, shadowed_reads
 from trl_ext.sandbox.records import RunHistory, _described_names
 
 REDEFINED = """class MyErr(Exception):
@@ -182,6 +182,11 @@ NESTED_TEST = SHIFTING_TEST.replace('"Hidden2"', '"B" and isinstance(e, KeyError
     ' and e.args[0].b == 2 and type(e.args[0]).__name__ == "Pair"', ""
 )
 NESTED_TEST += "try:\n    j()\nexcept ValueError as e:\n    assert type(e).__name__ == 'JSONDecodeError'\n"
+# the test runs in the program's module in CPython: a builtin name the program rebinds is the program's object
+# there (red team R7-5); the judge refuses a test that reads one, and judges one that reads none
+SHADOW = "Exception = KeyError\nlen = None\ndef f():\n    raise TypeError('x')\ndef g():\n    raise ValueError('v')\n"
+SHADOW_WRONG = "try:\n    f()\nexcept Exception:\n    pass"
+SHADOW_RIGHT = "try:\n    g()\nexcept ValueError:\n    pass\nassert __name__ == '__main__'"
 # (backend, fork server): the per-run bwrap launch, landlock's fork server (the suite's default is fork servers)
 # and sandbox-serve (the session's server, with its own default)
 LAUNCHES = [("bwrap", "0"), ("landlock", "1"), ("remote", "1")]
@@ -192,6 +197,7 @@ def test_the_plain_cpython_verdicts():
     assert all(cpython_passes(REDEFINED, test) for test in RIGHT)
     assert cpython_passes(SHIFTING, SHIFTING_TEST)
     assert cpython_passes(NESTED, NESTED_TEST) and "B" in NESTED_TEST
+    assert not cpython_passes(SHADOW, SHADOW_WRONG) and cpython_passes(SHADOW, SHADOW_RIGHT)
     assert not any(cpython_passes(BASES, test) for test in BASES_WRONG)
     assert all(cpython_passes(BASES, test) for test in BASES_RIGHT)
 
@@ -213,10 +219,10 @@ def test_program_exception_classes_keep_their_identity_through_code_tests(launch
     scores = reward(programs, tests=[{"kind": "assert", "code": t} for t in tests], log_metric=outcomes.__setitem__)
     assert scores == [0.0] * len(WRONG) + [1.0] * (len(RIGHT) + 2), list(zip(tests, scores))
     assert outcomes["code_tests/infra_error"] == 0.0 and outcomes["code_tests/unsupported_test"] == 0.0
-    tests = BASES_WRONG + BASES_RIGHT
-    programs = [f"```python\n{BASES}\n```"] * len(tests)
+    tests = BASES_WRONG + BASES_RIGHT + [SHADOW_WRONG, SHADOW_RIGHT]
+    programs = [f"```python\n{BASES}\n```"] * (len(tests) - 2) + [f"```python\n{SHADOW}\n```"] * 2
     scores = reward(programs, tests=[{"kind": "assert", "code": t} for t in tests], log_metric=outcomes.__setitem__)
-    assert scores == [0.0] * len(BASES_WRONG) + [1.0] * len(BASES_RIGHT), list(zip(tests, scores))
+    assert scores == [0.0] * len(BASES_WRONG) + [1.0] * len(BASES_RIGHT) + [0.0, 1.0], list(zip(tests, scores))
     assert outcomes["code_tests/infra_error"] == 0.0
 
 
@@ -295,3 +301,16 @@ def test_the_binding_rule_holds_records_up_to_a_consistent_renaming_of_class_num
     assert not history.conflicts(calls[:3], [{"ok": True, "value": 1}, _raised(4), _raised(0)])
     assert not history.conflicts(calls[:3], [{"ok": True, "value": 1}, _raised(1), _raised(2)])
     assert history.conflicts(calls[:3], [{"ok": True, "value": 1}, _raised(3), _raised(3)])
+
+
+def test_a_builtin_the_program_rebinds_is_refused_only_where_the_test_reads_it():
+    program = [["Exception", ["shadow"]], ["len", ["shadow"]], ["f", ["fn", "f", None]]]
+    assert shadowed_reads("try:\n    f()\nexcept Exception:\n    pass", None, program) == ["Exception"]
+    assert shadowed_reads("assert len(f()) == 1", "def helper():\n    return Exception", program) == [
+        "Exception",
+        "len",
+    ]
+    assert shadowed_reads("Exception = ValueError\nimport len\nassert f()", None, program) == []  # its own
+    assert shadowed_reads("assert f() == 1", None, program) == []
+    assert _described_names({"names": program}) == program
+    assert _described_names({"names": [["len", ["shadow", 1]]]}) is None

@@ -9,6 +9,8 @@ modules only, no trl_ext import).
   arguments (``AttributeError.name``, ``OSError.filename``...), as plain data.
 """
 
+import builtins
+
 if False:  # never runs: ``judge.harness_runtime`` compiles the three files as one module
     from trl_ext.sandbox._harness_values import (
         _BUILTIN_EXCEPTIONS,
@@ -23,6 +25,7 @@ if False:  # never runs: ``judge.harness_runtime`` compiles the three files as o
         _type,
     )
 
+_ORIGINAL_BUILTINS = dict(vars(builtins))  # as the harness found them, before the program ran
 _MAX_CHAIN = 16  # program exception classes between a raised one and its builtin base
 # class members that change nothing a stand-in class could get wrong (a class with others is "own": see the judge)
 _PLAIN_MEMBERS = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__"})
@@ -46,7 +49,22 @@ def _describe(namespace, names):
             entry = None
         if entry is not None:
             entries.append("[" + _json_str(name) + "," + entry + "]")
+    entries += ["[" + _json_str(name) + ',["shadow"]]' for name in _shadowed_builtins(namespace)]
     return '{"names": [' + ",".join(entries) + "]}"
+
+
+def _shadowed_builtins(namespace):
+    """The builtin names (not "_..."; at most 1000) the program's module binds to another object, or whose builtin
+    it replaced: a test runs in the program's module in CPython, so ``except ValueError`` would read the program's
+    (the judge refuses a test that reads one)."""
+    shadowed = []
+    current = vars(builtins)
+    for name, original in dict.items(_ORIGINAL_BUILTINS):
+        if name[:1] != "_" and len(shadowed) < 900:
+            mine = dict.get(namespace, name, original)
+            if mine is not original or dict.get(current, name, original) is not original:
+                shadowed.append(name)
+    return shadowed
 
 
 def _number_module_classes(namespace, limit=4096):

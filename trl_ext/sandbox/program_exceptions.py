@@ -8,7 +8,9 @@ the package and in the evaluation worker (which runs ``replay.py`` by its path) 
 
 from __future__ import annotations
 
+import ast
 import builtins
+import functools
 import sys
 from typing import Any
 
@@ -185,3 +187,23 @@ def _is_base(base: Any, later: set) -> bool:
 
 def _identifier(name: Any) -> bool:
     return type(name) is str and len(name) <= 100 and name.isidentifier()
+
+
+def shadowed_reads(test: str, prefix: str | None, program: list) -> list[str]:
+    """The builtin names the test (or its prefix) reads without binding them that the program's module rebinds
+    (the description's ["shadow"] entries): in CPython the test would read the program's object."""
+    shadowed = {name for name, what in program if what == ["shadow"]}
+    return sorted(shadowed & _free_reads(test, prefix or "")) if shadowed else []
+
+
+@functools.lru_cache(maxsize=256)
+def _free_reads(test: str, prefix: str) -> frozenset:
+    read, bound = set(), set()
+    for node in ast.walk(ast.Module(body=ast.parse(prefix).body + ast.parse(test).body, type_ignores=[])):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return frozenset(read - bound)

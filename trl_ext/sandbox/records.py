@@ -112,7 +112,8 @@ def _exception_args(record: dict, memo: dict) -> bool:
 
 def _described_names(record: dict) -> list | None:
     """The harness's description of the test's names ({"names": [[name, description], ...]}), checked: a function
-    ["fn", __name__, __doc__] or an exception class ["exc", chain, builtin base, __doc__]; None if malformed."""
+    ["fn", __name__, __doc__], an exception class ["exc", chain, builtin base, __doc__], or a builtin name the
+    program rebinds ["shadow"]; None if malformed."""
     names = record.get("names") if record.keys() == {"names"} else None
     if type(names) is not list or len(names) > 1000:
         return None
@@ -129,6 +130,8 @@ def _described_names(record: dict) -> list | None:
         if doc is not None and (type(doc) is not str or len(doc) > 100_000):
             return None
         if what[:1] == ["fn"] and len(what) == 3 and program_exceptions._identifier(what[1]):
+            continue
+        if what == ["shadow"]:  # a builtin name the program's module binds to another object
             continue
         if (
             what[:1] != ["exc"]
