@@ -243,12 +243,16 @@ def test_stand_ins_are_one_per_class_number_with_exact_bases_and_a_forged_record
     assert first is again and first is not other and first.__name__ == other.__name__ == "MyErr"
     assert issubclass(child, first) and not issubclass(child, other)
     assert not_found.__mro__[1:] == (app, KeyError, LookupError, Exception, BaseException, object)
+    owned = [["Sub", False, 5, [6]], ["Owner", True, 6, ["ValueError"]]]  # Owner defines __init__: Sub runs it
+    assert _exception_class(owned, None, classes)._trl_ext_own and not not_found._trl_ext_own
     for changed in (["MyErr", False, 0, ["TypeError"]], ["Renamed", False, 0, ["ValueError"]]):  # mid-run
         with pytest.raises(LookupError):
             _exception_class([changed], None, classes)
     with pytest.raises(LookupError):  # a base the judge cannot rebuild (C code, a metaclass)
         _exception_class([["Lib", False, 9, [None]]], None, classes)
-    assert len(refused) == 3
+    assert len(refused) == 3 and not refused[-1].startswith("the test makes")
+    with pytest.raises(LookupError):  # the test makes an instance of Sub: Owner's __init__ is the program's code
+        _exception_class(owned, None, classes)("x")
     many: dict = {"refuse": refuse}
     for number in range(_MAX_CLASSES):
         _exception_class([["Per", False, number, ["ValueError"]]], None, many)

@@ -113,7 +113,8 @@ def _stand_in(entry: list, entries: dict, classes: dict, doc: str | None = None)
         return text if type(text) is str else super(made[0], self).__str__()
 
     members = {"__module__": "__main__", "__qualname__": name, "__doc__": doc, "__str__": __str__}
-    members.update(_trl_ext_own=own, _trl_ext_refuse=classes.get("refuse"))
+    inherited = any(getattr(parent, "_trl_ext_own", False) for parent in parents)  # a base's __init__ runs too
+    members.update(_trl_ext_own=own or inherited, _trl_ext_refuse=classes.get("refuse"))
     try:  # CPython made this layout, so type() makes it too; a forged record may name one it refuses
         made.append(_StandInClass(name, tuple(parents), members))
     except TypeError:
