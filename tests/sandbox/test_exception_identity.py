@@ -76,7 +76,8 @@ RIGHT = [  # CPython passes each; a judge keying stand-ins by name failed all bu
 # red team round 7: the stand-ins keep each class's exact bases (mixins, diamonds, two builtin bases); where the
 # judge cannot rebuild a class exactly (more classes than its cap, a group whose exceptions do not cross, a class
 # renamed or rebased during the run) it refuses the test: never a class with fewer relations
-BASES = """class AppError(Exception):
+BASES = """import json
+class AppError(Exception):
     pass
 class NotFound(AppError, KeyError):
     pass
@@ -112,6 +113,8 @@ class Done(StopIteration):
     pass
 def done():
     raise Done("x")
+def lib():
+    json.loads("{")
 """
 BASES_WRONG = [
     NOT_CAUGHT.format(call="nf", name="AppError"),
@@ -123,6 +126,7 @@ BASES_WRONG = [
     NOT_CAUGHT.format(call="rebased", name="E"),
     "try:\n    renamed()\nexcept Exception as e:\n    assert type(e).__name__ == 'E'",
     NOT_CAUGHT.format(call="done", name="StopIteration"),  # a call's StopIteration stays one (PEP 479: generators)
+    "import json\n" + NOT_CAUGHT.format(call="lib", name="json.JSONDecodeError"),  # a library's class: refused
 ]
 BASES_RIGHT = [
     CAUGHT.format(call="nf", name="AppError") + "\n" + CAUGHT.format(call="nf", name="KeyError"),
@@ -159,10 +163,9 @@ try:
 except Exception as e:
     assert type(e).__name__ == "Hidden2" and e.args[0].b == 2 and type(e.args[0]).__name__ == "Pair"
 """
-# classes numbered where they first cross (in a namespace class, made in a call, a library's): the binding rule
-# compares records up to a consistent renaming of class numbers (red team R7-2)
-NESTED = """import json
-def f():
+# classes numbered where they first cross (in a namespace class, made in a call): the binding rule compares
+# records up to a consistent renaming of class numbers (red team R7-2)
+NESTED = """def f():
     return -1
 class Errors:
     class A(Exception):
@@ -176,12 +179,14 @@ def g():
 def h():
     raise Errors.B("k")
 def j():
-    json.loads("{")
+    class Late(ValueError):
+        pass
+    raise Late()
 """
 NESTED_TEST = SHIFTING_TEST.replace('"Hidden2"', '"B" and isinstance(e, KeyError)').replace(
     ' and e.args[0].b == 2 and type(e.args[0]).__name__ == "Pair"', ""
 )
-NESTED_TEST += "try:\n    j()\nexcept ValueError as e:\n    assert type(e).__name__ == 'JSONDecodeError'\n"
+NESTED_TEST += "try:\n    j()\nexcept ValueError as e:\n    assert type(e).__name__ == 'Late'\n"
 # the test runs in the program's module in CPython: a builtin name the program rebinds is the program's object
 # there (red team R7-5); the judge refuses a test that reads one, and judges one that reads none
 SHADOW = "Exception = KeyError\nlen = None\ndef f():\n    raise TypeError('x')\ndef g():\n    raise ValueError('v')\n"

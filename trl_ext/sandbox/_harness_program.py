@@ -97,15 +97,18 @@ def _exception_chain(kind, tagged=False):
     ``kind`` first; ``own`` when the class defines more than a docstring (an ``__init__``, ``__str__``,
     attributes...), which the judge cannot rebuild; ``number``: the class object's number in the run (the judge's
     stand-ins are one per class object, not per name); ``bases``: its direct bases in order, each a later entry's
-    number or a builtin's name, or null where the judge cannot rebuild it (a class of C code, or with a metaclass:
-    its hooks are not rebuilt), so the judge makes the same MRO or refuses the test. ``tagged``: as tuples, inside
+    number or a builtin's name, or null where the judge cannot rebuild it (a class of C code or of a library, whose
+    real class the test may hold, or with a metaclass, whose hooks are not rebuilt), so the judge makes the same
+    MRO or refuses the test. ``tagged``: as tuples, inside
     a value (tuples are never numbered, so the record's numbering stays the judge's)."""
     chain, start, end = [], '{"t": [' if tagged else "[", "]}" if tagged else "]"
     for klass in type.__dict__["__mro__"].__get__(kind):
         if _builtin(klass):
             continue
+        members = type.__dict__["__dict__"].__get__(klass)
         rebuilt = _type(klass) is type and type.__dict__["__flags__"].__get__(klass) & _HEAPTYPE
-        own = not rebuilt or any(_type(key) is not str or key not in _PLAIN_MEMBERS for key in klass.__dict__)
+        rebuilt = rebuilt and members.get("__module__") == "__main__"  # the program's, not a library's
+        own = not rebuilt or any(_type(key) is not str or key not in _PLAIN_MEMBERS for key in members)
         name = _json_str(type.__dict__["__name__"].__get__(klass))
         bases = [_base(base) for base in type.__dict__["__bases__"].__get__(klass)] if rebuilt else ["null"]
         bases = start + ",".join(bases) + end
