@@ -54,7 +54,7 @@ def _describe(namespace, names):
 
 
 def _shadowed_builtins(namespace):
-    """The builtin names (not "_..."; at most 1000) the program's module binds to another object, or whose builtin
+    """The builtin names (not "_..."; at most 900) the program's module binds to another object, or whose builtin
     it replaced: a test runs in the program's module in CPython, so ``except ValueError`` would read the program's
     (the judge refuses a test that reads one)."""
     shadowed = []
@@ -99,15 +99,16 @@ def _exception_chain(kind, tagged=False):
     stand-ins are one per class object, not per name); ``bases``: its direct bases in order, each a later entry's
     number or a builtin's name, or null where the judge cannot rebuild it (a class of C code or of a library, whose
     real class the test may hold, or with a metaclass, whose hooks are not rebuilt), so the judge makes the same
-    MRO or refuses the test. ``tagged``: as tuples, inside
-    a value (tuples are never numbered, so the record's numbering stays the judge's)."""
+    MRO or refuses the test. ``tagged``: as tuples, inside a value (tuples are never numbered, so the record's
+    numbering stays the judge's)."""
     chain, start, end = [], '{"t": [' if tagged else "[", "]}" if tagged else "]"
     for klass in type.__dict__["__mro__"].__get__(kind):
         if _builtin(klass):
             continue
         members = type.__dict__["__dict__"].__get__(klass)
         rebuilt = _type(klass) is type and type.__dict__["__flags__"].__get__(klass) & _HEAPTYPE
-        rebuilt = rebuilt and members.get("__module__") == "__main__"  # the program's, not a library's
+        module = members.get("__module__")
+        rebuilt = rebuilt and _type(module) is str and module == "__main__"  # the program's, not a library's
         own = not rebuilt or any(_type(key) is not str or key not in _PLAIN_MEMBERS for key in members)
         name = _json_str(type.__dict__["__name__"].__get__(klass))
         bases = [_base(base) for base in type.__dict__["__bases__"].__get__(klass)] if rebuilt else ["null"]
