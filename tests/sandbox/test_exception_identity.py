@@ -12,8 +12,8 @@ from tests.sandbox.test_test_environment import cpython_passes
 from trl_ext.rewards import CodeTests
 from trl_ext.sandbox import forkserver, get_backend
 from trl_ext.sandbox.backends import BACKEND_ENV, URL_ENV
-from trl_ext.sandbox.program_exceptions import _exception_class, exception_details
-from trl_ext.sandbox.records import _described_names
+from trl_ext.sandbox.program_exceptions import _MAX_CLASSES, _exception_class, exception_details, shadowed_reads
+from trl_ext.sandbox.records import RunHistory, _described_names
 
 REDEFINED = """class MyErr(Exception):
     pass
@@ -73,6 +73,71 @@ RIGHT = [  # CPython passes each; a judge keying stand-ins by name failed all bu
     "assert kind(old) is kind(old) and kind(old) is not kind(new) and kind(a) is not kind(b)\n"
     "assert kind(old).__name__ == kind(new).__name__ == 'MyErr' and issubclass(kind(b), ValueError)",
 ]
+# red team round 7: the stand-ins keep each class's exact bases (mixins, diamonds, two builtin bases); where the
+# judge cannot rebuild a class exactly (more classes than its cap, a group whose exceptions do not cross, a class
+# renamed or rebased during the run) it refuses the test: never a class with fewer relations
+BASES = """import json
+class AppError(Exception):
+    pass
+class NotFound(AppError, KeyError):
+    pass
+class A(Exception):
+    pass
+class B(Exception):
+    pass
+class C(A, B):
+    pass
+class Both(KeyError, TypeError):
+    pass
+class E(TypeError):
+    pass
+def nf():
+    raise NotFound("k")
+def diamond():
+    raise C("x")
+def both():
+    raise Both("x")
+def per(i):
+    class Per(ValueError if i >= 260 else KeyError):
+        pass
+    raise Per(i)
+def group():
+    raise ExceptionGroup("g", [ValueError(1), TypeError(2)])
+def rebased():
+    E.__bases__ = (ValueError,)
+    raise E("x")
+def renamed():
+    E.__name__ = "Renamed"
+    raise E("y")
+class Done(StopIteration):
+    pass
+def done():
+    raise Done("x")
+def lib():
+    json.loads("{")
+"""
+BASES_WRONG = [
+    NOT_CAUGHT.format(call="nf", name="AppError"),
+    NOT_CAUGHT.format(call="diamond", name="A"),
+    NOT_CAUGHT.format(call="both", name="TypeError"),
+    "for i in range(270):\n    try:\n        per(i)\n    except ValueError:\n        raise AssertionError(i)\n"
+    "    except Exception:\n        pass",
+    "bad = False\ntry:\n    group()\nexcept* ValueError:\n    bad = True\nexcept* Exception:\n    pass\nassert not bad",
+    NOT_CAUGHT.format(call="rebased", name="E"),
+    "try:\n    renamed()\nexcept Exception as e:\n    assert type(e).__name__ == 'E'",
+    NOT_CAUGHT.format(call="done", name="StopIteration"),  # a call's StopIteration stays one (PEP 479: generators)
+    "import json\n" + NOT_CAUGHT.format(call="lib", name="json.JSONDecodeError"),  # a library's class: refused
+]
+BASES_RIGHT = [
+    CAUGHT.format(call="nf", name="AppError") + "\n" + CAUGHT.format(call="nf", name="KeyError"),
+    CAUGHT.format(call="diamond", name="A")
+    + "\nassert issubclass(C, A) and issubclass(C, B) and not issubclass(A, B)",
+    CAUGHT.format(call="both", name="TypeError") + "\nassert Both.__mro__[1:] == (KeyError, LookupError, TypeError, "
+    "Exception, BaseException, object)",
+    "kinds = set()\nfor i in range(100):\n    try:\n        per(i)\n    except KeyError as e:\n        kinds.add(type(e))\n"
+    "assert len(kinds) == 100",
+    CAUGHT.format(call="done", name="Done"),
+]
 # a first pass guesses f() > 0 and calls g(); the next run, without g(), must give h() the same record: a class's
 # number may not depend on the calls a run makes first (the module's classes are numbered once it has loaded)
 SHIFTING = """import collections
@@ -98,6 +163,35 @@ try:
 except Exception as e:
     assert type(e).__name__ == "Hidden2" and e.args[0].b == 2 and type(e.args[0]).__name__ == "Pair"
 """
+# classes numbered where they first cross (in a namespace class, made in a call): the binding rule compares
+# records up to a consistent renaming of class numbers (red team R7-2)
+NESTED = """def f():
+    return -1
+class Errors:
+    class A(Exception):
+        pass
+    class B(KeyError):
+        pass
+def g():
+    class Made(Exception):
+        pass
+    raise Errors.A(Made())
+def h():
+    raise Errors.B("k")
+def j():
+    class Late(ValueError):
+        pass
+    raise Late()
+"""
+NESTED_TEST = SHIFTING_TEST.replace('"Hidden2"', '"B" and isinstance(e, KeyError)').replace(
+    ' and e.args[0].b == 2 and type(e.args[0]).__name__ == "Pair"', ""
+)
+NESTED_TEST += "try:\n    j()\nexcept ValueError as e:\n    assert type(e).__name__ == 'Late'\n"
+# the test runs in the program's module in CPython: a builtin name the program rebinds is the program's object
+# there (red team R7-5); the judge refuses a test that reads one, and judges one that reads none
+SHADOW = "Exception = KeyError\nlen = None\ndef f():\n    raise TypeError('x')\ndef g():\n    raise ValueError('v')\n"
+SHADOW_WRONG = "try:\n    f()\nexcept Exception:\n    pass"
+SHADOW_RIGHT = "try:\n    g()\nexcept ValueError:\n    pass\nassert __name__ == '__main__'"
 # (backend, fork server): the per-run bwrap launch, landlock's fork server (the suite's default is fork servers)
 # and sandbox-serve (the session's server, with its own default)
 LAUNCHES = [("bwrap", "0"), ("landlock", "1"), ("remote", "1")]
@@ -107,6 +201,10 @@ def test_the_plain_cpython_verdicts():
     assert not any(cpython_passes(REDEFINED, test) for test in WRONG)
     assert all(cpython_passes(REDEFINED, test) for test in RIGHT)
     assert cpython_passes(SHIFTING, SHIFTING_TEST)
+    assert cpython_passes(NESTED, NESTED_TEST) and "B" in NESTED_TEST
+    assert not cpython_passes(SHADOW, SHADOW_WRONG) and cpython_passes(SHADOW, SHADOW_RIGHT)
+    assert not any(cpython_passes(BASES, test) for test in BASES_WRONG)
+    assert all(cpython_passes(BASES, test) for test in BASES_RIGHT)
 
 
 @pytest.mark.parametrize("launch", LAUNCHES, ids=["-".join(launch) for launch in LAUNCHES])
@@ -121,25 +219,107 @@ def test_program_exception_classes_keep_their_identity_through_code_tests(launch
     get_backend(backend)  # raises SandboxUnavailable where the backend cannot run
     outcomes: dict[str, float] = {}
     reward = CodeTests(timeout_s=10.0, mode="binary")
-    tests = WRONG + RIGHT + [SHIFTING_TEST]
-    programs = [f"```python\n{program}\n```" for program in [REDEFINED] * (len(tests) - 1) + [SHIFTING]]
+    tests = WRONG + RIGHT + [SHIFTING_TEST, NESTED_TEST]
+    programs = [f"```python\n{program}\n```" for program in [REDEFINED] * (len(tests) - 2) + [SHIFTING, NESTED]]
     scores = reward(programs, tests=[{"kind": "assert", "code": t} for t in tests], log_metric=outcomes.__setitem__)
-    assert scores == [0.0] * len(WRONG) + [1.0] * (len(RIGHT) + 1), list(zip(tests, scores))
+    assert scores == [0.0] * len(WRONG) + [1.0] * (len(RIGHT) + 2), list(zip(tests, scores))
     assert outcomes["code_tests/infra_error"] == 0.0 and outcomes["code_tests/unsupported_test"] == 0.0
+    tests = BASES_WRONG + BASES_RIGHT + [SHADOW_WRONG, SHADOW_RIGHT]
+    programs = [f"```python\n{BASES}\n```"] * (len(tests) - 2) + [f"```python\n{SHADOW}\n```"] * 2
+    scores = reward(programs, tests=[{"kind": "assert", "code": t} for t in tests], log_metric=outcomes.__setitem__)
+    assert scores == [0.0] * len(BASES_WRONG) + [1.0] * len(BASES_RIGHT) + [0.0, 1.0], list(zip(tests, scores))
+    assert outcomes["code_tests/infra_error"] == 0.0
 
 
-def test_stand_ins_are_one_per_class_number_and_a_forged_number_is_malformed():
-    classes: dict = {"refuse": None}
-    first = _exception_class([["MyErr", False, 0]], ValueError, classes)
-    again = _exception_class([["MyErr", False, 0]], ValueError, classes, "doc")
-    other = _exception_class([["MyErr", False, 1]], ValueError, classes)
-    child = _exception_class([["Child", False, 2], ["MyErr", False, 0]], ValueError, classes)
+def test_stand_ins_are_one_per_class_number_with_exact_bases_and_a_forged_record_is_malformed():
+    refused: list = []
+
+    def refuse(why: str) -> None:
+        refused.append(why)
+        raise LookupError(why)
+
+    classes: dict = {"refuse": refuse}
+    first = _exception_class([["MyErr", False, 0, ["ValueError"]]], None, classes)
+    again = _exception_class([["MyErr", False, 0, ["ValueError"]]], None, classes, "doc")
+    other = _exception_class([["MyErr", False, 1, ["ValueError"]]], None, classes)
+    child = _exception_class([["Child", False, 2, [0]], ["MyErr", False, 0, ["ValueError"]]], None, classes)
+    mixin = [["NotFound", False, 3, [4, "KeyError"]], ["AppError", False, 4, ["Exception"]]]
+    not_found, app = _exception_class(mixin, None, classes), _exception_class(mixin[1:], None, classes)
     assert first is again and first is not other and first.__name__ == other.__name__ == "MyErr"
     assert issubclass(child, first) and not issubclass(child, other)
+    assert not_found.__mro__[1:] == (app, KeyError, LookupError, Exception, BaseException, object)
+    owned = [["Sub", False, 5, [6]], ["Owner", True, 6, ["ValueError"]]]  # Owner defines __init__: Sub runs it
+    assert _exception_class(owned, None, classes)._trl_ext_own and not not_found._trl_ext_own
+    for changed in (["MyErr", False, 0, ["TypeError"]], ["Renamed", False, 0, ["ValueError"]]):  # mid-run
+        with pytest.raises(LookupError):
+            _exception_class([changed], None, classes)
+    with pytest.raises(LookupError):  # a base the judge cannot rebuild (C code, a metaclass)
+        _exception_class([["Lib", False, 9, [None]]], None, classes)
+    assert len(refused) == 3 and not refused[-1].startswith("the test makes")
+    with pytest.raises(LookupError):  # the test makes an instance of Sub: Owner's __init__ is the program's code
+        _exception_class(owned, None, classes)("x")
+    many: dict = {"refuse": refuse}
+    for number in range(_MAX_CLASSES):
+        _exception_class([["Per", False, number, ["ValueError"]]], None, many)
+    with pytest.raises(LookupError):  # past the cap: refused, not a class without its builtin base
+        _exception_class([["Per", False, _MAX_CLASSES, ["ValueError"]]], None, many)
     for number in (-1, 1 << 20, 10**30, "0", True, 0.0, None):
-        record = {"ok": False, "raised": "ValueError", "cls": [["MyErr", False, number]]}
+        record = {"ok": False, "raised": "ValueError", "cls": [["MyErr", False, number, ["ValueError"]]]}
         with pytest.raises(ValueError):
             exception_details(record, {"nans": {}, "classes": {}})
-        assert _described_names({"names": [["E", ["exc", [["E", False, number]], "ValueError", None]]]}) is None
-    assert _described_names({"names": [["E", ["exc", [["E", False]], "ValueError", None]]]}) is None  # no number
-    assert _described_names({"names": [["E", ["exc", [["E", False, 3]], "ValueError", None]]]}) is not None
+        entry = ["exc", [["E", False, number, ["ValueError"]]], "ValueError", None]
+        assert _described_names({"names": [["E", entry]]}) is None
+    for chain in FORGED_CHAINS:
+        assert _described_names({"names": [["E", ["exc", chain, "ValueError", None]]]}) is None, chain
+    assert _described_names({"names": [["E", ["exc", mixin, "ValueError", None]]]}) is not None
+
+
+FORGED_CHAINS = [
+    [["E", False, 3]],  # no bases
+    [["E", False, 3, []]],
+    [["E", False, 3, [3]]],  # its own base: a cycle
+    [["E", False, 3, [4]], ["B", False, 4, [3]]],  # a base before it in the MRO: a cycle
+    [["E", False, 3, [5]]],  # a base not in the chain
+    [["E", False, 3, ["NoSuchError"]]],
+    [["E", False, 3, [["ValueError"]]]],  # unhashable
+    [["E", False, 3, ["ValueError"]], ["E", False, 3, ["ValueError"]]],  # one number twice
+    [["E", False, 3, "ValueError"]],
+]
+
+
+def _raised(*numbers: int) -> dict:
+    return {"ok": False, "raised": "KeyError", "cls": [["E", False, n, ["KeyError"]] for n in numbers[:1]]}
+
+
+def test_the_binding_rule_holds_records_up_to_a_consistent_renaming_of_class_numbers():
+    calls = [["f", [], {}, []], ["g", [], {}, []], ["h", [], {}, []], ["k", [], {}, []]]
+    first = [{"ok": True, "value": 1}, _raised(0), _raised(1), _raised(1)]  # g's class 0; h and k raise class 1
+    without_g = [calls[0], calls[2], calls[3]]
+
+    def after_first(run_calls: list, results: list) -> bool:
+        history = RunHistory()
+        assert not history.conflicts(calls, first)
+        return history.conflicts(run_calls, [{"ok": True, "value": 1}, *results])
+
+    assert not after_first(without_g, [_raised(0), _raised(0)])  # no g(): h's class is 0 now (0 -> 1), k's too
+    assert after_first(without_g, [_raised(0), _raised(5)])  # h and k: one class, then two
+    assert after_first(calls[:3], [_raised(2), _raised(2)])  # g and h: two classes, then one
+    assert after_first(without_g, [_raised(0), {"ok": True, "value": 2}])  # not a class number: compared as it is
+    history = RunHistory()  # a class first answered in a later run is bound under its renamed number
+    assert not history.conflicts(calls[:2], first[:2])
+    assert not history.conflicts(calls[:3], [{"ok": True, "value": 1}, _raised(4), _raised(0)])
+    assert not history.conflicts(calls[:3], [{"ok": True, "value": 1}, _raised(1), _raised(2)])
+    assert history.conflicts(calls[:3], [{"ok": True, "value": 1}, _raised(3), _raised(3)])
+
+
+def test_a_builtin_the_program_rebinds_is_refused_only_where_the_test_reads_it():
+    program = [["Exception", ["shadow"]], ["len", ["shadow"]], ["f", ["fn", "f", None]]]
+    assert shadowed_reads("try:\n    f()\nexcept Exception:\n    pass", None, program) == ["Exception"]
+    assert shadowed_reads("assert len(f()) == 1", "def helper():\n    return Exception", program) == [
+        "Exception",
+        "len",
+    ]
+    assert shadowed_reads("Exception = ValueError\nimport len\nassert f()", None, program) == []  # its own
+    assert shadowed_reads("assert f() == 1", None, program) == []
+    assert _described_names({"names": program}) == program
+    assert _described_names({"names": [["len", ["shadow", 1]]]}) is None

@@ -136,6 +136,12 @@ def _exception_fields(rng: random.Random) -> dict:
     chains = ([["E", False, 0]], [["E", True, 1], ["Base", False, 0]], [["E", 1, 0]], [["a b", False, 0]], [["E"]])
     chains += ("E", [], [[]], [["E", False]], [["E", False, 0], ["E", False, 0]], [["E", True, 0], ["E", False, 1]])
     chains += tuple([["E", False, n]] for n in (-1, 1 << 20, 10**30, "0", True, 0.0, None))  # forged class numbers
+    # [name, own, number, bases]: exact bases (red team round 7), and forged or garbled bases lists
+    chains += ([["E", False, 0, ["ValueError"]]], [["N", False, 2, [1, "KeyError"]], ["A", True, 1, ["Exception"]]])
+    chains += ([["E", False, 0, [None]]], [["E", False, 0, ["object", "TypeError"]]], [["E", False, 0, [0]]])
+    chains += ([["E", False, 0, [1]], ["B", False, 1, [0]]], [["E", False, 0, [7]]], [["E", False, 0, []]])
+    chains += ([["E", False, 0, [["x"]]]], [["E", False, 0, "ValueError"]], [["E", False, 0, [1.5, {"a": 1}]]])
+    chains += ([["E", False, 0, ["NoSuch"]]], [["E", False, 0, ["ValueError"] * 17]], [["E", False, 0, [True]]])
     attrs = ({"d": [["name", "x"]]}, {"d": [["obj", _value(rng)]]}, {"d": [["__str__", 5]]}, {"d": [["zz", 1]]})
     attrs += ({"d": [["filename", "f"], ["filename2", {"a": 0}]]}, [1], {"d": [["__str__", "s"]]}, _value(rng))
     nested = (
@@ -144,6 +150,8 @@ def _exception_fields(rng: random.Random) -> dict:
     )
     nested += ({"t": ["E", [], {"t": [{"t": ["E", False]}]}, {"d": []}]},)
     nested += tuple({"t": ["E", [], {"t": [{"t": ["E", False, n]}]}, {"d": []}]} for n in (1, -1, 10**30, "1"))
+    tagged = ({"t": ["ValueError"]}, {"t": [None]}, {"t": [0]}, {"t": [{"t": [1]}]}, ["ValueError"], {"t": []})
+    nested += tuple({"t": ["E", [], {"t": [{"t": ["E", False, 0, b]}]}, {"d": []}]} for b in tagged)
     nested += ({"t": ["E", [], 5, {"d": []}]}, {"t": ["E", [], {"t": [1]}, {"d": []}]}, {"t": ["E", [1]]}, "x", 3)
     nested += ({"t": ["E", None, None, {"d": [["__str__", 1]]}]}, {"t": ["V", [], None, {"d": [["zz", 1]]}]})
     attrs += tuple({"d": [[rng.choice(["__cause__", "__context__"]), n]]} for n in nested)
@@ -159,7 +167,10 @@ def _description(rng: random.Random) -> dict:
                "ValueError", None]], ["E", ["exc", [["E", True, 1]], "NoSuchError", None]], ["E", ["exc", [["E", True, 0]], ["x"], None]], ["E", ["exc", [], "ValueError",
                "d"]], ["1", ["fn", "f", None]], ["f", ["fn"]], ["f", []], ["f", "x"], [], "x", ["E", ["exc", [["E",
                False, 2]], "KeyError", "x" * 200_000]], ["E", ["exc", [["E", False]], "ValueError", None]], ["E", ["exc",
-               [["E", False, -1]], "ValueError", None]], ["E", ["exc", [["E", False, 10**30]], "ValueError", None]])  # fmt: skip
+               [["E", False, -1]], "ValueError", None]], ["E", ["exc", [["E", False, 10**30]], "ValueError", None]],
+               ["E", ["exc", [["E", False, 0, ["ValueError"]]], "ValueError", None]], ["E", ["exc", [["E", False, 0,
+               [1, "KeyError"]], ["A", False, 1, ["Exception"]]], "KeyError", "d"]], ["E", ["exc", [["E", False, 0,
+               [0]]], "ValueError", None]], ["E", ["exc", [["E", False, 0, [None]]], "ValueError", None]])  # fmt: skip
     return {"names": [rng.choice(entries) for _ in range(rng.randint(0, 4))]} if rng.random() < 0.9 else {"x": 1}
 
 
@@ -206,10 +217,20 @@ def test_fuzzed_records_and_values_never_raise_and_stay_within_a_time_bound():
     assert programs >= 2000
 
 
+class _Refused(BaseException):
+    """The evaluation's refusal (``replay._Session.refuse`` unwinds with a BaseException too)."""
+
+
 def test_fuzzed_descriptions_and_exception_details_stay_total():
     """The program's description (the test's names: functions, exception classes) and a raised exception's
-    program classes and attributes: checked totally (None or ValueError), and an exception is always made."""
-    rng = random.Random(22)
+    program classes and attributes: checked totally (None or ValueError), and an exception is always made, or the
+    test refused where it cannot be made as the program made it (the evaluation's refusal, never another error)."""
+    rng, refused = random.Random(22), []
+
+    def refuse(why: str) -> None:
+        refused.append(why)
+        raise _Refused
+
     for _ in range(10_000):
         record = {
             "ok": False,
@@ -222,10 +243,14 @@ def test_fuzzed_descriptions_and_exception_details_stay_total():
             details = exception_details(record, memo)
         except ValueError:
             continue
-        made = _program_exception(record["raised"], "f", args, details, {"refuse": None})
+        try:
+            made = _program_exception(record["raised"], "f", args, details, {"refuse": refuse})
+        except _Refused:
+            continue
         assert isinstance(made, BaseException) and isinstance(str(made), str)
         names = _described_names(_description(rng))
         assert names is None or all(type(entry[1]) is list for entry in names)
+    assert 0 < len(refused) < 10_000 and all(type(why) is str for why in refused)
     stream = RecordStream("@@m@@", "calls", 1, described=True)
     stream.feed('\n@@m@@{"names": [["f", ["fn", "f", "doc"]]]}\n@@m@@{"names": []}\n')
     assert stream.names == [["f", ["fn", "f", "doc"]]] and stream.invalid  # a second description is a forgery

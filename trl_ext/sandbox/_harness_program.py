@@ -9,6 +9,8 @@ modules only, no trl_ext import).
   arguments (``AttributeError.name``, ``OSError.filename``...), as plain data.
 """
 
+import builtins
+
 if False:  # never runs: ``judge.harness_runtime`` compiles the three files as one module
     from trl_ext.sandbox._harness_values import (
         _BUILTIN_EXCEPTIONS,
@@ -23,6 +25,7 @@ if False:  # never runs: ``judge.harness_runtime`` compiles the three files as o
         _type,
     )
 
+_ORIGINAL_BUILTINS = dict(vars(builtins))  # as the harness found them, before the program ran
 _MAX_CHAIN = 16  # program exception classes between a raised one and its builtin base
 # class members that change nothing a stand-in class could get wrong (a class with others is "own": see the judge)
 _PLAIN_MEMBERS = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__"})
@@ -46,7 +49,22 @@ def _describe(namespace, names):
             entry = None
         if entry is not None:
             entries.append("[" + _json_str(name) + "," + entry + "]")
+    entries += ["[" + _json_str(name) + ',["shadow"]]' for name in _shadowed_builtins(namespace)]
     return '{"names": [' + ",".join(entries) + "]}"
+
+
+def _shadowed_builtins(namespace):
+    """The builtin names (not "_..."; at most 900) the program's module binds to another object, or whose builtin
+    it replaced: a test runs in the program's module in CPython, so ``except ValueError`` would read the program's
+    (the judge refuses a test that reads one)."""
+    shadowed = []
+    current = vars(builtins)
+    for name, original in dict.items(_ORIGINAL_BUILTINS):
+        if name[:1] != "_" and len(shadowed) < 900:
+            mine = dict.get(namespace, name, original)
+            if mine is not original or dict.get(current, name, original) is not original:
+                shadowed.append(name)
+    return shadowed
 
 
 def _number_module_classes(namespace, limit=4096):
@@ -75,20 +93,53 @@ def _description(value):
 
 
 def _exception_chain(kind, tagged=False):
-    """[[name, own, number], ...]: the program's exception classes of ``kind``'s MRO, ``kind`` first; ``own`` when
-    the class defines more than a docstring (an ``__init__``, ``__str__``, attributes...), which the judge cannot
-    rebuild; ``number``: the class object's number in the run (the judge's stand-ins are one per class object, not
-    per name: a class redefined under its old name is another class). ``tagged``: as tuples, inside a value (tuples
-    are never numbered, so the record's numbering stays the judge's)."""
+    """[[name, own, number, bases], ...]: the classes of ``kind``'s MRO but ``object`` and the builtin exceptions,
+    ``kind`` first; ``own`` when the class defines more than a docstring (an ``__init__``, ``__str__``,
+    attributes...), which the judge cannot rebuild; ``number``: the class object's number in the run (the judge's
+    stand-ins are one per class object, not per name); ``bases``: its direct bases in order, each a later entry's
+    number or a builtin's name, or null where the judge cannot rebuild it (a class of C code or of a library, whose
+    real class the test may hold, or with a metaclass, whose hooks are not rebuilt), so the judge makes the same
+    MRO or refuses the test. ``tagged``: as tuples, inside a value (tuples are never numbered, so the record's
+    numbering stays the judge's)."""
     chain, start, end = [], '{"t": [' if tagged else "[", "]}" if tagged else "]"
-    for klass in kind.__mro__:
-        if klass.__flags__ & _HEAPTYPE and issubclass(klass, BaseException):
-            own = any(_type(key) is not str or key not in _PLAIN_MEMBERS for key in klass.__dict__)
-            name = _json_str(type.__dict__["__name__"].__get__(klass))
-            chain.append(start + name + "," + str(own).lower() + "," + _int_repr(_number(_CLASSES, klass)) + end)
+    for klass in type.__dict__["__mro__"].__get__(kind):
+        if _builtin(klass):
+            continue
+        members = type.__dict__["__dict__"].__get__(klass)
+        rebuilt = _type(klass) is type and type.__dict__["__flags__"].__get__(klass) & _HEAPTYPE
+        module = members.get("__module__")
+        rebuilt = rebuilt and _type(module) is str and module == "__main__"  # the program's, not a library's
+        own = not rebuilt or any(_type(key) is not str or key not in _PLAIN_MEMBERS for key in members)
+        name = _json_str(type.__dict__["__name__"].__get__(klass))
+        bases = [_base(base) for base in type.__dict__["__bases__"].__get__(klass)] if rebuilt else ["null"]
+        bases = start + ",".join(bases) + end
+        chain.append(start + name + "," + str(own).lower() + "," + _int_repr(_number(_CLASSES, klass)) + "," + bases)
+        chain[-1] += end
     if len(chain) > _MAX_CHAIN:
         raise TypeError("exception classes nested too deeply")
     return start + ",".join(chain) + end
+
+
+def _chain_or_unknown(kind, tagged=False):
+    """``_exception_chain``, or where it cannot be read (a hostile metaclass, too deep) one class of no known
+    base: the judge refuses the test then, rather than raise a class with fewer relations."""
+    try:
+        return _exception_chain(kind, tagged)
+    except BaseException:  # noqa: B036
+        start, end = ('{"t": [', "]}") if tagged else ("[", "]")
+        entry = start + '"Unknown",true,' + _int_repr(_number(_CLASSES, kind)) + "," + start + "null" + end + end
+        return start + entry + end
+
+
+def _builtin(klass):
+    """Whether ``klass`` is ``object`` or a builtin exception class (the judge has its own)."""
+    return klass is object or _BUILTIN_EXCEPTIONS.get(type.__dict__["__name__"].__get__(klass)) is klass
+
+
+def _base(klass):
+    if _builtin(klass):
+        return _json_str(type.__dict__["__name__"].__get__(klass))
+    return _int_repr(_number(_CLASSES, klass))
 
 
 def _first_builtin(kind):
@@ -101,12 +152,9 @@ def _first_builtin(kind):
 def _exception_extra(exc):
     """', "cls": chain' for an exception of a program class and ', "attrs": {...}' with what it holds beyond its
     args (``_attributes``); either may be absent."""
-    text, kind = "", _type(exc)
-    try:
-        if kind.__flags__ & _HEAPTYPE:
-            text = ', "cls": ' + _exception_chain(kind)
-    except BaseException:  # noqa: B036
-        text = ""
+    kind = _type(exc)
+    # a program's class, or one of C code the judge refuses to replace by its base
+    text = "" if _builtin(kind) else ', "cls": ' + _chain_or_unknown(kind)
     global _SEEN
     seen, _SEEN = _SEEN, {}  # numbered on their own: the judge decodes them alone (the run's numbering stays)
     try:
@@ -165,7 +213,7 @@ def _nested_text(nested, depth):
         return None
     kind = _type(exc)
     head = '{"t": [' + _json_str(_first_builtin(kind)) + "," + _encode(list(BaseException.args.__get__(exc))) + ","
-    chain = _exception_chain(kind, True) if kind.__flags__ & _HEAPTYPE else "null"
+    chain = "null" if _builtin(kind) else _chain_or_unknown(kind, True)
     return head + chain + "," + _attributes(exc, kind, chain != "null", depth + 1) + "]}"
 
 

@@ -8,7 +8,9 @@ the package and in the evaluation worker (which runs ``replay.py`` by its path) 
 
 from __future__ import annotations
 
+import ast
 import builtins
+import functools
 import sys
 from typing import Any
 
@@ -19,25 +21,24 @@ else:  # the evaluation worker: loaded by its path after plain_data.py (see repl
 
 # KeyboardInterrupt and SystemExit too: a test's ``except Exception`` must not catch them
 _EXCEPTIONS = {k: v for k, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}
-
-
-class ProgramError(Exception):
-    """Raised by a stand-in whose call raised an exception that is not a builtin exception class."""
+_BASES = {**_EXCEPTIONS, "object": object}  # the builtin bases a program class may name
 
 
 def _program_exception(
     raised: str, name: str, args: Any = None, details: tuple | None = None, classes: dict | None = None
 ) -> BaseException:
     """The exception the program's call raised (its builtin class, or the stand-in of its program class), with its
-    arguments where they crossed and the attributes CPython exposes (``AttributeError.name``, ``__cause__``...)."""
+    arguments where they crossed and the attributes CPython exposes (``AttributeError.name``, ``__cause__``...).
+    Where it cannot be made as the program made it (a group whose exceptions did not cross, a builtin that needs
+    more arguments), the test is refused (``_refuse``): never a class with fewer relations."""
     chain, attributes = details or (None, {})
-    builtin = _EXCEPTIONS.get(raised)
-    try:  # a few builtin exceptions need more arguments (UnicodeDecodeError): without them, ProgramError
-        values = args if type(args) is list else [f"raised by the program's {name}()"]
-        kind = _exception_class(chain, builtin, classes) if chain and builtin and classes is not None else builtin
-        exc = type.__call__(kind or ProgramError, *values)  # past a stand-in's refusal to be made by the test
+    classes = {} if classes is None else classes
+    values = args if type(args) is list else [f"raised by the program's {name}()"]
+    kind = _exception_class(chain, None, classes) if chain else _EXCEPTIONS.get(raised)
+    try:
+        exc = type.__call__(kind, *values)  # past a stand-in's refusal to be made by the test
     except (TypeError, ValueError, OverflowError):
-        return ProgramError(f"{raised} raised by the program's {name}()")
+        _refuse(classes, f"the program's {name}() raised a {raised} the test cannot be given as it was")
     for attribute, value in attributes.items():
         if attribute in ("__cause__", "__context__") and type(value) is tuple:  # (builtin name, args, chain, attrs)
             chain = [list(c) for c in value[2]] if value[2] else None
@@ -53,10 +54,19 @@ def _program_exception(
     return exc
 
 
+def _refuse(classes: dict, why: str) -> None:
+    """Refuse the test (the evaluation's "refuse": unsupported_test, 0 for every program): the judge cannot give
+    it the program's exception as CPython would, and any class with fewer relations could pass a wrong program."""
+    refuse = classes.get("refuse")
+    if refuse is not None:
+        refuse(why)  # raises
+    raise LookupError(why)
+
+
 _ATTRIBUTES = {"name": (AttributeError, NameError, ImportError), "obj": AttributeError, "path": ImportError}
 _ATTRIBUTES.update(filename=OSError, filename2=OSError, __str__=BaseException, __suppress_context__=BaseException)
 _ATTRIBUTES.update(__cause__=BaseException, __context__=BaseException, __dict__=BaseException)
-_STR, _MAX_CLASSES = "_trl_ext_program_str", 64  # the program's own str() of an exception; classes per evaluation
+_STR, _MAX_CLASSES = "_trl_ext_program_str", 256  # the program's own str() of an exception; classes per evaluation
 _MAX_CLASS_NUMBER = 1 << 20  # the classes a run numbers (a record naming a bigger number is malformed)
 
 
@@ -70,24 +80,47 @@ class _StandInClass(type):
         return super().__call__(*args, **kwargs)
 
 
-def _exception_class(chain: list, builtin: type, classes: dict, doc: str | None = None) -> type:
-    """The stand-in of the program's exception class ``chain[0]`` ([[name, own, number], ...] down to ``builtin``),
-    one per class object of the run (its number, its bases' and its builtin base; never its name: two classes of
-    one name are two classes): ``except MyErr`` catches it and its subclasses, as in CPython."""
-    key = (tuple(number for _, _, number in chain), builtin.__name__)
-    if key not in classes:
-        if len(classes) >= _MAX_CLASSES:
-            raise ValueError(f"more than {_MAX_CLASSES} program exception classes")
-        parent = _exception_class(chain[1:], builtin, classes) if len(chain) > 1 else builtin
+def _exception_class(chain: list, builtin: Any, classes: dict, doc: str | None = None) -> type:
+    """The stand-in of the program's class ``chain[0]``: ``chain`` holds [name, own, number, bases] of it and of
+    every class of its MRO but ``object`` and builtin exceptions, ``bases`` its direct bases in order (another
+    entry's number, a builtin's name, None for one the judge cannot rebuild). One stand-in per class number of the
+    run (never per name), made with those exact bases, so its MRO is CPython's (``except MyErr``, mixins, diamonds);
+    where that cannot be (an unknown base, a class whose name or bases changed during the run, past
+    ``_MAX_CLASSES``) the test is refused (``_refuse``). ``builtin``: unused (the bases say it)."""
+    entries = {entry[2]: entry for entry in chain}
+    return _stand_in(chain[0], entries, classes, doc)
 
-        def __str__(self: BaseException) -> str:
-            text = self.__dict__.get(_STR)
-            return text if type(text) is str else parent.__str__(self)
 
-        members = {"__module__": "__main__", "__qualname__": chain[0][0], "__doc__": doc, "__str__": __str__}
-        members.update(_trl_ext_own=chain[0][1], _trl_ext_refuse=classes.get("refuse"))
-        classes[key] = _StandInClass(chain[0][0], (parent,), members)
-    return classes[key]
+def _stand_in(entry: list, entries: dict, classes: dict, doc: str | None = None) -> type:
+    name, own, number, bases = entry[0], entry[1], entry[2], tuple(entry[3])
+    known = classes.get(number)
+    if known is not None:
+        if known[1] != (name, own, bases):
+            _refuse(classes, f"the program changed its class {name} (its name or bases) during the run")
+        return known[0]
+    if sum(type(key) is int for key in classes) >= _MAX_CLASSES:
+        _refuse(classes, f"the program's exceptions have more than {_MAX_CLASSES} classes")
+    parents = []
+    for base in bases:  # a later entry (``_is_chain``): the recursion ends
+        parent = _stand_in(entries[base], entries, classes) if type(base) is int else _BASES.get(base)
+        if parent is None:
+            _refuse(classes, f"the program's class {name} derives from a class the judge cannot rebuild")
+        parents.append(parent)
+    made: list = []
+
+    def __str__(self: BaseException) -> str:
+        text = self.__dict__.get(_STR)
+        return text if type(text) is str else super(made[0], self).__str__()
+
+    members = {"__module__": "__main__", "__qualname__": name, "__doc__": doc, "__str__": __str__}
+    inherited = any(getattr(parent, "_trl_ext_own", False) for parent in parents)  # a base's __init__ runs too
+    members.update(_trl_ext_own=own or inherited, _trl_ext_refuse=classes.get("refuse"))
+    try:  # CPython made this layout, so type() makes it too; a forged record may name one it refuses
+        made.append(_StandInClass(name, tuple(parents), members))
+    except TypeError:
+        _refuse(classes, f"the program's class {name} has bases the judge cannot combine")
+    classes[number] = (made[0], (name, own, bases))
+    return made[0]
 
 
 def exception_details(record: dict, memo: dict) -> tuple[list | None, dict]:
@@ -129,14 +162,49 @@ def _tuples(value: Any) -> bool:
 
 
 def _is_chain(chain: Any) -> bool:
-    """[[name, own, number], ...]: 1 to 16 classes, each a name, a bool and its number in the run (a small int)."""
-    return (
-        type(chain) is list
-        and 0 < len(chain) <= 16
-        and all(type(c) is list and len(c) == 3 and type(c[1]) is bool and _identifier(c[0]) for c in chain)
-        and all(type(c[2]) is int and 0 <= c[2] < _MAX_CLASS_NUMBER for c in chain)
-    )
+    """[[name, own, number, bases], ...]: 1 to 16 classes, each a name, a bool, its number in the run (a small int,
+    one per entry) and its 1 to 16 direct bases (a tuple inside a value), each the number of a LATER entry (the
+    MRO's order: no cycle), a builtin base's name or None (one the judge cannot rebuild)."""
+    if type(chain) is not list or not 0 < len(chain) <= 16:
+        return False
+    later: set = set()
+    for entry in reversed(chain):
+        if type(entry) is not list or len(entry) != 4 or type(entry[1]) is not bool or not _identifier(entry[0]):
+            return False
+        number, bases = entry[2], entry[3]
+        if type(number) is not int or not 0 <= number < _MAX_CLASS_NUMBER or number in later:
+            return False
+        if type(bases) not in (list, tuple) or not 0 < len(bases) <= 16:
+            return False
+        if not all(_is_base(base, later) for base in bases):
+            return False
+        later.add(number)
+    return True
+
+
+def _is_base(base: Any, later: set) -> bool:
+    return base is None or (type(base) is int and base in later) or (type(base) is str and base in _BASES)
 
 
 def _identifier(name: Any) -> bool:
     return type(name) is str and len(name) <= 100 and name.isidentifier()
+
+
+def shadowed_reads(test: str, prefix: str | None, program: list) -> list[str]:
+    """The builtin names the test (or its prefix) reads without binding them that the program's module rebinds
+    (the description's ["shadow"] entries): in CPython the test would read the program's object."""
+    shadowed = {name for name, what in program if what == ["shadow"]}
+    return sorted(shadowed & _free_reads(test, prefix or "")) if shadowed else []
+
+
+@functools.lru_cache(maxsize=256)
+def _free_reads(test: str, prefix: str) -> frozenset:
+    read, bound = set(), set()
+    for node in ast.walk(ast.Module(body=ast.parse(prefix).body + ast.parse(test).body, type_ignores=[])):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return frozenset(read - bound)

@@ -112,7 +112,8 @@ def _exception_args(record: dict, memo: dict) -> bool:
 
 def _described_names(record: dict) -> list | None:
     """The harness's description of the test's names ({"names": [[name, description], ...]}), checked: a function
-    ["fn", __name__, __doc__] or an exception class ["exc", chain, builtin base, __doc__]; None if malformed."""
+    ["fn", __name__, __doc__], an exception class ["exc", chain, builtin base, __doc__], or a builtin name the
+    program rebinds ["shadow"]; None if malformed."""
     names = record.get("names") if record.keys() == {"names"} else None
     if type(names) is not list or len(names) > 1000:
         return None
@@ -129,6 +130,8 @@ def _described_names(record: dict) -> list | None:
         if doc is not None and (type(doc) is not str or len(doc) > 100_000):
             return None
         if what[:1] == ["fn"] and len(what) == 3 and program_exceptions._identifier(what[1]):
+            continue
+        if what == ["shadow"]:  # a builtin name the program's module binds to another object
             continue
         if (
             what[:1] != ["exc"]
@@ -213,11 +216,14 @@ class RunHistory:
         self.results: list = []
         self.shown: dict[str, int] = {}  # a test call (name, args, kwargs) -> how often one run was shown it
         self.answered: dict[tuple, dict] = {}  # (test call, n-th, the test's changes) -> its first record
+        self.numbers: set[int] = set()  # the class numbers the bound records use (``_Renaming``)
 
     def conflicts(self, calls: list, results: list) -> bool:
-        """Whether the run's ``results`` for ``calls`` break the rules above (then the run is added as seen)."""
+        """Whether the run's ``results`` for ``calls`` break the rules above (then the run is added as seen). Two
+        records are the same up to a consistent renaming of the program's exception class numbers (``_Renaming``):
+        a class is numbered where it first crosses, so the calls a run makes first shift the numbers."""
         conflict, same, seen, unseen, shows = False, True, {}, sum(self.shown.values()), {}
-        last_shown = _last_shown(results)
+        last_shown, renaming, new = _last_shown(results), _Renaming(self.numbers), []
         for k, (call, record) in enumerate(zip(calls, results)):
             same = same and k < len(self.calls) and self.calls[k] == call
             key = json.dumps(call[:3]) if call[0] else None  # an iterator's step ("") shows nothing of the test
@@ -229,17 +235,94 @@ class RunHistory:
             if record.get("missing"):
                 continue
             # the same call: also the same changes of the test before it (to its objects, its streams)
-            first = self.answered.setdefault((key, nth, json.dumps(call[3:])), record) if key is not None else record
+            answer = (key, nth, json.dumps(call[3:])) if key is not None else None
+            first = self.answered.get(answer) if answer is not None else None
             if same and not self.results[k].get("missing"):
                 first = self.results[k]
-            if first is not record:
-                conflict |= _without_duration(first) != _without_duration(record)
+            if first is not None:
+                conflict |= not renaming.matches(first, record)
             elif unseen > 0:  # answered now, after an earlier run showed a call that comes later here
                 conflict = True
+            if answer is not None and answer not in self.answered:
+                new.append((answer, k))
         for key, count in shows.items():
             self.shown[key] = max(count, self.shown.get(key, 0))
-        self.calls, self.results = calls, results
+        bound = [record if record.get("missing") else renaming.bound(record) for record in results]
+        self.answered.update({answer: bound[k] for answer, k in new})
+        self.calls, self.results = calls, bound
         return conflict
+
+
+class _Renaming:
+    """A run's program class numbers -> the bound records' (those of the runs before), one to one. A record is
+    the same as a bound one when all but its class numbers are equal and its numbers map consistently; the run's
+    records are kept renamed (a number never met before gets one no bound record uses)."""
+
+    def __init__(self, used: set) -> None:
+        self.used, self.forward, self.backward = used, {}, {}
+
+    def matches(self, bound: dict, record: dict) -> bool:
+        theirs, ours = [], []
+        shape = _renumbered(_without_duration(bound), lambda n: theirs.append(n) or -1)
+        if shape != _renumbered(_without_duration(record), lambda n: ours.append(n) or -1) or shape is None:
+            return False
+        return len(theirs) == len(ours) and all(self._pair(a, b) for a, b in zip(ours, theirs))
+
+    def _pair(self, ours: int, theirs: int) -> bool:
+        if self.forward.get(ours, theirs) != theirs or self.backward.get(theirs, ours) != ours:
+            return False
+        self.forward[ours], self.backward[theirs] = theirs, ours
+        self.used.add(theirs)
+        return True
+
+    def bound(self, record: dict) -> dict:
+        return _renumbered(record, self._number) or record
+
+    def _number(self, ours: int) -> int:
+        if ours not in self.forward:
+            theirs = ours if ours not in self.used else max(self.used) + 1
+            self.forward[ours], self.backward[theirs] = theirs, ours
+            self.used.add(theirs)
+        return self.forward[ours]
+
+
+def _renumbered(record: dict, number: Any) -> dict | None:
+    """``record`` with each class number of its exception chains ("cls", and those of "attrs"' chained
+    exceptions) replaced by ``number(n)``; every other field as it is (None if a chain is not as checked)."""
+    try:
+        out = dict(record)
+        if out.get("cls") is not None:
+            out["cls"] = _chain_renumbered(out["cls"], number)
+        if "attrs" in out:
+            out["attrs"] = _attributes_renumbered(out["attrs"], number)
+        return out
+    except (TypeError, KeyError, IndexError, AttributeError):
+        return None
+
+
+def _chain_renumbered(chain: Any, number: Any) -> Any:
+    tagged = type(chain) is dict  # inside a value: {"t": [...]} tuples
+    entries = []
+    for entry in chain["t"] if tagged else chain:
+        name, own, klass, bases = entry["t"] if tagged else entry
+        bases = [number(b) if type(b) is int else b for b in (bases["t"] if tagged else bases)]
+        made = [name, own, number(klass), {"t": bases} if tagged else bases]
+        entries.append({"t": made} if tagged else made)
+    return {"t": entries} if tagged else entries
+
+
+def _attributes_renumbered(attributes: Any, number: Any) -> Any:
+    if type(attributes) is not dict or type(attributes.get("d")) is not list:
+        return attributes
+    pairs = []
+    for pair in attributes["d"]:
+        nested = pair[1] if type(pair) is list and len(pair) == 2 else None
+        if pair[0] in ("__cause__", "__context__") and type(nested) is dict and type(nested.get("t")) is list:
+            raised, args, chain, inner = nested["t"]
+            chain = None if chain is None else _chain_renumbered(chain, number)
+            pair = [pair[0], {"t": [raised, args, chain, _attributes_renumbered(inner, number)]}]
+        pairs.append(pair)
+    return {**attributes, "d": pairs}
 
 
 def _last_shown(results: list) -> int:

@@ -30,11 +30,11 @@ import time
 from typing import Any
 
 if __package__:  # the judge: a module of the package
+    from trl_ext.sandbox import program_exceptions as _exceptions
     from trl_ext.sandbox import replay_env
     from trl_ext.sandbox.live import LiveObjects, ProgramIterator
     from trl_ext.sandbox.pending import _contains_pending, _Pending
     from trl_ext.sandbox.plain_data import decode, decode_record, encode, encode_call
-    from trl_ext.sandbox.program_exceptions import _EXCEPTIONS, _exception_class, _program_exception, exception_details
 else:  # the evaluation worker runs this file by its path: the codec is the file next to it (read by its path:
     # a confined worker may read that file but not list its directory, which an import through sys.path needs)
     import importlib.util
@@ -52,12 +52,12 @@ else:  # the evaluation worker runs this file by its path: the codec is the file
     _codec, replay_env = _sibling("plain_data"), _sibling("replay_env")
     decode, decode_record, encode, encode_call = _codec.decode, _codec.decode_record, _codec.encode, _codec.encode_call
     _exceptions = _sibling("program_exceptions")  # after plain_data.py, which it reads
-    _EXCEPTIONS, _exception_class = _exceptions._EXCEPTIONS, _exceptions._exception_class
-    _program_exception, exception_details = _exceptions._program_exception, _exceptions.exception_details
     _pending = _sibling("pending")
     _contains_pending, _Pending = _pending._contains_pending, _pending._Pending
     _live = _sibling("live")
     LiveObjects, ProgramIterator = _live.LiveObjects, _live.ProgramIterator
+_exception_class, shadowed_reads = _exceptions._exception_class, _exceptions.shadowed_reads
+_program_exception, exception_details = _exceptions._program_exception, _exceptions.exception_details
 
 _MAX_CALLS = 20000
 ASSERT_HOOK = "__trl_ext_assert_failed__"
@@ -289,10 +289,8 @@ class _Session:
             return decoded
         if not name:  # the program's iterator ended (or raised: it is then finished too)
             self.live.ended.add(self.calls[-1][1][0])
-        if raised in ("StopIteration", "StopAsyncIteration"):
-            if not name and raised == "StopIteration":
-                raise StopIteration
-            raise RuntimeError(f"the program's {name}() raised {raised}")  # PEP 479: it must not end a loop
+        if not name and raised == "StopIteration" and "cls" not in record:
+            raise StopIteration  # a call's StopIteration stays one: PEP 479 acts in the test's generators, as here
         raise _program_exception(raised, name, decoded, details, self.exception_classes)
 
     def _iterator(self, number: int, generator: bool = False) -> ProgramIterator:
@@ -305,12 +303,15 @@ def _stand_ins(session: _Session, task: dict) -> dict[str, Any]:
     """The test's names for the program's: a function with the program's ``__name__`` and ``__doc__`` that asks
     for a call, or the stand-in class of a program exception class (``_exception_class``)."""
     described = {name: what for name, what in task.get("program") or ()}
+    shadowed = shadowed_reads(task["test"], task.get("prefix"), task.get("program") or [])
+    if shadowed:  # the program rebinds builtins the test reads: in CPython the test reads the program's objects
+        session.refuse(f"the program rebinds {', '.join(shadowed)[:200]}, which the test reads")
     stand_ins = {}
     for name in task["names"]:
         what = described.get(name)
         if what and what[0] == "exc":
             classes = session.exception_classes
-            stand_ins[name] = _exception_class(what[1], _EXCEPTIONS[what[2]], classes, what[3])
+            stand_ins[name] = _exception_class(what[1], None, classes, what[3])
             continue
         stand_ins[name] = session.stand_in(name)
         if what:
