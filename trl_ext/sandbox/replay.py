@@ -291,10 +291,8 @@ class _Session:
             raise RuntimeError(f"the program's {name}() raised {raised}")  # PEP 479: it must not end a loop
         raise _program_exception(raised, name, decoded, details, self.exception_classes)
 
-    def _iterator(self, number: int, generator: bool = False) -> ProgramIterator:
-        if generator:  # asking an ended generator for more runs nothing (``_no_op``)
-            self.live.generators.add(number)
-        return ProgramIterator(self.step, number, self.release)
+    def _iterator(self, number: int, classes: list | None) -> ProgramIterator:
+        return self.live.iterator(number, classes, self.step, self.release)
 
 
 def _stand_ins(session: _Session, task: dict) -> dict[str, Any]:
