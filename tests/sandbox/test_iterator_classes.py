@@ -74,7 +74,8 @@ WRONG = [  # CPython fails each; with one judge class for every program iterator
 RIGHT = [  # CPython passes each; with one judge class, all but the first failed (and the SHIFTING test)
     "assert type(old()) is type(old()) and list(old()) == [1, 2] and list(other()) == [1, 2]",
     "assert type(old()) is not type(other()) and type(old()) != type(new())",
-    "assert isinstance(other(), type(old())) and isinstance(new(), type(old())) and not isinstance(old(), type(new()))",
+    "assert isinstance(other(), type(old())) and isinstance(new(), type(old()))\n"
+    "assert not isinstance(old(), type(new()))",
     "assert type(old()).__name__ == type(new()).__name__ == 'Count' and type(other()).__name__ == 'Other'",
     "assert type(a()) is not type(b()) and type(a()).__qualname__ == 'make.<locals>.Made' == type(b()).__qualname__",
     "assert type(gen()) is type(gen2()) and type(gen()).__name__ == 'generator' and type(gen()) is not type(old())",
@@ -104,6 +105,46 @@ SHIFTING_TEST = """if f() > 0:
 it = h()
 assert type(it).__name__ == "Hidden2" and type(it) is type(h()) and list(it) == []
 """
+# a metaclass answers attribute reads on its classes: its properties hid a class's own protocol from the harness
+# (a property __flags__ made a program class look builtin, so its __bool__ was never checked; a property __iter__
+# hid the class's own __iter__), and a wrong program passed; the harness reads classes as CPython's protocols do
+META = """import collections.abc
+class Meta(type):
+    @property
+    def __flags__(cls):
+        return 0
+    @property
+    def __iter__(cls):
+        return lambda self: self
+class Falsy(metaclass=Meta):
+    def __iter__(self):
+        return self
+    def __next__(self):
+        raise StopIteration
+    def __bool__(self):
+        return False
+class Other(metaclass=Meta):
+    def __init__(self):
+        self.i = 0
+    def __iter__(self):
+        return iter([9])
+    def __next__(self):
+        self.i += 1
+        if self.i > 3:
+            raise StopIteration
+        return self.i
+class Abstract(collections.abc.Iterator):
+    def __next__(self):
+        raise StopIteration
+def falsy():
+    return Falsy()
+def other():
+    return Other()
+def abstract():
+    return Abstract()
+"""
+META_WRONG = ["assert falsy()", "assert list(other()) == [1, 2, 3]"]
+META_RIGHT = ["assert type(abstract()).__name__ == 'Abstract' and list(abstract()) == [] and abstract()"]
 LAUNCHES = [("bwrap", "0"), ("landlock", "1"), ("remote", "1")]
 
 
@@ -111,6 +152,8 @@ def test_the_plain_cpython_verdicts():
     assert not any(cpython_passes(PROGRAM, test) for test in WRONG)
     assert all(cpython_passes(PROGRAM, test) for test in RIGHT)
     assert cpython_passes(SHIFTING, SHIFTING_TEST)
+    assert not any(cpython_passes(META, test) for test in META_WRONG)
+    assert all(cpython_passes(META, test) for test in META_RIGHT)
 
 
 @pytest.mark.parametrize("launch", LAUNCHES, ids=["-".join(launch) for launch in LAUNCHES])
@@ -125,10 +168,12 @@ def test_program_iterators_keep_their_class_through_code_tests(launch, monkeypat
     get_backend(backend)  # raises SandboxUnavailable where the backend cannot run
     outcomes: dict[str, float] = {}
     reward = CodeTests(timeout_s=10.0, mode="binary")
-    tests = WRONG + RIGHT + [SHIFTING_TEST]
-    programs = [f"```python\n{program}\n```" for program in [PROGRAM] * (len(tests) - 1) + [SHIFTING]]
+    tests = WRONG + META_WRONG + RIGHT + [SHIFTING_TEST] + META_RIGHT
+    sources = [PROGRAM] * len(WRONG) + [META] * len(META_WRONG) + [PROGRAM] * len(RIGHT) + [SHIFTING, META]
+    programs = [f"```python\n{program}\n```" for program in sources]
     scores = reward(programs, tests=[{"kind": "assert", "code": t} for t in tests], log_metric=outcomes.__setitem__)
-    assert scores == [0.0] * len(WRONG) + [1.0] * (len(RIGHT) + 1), list(zip(tests, scores))
+    wrong, right = len(WRONG + META_WRONG), len(RIGHT) + 1 + len(META_RIGHT)
+    assert scores == [0.0] * wrong + [1.0] * right, list(zip(tests, scores))
     assert outcomes["code_tests/infra_error"] == 0.0 and outcomes["code_tests/unsupported_test"] == 0.0
 
 

@@ -22,6 +22,7 @@ import builtins
 import sys
 
 _type, _str_join = type, str.join
+_CLASS, _iter = {name: _type.__dict__[name].__get__ for name in ("__dict__", "__mro__", "__flags__")}, iter
 _json_str = _json.encode_basestring_ascii  # C function, no patchable Python internals
 _int_repr, _float_repr = int.__repr__, float.__repr__
 _INF = float("inf")
@@ -139,17 +140,22 @@ def _plain_iterator(value, kind):
     """Whether ``value`` crosses as an iterator (the judge replays only next() and its end): a builtin one, or one
     of the program's classes that equals only itself, whose ``__iter__`` gives itself and that defines nothing
     else a test could call (truth, len, ``in``, indexing, send/throw): else it is no plain data."""
-    if getattr(kind, "__next__", None) is None:
+    if _special(kind, "__next__") is None:
         return False
-    if not kind.__flags__ & _HEAPTYPE:
+    if not _CLASS["__flags__"](kind) & _HEAPTYPE:
         return True
-    if kind.__eq__ is not object.__eq__:
+    if _special(kind, "__eq__") is not object.__eq__:
         return False
-    if any(name in vars(k) for k in kind.__mro__ if k is not object for name in _REPLAYED_ONLY):
+    if any(name in _CLASS["__dict__"](k) for k in _CLASS["__mro__"](kind)[:-1] for name in _REPLAYED_ONLY):
         raise TypeError("an iterator of the program with more than __iter__ and __next__")
-    if getattr(kind, "__iter__", None) is None or kind.__iter__(value) is not value:
+    if _special(kind, "__iter__") is None or _iter(value) is not value:
         raise TypeError("an iterator of the program whose __iter__ does not give itself")
     return True
+
+
+def _special(kind, name):
+    """``name`` as ``iter()``, ``next()`` and ``==`` find it: in the MRO's dicts (no metaclass property hides it)."""
+    return next((d.get(name) for d in map(_CLASS["__dict__"], _CLASS["__mro__"](kind)) if name in d), None)
 
 
 def _library_text(value, kind, depth):
