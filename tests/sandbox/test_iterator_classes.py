@@ -14,7 +14,7 @@ from trl_ext.rewards import CodeTests
 from trl_ext.sandbox import forkserver, get_backend
 from trl_ext.sandbox.backends import BACKEND_ENV, URL_ENV
 from trl_ext.sandbox.live import LiveObjects, ProgramIterator, iterator_class
-from trl_ext.sandbox.plain_data import decode_record
+from trl_ext.sandbox.plain_data import decode, decode_record
 
 PROGRAM = """class Count:
     def __init__(self):
@@ -221,13 +221,16 @@ def test_a_forged_iterator_class_is_a_malformed_record(classes):
         return live.iterator(number, chain, lambda n: None, lambda *args: None)
 
     with pytest.raises(ValueError):
-        live.apply({"ok": True, "upd": [], "value": [{"g": classes}]}, [], {"nans": {}, "live": made})
+        live.apply({"ok": True, "upd": [], "value": [{"gc": classes}]}, [], {"nans": {}, "live": made})
     assert live.graph == ({}, []) and not live.classes
-    good = live.apply({"ok": True, "upd": [], "value": {"g": [["C", "C", "__main__", 3]]}}, [], {"live": made})
+    good = live.apply({"ok": True, "upd": [], "value": {"gc": [["C", "C", "__main__", 3]]}}, [], {"live": made})
     assert type(good).__name__ == "C" and live.graph[1][0]() is good and not live.generators
-    for forged in ({"gen": 0}, {"gen": [["C", "C", "__main__", 3]]}, {"g": None}, {"g": 0}):
+    for forged in ({"gen": 0}, {"gen": [["C", "C", "__main__", 3]]}, {"gc": None}, {"gc": 0}, {"g": 0}):
         with pytest.raises(ValueError):
             decode_record({"ok": True, "value": forged}, {"live": made, "refs": []})
+    for outside in ({"gc": [["C", "C", "__main__", 3]]}, {"gen": None}):  # outside a run's objects (an exception's
+        with pytest.raises(ValueError):  # attributes, a call test): no iterator stays in the sandbox there
+            decode(outside)
     generator = live.apply({"ok": True, "upd": [], "value": {"gen": None}}, [], {"live": made})
     assert type(generator).__name__ == "generator" and live.generators == {1}
 

@@ -78,7 +78,7 @@ def _value(rng: random.Random, depth: int = 0):
                 rng.choice(["__main__", None, 5, "m" * 300]),
             ]
         },
-        lambda: {rng.choice(["g", "gen"]): _iterator_classes(rng)},  # a program's iterator: its classes, forged
+        lambda: {rng.choice(["gc", "gen", "g"]): _iterator_classes(rng)},  # a program's iterator: its classes, forged
     ]
     if depth > 3 or rng.random() < 0.4:
         return rng.choice(leaves)()
@@ -403,7 +403,9 @@ def test_fuzzed_records_decode_totally_with_an_evaluations_memo():
         objects = _run_objects()
         record = {"ok": rng.random() < 0.5, "value": _value(rng), "raised": "ValueError", "exc": [_value(rng)]}
         if rng.random() < 0.3:
-            iterator = rng.choice([{"g": [["C", "C", "__main__", 3]]}, {"gen": None}, {"g": 7}, {"gen": 0}])
+            iterator = rng.choice(
+                [{"gc": [["C", "C", "__main__", 3]]}, {"gen": None}, {"gc": 7}, {"g": 7}, {"gen": 0}]
+            )
             record["value"] = [iterator, {"a": rng.choice([0, 6, 7, 99])}]
             view = rng.choice(["dk", "dv", "di", "x", 1])  # a view of a live dict: the run's, a new one, or none
             record["value"].append({"lv": [view, rng.choice([{"a": 1}, {"a": 5}, {"d": [[1, 2]]}, [1], {"a": 99}])]})

@@ -107,7 +107,7 @@ def _live_library(value, kind, depth):
     if _plain_iterator(value, kind):  # numbered where met, as the judge numbers it (the number is not sent: a
         # call's record must not change with the calls before it, ``records.RunHistory``)
         # a generator: one class in CPython; an ended one runs nothing when asked for more
-        text = '{"gen": null}' if kind is _GENERATOR else '{"g": ' + _iterator_classes(kind) + "}"
+        text = '{"gen": null}' if kind is _GENERATOR else '{"gc": ' + _iterator_classes(kind) + "}"
         _SEEN[id(value)] = (len(_SEEN), value)
         return text
     view = next((_VIEWS[k] for k in kind.__mro__ if k in _VIEWS), None)
