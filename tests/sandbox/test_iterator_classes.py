@@ -107,8 +107,10 @@ assert type(it).__name__ == "Hidden2" and type(it) is type(h()) and list(it) == 
 """
 # a metaclass answers attribute reads on its classes: its properties hid a class's own protocol from the harness
 # (a property __flags__ made a program class look builtin, so its __bool__ was never checked; a property __iter__
-# hid the class's own __iter__), and a wrong program passed; the harness reads classes as CPython's protocols do
+# hid the class's own __iter__; a property __dict__ hid an int subclass's own __eq__, which then crossed as its
+# int), and a wrong program passed; the harness reads classes as CPython's protocols do
 META = """import collections.abc
+import enum
 class Meta(type):
     @property
     def __flags__(cls):
@@ -136,6 +138,20 @@ class Other(metaclass=Meta):
 class Abstract(collections.abc.Iterator):
     def __next__(self):
         raise StopIteration
+class Hidden(type):
+    @property
+    def __dict__(cls):
+        return {}
+class Five(int, metaclass=Hidden):
+    def __eq__(self, other):
+        return False
+    __hash__ = int.__hash__
+class Color(enum.IntEnum):
+    RED = 1
+def five():
+    return Five(5)
+def red():
+    return Color.RED
 def falsy():
     return Falsy()
 def other():
@@ -143,8 +159,11 @@ def other():
 def abstract():
     return Abstract()
 """
-META_WRONG = ["assert falsy()", "assert list(other()) == [1, 2, 3]"]
-META_RIGHT = ["assert type(abstract()).__name__ == 'Abstract' and list(abstract()) == [] and abstract()"]
+META_WRONG = ["assert falsy()", "assert list(other()) == [1, 2, 3]", "assert five() == 5"]
+META_RIGHT = [
+    "assert type(abstract()).__name__ == 'Abstract' and list(abstract()) == [] and abstract()",
+    "assert red() == 1 and red() + 1 == 2",
+]
 LAUNCHES = [("bwrap", "0"), ("landlock", "1"), ("remote", "1")]
 
 
@@ -169,7 +188,8 @@ def test_program_iterators_keep_their_class_through_code_tests(launch, monkeypat
     outcomes: dict[str, float] = {}
     reward = CodeTests(timeout_s=10.0, mode="binary")
     tests = WRONG + META_WRONG + RIGHT + [SHIFTING_TEST] + META_RIGHT
-    sources = [PROGRAM] * len(WRONG) + [META] * len(META_WRONG) + [PROGRAM] * len(RIGHT) + [SHIFTING, META]
+    sources = [PROGRAM] * len(WRONG) + [META] * len(META_WRONG) + [PROGRAM] * len(RIGHT) + [SHIFTING]
+    sources += [META] * len(META_RIGHT)
     programs = [f"```python\n{program}\n```" for program in sources]
     scores = reward(programs, tests=[{"kind": "assert", "code": t} for t in tests], log_metric=outcomes.__setitem__)
     wrong, right = len(WRONG + META_WRONG), len(RIGHT) + 1 + len(META_RIGHT)

@@ -21,6 +21,7 @@ import sys
 if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harness_values.py as one module
     from trl_ext.sandbox._harness_program import _MAX_CHAIN
     from trl_ext.sandbox._harness_values import (
+        _CLASS,
         _CLASSES,
         _HEAPTYPE,
         _SEEN,
@@ -110,7 +111,7 @@ def _live_library(value, kind, depth):
         text = '{"gen": null}' if kind is _GENERATOR else '{"gc": ' + _iterator_classes(kind) + "}"
         _SEEN[id(value)] = (len(_SEEN), value)
         return text
-    view = next((_VIEWS[k] for k in kind.__mro__ if k in _VIEWS), None)
+    view = next((_VIEWS[k] for k in _CLASS["__mro__"](kind) if k in _VIEWS), None)  # no metaclass answers
     mapping = _referents(value) if view is not None else ()
     if len(mapping) == 1 and isinstance(mapping[0], dict):  # a view of a dict that lives on: over that dict
         return '{"lv": ["' + view + '", ' + _encode(mapping[0], depth + 1) + "]}"

@@ -168,7 +168,7 @@ def _library_text(value, kind, depth):
         return (
             '{"dd": [' + _factory(value.default_factory, depth) + "," + _encode_pairs(dict.items(value), depth) + "]}"
         )
-    view = next((_VIEWS[k] for k in kind.__mro__ if k in _VIEWS), None)  # dict_keys/values/items (odict's too)
+    view = next((_VIEWS[k] for k in _CLASS["__mro__"](kind) if k in _VIEWS), None)  # dict_keys/values/items
     if view is not None:
         return '{"' + view + '": ' + (_encode_pairs if view == "di" else _encode_items)(list(value), depth) + "}"
     if kind is bytearray:
@@ -265,10 +265,10 @@ def _value_base(kind):
     judge's copy of the base value behaves as CPython's original does; None if the subclass's own code decides
     any method of the base (comparisons, hash, item access, ``get``, iteration, mutation...) or ``__missing__``.
     Only what the judge documents as lost (``repr``, ``str``, ``format``, pickling) may be the subclass's own."""
-    base = next((k for k in kind.__mro__ if k in _BASE_COPY), None)
+    base, mro = next((k for k in _CLASS["__mro__"](kind) if k in _BASE_COPY), None), _CLASS["__mro__"](kind)
     for method in _behaviour(base) if base is not None else ():
-        owner = next((k for k in kind.__mro__ if method in k.__dict__), object)
-        if owner.__flags__ & _HEAPTYPE:
+        owner = next((k for k in mro if method in _CLASS["__dict__"](k)), object)  # as a metaclass cannot hide
+        if _CLASS["__flags__"](owner) & _HEAPTYPE:
             return None
     return base
 
