@@ -5,6 +5,7 @@ and is counted as the "invalid_result" outcome."""
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import random
 import time
@@ -15,7 +16,7 @@ import pytest
 
 from trl_ext.rewards import CodeTests
 from trl_ext.sandbox import Backend, RunResult, compare_stdio, run_tests, values_equal
-from trl_ext.sandbox.live import LiveObjects
+from trl_ext.sandbox.live import LiveObjects, iterator_class
 from trl_ext.sandbox.records import RecordStream, _described_names
 from trl_ext.sandbox.replay import _program_exception, decode, decode_record, exception_details
 
@@ -77,6 +78,7 @@ def _value(rng: random.Random, depth: int = 0):
                 rng.choice(["__main__", None, 5, "m" * 300]),
             ]
         },
+        lambda: {rng.choice(["gc", "gen", "g"]): _iterator_classes(rng)},  # a program's iterator: its classes, forged
     ]
     if depth > 3 or rng.random() < 0.4:
         return rng.choice(leaves)()
@@ -86,6 +88,25 @@ def _value(rng: random.Random, depth: int = 0):
         lambda: {rng.choice(["d", "C", "od"]): [[_value(rng, depth + 1), _value(rng, depth + 1)]]},
     ]
     return rng.choice(containers)()
+
+
+def _iterator_classes(rng: random.Random) -> object:
+    """What an iterator's record holds: its classes [[name, qualname, module, number], ...], well-formed or not."""
+    number = lambda: rng.choice([0, 3, 1 << 19, None, -1, 1 << 20, 10**30, "3", True, 2.0])  # noqa: E731
+    text = lambda: rng.choice(["C", "map", "f.<locals>.C", "", "x" * 201, "a\0b", "\ud800", 5, None])  # noqa: E731
+    entry = lambda: rng.choice([[text(), text(), text(), number()], [text(), number()], "C", None])  # noqa: E731
+    return rng.choice([[entry() for _ in range(rng.choice([0, 1, 2, 3, 17]))], None, 3, "C"])
+
+
+def _made_iterator(made: list, classes: list | None) -> object:
+    """An evaluation's iterator maker (``replay._Session._iterator``), its classes cached in ``made[0]``."""
+    iterator = iterator_class(classes, made[0])(lambda number: None, len(made), lambda *args: None)
+    made.append(iterator)
+    return iterator
+
+
+def _iterator_of(live: LiveObjects, steps: tuple, number: int, classes: list | None) -> object:
+    return live.iterator(number, classes, *steps)
 
 
 def _updates(rng: random.Random) -> object:
@@ -400,14 +421,17 @@ def _run_objects() -> list:
 
 def test_fuzzed_records_decode_totally_with_an_evaluations_memo():
     """The assert-test path decodes a whole record against the run's numbered objects (updated in place by "upd",
-    named by "a" references, iterators by "g" numbers), or as a shape check ("loose"): still only ValueError,
+    named by "a" references, iterators by their classes, forged too), or as a shape check ("loose"): still only ValueError,
     whatever the record; an update never swaps an object's type, and a malformed record changes nothing."""
-    rng, iterators = random.Random(21), []
+    rng, iterators = random.Random(21), [{}]
     for _ in range(10_000):
         objects = _run_objects()
         record = {"ok": rng.random() < 0.5, "value": _value(rng), "raised": "ValueError", "exc": [_value(rng)]}
         if rng.random() < 0.3:
-            record["value"] = [{"g": rng.choice([7, 8, 0, -1, "7"])}, {"a": rng.choice([0, 6, 7, 99])}]
+            iterator = rng.choice(
+                [{"gc": [["C", "C", "__main__", 3]]}, {"gen": None}, {"gc": 7}, {"g": 7}, {"gen": 0}]
+            )
+            record["value"] = [iterator, {"a": rng.choice([0, 6, 7, 99])}]
             view = rng.choice(["dk", "dv", "di", "x", 1])  # a view of a live dict: the run's, a new one, or none
             record["value"].append({"lv": [view, rng.choice([{"a": 1}, {"a": 5}, {"d": [[1, 2]]}, [1], {"a": 99}])]})
         if rng.random() < 0.9:
@@ -415,20 +439,22 @@ def test_fuzzed_records_decode_totally_with_an_evaluations_memo():
             fitting += [[3, {"dq": [[_value(rng)], None]}], [5, {"C": [["b", 2]]}], [6, {"ar": ["i", [2]]}]]
             record["upd"] = rng.choice([_updates(rng), rng.sample(fitting, rng.randint(1, len(fitting)))])
         loose = rng.random() < 0.2  # the record stream's shape check, without the run's objects
-        memo = {"loose": True} if loose else {"nans": {}, "refs": objects, "live": iterators.append}
+        memo = {"nans": {}, "refs": objects, "live": lambda number, classes: _made_iterator(iterators, classes)}
+        memo = {"loose": True} if loose else memo
         try:
             decode_record(record, memo)
         except ValueError:
             assert objects[:7] == _run_objects()
         assert [type(o) for o in objects[:7]] == [type(o) for o in _run_objects()]
-    assert iterators  # well-formed iterator numbers reached the evaluation's iterator maker
+    assert len(iterators) > 100  # well-formed iterators reached the evaluation's iterator maker
+    assert {type(i).__name__ for i in iterators[1:]} >= {"C", "generator"} and len(iterators[0]) <= 64
 
 
 def test_fuzzed_records_through_the_live_record_stream_and_the_runs_objects():
     """An assert test's records: the record stream's shape check ("live") and ``LiveObjects.apply`` on the run's
     objects never raise anything but ValueError (apply) or nothing at all (the stream); a malformed record leaves
     the run's numbering and objects as they were."""
-    rng = random.Random(22)
+    rng, steps = random.Random(22), (lambda number: None, lambda *args: None)
     for _ in range(3_000):
         stream = RecordStream("@@m@@", "live", 3)
         stream.feed("".join(f"\n@@m@@{_record_text(rng, k, 'calls')}\n" for k in range(rng.randint(1, 4))))
@@ -441,7 +467,7 @@ def test_fuzzed_records_through_the_live_record_stream_and_the_runs_objects():
         assert len(live.graph[0]) == 5  # the lists, the dict, the set and the deque (numbered after its items)
         record = {"ok": True, "value": _value(rng), "upd": rng.choice([_updates(rng), [[rng.randint(0, 4), [1]]]])}
         try:
-            live.apply(record, [], {"nans": {}, "live": lambda number: None})
+            live.apply(record, [], {"nans": {}, "live": functools.partial(_iterator_of, live, steps)})
         except ValueError:
             assert repr(live.graph[1]) == before and len(live.graph[0]) == 5 and len(live.snaps) == 5
 
@@ -449,7 +475,7 @@ def test_fuzzed_records_through_the_live_record_stream_and_the_runs_objects():
 def test_records_keep_the_identity_of_the_runs_objects():
     inner, table = [2, 1], {"k": 0}
     refs = [inner, table]
-    memo = {"nans": {}, "refs": refs, "live": lambda number: None}
+    memo = {"nans": {}, "refs": refs, "live": lambda number, classes: None}
     assert decode_record({"ok": True, "value": {"a": 0}, "upd": [[0, [1, 2]], [1, {"d": []}]]}, memo) is inner
     assert inner == [1, 2] and table == {}
     decode_record({"ok": True, "value": None, "upd": [[0, [{"a": 0}, {"a": 1}]], [1, {"d": [["me", {"a": 1}]]}]]},

@@ -8,8 +8,9 @@ number. Each call (a frame [name, args, kwargs, sync]) carries what the TEST cha
 last record ("sync", applied here before the call); each record carries the contents of every numbered object
 whose contents changed during the call ("upd": [number, contents]), found by comparing a snapshot of each
 object's slots by identity (a nested container is numbered itself, so its own change is its own entry). An
-iterator the program returns stays here, numbered: the judge's iterator asks for each item as a call of the run
-(name ""), so what a generator reads lazily, its side effects and its exceptions come when the test asks.
+iterator the program returns stays here, numbered (its record holds its classes, ``_iterator_classes``): the
+judge's iterator asks for each item as a call of the run (name ""), so what a generator reads lazily, its side
+effects and its exceptions come when the test asks.
 """
 
 import _operator
@@ -18,7 +19,11 @@ import gc
 import sys
 
 if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harness_values.py as one module
+    from trl_ext.sandbox._harness_program import _MAX_CHAIN
     from trl_ext.sandbox._harness_values import (
+        _CLASS,
+        _CLASSES,
+        _HEAPTYPE,
         _SEEN,
         _VIEWS,
         _collections,
@@ -29,7 +34,9 @@ if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harn
         _exception_args,
         _exception_name,
         _int_repr,
+        _json_str,
         _library_text,
+        _number,
         _plain_iterator,
         _str_join,
         _type,
@@ -98,11 +105,13 @@ def _unchanged(value, snap):
 def _live_library(value, kind, depth):
     """A library value in an assert test's record: an iterator stays here (the judge steps it by number); a
     mutable library object is numbered after its contents (the judge numbers it after decoding them)."""
-    if _plain_iterator(value, kind):
+    if _plain_iterator(value, kind):  # numbered where met, as the judge numbers it (the number is not sent: a
+        # call's record must not change with the calls before it, ``records.RunHistory``)
+        # a generator: one class in CPython; an ended one runs nothing when asked for more
+        text = '{"gen": null}' if kind is _GENERATOR else '{"gc": ' + _iterator_classes(kind) + "}"
         _SEEN[id(value)] = (len(_SEEN), value)
-        tag = "gen" if kind is _GENERATOR else "g"  # an ended generator runs nothing when asked for more
-        return '{"' + tag + '": ' + _int_repr(len(_SEEN) - 1) + "}"
-    view = next((_VIEWS[k] for k in kind.__mro__ if k in _VIEWS), None)
+        return text
+    view = next((_VIEWS[k] for k in _CLASS["__mro__"](kind) if k in _VIEWS), None)  # no metaclass answers
     mapping = _referents(value) if view is not None else ()
     if len(mapping) == 1 and isinstance(mapping[0], dict):  # a view of a dict that lives on: over that dict
         return '{"lv": ["' + view + '", ' + _encode(mapping[0], depth + 1) + "]}"
@@ -110,6 +119,28 @@ def _live_library(value, kind, depth):
     if text.startswith(_LIVE_TAGS):  # the value itself, not a copy of its base (as the judge numbers by tag)
         _SEEN[id(value)] = (len(_SEEN), value)
     return text
+
+
+def _iterator_classes(kind):
+    """[[name, qualname, module, number], ...]: the class of a program's iterator, its own entry first, then the
+    program's classes of its MRO (so the judge's class subclasses theirs), each with its number in the run (one
+    table with exception and namedtuple classes: ``_number_module_classes``); a builtin iterator type is one entry
+    with no number (the judge keys it by module and qualname). Read through ``type``'s own descriptors: a
+    metaclass cannot show the judge another class's name or MRO."""
+    flags = _type.__dict__["__flags__"].__get__
+    heap = flags(kind) & _HEAPTYPE
+    mro = _type.__dict__["__mro__"].__get__(kind) if heap else ()
+    bases = [k for k in mro if k is not kind and flags(k) & _HEAPTYPE]
+    if len(bases) >= _MAX_CHAIN:
+        raise TypeError("iterator classes nested too deeply")
+    return "[" + _str_join(",", [_class_entry(k, heap) for k in [kind] + bases]) + "]"
+
+
+def _class_entry(klass, numbered):
+    name, qualname, module = (_type.__dict__[n].__get__(klass) for n in ("__name__", "__qualname__", "__module__"))
+    module = _json_str(module) if _type(module) is str else "null"
+    number = _int_repr(_number(_CLASSES, klass)) if numbered else "null"
+    return "[" + _json_str(name) + "," + _json_str(qualname) + "," + module + "," + number + "]"
 
 
 def _generator_type():

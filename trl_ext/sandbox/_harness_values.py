@@ -22,6 +22,7 @@ import builtins
 import sys
 
 _type, _str_join = type, str.join
+_CLASS, _iter = {name: _type.__dict__[name].__get__ for name in ("__dict__", "__mro__", "__flags__")}, iter
 _json_str = _json.encode_basestring_ascii  # C function, no patchable Python internals
 _int_repr, _float_repr = int.__repr__, float.__repr__
 _INF = float("inf")
@@ -139,17 +140,22 @@ def _plain_iterator(value, kind):
     """Whether ``value`` crosses as an iterator (the judge replays only next() and its end): a builtin one, or one
     of the program's classes that equals only itself, whose ``__iter__`` gives itself and that defines nothing
     else a test could call (truth, len, ``in``, indexing, send/throw): else it is no plain data."""
-    if getattr(kind, "__next__", None) is None:
+    if _special(kind, "__next__") is None:
         return False
-    if not kind.__flags__ & _HEAPTYPE:
+    if not _CLASS["__flags__"](kind) & _HEAPTYPE:
         return True
-    if kind.__eq__ is not object.__eq__:
+    if _special(kind, "__eq__") is not object.__eq__:
         return False
-    if any(name in vars(k) for k in kind.__mro__ if k is not object for name in _REPLAYED_ONLY):
+    if any(name in _CLASS["__dict__"](k) for k in _CLASS["__mro__"](kind)[:-1] for name in _REPLAYED_ONLY):
         raise TypeError("an iterator of the program with more than __iter__ and __next__")
-    if getattr(kind, "__iter__", None) is None or kind.__iter__(value) is not value:
+    if _special(kind, "__iter__") is None or _iter(value) is not value:
         raise TypeError("an iterator of the program whose __iter__ does not give itself")
     return True
+
+
+def _special(kind, name):
+    """``name`` as ``iter()``, ``next()`` and ``==`` find it: in the MRO's dicts (no metaclass property hides it)."""
+    return next((d.get(name) for d in map(_CLASS["__dict__"], _CLASS["__mro__"](kind)) if name in d), None)
 
 
 def _library_text(value, kind, depth):
@@ -162,7 +168,7 @@ def _library_text(value, kind, depth):
         return (
             '{"dd": [' + _factory(value.default_factory, depth) + "," + _encode_pairs(dict.items(value), depth) + "]}"
         )
-    view = next((_VIEWS[k] for k in kind.__mro__ if k in _VIEWS), None)  # dict_keys/values/items (odict's too)
+    view = next((_VIEWS[k] for k in _CLASS["__mro__"](kind) if k in _VIEWS), None)  # dict_keys/values/items
     if view is not None:
         return '{"' + view + '": ' + (_encode_pairs if view == "di" else _encode_items)(list(value), depth) + "}"
     if kind is bytearray:
@@ -259,10 +265,10 @@ def _value_base(kind):
     judge's copy of the base value behaves as CPython's original does; None if the subclass's own code decides
     any method of the base (comparisons, hash, item access, ``get``, iteration, mutation...) or ``__missing__``.
     Only what the judge documents as lost (``repr``, ``str``, ``format``, pickling) may be the subclass's own."""
-    base = next((k for k in kind.__mro__ if k in _BASE_COPY), None)
+    base, mro = next((k for k in _CLASS["__mro__"](kind) if k in _BASE_COPY), None), _CLASS["__mro__"](kind)
     for method in _behaviour(base) if base is not None else ():
-        owner = next((k for k in kind.__mro__ if method in k.__dict__), object)
-        if owner.__flags__ & _HEAPTYPE:
+        owner = next((k for k in mro if method in _CLASS["__dict__"](k)), object)  # as a metaclass cannot hide
+        if _CLASS["__flags__"](owner) & _HEAPTYPE:
             return None
     return base
 

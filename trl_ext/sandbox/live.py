@@ -56,6 +56,46 @@ class ProgramIterator:
         return f"<the program's iterator {self._number}>"
 
 
+_MAX_ITERATOR_CLASSES, _MAX_CHAIN, _MAX_CLASS_NUMBER = 64, 16, 1 << 20  # per evaluation; as program_exceptions.py
+
+
+def iterator_class(classes: list | None, made: dict) -> type:
+    """The class of a program's iterator in the test: one ``ProgramIterator`` subclass per class of the run,
+    cached in ``made`` (one evaluation's), named as the program's class (``__name__``, ``__qualname__``,
+    ``__module__``), so ``type(a) is type(b)`` and ``type(a).__name__`` are CPython's. ``classes``: the record's
+    [[name, qualname, module, number], ...] (the class, then the program classes of its MRO, each keyed by its
+    number in the run, never its name: the judge's class subclasses theirs, so ``isinstance(b, type(a))`` holds
+    where ``b``'s class derives ``a``'s); a builtin iterator type is one entry with no number, keyed by module and
+    qualname; None: a generator (one class, ``generator``). ValueError if malformed."""
+    if classes is None:
+        classes = [["generator", "generator", "builtins", None]]
+    if type(classes) is not list or not 0 < len(classes) <= _MAX_CHAIN or not all(map(_class_entry, classes)):
+        raise ValueError("an iterator's classes are [[name, qualname, module, number], ...]")
+    if classes[0][3] is None and len(classes) > 1 or any(entry[3] is None for entry in classes[1:]):
+        raise ValueError("a builtin iterator type has no program base")
+    key = tuple(entry[3] if entry[3] is not None else (entry[2], entry[1]) for entry in classes)
+    if key not in made:
+        if len(made) >= _MAX_ITERATOR_CLASSES:
+            raise ValueError(f"more than {_MAX_ITERATOR_CLASSES} iterator classes")
+        parent = iterator_class(classes[1:], made) if len(classes) > 1 else ProgramIterator
+        name, qualname, module, _ = classes[0]
+        members = {"__slots__": (), "__qualname__": qualname, "__module__": module, "__doc__": None}
+        made[key] = type(name, (parent,), members)
+    return made[key]
+
+
+def _class_entry(entry: Any) -> bool:
+    """[name, qualname, module, number]: strs of at most 200 characters (the module may be None) and a class
+    number in [0, 2**20) or None."""
+    if type(entry) is not list or len(entry) != 4:
+        return False
+    name, qualname, module, number = entry
+    texts = [name, qualname] + ([] if module is None else [module])
+    if not all(type(t) is str and 0 < len(t) <= 200 and "\0" not in t for t in texts):
+        return False
+    return number is None or (type(number) is int and 0 <= number < _MAX_CLASS_NUMBER)
+
+
 def snapshot(value: Any) -> Any:
     """What ``value`` holds, by identity of its items (None: no contents to follow, an iterator)."""
     kind = type(value)
@@ -113,6 +153,14 @@ class LiveObjects:
         self.generators: set[int] = set()
         self.dropped: list[int] = []
         self.held: list[int] = []  # the numbered objects the test could reach when the last record came
+        self.classes: dict = {}  # the program's iterator classes in the test (``iterator_class``)
+
+    def iterator(self, number: int, classes: list | None, step: Callable, release: Callable) -> ProgramIterator:
+        """The test's object for the program's iterator ``number`` (a generator when ``classes`` is None)."""
+        made = iterator_class(classes, self.classes)(step, number, release)
+        if classes is None:  # asking an ended generator for more runs nothing (``replay._Session._no_op``)
+            self.generators.add(number)
+        return made
 
     def forget(self, number: int, value: Any) -> None:
         """The test dropped the iterator ``value`` (number ``number``): its id may now be another object's."""

@@ -6,7 +6,8 @@ is CPython's own on equal objects. Identity crosses both ways where ``==`` or a 
 sets form one graph (an alias or a cycle is a reference, {"a": number}, to the object met first); in an assert
 test the graph spans the whole run (``live.py``): a record sends [number, contents] of each numbered object the
 call changed ("upd", after a raise too), the judge updates its objects in place, and an iterator the program
-returns stays in the sandbox ({"g": number}); an evaluation's ``memo`` keeps NaN objects and the run's objects.
+returns stays in the sandbox ({"gc": its classes}, a generator {"gen": null}); an evaluation's ``memo``
+keeps NaN objects and the run's objects.
 
 Stdlib only, and no trl_ext import but its encoder (``plain_encode.py``) and the program-order sets
 (``program_sets.py``): ``replay.py`` imports it, in the judge as a module of the package and in the evaluation
@@ -136,13 +137,14 @@ def _fresh(update: Any) -> Any:
 def _live_tagged(tag: str, inner: Any, depth: int, memo: dict) -> Any:
     """A tagged value of an assert test's record: an iterator the program keeps in the sandbox (the judge's one,
     numbered where met), a mutable library value numbered after its contents (as the harness numbers them)."""
-    if tag in ("g", "gen") and type(inner) is int:  # "gen": a generator (asked for more after its end, a no-op)
-        refs = memo.setdefault("refs", [])
+    if tag in ("gc", "gen"):  # numbered where met; "gc": its classes, "gen": a generator (null: asked for more
+        # after its end, a no-op); a tag of its own: an iterator's items ("g", call tests) never pass for classes
+        if (tag == "gen" and inner is not None) or (tag == "gc" and type(inner) is not list):
+            raise ValueError("an iterator is {'gc': its classes} or {'gen': null}")
         if memo.get("loose"):
             return _register(iter(()), memo)
-        if inner != len(refs):
-            raise ValueError("an iterator numbered out of order")
-        made = memo["live"](inner, tag == "gen") if tag == "gen" else memo["live"](inner)
+        refs = memo.setdefault("refs", [])
+        made = memo["live"](len(refs), inner)  # its class: ``live.iterator_class`` (ValueError if malformed)
         refs.append(weakref.ref(made))  # the test's to drop: then the sandbox drops it too (``live.py``)
         return made
     if tag == "lv" and type(inner) is list and len(inner) == 2 and inner[0] in _VIEW_OF:  # a view of a live dict

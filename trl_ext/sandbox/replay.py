@@ -293,10 +293,8 @@ class _Session:
             raise StopIteration  # a call's StopIteration stays one: PEP 479 acts in the test's generators, as here
         raise _program_exception(raised, name, decoded, details, self.exception_classes)
 
-    def _iterator(self, number: int, generator: bool = False) -> ProgramIterator:
-        if generator:  # asking an ended generator for more runs nothing (``_no_op``)
-            self.live.generators.add(number)
-        return ProgramIterator(self.step, number, self.release)
+    def _iterator(self, number: int, classes: list | None) -> ProgramIterator:
+        return self.live.iterator(number, classes, self.step, self.release)
 
 
 def _stand_ins(session: _Session, task: dict) -> dict[str, Any]:

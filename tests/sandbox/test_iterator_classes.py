@@ -1,0 +1,264 @@
+"""Classes 8 and 9: a program's iterator keeps its class in the test. The judge's object for it is an instance of
+one class per class of the run (its number, never its name), named as the program's class and subclassing the
+judge's classes of its program bases; every generator is of one class, ``generator``, and a builtin iterator of
+one class per builtin type. So ``type(a) is type(b)``, ``type(a) == type(b)``, ``isinstance(b, type(a))``,
+``type(a).__name__`` and ``a.__class__`` give CPython's verdicts, through ``CodeTests`` on the assert path with the
+per-run bwrap launch, landlock through its fork server and ``sandbox-serve`` (docs/sandbox.md, "Live objects")."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.sandbox.test_test_environment import cpython_passes
+from trl_ext.rewards import CodeTests
+from trl_ext.sandbox import forkserver, get_backend
+from trl_ext.sandbox.backends import BACKEND_ENV, URL_ENV
+from trl_ext.sandbox.live import LiveObjects, ProgramIterator, iterator_class
+from trl_ext.sandbox.plain_data import decode, decode_record
+
+PROGRAM = """class Count:
+    def __init__(self):
+        self.n = 0
+    def __iter__(self):
+        return self
+    def __next__(self):
+        self.n += 1
+        if self.n > 2:
+            raise StopIteration
+        return self.n
+class Other(Count):
+    pass
+Old = Count
+class Count(Old):
+    pass
+def make():
+    class Made:
+        def __iter__(self):
+            return self
+        def __next__(self):
+            raise StopIteration
+    return Made
+A, B = make(), make()
+def old():
+    return Old()
+def other():
+    return Other()
+def new():
+    return Count()
+def a():
+    return A()
+def b():
+    return B()
+def gen():
+    yield 1
+def gen2():
+    yield 2
+def mapped():
+    return map(abs, [1])
+def filtered():
+    return filter(None, [1])
+def listed():
+    return iter([1])
+"""
+WRONG = [  # CPython fails each; with one judge class for every program iterator, all but the last two passed
+    "assert type(old()) is type(other())",
+    "assert type(old()) == type(gen())",
+    "assert type(a()) is type(b())",
+    "assert type(mapped()) is type(filtered())",
+    "assert type(mapped()) == type(listed())",
+    "assert old().__class__ is new().__class__",
+    "assert isinstance(old(), type(other()))",
+    "assert type(gen()) is not type(gen2())",
+    "assert type(old()).__name__ == 'Old'",
+]
+RIGHT = [  # CPython passes each; with one judge class, all but the first failed (and the SHIFTING test)
+    "assert type(old()) is type(old()) and list(old()) == [1, 2] and list(other()) == [1, 2]",
+    "assert type(old()) is not type(other()) and type(old()) != type(new())",
+    "assert isinstance(other(), type(old())) and isinstance(new(), type(old()))\n"
+    "assert not isinstance(old(), type(new()))",
+    "assert type(old()).__name__ == type(new()).__name__ == 'Count' and type(other()).__name__ == 'Other'",
+    "assert type(a()) is not type(b()) and type(a()).__qualname__ == 'make.<locals>.Made' == type(b()).__qualname__",
+    "assert type(gen()) is type(gen2()) and type(gen()).__name__ == 'generator' and type(gen()) is not type(old())",
+    "assert type(mapped()).__name__ == 'map' and type(listed()).__name__ == 'list_iterator'\n"
+    "assert type(mapped()) is not type(filtered()) and type(mapped()) is type(mapped())",
+    "it = other()\nassert it.__class__ is type(it) and type(it).__module__ == '__main__' and next(it) == 1",
+    "assert issubclass(type(new()), type(old())) and not issubclass(type(old()), type(other()))",
+]
+# a first pass guesses f() > 0 and calls g(); the next run, without g(), must give h() the same record: the class
+# numbers in an iterator's record may not depend on the calls a run makes first (the binding rule)
+SHIFTING = """class Hidden1:
+    def __iter__(self):
+        return self
+    def __next__(self):
+        raise StopIteration
+class Hidden2(Hidden1):
+    pass
+def f():
+    return -1
+def g():
+    return Hidden1()
+def h():
+    return Hidden2()
+"""
+SHIFTING_TEST = """if f() > 0:
+    assert list(g()) == []
+it = h()
+assert type(it).__name__ == "Hidden2" and type(it) is type(h()) and list(it) == []
+"""
+# a metaclass answers attribute reads on its classes: its properties hid a class's own protocol from the harness
+# (a property __flags__ made a program class look builtin, so its __bool__ was never checked; a property __iter__
+# hid the class's own __iter__; a property __dict__ hid an int subclass's own __eq__, which then crossed as its
+# int), and a wrong program passed; the harness reads classes as CPython's protocols do
+META = """import collections.abc
+import enum
+class Meta(type):
+    @property
+    def __flags__(cls):
+        return 0
+    @property
+    def __iter__(cls):
+        return lambda self: self
+class Falsy(metaclass=Meta):
+    def __iter__(self):
+        return self
+    def __next__(self):
+        raise StopIteration
+    def __bool__(self):
+        return False
+class Other(metaclass=Meta):
+    def __init__(self):
+        self.i = 0
+    def __iter__(self):
+        return iter([9])
+    def __next__(self):
+        self.i += 1
+        if self.i > 3:
+            raise StopIteration
+        return self.i
+class Abstract(collections.abc.Iterator):
+    def __next__(self):
+        raise StopIteration
+class Hidden(type):
+    @property
+    def __dict__(cls):
+        return {}
+class Five(int, metaclass=Hidden):
+    def __eq__(self, other):
+        return False
+    __hash__ = int.__hash__
+class Color(enum.IntEnum):
+    RED = 1
+def five():
+    return Five(5)
+def red():
+    return Color.RED
+def falsy():
+    return Falsy()
+def other():
+    return Other()
+def abstract():
+    return Abstract()
+"""
+META_WRONG = ["assert falsy()", "assert list(other()) == [1, 2, 3]", "assert five() == 5"]
+META_RIGHT = [
+    "assert type(abstract()).__name__ == 'Abstract' and list(abstract()) == [] and abstract()",
+    "assert red() == 1 and red() + 1 == 2",
+]
+LAUNCHES = [("bwrap", "0"), ("landlock", "1"), ("remote", "1")]
+
+
+def test_the_plain_cpython_verdicts():
+    assert not any(cpython_passes(PROGRAM, test) for test in WRONG)
+    assert all(cpython_passes(PROGRAM, test) for test in RIGHT)
+    assert cpython_passes(SHIFTING, SHIFTING_TEST)
+    assert not any(cpython_passes(META, test) for test in META_WRONG)
+    assert all(cpython_passes(META, test) for test in META_RIGHT)
+
+
+@pytest.mark.parametrize("launch", LAUNCHES, ids=["-".join(launch) for launch in LAUNCHES])
+def test_program_iterators_keep_their_class_through_code_tests(launch, monkeypatch, request):
+    backend, fork = launch
+    if backend == "landlock" and not forkserver.supported():
+        pytest.fail("this kernel lacks Landlock ABI >= 6: fork servers are not used here")
+    if backend == "remote":
+        monkeypatch.setenv(URL_ENV, request.getfixturevalue("sandbox_server"))
+    monkeypatch.setenv(BACKEND_ENV, backend)
+    monkeypatch.setenv(forkserver.FORKSERVER_ENV, fork)
+    get_backend(backend)  # raises SandboxUnavailable where the backend cannot run
+    outcomes: dict[str, float] = {}
+    reward = CodeTests(timeout_s=10.0, mode="binary")
+    tests = WRONG + META_WRONG + RIGHT + [SHIFTING_TEST] + META_RIGHT
+    sources = [PROGRAM] * len(WRONG) + [META] * len(META_WRONG) + [PROGRAM] * len(RIGHT) + [SHIFTING]
+    sources += [META] * len(META_RIGHT)
+    programs = [f"```python\n{program}\n```" for program in sources]
+    scores = reward(programs, tests=[{"kind": "assert", "code": t} for t in tests], log_metric=outcomes.__setitem__)
+    wrong, right = len(WRONG + META_WRONG), len(RIGHT) + 1 + len(META_RIGHT)
+    assert scores == [0.0] * wrong + [1.0] * right, list(zip(tests, scores))
+    assert outcomes["code_tests/infra_error"] == 0.0 and outcomes["code_tests/unsupported_test"] == 0.0
+
+
+def test_iterator_classes_are_one_per_class_number():
+    made: dict = {}
+    count = iterator_class([["Count", "Count", "__main__", 3]], made)
+    again = iterator_class([["Count", "Count", "__main__", 3]], made)
+    other = iterator_class([["Count", "Count", "__main__", 4]], made)
+    child = iterator_class([["Child", "f.<locals>.Child", "__main__", 5], ["Count", "Count", "__main__", 3]], made)
+    mapped = iterator_class([["map", "map", "builtins", None]], made)
+    generator = iterator_class(None, made)
+    assert count is again and count is not other and count.__name__ == other.__name__ == "Count"
+    assert issubclass(child, count) and not issubclass(child, other) and child.__qualname__ == "f.<locals>.Child"
+    assert mapped is iterator_class([["map", "map", "builtins", None]], made) and mapped is not generator
+    assert generator.__name__ == "generator" and generator.__module__ == "builtins"
+    assert all(issubclass(k, ProgramIterator) for k in (count, other, child, mapped, generator))
+
+
+FORGED = [
+    [["C", "C", "__main__", -1]],
+    [["C", "C", "__main__", 1 << 20]],
+    [["C", "C", "__main__", "3"]],
+    [["C", "C", "__main__", True]],
+    [["C", "C", "__main__", 3.0]],
+    [["C", "C", "__main__"]],
+    [["", "C", "__main__", 3]],
+    [["C", "C", 7, 3]],
+    [["C", "x" * 201, "__main__", 3]],
+    [["C", "C", "__main__", 3], ["map", "map", "builtins", None]],  # a builtin type as a program base
+    [["map", "map", "builtins", None], ["C", "C", "__main__", 3]],
+    [["C", "C", "__main__", 3]] * 17,
+    [],
+    "C",
+    [None],
+]
+
+
+@pytest.mark.parametrize("classes", FORGED)
+def test_a_forged_iterator_class_is_a_malformed_record(classes):
+    """A malformed class entry fails that call of the program (ValueError from the record), never anything else;
+    the run's numbering stays as it was."""
+    live = LiveObjects()
+
+    def made(number: int, chain: list | None) -> ProgramIterator:
+        return live.iterator(number, chain, lambda n: None, lambda *args: None)
+
+    with pytest.raises(ValueError):
+        live.apply({"ok": True, "upd": [], "value": [{"gc": classes}]}, [], {"nans": {}, "live": made})
+    assert live.graph == ({}, []) and not live.classes
+    good = live.apply({"ok": True, "upd": [], "value": {"gc": [["C", "C", "__main__", 3]]}}, [], {"live": made})
+    assert type(good).__name__ == "C" and live.graph[1][0]() is good and not live.generators
+    for forged in ({"gen": 0}, {"gen": [["C", "C", "__main__", 3]]}, {"gc": None}, {"gc": 0}, {"g": 0}):
+        with pytest.raises(ValueError):
+            decode_record({"ok": True, "value": forged}, {"live": made, "refs": []})
+    for outside in ({"gc": [["C", "C", "__main__", 3]]}, {"gen": None}):  # outside a run's objects (an exception's
+        with pytest.raises(ValueError):  # attributes, a call test): no iterator stays in the sandbox there
+            decode(outside)
+    generator = live.apply({"ok": True, "upd": [], "value": {"gen": None}}, [], {"live": made})
+    assert type(generator).__name__ == "generator" and live.generators == {1}
+
+
+def test_more_iterator_classes_than_the_bound_are_malformed():
+    made: dict = {}
+    for number in range(64):
+        iterator_class([["C", "C", "__main__", number]], made)
+    with pytest.raises(ValueError):
+        iterator_class([["C", "C", "__main__", 64]], made)
+    assert iterator_class([["C", "C", "__main__", 63]], made).__name__ == "C"  # a known one still is
