@@ -25,6 +25,12 @@ CLASSES = {
         ["C", "A B C D", "A, B, C, D", r"B \text{ or } C", "B) 12 or C) 14", "B) 12 C) 14", "12", "BC", "B:C"],
     ),
     "an option with a period": ("B. 12", ["B", "B."], ["C", "12", "A B C D E"]),
+    "an option's letter with another option's value": (
+        "B) 7",
+        ["B", "(B) 7", r"\text{Option B: 7}", "B) 7.0", r"B) \frac{14}{2}"],
+        ["B) 8", "(B) 8", r"\text{Option B: 8}", "B. 7.5", "B) -7", "(b) 70", "(B) 7, 8"],
+    ),
+    "a bracketed option gold's text is checked too": (r"\textbf{(D) }9", ["D", "(D) 9"], ["(D) 10", "D) 3"]),
     "an option with a colon": ("B: 12", ["B", "B: 12"], ["D", "B, D"]),
     "an option whose text names others": (r"B) \text{Both A and C}", ["B"], ["A", "C", "A, C"]),
     "two options required": ("A. 18, C. 20", ["A, C", "C, A"], ["A", "C", "A, B, C"]),
@@ -97,7 +103,7 @@ def test_gsm8k_marker_is_read_from_the_last_line_only_without_a_box():
     assert gold_answer("**72**") == "72"
 
 
-def test_option_forms_name_the_letter_only():
+def test_option_forms_name_the_letter_and_a_value():
     assert [option_form(text) for text in ("B) 12", "B. 12", "B: 12", "B.", r"\text{Option B}")] == [
         "(B) 12",
         "(B) 12",
@@ -106,9 +112,10 @@ def test_option_forms_name_the_letter_only():
         "(B)",
     ]
     assert option_form(r"\textbf{Choice D: 5}") == "(D) 5"
-    # a gold keeps the letter only: its option text is the dataset's, not an answer to check
+    # a gold keeps a value for its text (an answer's text must equal it); words and inline math are the dataset's
+    assert option_form("B) 12", keep_text=False) == "(B) 12"
     assert option_form(r"A: $\{x \mid x > 1\}$", keep_text=False) == "(A)"
-    assert option_form(r"(C) \{x \mid x > 1\}", keep_text=False) == "(C)"
+    assert option_form(r"(C) \{x \mid x > 1\}", keep_text=False) == r"(C) \{x \mid x > 1\}"
     assert option_form("(1, 2)", keep_text=False) == "(1, 2)"
     assert option_form("A. 18 B. 19", keep_text=False) == "A. 18 B. 19"  # a list of options names none
     assert option_form("(A) 18 (B) 19", keep_text=False) == "(A) 18 (B) 19"

@@ -19,6 +19,8 @@ _LETTER_FIRST = re.compile(r"\s*([A-E])(?:\)|[.:](?=\s|$))\s*(.*)", re.DOTALL)  
 _BRACKETED_LETTER = re.compile(r"\s*\(([A-E])\)\s*(.*)", re.DOTALL)
 _OPTION_WORD = re.compile(r"\s*(?i:option|choice)\s*\(?\s*([A-Ea-e])\s*\)?\s*(?:[.:)](?=\s|$))?\s*(.*)", re.DOTALL)
 _ANOTHER_OPTION = re.compile(r"(?<![A-Za-z\\])\(?[A-E](?:\)|[.:](?=\s|$))")
+# a gold option's text that is no value to check an answer's text against: a word, inline math
+_WORDY_TEXT = re.compile(r"\$|(?<![\\A-Za-z])[A-Za-z]{2,}")
 _TEXT_OPEN = re.compile(r"\s*\\(?:text[a-z]*|math(?:rm|bf|it|sf)|mbox)\s*\{")
 _NUM = re.compile(r"\\num\s*(?:\[[^\]]{0,200}\])?\s*\{([^{}]*)\}")
 _ANG = re.compile(r"\\ang\s*(?:\[[^\]]{0,200}\])?\s*\{([^{}]*)\}")
@@ -52,8 +54,9 @@ def gold_answer(gold: str) -> str:
 def option_form(content: str, keep_text: bool = True) -> str:
     """An option letter in another written form as ``(B)``, with the option's text after it when ``keep_text``:
     ``B) 12``, ``B. 12``, ``B: 12``, ``Option B``, ``\\text{Choice (B)}``. The letter is what the option means (read by
-    ``option_letter`` as for ``(B) 12``; a gold drops the text, which is the dataset's and need not be an answer:
-    ``A: $\\{x \\mid x > 1\\}$``); anything else is returned as it is."""
+    ``option_letter`` as for ``(B) 12``). A gold (``keep_text`` False) keeps its text only when it is a value an
+    answer's text must then equal (``B) 12``: ``B) 13`` names B with C's value); words or inline math are the
+    dataset's and are dropped (``A: $\\{x \\mid x > 1\\}$`` is ``(A)``). Anything else is returned as it is."""
     first = content[:1] if content[:1] != " " else content.lstrip()[:1]
     if first and first in "ABCDE":
         match = _LETTER_FIRST.fullmatch(content)
@@ -66,7 +69,8 @@ def option_form(content: str, keep_text: bool = True) -> str:
         return content
     if match is None or (not keep_text and _ANOTHER_OPTION.search(match.group(2))):
         return content  # "A. 18 B. 19" lists options: it names none
-    return f"({match.group(1).upper()}) {match.group(2) if keep_text else ''}".rstrip()
+    text = match.group(2) if keep_text or not _WORDY_TEXT.search(match.group(2)) else ""
+    return f"({match.group(1).upper()}) {text}".rstrip()
 
 
 def package_forms(content: str) -> str:
