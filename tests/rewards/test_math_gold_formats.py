@@ -48,6 +48,27 @@ CLASSES = {
         [r"5\text{ km}", "5", r"5 \text{ kilometers}", r"\qty{5}{km}"],
         [r"5\text{ m}", "5000", r"\SI{5}{\metre}"],
     ),
+    "siunitx plus-minus (+- prints \u00b1)": (
+        "4",
+        ["4", r"\num{4}"],
+        [r"\num{5 +- 1}", r"\num{5+-1}", r"\SI{5 +- 1}{\metre}", r"\num{+-4}", r"\SI{+-4}{\metre}"],
+    ),
+    "siunitx plus-minus, both values": (r"\pm 4", [r"\num{+-4}", r"\pm 4"], [r"\num{4}", "-4"]),
+    "siunitx prefix without a unit (it prints 5 k)": (
+        "5",
+        ["5", r"\SI{5}{}", r"\SI{5}{\metre}"],
+        [r"\SI{5}{\kilo}", r"\qty{5}{\mega}", r"\SI{5}{\milli}", r"\SI{5}{\deca}", r"\SI{5}{\kilo\squared}"],
+    ),
+    "siunitx arcminutes and arcseconds": (
+        r"30^\circ",
+        [r"\ang{30}", "30"],
+        [r"\ang{;30}", r"\ang{;;30}", r"\ang{0;30}", r"\ang{;30;}"],
+    ),
+    "siunitx options that round": (
+        "3.14159",
+        [r"\num{3.14159}", r"\num[group-digits=false]{3.14159}"],
+        [r"\num[round-mode=places,round-precision=2]{3.14159}", r"\SI[round-precision=1]{3.14159}{\metre}"],
+    ),
     "siunitx percentage": (r"\SI{10}{\percent}", ["10", r"10\%"], ["0.1", r"1000\%"]),
     "positive reals": (
         r"\mathbb{R}^+",
@@ -146,6 +167,9 @@ def test_siunitx_is_read_as_plain_latex():
     assert siunitx(r"\SI{3}{\metre\per\second}") == r"3\text{ metre per second}"
     assert siunitx(r"\SI{4}{\metre\squared}") == r"4\text{ metre}^2"
     assert siunitx(r"\ang{30}") == r"30^\circ"
+    assert siunitx(r"\ang{1;30;15}") == r"1^\circ 30' 15''"  # degrees, arcminutes, arcseconds
+    assert siunitx(r"\num{5 +- 1}") == r"5 \pm  1"
+    assert siunitx(r"\SI{5}{\kilo}") == r"5\text{ kilo}"  # the prefix is kept: it scales the number
 
 
 def test_only_a_spaced_one_digit_log_base_is_braced():

@@ -22,9 +22,11 @@ _ANOTHER_OPTION = re.compile(r"(?<![A-Za-z\\])\(?[A-E](?:\)|[.:](?=\s|$))")
 # a gold option's text that is no value to check an answer's text against: a word, inline math
 _WORDY_TEXT = re.compile(r"\$|(?<![\\A-Za-z])[A-Za-z]{2,}")
 _TEXT_OPEN = re.compile(r"\s*\\(?:text[a-z]*|math(?:rm|bf|it|sf)|mbox)\s*\{")
-_NUM = re.compile(r"\\num\s*(?:\[[^\]]{0,200}\])?\s*\{([^{}]*)\}")
+_NUM = re.compile(r"\\num\s*(?:\[([^\]]{0,200})\])?\s*\{([^{}]*)\}")
 _ANG = re.compile(r"\\ang\s*(?:\[[^\]]{0,200}\])?\s*\{([^{}]*)\}")
-_QUANTITY = re.compile(r"\\(?:SI|qty)\s*(?:\[[^\]]{0,200}\])?\s*\{([^{}]*)\}\s*\{((?:[^{}]|\{[^{}]*\})*)\}")
+_QUANTITY = re.compile(r"\\(?:SI|qty)\s*(?:\[([^\]]{0,200})\])?\s*\{([^{}]*)\}\s*\{((?:[^{}]|\{[^{}]*\})*)\}")
+# siunitx options that change only how a number is set, not the number it prints (rounding, exponents do)
+_LOOK_OPTIONS = ("group-", "mode", "text-", "math-", "detect-", "color", "font", "output-decimal-marker", "per-mode")
 _SI_PREFIXES = {"kilo", "centi", "milli", "micro", "nano", "mega", "giga", "deci", "hecto", "deca", "pico", "tera"}
 _SI_POWERS = {"squared": "^2", "cubed": "^3"}
 # \mathbb{R}, \mathbb R, \Bbb{R}, \Bbb R: the blackboard letter of a number set
@@ -87,16 +89,29 @@ def siunitx(content: str) -> str:
     """siunitx's numbers and quantities as plain LaTeX: ``\\num{5000}`` -> ``5000``, ``\\SI{5}{\\kilo\\metre}`` and
     ``\\qty{5}{km}`` -> ``5\\text{ kilometre}`` / ``5\\text{ km}``, ``\\SI{10}{\\percent}`` -> ``10\\%``,
     ``\\ang{30}`` -> ``30^\\circ`` (math-verify reads ``\\num{5000}`` as the product n*u*m*5000)."""
-    content = _NUM.sub(lambda match: _si_number(match.group(1)), content) if "\\num" in content else content
-    content = _ANG.sub(lambda match: f"{match.group(1).strip()}^\\circ", content) if "\\ang" in content else content
+    content = _NUM.sub(lambda match: _si_number(*match.groups()), content) if "\\num" in content else content
+    content = _ANG.sub(lambda match: _angle(match.group(1)), content) if "\\ang" in content else content
     if "\\SI" in content or "\\qty" in content:
-        content = _QUANTITY.sub(lambda match: _si_number(match.group(1)) + _si_unit(match.group(2)), content)
+        content = _QUANTITY.sub(lambda match: _si_number(*match.groups()[:2]) + _si_unit(match.group(3)), content)
     return content
 
 
-def _si_number(number: str) -> str:
-    """A siunitx number as it renders: a comma is its decimal marker (``\\num{1,5}`` prints 1.5, not a list)."""
-    return number.strip().replace(",", ".")
+def _si_number(options: str | None, number: str) -> str:
+    """A siunitx number as it renders: a comma is its decimal marker (``\\num{1,5}`` prints 1.5, not a list),
+    ``+-`` is plus-minus (``\\num{5 +- 1}`` prints 5 ± 1). Options that may change the printed number
+    (``round-precision=2``) leave a word after it, so it matches no number: refused, not read unrounded."""
+    number = number.strip().replace(",", ".").replace("+-", "\\pm ")
+    keys = [option.split("=")[0].strip() for option in (options or "").split(",") if option.strip()]
+    return number if all(key.startswith(_LOOK_OPTIONS) for key in keys) else number + "\\text{ formatted}"
+
+
+def _angle(argument: str) -> str:
+    """``\\ang{30}`` -> ``30^\\circ``; ``\\ang{1;30;15}`` -> ``1^\\circ 30' 15''`` (degrees, arcminutes, arcseconds:
+    ``\\ang{;30}`` is 30 arcminutes, no 30 degrees; primes are compared as written)."""
+    fields = [field.strip() for field in argument.split(";")]
+    marks = ("^\\circ", "'", "''")
+    written = [field + mark for field, mark in zip(fields, marks) if field]
+    return " ".join(written) if len(fields) <= 3 else argument + "^\\circ\\text{ formatted}"
 
 
 def _si_unit(unit: str) -> str:
@@ -115,6 +130,7 @@ def _si_unit(unit: str) -> str:
         else:
             words.append(prefix + (macro or literal))
             prefix = ""
+    words += [prefix] if prefix else []  # \\SI{5}{\\kilo} prints "5 k": a scale left as a word, not dropped
     return f"\\text{{ {' '.join(words)}}}{power}" if words else ""
 
 
