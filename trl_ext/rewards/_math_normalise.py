@@ -49,6 +49,7 @@ _STATEMENT = re.compile(r"[A-Za-z](?:_\{?\w+\}?)?(?:\([^()=]*\))?\s*=(?!=)")  # 
 _ONE_TOKEN_SUBSCRIPT = re.compile(r"_\s*\{\s*([0-9A-Za-z])\s*\}")  # renders as _2: the braces change nothing
 # a numeral in another base, its digits or base in brackets (the key has no spacing left)
 _NUMERAL = re.compile(r"[({]?([0-9A-Z]*[0-9][0-9A-Z]*)[)}]?_\{?\(?(\d{1,2})\)?\}?")
+_UNDEFINED_LOG = re.compile(r"\\log\s*_\s*(?:\{\s*[-+]?[01]\s*\}|[01](?!\d))")  # base 0 or 1
 _DEPTH = re.compile(r"\\begin|\\end|[{(\[]|[})\]]")
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d+)\}")
 _DEGREE = r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\degree|°)"
@@ -366,10 +367,12 @@ def defined_as(part: str) -> str:
 
 def ambiguous_latex(content: str) -> bool:
     """True when ``content`` renders as something other than what a parser would read (``2^10``, ``10^23``,
-    ``2^-1``, ``\\frac123``, ``\\sqrt23``, ``0.\\overline{3}4``) or is an angle in degrees of a multiple of pi
+    ``2^-1``, ``\\frac123``, ``\\sqrt23``, ``0.\\overline{3}4``), has no value (``\\log_0 1``) or is an angle in degrees of a multiple of pi
     (``\\frac{\\pi}{6}^\\circ``): such an answer is refused, not read as either value."""
     if _AMBIGUOUS.search(content) and _AMBIGUOUS.search(number_sets(braced_log_base(content))):
         return True  # but log base 2 of 8 (\log_2 8) and the positive reals (\mathbb{R}^+)
+    if "\\log" in content and _UNDEFINED_LOG.search(content):
+        return True  # \log_0 1 has no value (a parser gives 0 / -oo = 0)
     return "\\pi" in content and any(
         "\\pi" in _term_before(content, m.start()) for m in _DEGREE_MARK.finditer(content)
     )
