@@ -25,6 +25,12 @@ CLASSES = {
         ["C", "A B C D", "A, B, C, D", r"B \text{ or } C", "B) 12 or C) 14", "B) 12 C) 14", "12", "BC", "B:C"],
     ),
     "an option with a period": ("B. 12", ["B", "B."], ["C", "12", "A B C D E"]),
+    "an option's letter with another option's value": (
+        "B) 7",
+        ["B", "(B) 7", r"\text{Option B: 7}", "B) 7.0", r"B) \frac{14}{2}"],
+        ["B) 8", "(B) 8", r"\text{Option B: 8}", "B. 7.5", "B) -7", "(b) 70", "(B) 7, 8"],
+    ),
+    "a bracketed option gold's text is checked too": (r"\textbf{(D) }9", ["D", "(D) 9"], ["(D) 10", "D) 3"]),
     "an option with a colon": ("B: 12", ["B", "B: 12"], ["D", "B, D"]),
     "an option whose text names others": (r"B) \text{Both A and C}", ["B"], ["A", "C", "A, C"]),
     "two options required": ("A. 18, C. 20", ["A, C", "C, A"], ["A", "C", "A, B, C"]),
@@ -41,6 +47,27 @@ CLASSES = {
         r"\SI{5}{\kilo\metre}",
         [r"5\text{ km}", "5", r"5 \text{ kilometers}", r"\qty{5}{km}"],
         [r"5\text{ m}", "5000", r"\SI{5}{\metre}"],
+    ),
+    "siunitx plus-minus (+- prints \u00b1)": (
+        "4",
+        ["4", r"\num{4}"],
+        [r"\num{5 +- 1}", r"\num{5+-1}", r"\SI{5 +- 1}{\metre}", r"\num{+-4}", r"\SI{+-4}{\metre}"],
+    ),
+    "siunitx plus-minus, both values": (r"\pm 4", [r"\num{+-4}", r"\pm 4"], [r"\num{4}", "-4"]),
+    "siunitx prefix without a unit (it prints 5 k)": (
+        "5",
+        ["5", r"\SI{5}{}", r"\SI{5}{\metre}"],
+        [r"\SI{5}{\kilo}", r"\qty{5}{\mega}", r"\SI{5}{\milli}", r"\SI{5}{\deca}", r"\SI{5}{\kilo\squared}"],
+    ),
+    "siunitx arcminutes and arcseconds": (
+        r"30^\circ",
+        [r"\ang{30}", "30"],
+        [r"\ang{;30}", r"\ang{;;30}", r"\ang{0;30}", r"\ang{;30;}"],
+    ),
+    "siunitx options that round": (
+        "3.14159",
+        [r"\num{3.14159}", r"\num[group-digits=false]{3.14159}"],
+        [r"\num[round-mode=places,round-precision=2]{3.14159}", r"\SI[round-precision=1]{3.14159}{\metre}"],
     ),
     "siunitx percentage": (r"\SI{10}{\percent}", ["10", r"10\%"], ["0.1", r"1000\%"]),
     "positive reals": (
@@ -63,6 +90,12 @@ CLASSES = {
         ["4", "28", "8", r"\log_28", r"\log 28"],
     ),
     "another log gold": (r"\log_5 25", ["2"], ["5", "25"]),
+    "an unbraced base's argument is its digits": (
+        "6",
+        [r"\log_2 8 \cdot 2", r"2 \log_2 8", r"\log_2 64", r"\log_2 8 + 3"],
+        [r"\log_2 8^2", r"\log_2 8 \cdot 8"],
+    ),
+    "log base 0 or 1 has no value": ("0", ["0", r"\log_3 1"], [r"\log_0 1", r"\log_{0} 1", r"\log_1 1", r"\log_{1}1"]),
     "an irrational log gold": (r"\log_2 3", [r"\frac{\ln 3}{\ln 2}", r"\log_2 3"], [r"\log_3 2"]),
     "a log answer with an unbraced base": ("3", [r"\log_2 8"], [r"\log_28", r"\log_3 8", r"\log_2 9"]),
     "a binary numeral": (
@@ -73,7 +106,7 @@ CLASSES = {
     "a binary numeral in brackets": (
         "(1011)_2",
         ["1011_2", "1011_{(2)}", r"(1011)_{2}"],
-        ["1011", "11", "(1011)_3", "(1101)_2"],
+        ["1011", "11", "(1011)_3", "(1101)_2", "1011)_2", "(1011_2", "{1011)_2", "1011_{(2}", "1011_{2)}"],
     ),
     "a decimal gold is no numeral in another base": ("1011", ["1011"], ["(1011)_2", "1011_2", "1011_{(2)}"]),
     "a binary numeral with a braced base": ("1011_{2}", ["1011_2"], ["1011", "11"]),
@@ -97,7 +130,7 @@ def test_gsm8k_marker_is_read_from_the_last_line_only_without_a_box():
     assert gold_answer("**72**") == "72"
 
 
-def test_option_forms_name_the_letter_only():
+def test_option_forms_name_the_letter_and_a_value():
     assert [option_form(text) for text in ("B) 12", "B. 12", "B: 12", "B.", r"\text{Option B}")] == [
         "(B) 12",
         "(B) 12",
@@ -106,9 +139,10 @@ def test_option_forms_name_the_letter_only():
         "(B)",
     ]
     assert option_form(r"\textbf{Choice D: 5}") == "(D) 5"
-    # a gold keeps the letter only: its option text is the dataset's, not an answer to check
+    # a gold keeps a value for its text (an answer's text must equal it); words and inline math are the dataset's
+    assert option_form("B) 12", keep_text=False) == "(B) 12"
     assert option_form(r"A: $\{x \mid x > 1\}$", keep_text=False) == "(A)"
-    assert option_form(r"(C) \{x \mid x > 1\}", keep_text=False) == "(C)"
+    assert option_form(r"(C) \{x \mid x > 1\}", keep_text=False) == r"(C) \{x \mid x > 1\}"
     assert option_form("(1, 2)", keep_text=False) == "(1, 2)"
     assert option_form("A. 18 B. 19", keep_text=False) == "A. 18 B. 19"  # a list of options names none
     assert option_form("(A) 18 (B) 19", keep_text=False) == "(A) 18 (B) 19"
@@ -139,10 +173,15 @@ def test_siunitx_is_read_as_plain_latex():
     assert siunitx(r"\SI{3}{\metre\per\second}") == r"3\text{ metre per second}"
     assert siunitx(r"\SI{4}{\metre\squared}") == r"4\text{ metre}^2"
     assert siunitx(r"\ang{30}") == r"30^\circ"
+    assert siunitx(r"\ang{1;30;15}") == r"1^\circ 30' 15''"  # degrees, arcminutes, arcseconds
+    assert siunitx(r"\num{5 +- 1}") == r"5 \pm  1"
+    assert siunitx(r"\SI{5}{\kilo}") == r"5\text{ kilo}"  # the prefix is kept: it scales the number
 
 
 def test_only_a_spaced_one_digit_log_base_is_braced():
-    assert braced_log_base(r"\log_2 8") == r"\log_{2} 8"
+    assert braced_log_base(r"\log_2 8") == r"\log_{2}(8)"
+    assert braced_log_base(r"\log_2 8 \cdot 2") == r"\log_{2}(8) \cdot 2"  # the argument is the digits only
+    assert braced_log_base(r"\log_2 8^2") == r"\log_2 8^2"  # a raised argument: left as written
     assert braced_log_base(r"\log_28") == r"\log_28"  # base 2 or 28: refused as ambiguous
     assert braced_log_base(r"\log_10 100") == r"\log_10 100"  # renders log_1 0 100
     assert REWARD([r"\boxed{\log_10 100}"], solution=["2"]) == [-1.0]

@@ -203,9 +203,17 @@ def option_letter(part: str, strict: bool) -> str | None:
     if match is None and (not strict or capital) and _OPTION_PREFIX.match(key.lower()):
         text = unwrap_text(part).split(")", 1)[1]
         rest = re.sub(r"\\[A-Za-z]+", " ", text)  # "(C) 12": the option's text
-        if not _OTHER_OPTION.search(rest) and _option_content(text):  # but not "(C) or D", "(C)/D", "(C) \\vee D"
+        # but not "(C) or D", "(C)/D", "(C) \\vee D"; a gold's text is the dataset's (an answer's must equal it)
+        if not _OTHER_OPTION.search(rest) and (strict or _option_content(text)):
             match = _OPTION_PREFIX.match(key.lower())
     return next(group for group in match.groups() if group) if match else None
+
+
+def option_text(part: str) -> str | None:
+    """The text written after an option letter (``(C) 12`` -> ``12``, ``\\text{(C) } 12`` -> ``12``), None for a
+    bare letter (``C``, ``(C)``, ``C)``): what must equal the gold option's own text."""
+    text = unwrap_text(part).strip()
+    return (text.split(")", 1)[1].strip() or None) if text.startswith("(") and ")" in text else None
 
 
 def _option_content(text: str) -> bool:

@@ -19,10 +19,14 @@ _LETTER_FIRST = re.compile(r"\s*([A-E])(?:\)|[.:](?=\s|$))\s*(.*)", re.DOTALL)  
 _BRACKETED_LETTER = re.compile(r"\s*\(([A-E])\)\s*(.*)", re.DOTALL)
 _OPTION_WORD = re.compile(r"\s*(?i:option|choice)\s*\(?\s*([A-Ea-e])\s*\)?\s*(?:[.:)](?=\s|$))?\s*(.*)", re.DOTALL)
 _ANOTHER_OPTION = re.compile(r"(?<![A-Za-z\\])\(?[A-E](?:\)|[.:](?=\s|$))")
+# a gold option's text that is no value to check an answer's text against: a word, inline math
+_WORDY_TEXT = re.compile(r"\$|(?<![\\A-Za-z])[A-Za-z]{2,}")
 _TEXT_OPEN = re.compile(r"\s*\\(?:text[a-z]*|math(?:rm|bf|it|sf)|mbox)\s*\{")
-_NUM = re.compile(r"\\num\s*(?:\[[^\]]{0,200}\])?\s*\{([^{}]*)\}")
+_NUM = re.compile(r"\\num\s*(?:\[([^\]]{0,200})\])?\s*\{([^{}]*)\}")
 _ANG = re.compile(r"\\ang\s*(?:\[[^\]]{0,200}\])?\s*\{([^{}]*)\}")
-_QUANTITY = re.compile(r"\\(?:SI|qty)\s*(?:\[[^\]]{0,200}\])?\s*\{([^{}]*)\}\s*\{((?:[^{}]|\{[^{}]*\})*)\}")
+_QUANTITY = re.compile(r"\\(?:SI|qty)\s*(?:\[([^\]]{0,200})\])?\s*\{([^{}]*)\}\s*\{((?:[^{}]|\{[^{}]*\})*)\}")
+# siunitx options that change only how a number is set, not the number it prints (rounding, exponents do)
+_LOOK_OPTIONS = ("group-", "mode", "text-", "math-", "detect-", "color", "font", "output-decimal-marker", "per-mode")
 _SI_PREFIXES = {"kilo", "centi", "milli", "micro", "nano", "mega", "giga", "deci", "hecto", "deca", "pico", "tera"}
 _SI_POWERS = {"squared": "^2", "cubed": "^3"}
 # \mathbb{R}, \mathbb R, \Bbb{R}, \Bbb R: the blackboard letter of a number set
@@ -34,7 +38,8 @@ _QUALIFIED = re.compile(
     + r")?\s*(?:_\s*" + _SCRIPT.format("low2") + r")?"
 )  # fmt: skip
 _BOUND = re.compile(r"(>|<|\\gt|\\lt|\\geq?(?:slant)?|\\leq?(?:slant)?|\\ge|\\le)\s*([-+]?\d+)")
-_LOG_BASE = re.compile(r"(\\log\s*)_\s*(\d)(?=\s+\S)")
+# a one-digit base, a space and a digit run (not raised or indexed: \log_2 8^2 is log base 2 of 64)
+_LOG_BASE = re.compile(r"(\\log\s*)_\s*(\d)\s+(\d+(?:\.\d+)?)(?![\d.]|\s*[\^_!])")
 
 
 def gold_answer(gold: str) -> str:
@@ -52,8 +57,9 @@ def gold_answer(gold: str) -> str:
 def option_form(content: str, keep_text: bool = True) -> str:
     """An option letter in another written form as ``(B)``, with the option's text after it when ``keep_text``:
     ``B) 12``, ``B. 12``, ``B: 12``, ``Option B``, ``\\text{Choice (B)}``. The letter is what the option means (read by
-    ``option_letter`` as for ``(B) 12``; a gold drops the text, which is the dataset's and need not be an answer:
-    ``A: $\\{x \\mid x > 1\\}$``); anything else is returned as it is."""
+    ``option_letter`` as for ``(B) 12``). A gold (``keep_text`` False) keeps its text only when it is a value an
+    answer's text must then equal (``B) 12``: ``B) 13`` names B with C's value); words or inline math are the
+    dataset's and are dropped (``A: $\\{x \\mid x > 1\\}$`` is ``(A)``). Anything else is returned as it is."""
     first = content[:1] if content[:1] != " " else content.lstrip()[:1]
     if first and first in "ABCDE":
         match = _LETTER_FIRST.fullmatch(content)
@@ -66,7 +72,8 @@ def option_form(content: str, keep_text: bool = True) -> str:
         return content
     if match is None or (not keep_text and _ANOTHER_OPTION.search(match.group(2))):
         return content  # "A. 18 B. 19" lists options: it names none
-    return f"({match.group(1).upper()}) {match.group(2) if keep_text else ''}".rstrip()
+    text = match.group(2) if keep_text or not _WORDY_TEXT.search(match.group(2)) else ""
+    return f"({match.group(1).upper()}) {text}".rstrip()
 
 
 def package_forms(content: str) -> str:
@@ -83,16 +90,29 @@ def siunitx(content: str) -> str:
     """siunitx's numbers and quantities as plain LaTeX: ``\\num{5000}`` -> ``5000``, ``\\SI{5}{\\kilo\\metre}`` and
     ``\\qty{5}{km}`` -> ``5\\text{ kilometre}`` / ``5\\text{ km}``, ``\\SI{10}{\\percent}`` -> ``10\\%``,
     ``\\ang{30}`` -> ``30^\\circ`` (math-verify reads ``\\num{5000}`` as the product n*u*m*5000)."""
-    content = _NUM.sub(lambda match: _si_number(match.group(1)), content) if "\\num" in content else content
-    content = _ANG.sub(lambda match: f"{match.group(1).strip()}^\\circ", content) if "\\ang" in content else content
+    content = _NUM.sub(lambda match: _si_number(*match.groups()), content) if "\\num" in content else content
+    content = _ANG.sub(lambda match: _angle(match.group(1)), content) if "\\ang" in content else content
     if "\\SI" in content or "\\qty" in content:
-        content = _QUANTITY.sub(lambda match: _si_number(match.group(1)) + _si_unit(match.group(2)), content)
+        content = _QUANTITY.sub(lambda match: _si_number(*match.groups()[:2]) + _si_unit(match.group(3)), content)
     return content
 
 
-def _si_number(number: str) -> str:
-    """A siunitx number as it renders: a comma is its decimal marker (``\\num{1,5}`` prints 1.5, not a list)."""
-    return number.strip().replace(",", ".")
+def _si_number(options: str | None, number: str) -> str:
+    """A siunitx number as it renders: a comma is its decimal marker (``\\num{1,5}`` prints 1.5, not a list),
+    ``+-`` is plus-minus (``\\num{5 +- 1}`` prints 5 ± 1). Options that may change the printed number
+    (``round-precision=2``) leave a word after it, so it matches no number: refused, not read unrounded."""
+    number = number.strip().replace(",", ".").replace("+-", "\\pm ")
+    keys = [option.split("=")[0].strip() for option in (options or "").split(",") if option.strip()]
+    return number if all(key.startswith(_LOOK_OPTIONS) for key in keys) else number + "\\text{ formatted}"
+
+
+def _angle(argument: str) -> str:
+    """``\\ang{30}`` -> ``30^\\circ``; ``\\ang{1;30;15}`` -> ``1^\\circ 30' 15''`` (degrees, arcminutes, arcseconds:
+    ``\\ang{;30}`` is 30 arcminutes, no 30 degrees; primes are compared as written)."""
+    fields = [field.strip() for field in argument.split(";")]
+    marks = ("^\\circ", "'", "''")
+    written = [field + mark for field, mark in zip(fields, marks) if field]
+    return " ".join(written) if len(fields) <= 3 else argument + "^\\circ\\text{ formatted}"
 
 
 def _si_unit(unit: str) -> str:
@@ -111,6 +131,7 @@ def _si_unit(unit: str) -> str:
         else:
             words.append(prefix + (macro or literal))
             prefix = ""
+    words += [prefix] if prefix else []  # \\SI{5}{\\kilo} prints "5 k": a scale left as a word, not dropped
     return f"\\text{{ {' '.join(words)}}}{power}" if words else ""
 
 
@@ -166,7 +187,8 @@ def _bound(scripts: list[str], kind: str) -> tuple[bool, int, bool] | None:
 
 
 def braced_log_base(content: str) -> str:
-    """``\\log_2 8`` -> ``\\log_{2} 8``: a one-digit base written without braces and set apart from its argument
-    renders as log base 2 of 8, which a parser reading the digits ``2 8`` together would not see. ``\\log_28``
-    (no space) stays as it is: it renders alike, but a writer may have meant base 28, so it is refused."""
-    return _LOG_BASE.sub(r"\1_{\2}", content) if "\\log" in content else content
+    """``\\log_2 8`` -> ``\\log_{2}(8)``: a one-digit base written without braces and set apart from its digits
+    renders as log base 2 of 8, which a parser reading the digits ``2 8`` together would not see. The argument is
+    the digits only (``\\log_2 8 \\cdot 2`` is twice log base 2 of 8, as it renders). ``\\log_28`` (no space)
+    stays as it is: it renders alike, but a writer may have meant base 28, so it is refused."""
+    return _LOG_BASE.sub(r"\1_{\2}(\3)", content) if "\\log" in content else content

@@ -48,7 +48,11 @@ _OPERAND_START = re.compile(r"[\w(\[{|-]|\\(?!times|cdot|div|pm|mp|right|end|[lg
 _STATEMENT = re.compile(r"[A-Za-z](?:_\{?\w+\}?)?(?:\([^()=]*\))?\s*=(?!=)")  # x =, a_n =, f(x) =
 _ONE_TOKEN_SUBSCRIPT = re.compile(r"_\s*\{\s*([0-9A-Za-z])\s*\}")  # renders as _2: the braces change nothing
 # a numeral in another base, its digits or base in brackets (the key has no spacing left)
-_NUMERAL = re.compile(r"[({]?([0-9A-Z]*[0-9][0-9A-Z]*)[)}]?_\{?\(?(\d{1,2})\)?\}?")
+_NUMERAL = re.compile(  # brackets in pairs: 1011)_2 is no numeral
+    r"(?:\((?P<d1>[0-9A-Z]*[0-9][0-9A-Z]*)\)|\{(?P<d2>[0-9A-Z]*[0-9][0-9A-Z]*)\}|(?P<d3>[0-9A-Z]*[0-9][0-9A-Z]*))_"
+    r"(?:\{\((?P<b1>\d{1,2})\)\}|\{(?P<b2>\d{1,2})\}|\((?P<b3>\d{1,2})\)|(?P<b4>\d{1,2}))"
+)
+_UNDEFINED_LOG = re.compile(r"\\log\s*_\s*(?:\{\s*[-+]?[01]\s*\}|[01](?!\d))")  # base 0 or 1
 _DEPTH = re.compile(r"\\begin|\\end|[{(\[]|[})\]]")
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d+)\}")
 _DEGREE = r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\degree|°)"
@@ -287,8 +291,10 @@ def text_key(part: str) -> str:
     key = key[:-1] if key.endswith(".") and not key.endswith("..") else key  # 3.14... stays cut
     numeral = _NUMERAL.fullmatch(key) if "_" in key else None  # (1011)_2, 1011_{(2)}, {A3}_{16}
     if numeral:
-        base = numeral.group(2)
-        return f"{numeral.group(1)}_{base if len(base) == 1 else '{' + base + '}'}"
+        digits, base = (
+            next(value for name, value in numeral.groupdict().items() if value and name[0] == kind) for kind in "db"
+        )
+        return f"{digits}_{base if len(base) == 1 else '{' + base + '}'}"
     angle = _ANGLE_NAME.fullmatch(key)  # \angle CBA is \angle ABC (the vertex in the middle)
     return angle.group(1) + min(angle.group(2), angle.group(2)[::-1]) if angle else key
 
@@ -366,10 +372,12 @@ def defined_as(part: str) -> str:
 
 def ambiguous_latex(content: str) -> bool:
     """True when ``content`` renders as something other than what a parser would read (``2^10``, ``10^23``,
-    ``2^-1``, ``\\frac123``, ``\\sqrt23``, ``0.\\overline{3}4``) or is an angle in degrees of a multiple of pi
+    ``2^-1``, ``\\frac123``, ``\\sqrt23``, ``0.\\overline{3}4``), has no value (``\\log_0 1``) or is an angle in degrees of a multiple of pi
     (``\\frac{\\pi}{6}^\\circ``): such an answer is refused, not read as either value."""
     if _AMBIGUOUS.search(content) and _AMBIGUOUS.search(number_sets(braced_log_base(content))):
         return True  # but log base 2 of 8 (\log_2 8) and the positive reals (\mathbb{R}^+)
+    if "\\log" in content and _UNDEFINED_LOG.search(content):
+        return True  # \log_0 1 has no value (a parser gives 0 / -oo = 0)
     return "\\pi" in content and any(
         "\\pi" in _term_before(content, m.start()) for m in _DEGREE_MARK.finditer(content)
     )

@@ -50,7 +50,7 @@ class Part:
     expression; parsed on first use when the part is a plain integer or integer fraction, which ``fraction``
     then holds) and what the string comparisons need."""
 
-    __slots__ = ("_expr", "_parse", "assignment", "brackets", "decimal", "digits", "fraction", "key", "names", "option", "percent", "plain_decimal", "radians", "time", "unit", "value", "word")  # fmt: skip
+    __slots__ = ("_expr", "_parse", "assignment", "brackets", "decimal", "digits", "fraction", "key", "names", "option", "option_text", "percent", "plain_decimal", "radians", "time", "unit", "value", "word")  # fmt: skip
 
     def __init__(self, text, expr, answers, gold, fraction=None, parse=None, value=None):
         self._expr, self._parse, self.fraction, self.value = expr, parse, fraction, value
@@ -61,6 +61,7 @@ class Part:
         # an angle written with degree signs inside an expression (2 \cdot 45^\circ), converted to radians
         self.radians = text is not None and bool(_ANGLE_IN_RADIANS.search(text)) and not _TRIG.search(text)
         self.option = answers.option_letter(text, strict=gold) if text is not None else None
+        self.option_text = answers.option_text(text) if self.option else None  # (B) 12: B's value, 12
         self.word = text is not None and answers.is_word_answer(text)
         self.unit = (answers.gold_unit if gold else answers.split_unit)(text)[1] if text is not None else None
         self.assignment = text is not None and answers.is_assignment(text)
@@ -216,8 +217,9 @@ class Grader:
         return unread and time.monotonic() - start < timeout / 2  # a parse that timed out is not a verdict
 
     def same(self, gold: Part, answer: Part, timeout: int) -> bool:
-        if gold.option is not None:
-            return answer.option == gold.option
+        if gold.option is not None:  # the letter, and the option's value if both give one: (B) 13 is no (B) 12
+            texts = (gold.option_text, answer.option_text)
+            return answer.option == gold.option and (None in texts or self._same_text(*texts, timeout))
         folded = (gold.word or answer.word) and _folded(gold, answer)
         if gold.key is not None and (gold.key == answer.key or folded):
             return True  # the same answer written the same way (normalised), parsed or not
@@ -240,6 +242,12 @@ class Grader:
             return False
         mixed = self.answers.mixed_case(gold.key) or self.answers.mixed_case(answer.key)
         return not mixed or self._same_in_case(gold, answer, timeout)
+
+    def _same_text(self, gold: str, answer: str, timeout: int) -> bool:
+        """Whether an answer's option text is the gold option's (one part each, no letter in either)."""
+        parts = self._parts(gold, True, timeout), self._parts(answer, False, timeout)
+        single = all(len(found) == 1 and found[0].option is None for found in parts)
+        return single and self.same(parts[0][0], parts[1][0], timeout)
 
     def _same_in_case(self, gold: Part, answer: Part, timeout: int) -> bool:
         """The values compared again with the case of their letters kept, for a part that uses A and a:
