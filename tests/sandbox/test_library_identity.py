@@ -2,7 +2,8 @@
 Fraction, Decimal, array and ``collections.namedtuple``'s methods when it loads, before the program runs. A
 program class that only claims a library name (``__module__ = 'collections'``), or a program that replaces
 ``sys.modules['collections']``, crossed as the real library type, so the judge compared with the library's ``==``
-instead of the program's own and a wrong program scored 1. Through ``CodeTests`` on the assert path with the
+instead of the program's own and a wrong program scored 1; so did a real library class the program patched
+(``Counter.__eq__ = ...``) or a real OrderedDict holding its own ``keys``. Through ``CodeTests`` on the assert path with the
 per-run bwrap launch and landlock through its fork server (docs/sandbox.md, "Plain data")."""
 
 from __future__ import annotations
@@ -60,6 +61,24 @@ def point():
     return Point(1, 2)
 """
 NAMEDTUPLE_WRONG = ["assert point() == (1, 2)"]
+# the real classes changed by the program: the judge would answer with the library's methods
+PATCHED = """import collections, fractions
+collections.Counter.__eq__ = lambda self, other: False
+fractions.Fraction.__eq__ = lambda self, other: False
+def counter():
+    return collections.Counter(a=1)
+def fraction():
+    return fractions.Fraction(1, 2)
+def ordered():
+    made = collections.OrderedDict(a=1)
+    made.keys = lambda: ['z']
+    return made
+"""
+PATCHED_WRONG = [
+    "assert counter() == {'a': 1}",
+    "from fractions import Fraction\nassert fraction() == Fraction(1, 2)",
+    "assert list(ordered().keys()) == ['a']",
+]
 GENUINE = """import collections, decimal, fractions, sys, types
 Point = collections.namedtuple('Point', 'x y')
 real = (collections.Counter, collections.OrderedDict, collections.deque, collections.defaultdict)
@@ -83,6 +102,7 @@ LAUNCHES = [("bwrap", "0"), ("landlock", "1")]
 def test_the_plain_cpython_verdicts():
     assert not any(cpython_passes(CLAIMS, test) for test in CLAIMS_WRONG)
     assert not any(cpython_passes(NAMEDTUPLE, test) for test in NAMEDTUPLE_WRONG)
+    assert not any(cpython_passes(PATCHED, test) for test in PATCHED_WRONG)
     assert all(cpython_passes(GENUINE, test) for test in GENUINE_RIGHT)
 
 
@@ -96,10 +116,10 @@ def test_a_claimed_library_name_crosses_as_the_program_class(launch, monkeypatch
     get_backend(backend)  # raises SandboxUnavailable where the backend cannot run
     outcomes: dict[str, float] = {}
     reward = CodeTests(timeout_s=10.0, mode="binary")
-    tests = CLAIMS_WRONG + NAMEDTUPLE_WRONG + GENUINE_RIGHT
-    sources = [CLAIMS] * len(CLAIMS_WRONG) + [NAMEDTUPLE] * len(NAMEDTUPLE_WRONG) + [GENUINE] * len(GENUINE_RIGHT)
-    programs = [f"```python\n{program}\n```" for program in sources]
+    tests = CLAIMS_WRONG + NAMEDTUPLE_WRONG + PATCHED_WRONG + GENUINE_RIGHT
+    sources = [CLAIMS] * len(CLAIMS_WRONG) + [NAMEDTUPLE] * len(NAMEDTUPLE_WRONG) + [PATCHED] * len(PATCHED_WRONG)
+    programs = [f"```python\n{program}\n```" for program in sources + [GENUINE] * len(GENUINE_RIGHT)]
     scores = reward(programs, tests=[{"kind": "assert", "code": t} for t in tests], log_metric=outcomes.__setitem__)
-    wrong = len(CLAIMS_WRONG + NAMEDTUPLE_WRONG)
+    wrong = len(CLAIMS_WRONG + NAMEDTUPLE_WRONG + PATCHED_WRONG)
     assert scores == [0.0] * wrong + [1.0] * len(GENUINE_RIGHT), list(zip(tests, scores))
     assert outcomes["code_tests/infra_error"] == 0.0 and outcomes["code_tests/unsupported_test"] == 0.0

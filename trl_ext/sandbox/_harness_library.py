@@ -34,6 +34,7 @@ if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harn
         _json_str,
         _number,
         _plain_iterator,
+        _special,
         _str_join,
         _type,
         _value_base,
@@ -45,11 +46,36 @@ _DECIMAL, _FRACTION, _ARRAY = _decimal_module.Decimal, _fractions_module.Fractio
 _REFERENCE = _collections_module.namedtuple("Reference", "a")  # the generated methods, for _namedtuple_fields
 _GENUINE = {k: getattr(v, "__func__", v) for k, v in _CLASS["__dict__"](_REFERENCE).items()}
 _METHOD_WRAPPERS = (classmethod, staticmethod)
+_IMMUTABLE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: a class whose attributes nobody can set (C types)
+
+
+def _class_dicts(kind):
+    """(class, a copy of its dict) for each class of ``kind``'s MRO whose attributes a program can set."""
+    return [
+        (k, dict(_CLASS["__dict__"](k))) for k in _CLASS["__mro__"](kind) if not _CLASS["__flags__"](k) & _IMMUTABLE
+    ]
+
+
+_AS_LOADED = {kind: _class_dicts(kind) for kind in (_COUNTER, _ORDERED_DICT, _FRACTION)}
+
+
+def _require_as_loaded(value, kind):
+    """Refuse a library value whose class the program changed since the harness loaded (``Counter.__eq__ = ...``,
+    ``numbers.Number.__ne__ = ...``) or that holds attributes of its own (``od.keys = ...``): the judge would
+    answer with the library's methods where CPython runs the program's."""
+    for klass, loaded in _AS_LOADED[kind]:
+        now = _CLASS["__dict__"](klass)
+        if len(now) != len(loaded) or any(now.get(name) is not item for name, item in loaded.items()):
+            raise TypeError("a library class the program changed")
+    slot = _special(kind, "__dict__")  # the instance's own attributes (read through the class, as loaded)
+    if slot is not None and slot.__get__(value):
+        raise TypeError("a library value with attributes of its own")
 
 
 def _library_text(value, kind, depth):
     """A library value by its exact class (one captured at load); else an iterator, else a builtin's subclass."""
     if kind is _COUNTER or kind is _ORDERED_DICT:
+        _require_as_loaded(value, kind)
         # an OrderedDict's order is its linked list (move_to_end), not its dict's: its own C items()
         pairs = _ORDERED_DICT.items(value) if kind is _ORDERED_DICT else dict.items(value)
         return '{"' + ("C" if kind is _COUNTER else "od") + '": ' + _encode_pairs(pairs, depth) + "}"
@@ -73,6 +99,7 @@ def _library_text(value, kind, depth):
         tail = "," + _int_repr(_number(_CLASSES, kind)) + "," + _json_str(kind.__dict__["__module__"]) + "]}"
         return head + _encode_items(tuple.__iter__(value), depth) + tail
     if kind is _FRACTION:
+        _require_as_loaded(value, kind)
         return '{"q": [' + _encode(value.numerator, depth + 1) + "," + _encode(value.denominator, depth + 1) + "]}"
     if kind is range:
         return (
