@@ -19,6 +19,7 @@ import gc
 import sys
 
 if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harness_values.py as one module
+    from trl_ext.sandbox._harness_library import _library_text
     from trl_ext.sandbox._harness_program import _MAX_CHAIN
     from trl_ext.sandbox._harness_values import (
         _CLASS,
@@ -35,7 +36,6 @@ if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harn
         _exception_name,
         _int_repr,
         _json_str,
-        _library_text,
         _number,
         _plain_iterator,
         _str_join,

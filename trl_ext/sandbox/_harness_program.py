@@ -93,7 +93,7 @@ def _description(value):
 
 
 def _exception_chain(kind, tagged=False):
-    """[[name, own, number, bases], ...]: the classes of ``kind``'s MRO but ``object`` and the builtin exceptions,
+    """[[name, own, number, bases, qualname], ...]: the classes of ``kind``'s MRO but ``object`` and the builtin exceptions,
     ``kind`` first; ``own`` when the class defines more than a docstring (an ``__init__``, ``__str__``,
     attributes...), which the judge cannot rebuild; ``number``: the class object's number in the run (the judge's
     stand-ins are one per class object, not per name); ``bases``: its direct bases in order, each a later entry's
@@ -113,8 +113,9 @@ def _exception_chain(kind, tagged=False):
         name = _json_str(type.__dict__["__name__"].__get__(klass))
         bases = [_base(base) for base in type.__dict__["__bases__"].__get__(klass)] if rebuilt else ["null"]
         bases = start + ",".join(bases) + end
+        qualname = _json_str(type.__dict__["__qualname__"].__get__(klass))  # ``Errors.B``: the stand-in's too
         chain.append(start + name + "," + str(own).lower() + "," + _int_repr(_number(_CLASSES, klass)) + "," + bases)
-        chain[-1] += end
+        chain[-1] += "," + qualname + end
     if len(chain) > _MAX_CHAIN:
         raise TypeError("exception classes nested too deeply")
     return start + ",".join(chain) + end
@@ -127,7 +128,8 @@ def _chain_or_unknown(kind, tagged=False):
         return _exception_chain(kind, tagged)
     except BaseException:  # noqa: B036
         start, end = ('{"t": [', "]}") if tagged else ("[", "]")
-        entry = start + '"Unknown",true,' + _int_repr(_number(_CLASSES, kind)) + "," + start + "null" + end + end
+        entry = start + '"Unknown",true,' + _int_repr(_number(_CLASSES, kind)) + "," + start + "null" + end
+        entry += ',"Unknown"' + end
         return start + entry + end
 
 

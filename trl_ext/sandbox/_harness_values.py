@@ -19,7 +19,6 @@ import _collections
 import _json
 import binascii
 import builtins
-import sys
 
 _type, _str_join = type, str.join
 _CLASS, _iter = {name: _type.__dict__[name].__get__ for name in ("__dict__", "__mro__", "__flags__")}, iter
@@ -121,7 +120,7 @@ def _encode_library(value, kind, depth):
         return '{"a": ' + _int_repr(seen[0]) + "}"
     if _LIVE_RUN:  # noqa: F821 - an assert test's run: iterators stay in the sandbox (_harness_live.py)
         return _live_library(value, kind, depth)  # noqa: F821
-    return _library_text(value, kind, depth)
+    return _library_text(value, kind, depth)  # noqa: F821 - _harness_library.py, compiled into the same module
 
 
 _REPLAYED_ONLY = (
@@ -158,91 +157,7 @@ def _special(kind, name):
     return next((d.get(name) for d in map(_CLASS["__dict__"], _CLASS["__mro__"](kind)) if name in d), None)
 
 
-def _library_text(value, kind, depth):
-    module, name = getattr(kind, "__module__", None), getattr(kind, "__qualname__", None)
-    if module == "collections" and name in ("Counter", "OrderedDict") and isinstance(value, dict):
-        # an OrderedDict's order is its linked list (move_to_end), not its dict's: its own C items() for the exact type
-        pairs = _collections.OrderedDict.items(value) if kind is _collections.OrderedDict else dict.items(value)
-        return '{"' + ("C" if name == "Counter" else "od") + '": ' + _encode_pairs(pairs, depth) + "}"
-    if module == "collections" and name == "defaultdict" and isinstance(value, dict):
-        return (
-            '{"dd": [' + _factory(value.default_factory, depth) + "," + _encode_pairs(dict.items(value), depth) + "]}"
-        )
-    view = next((_VIEWS[k] for k in _CLASS["__mro__"](kind) if k in _VIEWS), None)  # dict_keys/values/items
-    if view is not None:
-        return '{"' + view + '": ' + (_encode_pairs if view == "di" else _encode_items)(list(value), depth) + "}"
-    if kind is bytearray:
-        return '{"ba": "' + _b64(value) + '"}'
-    if module == "decimal" and name == "Decimal":
-        return '{"dec": ' + _json_str(kind.__str__(value)) + "}"
-    if module == "collections" and name == "deque":
-        maxlen = "null" if value.maxlen is None else _int_repr(value.maxlen)
-        return '{"dq": [' + _encode_items(list(value), depth) + "," + maxlen + "]}"
-    if isinstance(value, tuple) and _namedtuple_fields(value, kind) is not None:
-        fields = _str_join(",", [_json_str(f) for f in kind._fields])
-        head = '{"nt": [' + _json_str(kind.__name__) + ",[" + fields + "],"
-        tail = "," + _int_repr(_number(_CLASSES, kind)) + "," + _json_str(kind.__dict__["__module__"]) + "]}"
-        return head + _encode_items(tuple.__iter__(value), depth) + tail
-    if module == "fractions" and name == "Fraction":
-        return '{"q": [' + _encode(value.numerator, depth + 1) + "," + _encode(value.denominator, depth + 1) + "]}"
-    if kind is range:
-        return (
-            '{"r": [' + _str_join(",", [_encode(v, depth + 1) for v in (value.start, value.stop, value.step)]) + "]}"
-        )
-    if _plain_iterator(value, kind):
-        items = []  # an iterator (builtin, or one that equals only itself): its items, as a judge-side iterator
-        for item in value:
-            if len(items) >= _MAX_ITEMS:
-                raise TypeError("too many items")
-            items.append(item)
-        return '{"g": ' + _encode_items(items, depth) + "}"
-    if module == "array" and name == "array":  # a look-alike class can only send plain data the program chose
-        return '{"ar": [' + _json_str(value.typecode) + "," + _encode_items(value.tolist(), depth) + "]}"
-    if kind is memoryview and value.ndim == 1 and value.format in _ARRAY_CODES:  # rebuilt over an array
-        return '{"mv": [' + _json_str(value.format) + "," + _encode_items(value.tolist(), depth) + "]}"
-    if value is Ellipsis:
-        return '{"E": "..."}'
-    base = _value_base(kind)
-    if base is None:
-        raise TypeError("not plain data")
-    return _encode(_BASE_COPY[base](value), depth + 1)
-
-
-def _namedtuple_fields(value, kind):
-    """The fields of a class made by ``collections.namedtuple`` (or ``typing.NamedTuple``) whose every behaviour
-    is the generated one (so the judge's namedtuple of the same name and fields behaves as it does: ``repr``,
-    ``str``, attribute access, ``_asdict``...); None for anything else (a subclass, an override)."""
-    fields = kind.__dict__.get("_fields")
-    if _type(kind) is not type or kind.__bases__ != (tuple,) or _type(fields) is not tuple:
-        return None
-    if len(fields) != tuple.__len__(value) or _type(kind.__dict__.get("__module__")) is not str:
-        return None
-    genuine = _genuine_namedtuple()
-    for name in _behaviour(tuple) + ["__repr__", "__str__", "__format__", "_asdict", "_replace", "_make"]:
-        mine = kind.__dict__.get(name)
-        if mine is None:
-            continue
-        mine, reference = getattr(mine, "__func__", mine), genuine.get(name)
-        if _type(mine) is not _type(_b64) or getattr(reference, "__code__", None) is not mine.__code__:
-            return None
-    for index, field in enumerate(fields):
-        getter = kind.__dict__.get(field) if _type(field) is str else None
-        if _type(getter) is not _collections._tuplegetter or getter.__reduce__()[1][0] != index:
-            return None
-    return fields
-
-
-def _genuine_namedtuple():
-    """The methods ``collections.namedtuple`` generates (one reference class, made once; ``collections`` is loaded
-    whenever the program made a namedtuple)."""
-    collections = sys.modules.get("collections")
-    if not _GENUINE and collections is not None:  # without it, no class is a namedtuple (nothing kept: it may come)
-        made = collections.namedtuple("Reference", "a")
-        _GENUINE.update({k: getattr(v, "__func__", v) for k, v in made.__dict__.items()})
-    return _GENUINE
-
-
-_GENUINE, _CLASSES = {}, {}  # the reference namedtuple's methods; the namedtuple classes met, by number in the run
+_CLASSES = {}  # the namedtuple classes met, by number in the run (``_harness_library._library_text``)
 
 
 def _factory(factory, depth):
@@ -356,7 +271,7 @@ def _decode(value, made):
 
 def _decode_library(tag, inner, made):
     """A deque, bytearray, Counter, OrderedDict or defaultdict argument (``_collections`` is a C module; Counter
-    is in ``collections`` itself, imported only for a test that passes one)."""
+    is the one ``_harness_library.py`` captured when the harness loaded)."""
     if tag == "ba":
         return _made(bytearray(binascii.a2b_base64(inner)), made)
     if tag == "dq":
@@ -367,7 +282,7 @@ def _decode_library(tag, inner, made):
         factory, inner = inner[0] and next(f for f in _FACTORIES if f.__name__ == inner[0]), inner[1]
         items = _made(_collections.defaultdict(factory), made)
     else:
-        items = _made(_collections.OrderedDict() if tag == "od" else __import__("collections").Counter(), made)
+        items = _made(_collections.OrderedDict() if tag == "od" else _COUNTER(), made)  # noqa: F821
     for k, v in inner:
         items[_decode(k, made)] = _decode(v, made)
     return items
@@ -434,7 +349,7 @@ def _content(value):
     kind = _type(value)
     if kind is list:
         return _encode_items(value, 0)
-    return _encode_container(value, kind, 0) if kind is dict or kind is set else _library_text(value, kind, 0)
+    return _encode_container(value, kind, 0) if kind is dict or kind is set else _library_text(value, kind, 0)  # noqa: F821
 
 
 def _exception_args(exc):

@@ -29,7 +29,14 @@ def harness_runtime_source() -> str:
     """The judged modes of the harness as one module's source: the values codec, the program's
     description, the calls' environment and the live objects of an assert test's run first (``_harness_runtime.py`` uses their names)."""
     here = Path(__file__).parent
-    parts = ("_harness_values.py", "_harness_program.py", "_harness_env.py", "_harness_live.py", "_harness_runtime.py")
+    parts = (
+        "_harness_values.py",
+        "_harness_library.py",
+        "_harness_program.py",
+        "_harness_env.py",
+        "_harness_live.py",
+        "_harness_runtime.py",
+    )
     return "\n".join((here / name).read_text() for name in parts)
 
 

@@ -93,10 +93,11 @@ def _exception_class(chain: list, builtin: Any, classes: dict, doc: str | None =
 
 def _stand_in(entry: list, entries: dict, classes: dict, doc: str | None = None) -> type:
     name, own, number, bases = entry[0], entry[1], entry[2], tuple(entry[3])
+    qualname = entry[4] if len(entry) > 4 else name  # ``Errors.B`` for a class in a class: CPython's __qualname__
     known = classes.get(number)
     if known is not None:
-        if known[1] != (name, own, bases):
-            _refuse(classes, f"the program changed its class {name} (its name or bases) during the run")
+        if known[1] != (name, own, bases, qualname):
+            _refuse(classes, f"the program changed its class {name} (its name, qualname or bases) during the run")
         return known[0]
     if sum(type(key) is int for key in classes) >= _MAX_CLASSES:
         _refuse(classes, f"the program's exceptions have more than {_MAX_CLASSES} classes")
@@ -112,14 +113,14 @@ def _stand_in(entry: list, entries: dict, classes: dict, doc: str | None = None)
         text = self.__dict__.get(_STR)
         return text if type(text) is str else super(made[0], self).__str__()
 
-    members = {"__module__": "__main__", "__qualname__": name, "__doc__": doc, "__str__": __str__}
+    members = {"__module__": "__main__", "__qualname__": qualname, "__doc__": doc, "__str__": __str__}
     inherited = any(getattr(parent, "_trl_ext_own", False) for parent in parents)  # a base's __init__ runs too
     members.update(_trl_ext_own=own or inherited, _trl_ext_refuse=classes.get("refuse"))
     try:  # CPython made this layout, so type() makes it too; a forged record may name one it refuses
         made.append(_StandInClass(name, tuple(parents), members))
     except TypeError:
         _refuse(classes, f"the program's class {name} has bases the judge cannot combine")
-    classes[number] = (made[0], (name, own, bases))
+    classes[number] = (made[0], (name, own, bases, qualname))
     return made[0]
 
 
@@ -162,14 +163,17 @@ def _tuples(value: Any) -> bool:
 
 
 def _is_chain(chain: Any) -> bool:
-    """[[name, own, number, bases], ...]: 1 to 16 classes, each a name, a bool, its number in the run (a small int,
-    one per entry) and its 1 to 16 direct bases (a tuple inside a value), each the number of a LATER entry (the
-    MRO's order: no cycle), a builtin base's name or None (one the judge cannot rebuild)."""
+    """[[name, own, number, bases, qualname], ...]: 1 to 16 classes, each a name, a bool, its number in the run (a
+    small int, one per entry), its 1 to 16 direct bases (a tuple inside a value), each the number of a LATER entry
+    (the MRO's order: no cycle), a builtin base's name or None (one the judge cannot rebuild), and its
+    ``__qualname__`` (a str of at most 1000 characters; absent: the name, for a record written by hand)."""
     if type(chain) is not list or not 0 < len(chain) <= 16:
         return False
     later: set = set()
     for entry in reversed(chain):
-        if type(entry) is not list or len(entry) != 4 or type(entry[1]) is not bool or not _identifier(entry[0]):
+        if type(entry) is not list or len(entry) not in (4, 5) or type(entry[1]) is not bool:
+            return False
+        if not _identifier(entry[0]) or (len(entry) == 5 and (type(entry[4]) is not str or len(entry[4]) > 1000)):
             return False
         number, bases = entry[2], entry[3]
         if type(number) is not int or not 0 <= number < _MAX_CLASS_NUMBER or number in later:

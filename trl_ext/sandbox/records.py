@@ -304,9 +304,9 @@ def _chain_renumbered(chain: Any, number: Any) -> Any:
     tagged = type(chain) is dict  # inside a value: {"t": [...]} tuples
     entries = []
     for entry in chain["t"] if tagged else chain:
-        name, own, klass, bases = entry["t"] if tagged else entry
+        name, own, klass, bases, *qualname = entry["t"] if tagged else entry
         bases = [number(b) if type(b) is int else b for b in (bases["t"] if tagged else bases)]
-        made = [name, own, number(klass), {"t": bases} if tagged else bases]
+        made = [name, own, number(klass), {"t": bases} if tagged else bases, *qualname]
         entries.append({"t": made} if tagged else made)
     return {"t": entries} if tagged else entries
 
