@@ -31,6 +31,13 @@ CLASSES = {
         ["B) 8", "(B) 8", r"\text{Option B: 8}", "B. 7.5", "B) -7", "(b) 70", "(B) 7, 8"],
     ),
     "a bracketed option gold's text is checked too": (r"\textbf{(D) }9", ["D", "(D) 9"], ["(D) 10", "D) 3"]),
+    "an option past E (MMLU-Pro has ten, A-J)": (
+        "F) 12",
+        ["F", "(F)", "F) 12", r"\text{Option F}"],
+        ["E", "G", "F) 13", "F, G", r"F \text{ or } G", "A B C D E F G H I J", "12"],
+    ),
+    "option J": ("J. 7", ["J", "(J)"], ["I", "H", "J, I"]),
+    "option I is no imaginary unit": ("i", ["i"], ["(I)", "I", "(J)"]),
     "an option with a colon": ("B: 12", ["B", "B: 12"], ["D", "B, D"]),
     "an option whose text names others": (r"B) \text{Both A and C}", ["B"], ["A", "C", "A, C"]),
     "two options required": ("A. 18, C. 20", ["A, C", "C, A"], ["A", "C", "A, B, C"]),
@@ -148,8 +155,9 @@ def test_option_forms_name_the_letter_and_a_value():
     assert option_form("(A) 18 (B) 19", keep_text=False) == "(A) 18 (B) 19"
     assert option_form(r"E) \text{None of the above}", keep_text=False) == "(E)"
     # not an option: another letter, a decimal point, no separator, a lower-case variable
-    assert [option_form(text) for text in ("F) 12", "B.5", "A", "b) 12", "AB: 3")] == [
-        "F) 12",
+    assert option_form("J) 12") == "(J) 12"  # MMLU-Pro's ten options, A-J
+    assert [option_form(text) for text in ("K) 12", "B.5", "A", "b) 12", "AB: 3")] == [
+        "K) 12",
         "B.5",
         "A",
         "b) 12",

@@ -13,12 +13,13 @@ import re
 # GSM8K writes its final answer after "####" on the solution's last line
 _GSM8K_MARKER = re.compile(r"(?:^|\n)[ \t]*####[ \t]*([^\n]*)")
 _BOLD = re.compile(r"\s*\*\*([^*]+)\*\*\s*")
-# an option letter before its text: "B) 12", "B. 12", "B: 12" (a capital A-E; the separator ends the letter)
-_LETTER_FIRST = re.compile(r"\s*([A-E])(?:\)|[.:](?=\s|$))\s*(.*)", re.DOTALL)  # not "A : B = 2 : 3"
+# an option letter before its text: "B) 12", "B. 12", "B: 12" (a capital A-J, as MMLU-Pro's ten; the separator
+# ends the letter)
+_LETTER_FIRST = re.compile(r"\s*([A-J])(?:\)|[.:](?=\s|$))\s*(.*)", re.DOTALL)  # not "A : B = 2 : 3"
 # "Option B", "Choice (B)", "\text{Option B: 12}"
-_BRACKETED_LETTER = re.compile(r"\s*\(([A-E])\)\s*(.*)", re.DOTALL)
-_OPTION_WORD = re.compile(r"\s*(?i:option|choice)\s*\(?\s*([A-Ea-e])\s*\)?\s*(?:[.:)](?=\s|$))?\s*(.*)", re.DOTALL)
-_ANOTHER_OPTION = re.compile(r"(?<![A-Za-z\\])\(?[A-E](?:\)|[.:](?=\s|$))")
+_BRACKETED_LETTER = re.compile(r"\s*\(([A-J])\)\s*(.*)", re.DOTALL)
+_OPTION_WORD = re.compile(r"\s*(?i:option|choice)\s*\(?\s*([A-Ja-e])\s*\)?\s*(?:[.:)](?=\s|$))?\s*(.*)", re.DOTALL)
+_ANOTHER_OPTION = re.compile(r"(?<![A-Za-z\\])\(?[A-J](?:\)|[.:](?=\s|$))")
 # a gold option's text that is no value to check an answer's text against: a word, inline math
 _WORDY_TEXT = re.compile(r"\$|(?<![\\A-Za-z])[A-Za-z]{2,}")
 _TEXT_OPEN = re.compile(r"\s*\\(?:text[a-z]*|math(?:rm|bf|it|sf)|mbox)\s*\{")
@@ -61,7 +62,7 @@ def option_form(content: str, keep_text: bool = True) -> str:
     answer's text must then equal (``B) 12``: ``B) 13`` names B with C's value); words or inline math are the
     dataset's and are dropped (``A: $\\{x \\mid x > 1\\}$`` is ``(A)``). Anything else is returned as it is."""
     first = content[:1] if content[:1] != " " else content.lstrip()[:1]
-    if first and first in "ABCDE":
+    if first and first in "ABCDEFGHIJ":
         match = _LETTER_FIRST.fullmatch(content)
     elif first == "(" and not keep_text:
         match = _BRACKETED_LETTER.fullmatch(content)  # a gold "(A) \{x \mid x > 1\}" is option A
