@@ -99,8 +99,8 @@ CLASSES = {
     "another log gold": (r"\log_5 25", ["2"], ["5", "25"]),
     "an unbraced base's argument is its digits": (
         "6",
-        [r"\log_2 8 \cdot 2", r"2 \log_2 8", r"\log_2 64", r"\log_2 8 + 3"],
-        [r"\log_2 8^2", r"\log_2 8 \cdot 8"],
+        [r"\log_2 8 \cdot 2", r"2 \log_2 8", r"\log_2 64", r"\log_2 8 + 3", r"\log_2 8^2", r"\log_2 2^{6}"],
+        [r"\log_2 8 \cdot 8", r"\log_2 8^3", r"\log_2 8^{2} \cdot 2"],
     ),
     "log base 0 or 1 has no value": ("0", ["0", r"\log_3 1"], [r"\log_0 1", r"\log_{0} 1", r"\log_1 1", r"\log_{1}1"]),
     "an irrational log gold": (r"\log_2 3", [r"\frac{\ln 3}{\ln 2}", r"\log_2 3"], [r"\log_3 2"]),
@@ -189,7 +189,8 @@ def test_siunitx_is_read_as_plain_latex():
 def test_only_a_spaced_one_digit_log_base_is_braced():
     assert braced_log_base(r"\log_2 8") == r"\log_{2}(8)"
     assert braced_log_base(r"\log_2 8 \cdot 2") == r"\log_{2}(8) \cdot 2"  # the argument is the digits only
-    assert braced_log_base(r"\log_2 8^2") == r"\log_2 8^2"  # a raised argument: left as written
+    assert braced_log_base(r"\log_2 8^2") == r"\log_{2}(8^2)"  # the argument's power is the argument's
+    assert braced_log_base(r"\log_2 8^23") == r"\log_2 8^23"  # renders 8^2 3: left to be refused
     assert braced_log_base(r"\log_28") == r"\log_28"  # base 2 or 28: refused as ambiguous
     assert braced_log_base(r"\log_10 100") == r"\log_10 100"  # renders log_1 0 100
     assert REWARD([r"\boxed{\log_10 100}"], solution=["2"]) == [-1.0]

@@ -39,8 +39,8 @@ _QUALIFIED = re.compile(
     + r")?\s*(?:_\s*" + _SCRIPT.format("low2") + r")?"
 )  # fmt: skip
 _BOUND = re.compile(r"(>|<|\\gt|\\lt|\\geq?(?:slant)?|\\leq?(?:slant)?|\\ge|\\le)\s*([-+]?\d+)")
-# a one-digit base, a space and a digit run (not raised or indexed: \log_2 8^2 is log base 2 of 64)
-_LOG_BASE = re.compile(r"(\\log\s*)_\s*(\d)\s+(\d+(?:\.\d+)?)(?![\d.]|\s*[\^_!])")
+# a one-digit base, a space and a digit run with its power if any (\log_2 8^2 is log base 2 of 64)
+_LOG_BASE = re.compile(r"(\\log\s*)_\s*(\d)\s+(\d+(?:\.\d+)?(?:\^\s*(?:\d|[A-Za-z]|\{[^{}]*\}))?)(?![\d.]|\s*[\^_!])")
 
 
 def gold_answer(gold: str) -> str:
@@ -190,6 +190,7 @@ def _bound(scripts: list[str], kind: str) -> tuple[bool, int, bool] | None:
 def braced_log_base(content: str) -> str:
     """``\\log_2 8`` -> ``\\log_{2}(8)``: a one-digit base written without braces and set apart from its digits
     renders as log base 2 of 8, which a parser reading the digits ``2 8`` together would not see. The argument is
-    the digits only (``\\log_2 8 \\cdot 2`` is twice log base 2 of 8, as it renders). ``\\log_28`` (no space)
+    the digits and their power only (``\\log_2 8 \\cdot 2`` is twice log base 2 of 8, as it renders; ``\\log_2 8^2``
+    is log base 2 of 64). ``\\log_28`` (no space)
     stays as it is: it renders alike, but a writer may have meant base 28, so it is refused."""
     return _LOG_BASE.sub(r"\1_{\2}(\3)", content) if "\\log" in content else content
