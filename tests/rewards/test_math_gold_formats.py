@@ -83,6 +83,11 @@ CLASSES = {
         [r"[0, \infty)", r"\mathbb{R}", r"\mathbb{R}^+_0", r"(1, \infty)", r"x \ge 0", r"\mathbb{Z}^+"],
     ),
     "positive reals written with a bound": (r"\mathbb{R}_{>0}", [r"(0, \infty)"], [r"[0, \infty)", r"\mathbb{R}^-"]),
+    "reals above a decimal bound": (
+        r"\mathbb{R}_{>0.5}",
+        [r"(0.5, \infty)", r"\mathbb{R}_{> 0.5}"],
+        [r"[0.5, \infty)", r"(0, \infty)", r"(5, \infty)", r"\mathbb{R}^+"],
+    ),
     "non-negative reals": (r"\mathbb{R}_{\ge 0}", [r"[0, \infty)", r"\mathbb{R}^+_0"], [r"(0, \infty)"]),
     "positive integers": (
         r"\mathbb{Z}^+",

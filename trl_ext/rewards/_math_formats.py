@@ -38,7 +38,7 @@ _QUALIFIED = re.compile(
     r"\\mathbb\{(?P<set>[RQZN])\}\s*(?:_\s*" + _SCRIPT.format("low") + r")?\s*(?:\^\s*" + _SCRIPT.format("high")
     + r")?\s*(?:_\s*" + _SCRIPT.format("low2") + r")?"
 )  # fmt: skip
-_BOUND = re.compile(r"(>|<|\\gt|\\lt|\\geq?(?:slant)?|\\leq?(?:slant)?|\\ge|\\le)\s*([-+]?\d+)")
+_BOUND = re.compile(r"(>|<|\\gt|\\lt|\\geq?(?:slant)?|\\leq?(?:slant)?|\\ge|\\le)\s*([-+]?\d+(?:\.\d+)?)")
 # a one-digit base, a space and a digit run with its power if any (\log_2 8^2 is log base 2 of 64)
 _LOG_BASE = re.compile(r"(\\log\s*)_\s*(\d)\s+(\d+(?:\.\d+)?(?:\^\s*(?:\d|[A-Za-z]|\{[^{}]*\}))?)(?![\d.]|\s*[\^_!])")
 
@@ -164,7 +164,7 @@ def _number_set(match: re.Match) -> str:
     return interval if kind == "R" else f"\\mathbb{{{'Q' if kind == 'Q' else 'Z'}}} \\cap {interval}"
 
 
-def _bound(scripts: list[str], kind: str) -> tuple[bool, int, bool] | None:
+def _bound(scripts: list[str], kind: str) -> tuple[bool, int | str, bool] | None:
     """(upward, end, closed) of the set that a blackboard letter ``kind`` with these scripts names, or None: a sign
     (``+``, ``-``; with a ``0`` script zero is included), a bound (``>0``, ``\\ge 1``) or ``\\mathbb{N}_0``. The
     integers' strict bounds are closed ones (``\\mathbb{Z}_{>0}`` is ``\\mathbb{Z}_{\\ge 1}``)."""
@@ -175,7 +175,10 @@ def _bound(scripts: list[str], kind: str) -> tuple[bool, int, bool] | None:
         # the positive integers start at 1, the negative ones end at -1
         bound = (upward, 1 if upward else -1, True) if integers and not zero else (upward, 0, zero)
     elif len(scripts) == 1 and (relation := _BOUND.fullmatch(scripts[0])):
-        operator, end = relation.group(1), int(relation.group(2))
+        operator, end = relation.group(1), relation.group(2)
+        if "." in end and integers:
+            return None  # \mathbb{Z}_{>0.5}: written otherwise by anyone who means it, left as written
+        end = end if "." in end else int(end)  # \mathbb{R}_{>0.5} is (0.5, \infty)
         closed, upward = operator not in (">", "<", "\\gt", "\\lt"), operator in (">", "\\gt") or operator[:2] == "\\g"
         if integers and not closed:
             end, closed = end + (1 if upward else -1), True
