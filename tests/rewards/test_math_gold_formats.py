@@ -31,6 +31,13 @@ CLASSES = {
         ["B) 8", "(B) 8", r"\text{Option B: 8}", "B. 7.5", "B) -7", "(b) 70", "(B) 7, 8"],
     ),
     "a bracketed option gold's text is checked too": (r"\textbf{(D) }9", ["D", "(D) 9"], ["(D) 10", "D) 3"]),
+    "an option past E (MMLU-Pro has ten, A-J)": (
+        "F) 12",
+        ["F", "(F)", "F) 12", r"\text{Option F}"],
+        ["E", "G", "F) 13", "F, G", r"F \text{ or } G", "A B C D E F G H I J", "12"],
+    ),
+    "option J": ("J. 7", ["J", "(J)"], ["I", "H", "J, I"]),
+    "option I is no imaginary unit": ("i", ["i"], ["(I)", "I", "(J)"]),
     "an option with a colon": ("B: 12", ["B", "B: 12"], ["D", "B, D"]),
     "an option whose text names others": (r"B) \text{Both A and C}", ["B"], ["A", "C", "A, C"]),
     "two options required": ("A. 18, C. 20", ["A, C", "C, A"], ["A", "C", "A, B, C"]),
@@ -76,6 +83,11 @@ CLASSES = {
         [r"[0, \infty)", r"\mathbb{R}", r"\mathbb{R}^+_0", r"(1, \infty)", r"x \ge 0", r"\mathbb{Z}^+"],
     ),
     "positive reals written with a bound": (r"\mathbb{R}_{>0}", [r"(0, \infty)"], [r"[0, \infty)", r"\mathbb{R}^-"]),
+    "reals above a decimal bound": (
+        r"\mathbb{R}_{>0.5}",
+        [r"(0.5, \infty)", r"\mathbb{R}_{> 0.5}"],
+        [r"[0.5, \infty)", r"(0, \infty)", r"(5, \infty)", r"\mathbb{R}^+"],
+    ),
     "non-negative reals": (r"\mathbb{R}_{\ge 0}", [r"[0, \infty)", r"\mathbb{R}^+_0"], [r"(0, \infty)"]),
     "positive integers": (
         r"\mathbb{Z}^+",
@@ -92,8 +104,8 @@ CLASSES = {
     "another log gold": (r"\log_5 25", ["2"], ["5", "25"]),
     "an unbraced base's argument is its digits": (
         "6",
-        [r"\log_2 8 \cdot 2", r"2 \log_2 8", r"\log_2 64", r"\log_2 8 + 3"],
-        [r"\log_2 8^2", r"\log_2 8 \cdot 8"],
+        [r"\log_2 8 \cdot 2", r"2 \log_2 8", r"\log_2 64", r"\log_2 8 + 3", r"\log_2 8^2", r"\log_2 2^{6}"],
+        [r"\log_2 8 \cdot 8", r"\log_2 8^3", r"\log_2 8^{2} \cdot 2"],
     ),
     "log base 0 or 1 has no value": ("0", ["0", r"\log_3 1"], [r"\log_0 1", r"\log_{0} 1", r"\log_1 1", r"\log_{1}1"]),
     "an irrational log gold": (r"\log_2 3", [r"\frac{\ln 3}{\ln 2}", r"\log_2 3"], [r"\log_3 2"]),
@@ -148,8 +160,9 @@ def test_option_forms_name_the_letter_and_a_value():
     assert option_form("(A) 18 (B) 19", keep_text=False) == "(A) 18 (B) 19"
     assert option_form(r"E) \text{None of the above}", keep_text=False) == "(E)"
     # not an option: another letter, a decimal point, no separator, a lower-case variable
-    assert [option_form(text) for text in ("F) 12", "B.5", "A", "b) 12", "AB: 3")] == [
-        "F) 12",
+    assert option_form("J) 12") == "(J) 12"  # MMLU-Pro's ten options, A-J
+    assert [option_form(text) for text in ("K) 12", "B.5", "A", "b) 12", "AB: 3")] == [
+        "K) 12",
         "B.5",
         "A",
         "b) 12",
@@ -181,7 +194,8 @@ def test_siunitx_is_read_as_plain_latex():
 def test_only_a_spaced_one_digit_log_base_is_braced():
     assert braced_log_base(r"\log_2 8") == r"\log_{2}(8)"
     assert braced_log_base(r"\log_2 8 \cdot 2") == r"\log_{2}(8) \cdot 2"  # the argument is the digits only
-    assert braced_log_base(r"\log_2 8^2") == r"\log_2 8^2"  # a raised argument: left as written
+    assert braced_log_base(r"\log_2 8^2") == r"\log_{2}(8^2)"  # the argument's power is the argument's
+    assert braced_log_base(r"\log_2 8^23") == r"\log_2 8^23"  # renders 8^2 3: left to be refused
     assert braced_log_base(r"\log_28") == r"\log_28"  # base 2 or 28: refused as ambiguous
     assert braced_log_base(r"\log_10 100") == r"\log_10 100"  # renders log_1 0 100
     assert REWARD([r"\boxed{\log_10 100}"], solution=["2"]) == [-1.0]

@@ -16,13 +16,13 @@ _PLAIN_FRACTION = re.compile(
 )
 _LONG_DECIMAL = re.compile(r"([-+]?)(\d*)\.(\d+)(?:(?:\\times|\\cdot|\*)10\^\{?([-+]?\d+)\}?|[eE]([-+]?\d+))?")
 _TIME = re.compile(r"(\d{1,2}):(\d\d)(?::(\d\d))?\s*(?:\\,|~)?\s*([ap])?\.?\s*(?:m\b\.?)?", re.IGNORECASE)
-_OPTION = re.compile(r"^\(([a-e])\)$|^([a-e])\)?$")
-# another option letter (a letter A-E standing alone, any letter in brackets) or a hedge word after "(C)"
+_OPTION = re.compile(r"^\(([A-Ja-e])\)$|^([A-Ja-e])\)?$")  # f-j in lower case are variables (i, g, h)
+# another option letter (a letter A-J standing alone, any letter in brackets) or a hedge word after "(C)"
 _OTHER_OPTION = re.compile(
-    r"(?<![A-Za-z])[A-Ea-e](?![A-Za-z])|\(\s*[A-Za-z]\s*\)|\b(?:or|and|oder|und|ou|but|also|maybe|vs|either)\b",
+    r"(?<![A-Za-z])(?:[A-Ea-e]|(?-i:[F-J]))(?![A-Za-z])|\(\s*[A-Za-z]\s*\)|\b(?:or|and|oder|und|ou|but|also|maybe|vs|either)\b",
     re.I,
 )
-_OPTION_PREFIX = re.compile(r"^\(([a-e])\)")
+_OPTION_PREFIX = re.compile(r"^\(([A-Ja-e])\)")
 # after an option letter, what judges it rather than gives its content: "(C)?", "(C) \\neq 12", "(C)\\ \\times"
 _OPTION_JUDGEMENT = re.compile(
     r"[?=<>!~|]|\\(?!frac|dfrac|tfrac|sqrt|pi|circ|degree|cdot|infty|left|right|[,;:! ]|%|\$)[A-Za-z]*"
@@ -198,15 +198,15 @@ def option_letter(part: str, strict: bool) -> str | None:
     key = _SPACING.sub("", unwrap_text(part)).rstrip(".")
     if strict and len(key) == 1 and not key.isupper():
         return None
-    match = _OPTION.match(key.lower())
-    capital = re.match(r"\([A-E]\)", key) is not None  # a gold "(C) 12" is option C with its text
-    if match is None and (not strict or capital) and _OPTION_PREFIX.match(key.lower()):
+    match = _OPTION.match(key)
+    capital = re.match(r"\([A-J]\)", key) is not None  # a gold "(C) 12" is option C with its text
+    if match is None and (not strict or capital) and _OPTION_PREFIX.match(key):
         text = unwrap_text(part).split(")", 1)[1]
         rest = re.sub(r"\\[A-Za-z]+", " ", text)  # "(C) 12": the option's text
         # but not "(C) or D", "(C)/D", "(C) \\vee D"; a gold's text is the dataset's (an answer's must equal it)
         if not _OTHER_OPTION.search(rest) and (strict or _option_content(text)):
-            match = _OPTION_PREFIX.match(key.lower())
-    return next(group for group in match.groups() if group) if match else None
+            match = _OPTION_PREFIX.match(key)
+    return next(group for group in match.groups() if group).lower() if match else None
 
 
 def option_text(part: str) -> str | None:

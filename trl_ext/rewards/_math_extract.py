@@ -63,7 +63,7 @@ _RIGHT = re.compile(r"\\right(?![A-Za-z])")
 _DANGLING_OPERATORS = ("+", "-", "*", "/", "^", "_", "=", "\\cdot", "\\times", "\\div", "\\frac", "\\sqrt")
 _TRAILING_SPACING = (" ", "\t", "\n", "\\,", "\\;", "\\:", "\\!", "\\ ", "quad")
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+(?:_\{?\w+\}?)?)\s*=(?!=)")
-_OPTION_STARTS = ("A", "B", "C", "D", "E", "(")
+_OPTION_STARTS = ("A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "(")
 _PRIME_CHARS = re.compile("['\"\u2032\u2033\u2034]")
 # a plain number (5, -0.25, \frac{3}{4}, 6 / 8), which no reading of split_parts changes: its fast path (checked
 # against the full reading by tests/rewards/test_math_fast_paths.py; FAST_PATHS = False turns it off)

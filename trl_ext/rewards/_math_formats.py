@@ -13,12 +13,13 @@ import re
 # GSM8K writes its final answer after "####" on the solution's last line
 _GSM8K_MARKER = re.compile(r"(?:^|\n)[ \t]*####[ \t]*([^\n]*)")
 _BOLD = re.compile(r"\s*\*\*([^*]+)\*\*\s*")
-# an option letter before its text: "B) 12", "B. 12", "B: 12" (a capital A-E; the separator ends the letter)
-_LETTER_FIRST = re.compile(r"\s*([A-E])(?:\)|[.:](?=\s|$))\s*(.*)", re.DOTALL)  # not "A : B = 2 : 3"
+# an option letter before its text: "B) 12", "B. 12", "B: 12" (a capital A-J, as MMLU-Pro's ten; the separator
+# ends the letter)
+_LETTER_FIRST = re.compile(r"\s*([A-J])(?:\)|[.:](?=\s|$))\s*(.*)", re.DOTALL)  # not "A : B = 2 : 3"
 # "Option B", "Choice (B)", "\text{Option B: 12}"
-_BRACKETED_LETTER = re.compile(r"\s*\(([A-E])\)\s*(.*)", re.DOTALL)
-_OPTION_WORD = re.compile(r"\s*(?i:option|choice)\s*\(?\s*([A-Ea-e])\s*\)?\s*(?:[.:)](?=\s|$))?\s*(.*)", re.DOTALL)
-_ANOTHER_OPTION = re.compile(r"(?<![A-Za-z\\])\(?[A-E](?:\)|[.:](?=\s|$))")
+_BRACKETED_LETTER = re.compile(r"\s*\(([A-J])\)\s*(.*)", re.DOTALL)
+_OPTION_WORD = re.compile(r"\s*(?i:option|choice)\s*\(?\s*([A-Ja-e])\s*\)?\s*(?:[.:)](?=\s|$))?\s*(.*)", re.DOTALL)
+_ANOTHER_OPTION = re.compile(r"(?<![A-Za-z\\])\(?[A-J](?:\)|[.:](?=\s|$))")
 # a gold option's text that is no value to check an answer's text against: a word, inline math
 _WORDY_TEXT = re.compile(r"\$|(?<![\\A-Za-z])[A-Za-z]{2,}")
 _TEXT_OPEN = re.compile(r"\s*\\(?:text[a-z]*|math(?:rm|bf|it|sf)|mbox)\s*\{")
@@ -37,9 +38,9 @@ _QUALIFIED = re.compile(
     r"\\mathbb\{(?P<set>[RQZN])\}\s*(?:_\s*" + _SCRIPT.format("low") + r")?\s*(?:\^\s*" + _SCRIPT.format("high")
     + r")?\s*(?:_\s*" + _SCRIPT.format("low2") + r")?"
 )  # fmt: skip
-_BOUND = re.compile(r"(>|<|\\gt|\\lt|\\geq?(?:slant)?|\\leq?(?:slant)?|\\ge|\\le)\s*([-+]?\d+)")
-# a one-digit base, a space and a digit run (not raised or indexed: \log_2 8^2 is log base 2 of 64)
-_LOG_BASE = re.compile(r"(\\log\s*)_\s*(\d)\s+(\d+(?:\.\d+)?)(?![\d.]|\s*[\^_!])")
+_BOUND = re.compile(r"(>|<|\\gt|\\lt|\\geq?(?:slant)?|\\leq?(?:slant)?|\\ge|\\le)\s*([-+]?\d+(?:\.\d+)?)")
+# a one-digit base, a space and a digit run with its power if any (\log_2 8^2 is log base 2 of 64)
+_LOG_BASE = re.compile(r"(\\log\s*)_\s*(\d)\s+(\d+(?:\.\d+)?(?:\^\s*(?:\d|[A-Za-z]|\{[^{}]*\}))?)(?![\d.]|\s*[\^_!])")
 
 
 def gold_answer(gold: str) -> str:
@@ -61,7 +62,7 @@ def option_form(content: str, keep_text: bool = True) -> str:
     answer's text must then equal (``B) 12``: ``B) 13`` names B with C's value); words or inline math are the
     dataset's and are dropped (``A: $\\{x \\mid x > 1\\}$`` is ``(A)``). Anything else is returned as it is."""
     first = content[:1] if content[:1] != " " else content.lstrip()[:1]
-    if first and first in "ABCDE":
+    if first and first in "ABCDEFGHIJ":
         match = _LETTER_FIRST.fullmatch(content)
     elif first == "(" and not keep_text:
         match = _BRACKETED_LETTER.fullmatch(content)  # a gold "(A) \{x \mid x > 1\}" is option A
@@ -163,7 +164,7 @@ def _number_set(match: re.Match) -> str:
     return interval if kind == "R" else f"\\mathbb{{{'Q' if kind == 'Q' else 'Z'}}} \\cap {interval}"
 
 
-def _bound(scripts: list[str], kind: str) -> tuple[bool, int, bool] | None:
+def _bound(scripts: list[str], kind: str) -> tuple[bool, int | str, bool] | None:
     """(upward, end, closed) of the set that a blackboard letter ``kind`` with these scripts names, or None: a sign
     (``+``, ``-``; with a ``0`` script zero is included), a bound (``>0``, ``\\ge 1``) or ``\\mathbb{N}_0``. The
     integers' strict bounds are closed ones (``\\mathbb{Z}_{>0}`` is ``\\mathbb{Z}_{\\ge 1}``)."""
@@ -174,7 +175,10 @@ def _bound(scripts: list[str], kind: str) -> tuple[bool, int, bool] | None:
         # the positive integers start at 1, the negative ones end at -1
         bound = (upward, 1 if upward else -1, True) if integers and not zero else (upward, 0, zero)
     elif len(scripts) == 1 and (relation := _BOUND.fullmatch(scripts[0])):
-        operator, end = relation.group(1), int(relation.group(2))
+        operator, end = relation.group(1), relation.group(2)
+        if "." in end and integers:
+            return None  # \mathbb{Z}_{>0.5}: written otherwise by anyone who means it, left as written
+        end = end if "." in end else int(end)  # \mathbb{R}_{>0.5} is (0.5, \infty)
         closed, upward = operator not in (">", "<", "\\gt", "\\lt"), operator in (">", "\\gt") or operator[:2] == "\\g"
         if integers and not closed:
             end, closed = end + (1 if upward else -1), True
@@ -189,6 +193,7 @@ def _bound(scripts: list[str], kind: str) -> tuple[bool, int, bool] | None:
 def braced_log_base(content: str) -> str:
     """``\\log_2 8`` -> ``\\log_{2}(8)``: a one-digit base written without braces and set apart from its digits
     renders as log base 2 of 8, which a parser reading the digits ``2 8`` together would not see. The argument is
-    the digits only (``\\log_2 8 \\cdot 2`` is twice log base 2 of 8, as it renders). ``\\log_28`` (no space)
+    the digits and their power only (``\\log_2 8 \\cdot 2`` is twice log base 2 of 8, as it renders; ``\\log_2 8^2``
+    is log base 2 of 64). ``\\log_28`` (no space)
     stays as it is: it renders alike, but a writer may have meant base 28, so it is refused."""
     return _LOG_BASE.sub(r"\1_{\2}(\3)", content) if "\\log" in content else content
