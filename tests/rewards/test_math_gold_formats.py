@@ -107,6 +107,16 @@ CLASSES = {
         [r"\log_2 8 \cdot 2", r"2 \log_2 8", r"\log_2 64", r"\log_2 8 + 3", r"\log_2 8^2", r"\log_2 2^{6}"],
         [r"\log_2 8 \cdot 8", r"\log_2 8^3", r"\log_2 8^{2} \cdot 2"],
     ),
+    "a function of a bare number times something is refused (a parser reads the product as the argument)": (
+        "6",
+        [r"\log_2 8 \cdot 2", r"\log_{2}(8) \cdot 2", r"2 \log_{2} 8"],
+        [r"\log_{2} 8 \cdot 2", r"\log_{2}8 \times 2", r"\log_{10} 1000 \cdot 2", r"\ln 8 * 2", r"\log 8 / 2"],
+    ),
+    "a braced log base times a number is no other log": (
+        "4",
+        [r"\log_{2} 16"],
+        [r"\log_{2} 8 \cdot 2", r"\log_{2}8 \cdot 2"],
+    ),
     "log base 0 or 1 has no value": ("0", ["0", r"\log_3 1"], [r"\log_0 1", r"\log_{0} 1", r"\log_1 1", r"\log_{1}1"]),
     "an irrational log gold": (r"\log_2 3", [r"\frac{\ln 3}{\ln 2}", r"\log_2 3"], [r"\log_3 2"]),
     "a log answer with an unbraced base": ("3", [r"\log_2 8"], [r"\log_28", r"\log_3 8", r"\log_2 9"]),

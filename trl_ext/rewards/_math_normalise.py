@@ -53,6 +53,10 @@ _NUMERAL = re.compile(  # brackets in pairs: 1011)_2 is no numeral
     r"(?:\{\((?P<b1>\d{1,2})\)\}|\{(?P<b2>\d{1,2})\}|\((?P<b3>\d{1,2})\)|(?P<b4>\d{1,2}))"
 )
 _UNDEFINED_LOG = re.compile(r"\\log\s*_\s*(?:\{\s*[-+]?[01]\s*\}|[01](?!\d))")  # base 0 or 1
+# a function of a bare number times something: \log_{2} 8 \cdot 2 renders (log_2 8)*2, a parser reads log_2 16
+_FUNCTION_TIMES = re.compile(
+    r"\\(?:log|ln|lg|sin|cos|tan|sec|csc|cot)(?![A-Za-z])\s*(?:_\s*(?:\{[^{}]*\}|\w))?\s*\d+(?:\.\d+)?\s*(?:\\cdot|\\times|\*|/)"
+)
 _DEPTH = re.compile(r"\\begin|\\end|[{(\[]|[})\]]")
 _REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d+)\}")
 _DEGREE = r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\degree|°)"
@@ -378,6 +382,8 @@ def ambiguous_latex(content: str) -> bool:
         return True  # but log base 2 of 8 (\log_2 8) and the positive reals (\mathbb{R}^+)
     if "\\log" in content and _UNDEFINED_LOG.search(content):
         return True  # \log_0 1 has no value (a parser gives 0 / -oo = 0)
+    if _FUNCTION_TIMES.search(braced_log_base(content)):
+        return True  # \log 8 \cdot 2: the parser takes the product as the argument (outside red team, round 5)
     return "\\pi" in content and any(
         "\\pi" in _term_before(content, m.start()) for m in _DEGREE_MARK.finditer(content)
     )
