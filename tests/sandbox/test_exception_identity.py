@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.sandbox.assert_path import grade_asserts
 from tests.sandbox.test_test_environment import cpython_passes
-from trl_ext.rewards import CodeTests
-from trl_ext.sandbox import forkserver, get_backend
-from trl_ext.sandbox.backends import BACKEND_ENV, URL_ENV
 from trl_ext.sandbox.program_exceptions import _MAX_CLASSES, _exception_class, exception_details, shadowed_reads
 from trl_ext.sandbox.records import RunHistory, _described_names
 
@@ -209,24 +207,14 @@ def test_the_plain_cpython_verdicts():
 
 @pytest.mark.parametrize("launch", LAUNCHES, ids=["-".join(launch) for launch in LAUNCHES])
 def test_program_exception_classes_keep_their_identity_through_code_tests(launch, monkeypatch, request):
-    backend, fork = launch
-    if backend == "landlock" and not forkserver.supported():
-        pytest.fail("this kernel lacks Landlock ABI >= 6: fork servers are not used here")
-    if backend == "remote":
-        monkeypatch.setenv(URL_ENV, request.getfixturevalue("sandbox_server"))
-    monkeypatch.setenv(BACKEND_ENV, backend)
-    monkeypatch.setenv(forkserver.FORKSERVER_ENV, fork)
-    get_backend(backend)  # raises SandboxUnavailable where the backend cannot run
-    outcomes: dict[str, float] = {}
-    reward = CodeTests(timeout_s=10.0, mode="binary")
     tests = WRONG + RIGHT + [SHIFTING_TEST, NESTED_TEST]
-    programs = [f"```python\n{program}\n```" for program in [REDEFINED] * (len(tests) - 2) + [SHIFTING, NESTED]]
-    scores = reward(programs, tests=[{"kind": "assert", "code": t} for t in tests], log_metric=outcomes.__setitem__)
+    sources = [REDEFINED] * (len(tests) - 2) + [SHIFTING, NESTED]
+    scores, outcomes = grade_asserts(launch, sources, tests, monkeypatch, request)
     assert scores == [0.0] * len(WRONG) + [1.0] * (len(RIGHT) + 2), list(zip(tests, scores))
     assert outcomes["code_tests/infra_error"] == 0.0 and outcomes["code_tests/unsupported_test"] == 0.0
     tests = BASES_WRONG + BASES_RIGHT + [SHADOW_WRONG, SHADOW_RIGHT]
-    programs = [f"```python\n{BASES}\n```"] * (len(tests) - 2) + [f"```python\n{SHADOW}\n```"] * 2
-    scores = reward(programs, tests=[{"kind": "assert", "code": t} for t in tests], log_metric=outcomes.__setitem__)
+    sources = [BASES] * (len(tests) - 2) + [SHADOW] * 2
+    scores, outcomes = grade_asserts(launch, sources, tests, monkeypatch, request)
     assert scores == [0.0] * len(BASES_WRONG) + [1.0] * len(BASES_RIGHT) + [0.0, 1.0], list(zip(tests, scores))
     assert outcomes["code_tests/infra_error"] == 0.0
 

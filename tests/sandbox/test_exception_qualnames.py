@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.sandbox.assert_path import grade_asserts
 from tests.sandbox.test_test_environment import cpython_passes
-from trl_ext.rewards import CodeTests
-from trl_ext.sandbox import forkserver, get_backend
-from trl_ext.sandbox.backends import BACKEND_ENV
 
 PROGRAM = """class Errors:
     class B(Exception):
@@ -53,16 +51,7 @@ def test_the_plain_cpython_verdicts():
 
 @pytest.mark.parametrize("launch", LAUNCHES, ids=["-".join(launch) for launch in LAUNCHES])
 def test_stand_ins_keep_the_program_classes_qualname(launch, monkeypatch):
-    backend, fork = launch
-    if backend == "landlock" and not forkserver.supported():
-        pytest.fail("this kernel lacks Landlock ABI >= 6: fork servers are not used here")
-    monkeypatch.setenv(BACKEND_ENV, backend)
-    monkeypatch.setenv(forkserver.FORKSERVER_ENV, fork)
-    get_backend(backend)  # raises SandboxUnavailable where the backend cannot run
-    outcomes: dict[str, float] = {}
-    reward = CodeTests(timeout_s=10.0, mode="binary")
     tests = WRONG + RIGHT
-    programs = [f"```python\n{PROGRAM}\n```"] * len(tests)
-    scores = reward(programs, tests=[{"kind": "assert", "code": t} for t in tests], log_metric=outcomes.__setitem__)
+    scores, outcomes = grade_asserts(launch, [PROGRAM] * len(tests), tests, monkeypatch)
     assert scores == [0.0] * len(WRONG) + [1.0] * len(RIGHT), list(zip(tests, scores))
     assert outcomes["code_tests/infra_error"] == 0.0 and outcomes["code_tests/unsupported_test"] == 0.0

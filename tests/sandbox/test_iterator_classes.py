@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.sandbox.assert_path import grade_asserts
 from tests.sandbox.test_test_environment import cpython_passes
-from trl_ext.rewards import CodeTests
-from trl_ext.sandbox import forkserver, get_backend
-from trl_ext.sandbox.backends import BACKEND_ENV, URL_ENV
 from trl_ext.sandbox.live import LiveObjects, ProgramIterator, iterator_class
 from trl_ext.sandbox.plain_data import decode, decode_record
 
@@ -177,21 +175,10 @@ def test_the_plain_cpython_verdicts():
 
 @pytest.mark.parametrize("launch", LAUNCHES, ids=["-".join(launch) for launch in LAUNCHES])
 def test_program_iterators_keep_their_class_through_code_tests(launch, monkeypatch, request):
-    backend, fork = launch
-    if backend == "landlock" and not forkserver.supported():
-        pytest.fail("this kernel lacks Landlock ABI >= 6: fork servers are not used here")
-    if backend == "remote":
-        monkeypatch.setenv(URL_ENV, request.getfixturevalue("sandbox_server"))
-    monkeypatch.setenv(BACKEND_ENV, backend)
-    monkeypatch.setenv(forkserver.FORKSERVER_ENV, fork)
-    get_backend(backend)  # raises SandboxUnavailable where the backend cannot run
-    outcomes: dict[str, float] = {}
-    reward = CodeTests(timeout_s=10.0, mode="binary")
     tests = WRONG + META_WRONG + RIGHT + [SHIFTING_TEST] + META_RIGHT
     sources = [PROGRAM] * len(WRONG) + [META] * len(META_WRONG) + [PROGRAM] * len(RIGHT) + [SHIFTING]
     sources += [META] * len(META_RIGHT)
-    programs = [f"```python\n{program}\n```" for program in sources]
-    scores = reward(programs, tests=[{"kind": "assert", "code": t} for t in tests], log_metric=outcomes.__setitem__)
+    scores, outcomes = grade_asserts(launch, sources, tests, monkeypatch, request)
     wrong, right = len(WRONG + META_WRONG), len(RIGHT) + 1 + len(META_RIGHT)
     assert scores == [0.0] * wrong + [1.0] * right, list(zip(tests, scores))
     assert outcomes["code_tests/infra_error"] == 0.0 and outcomes["code_tests/unsupported_test"] == 0.0

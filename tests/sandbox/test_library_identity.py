@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.sandbox.assert_path import grade_asserts
 from tests.sandbox.test_test_environment import cpython_passes
-from trl_ext.rewards import CodeTests
-from trl_ext.sandbox import forkserver, get_backend
-from trl_ext.sandbox.backends import BACKEND_ENV
 
 CLAIMS = """import collections, sys, types
 def claiming(module, name, base=object):
@@ -108,18 +106,9 @@ def test_the_plain_cpython_verdicts():
 
 @pytest.mark.parametrize("launch", LAUNCHES, ids=["-".join(launch) for launch in LAUNCHES])
 def test_a_claimed_library_name_crosses_as_the_program_class(launch, monkeypatch):
-    backend, fork = launch
-    if backend == "landlock" and not forkserver.supported():
-        pytest.fail("this kernel lacks Landlock ABI >= 6: fork servers are not used here")
-    monkeypatch.setenv(BACKEND_ENV, backend)
-    monkeypatch.setenv(forkserver.FORKSERVER_ENV, fork)
-    get_backend(backend)  # raises SandboxUnavailable where the backend cannot run
-    outcomes: dict[str, float] = {}
-    reward = CodeTests(timeout_s=10.0, mode="binary")
     tests = CLAIMS_WRONG + NAMEDTUPLE_WRONG + PATCHED_WRONG + GENUINE_RIGHT
     sources = [CLAIMS] * len(CLAIMS_WRONG) + [NAMEDTUPLE] * len(NAMEDTUPLE_WRONG) + [PATCHED] * len(PATCHED_WRONG)
-    programs = [f"```python\n{program}\n```" for program in sources + [GENUINE] * len(GENUINE_RIGHT)]
-    scores = reward(programs, tests=[{"kind": "assert", "code": t} for t in tests], log_metric=outcomes.__setitem__)
+    scores, outcomes = grade_asserts(launch, sources + [GENUINE] * len(GENUINE_RIGHT), tests, monkeypatch)
     wrong = len(CLAIMS_WRONG + NAMEDTUPLE_WRONG + PATCHED_WRONG)
     assert scores == [0.0] * wrong + [1.0] * len(GENUINE_RIGHT), list(zip(tests, scores))
     assert outcomes["code_tests/infra_error"] == 0.0 and outcomes["code_tests/unsupported_test"] == 0.0
