@@ -91,20 +91,7 @@ print(json.dumps(report))
     reason="needs root, unshare and setpriv (util-linux) to become an unprivileged uid, and bubblewrap",
 )
 def test_a_run_cannot_take_a_siblings_process_budget_and_holds_no_capability():
-    with tempfile.TemporaryDirectory(prefix="trl-ext-budgets-") as home:
-        os.chmod(home, 0o777)
-        inner = (
-            f"exec setpriv --reuid {UID} --regid {UID} --clear-groups --inh-caps=-all --bounding-set=-all "
-            f"env HOME={home} TMPDIR={home} {sys.executable} -c {_quote(SCRIPT)} {NPROC}"
-        )
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-        env.pop("TRL_EXT_SANDBOX_BACKEND", None)
-        cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", f"{_reachable_interpreter()} && {inner}"]
-        done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    report = json.loads(done.stdout.splitlines()[-1])
-    if not report.pop("userns"):
-        pytest.skip("no user namespace can be created here: runs share the uid's headroom (documented as open)")
+    report = _report_as_uid(UID, SCRIPT, str(NPROC))
     no_caps = "0 [] [] EPERM EPERM EPERM ENOSYS"  # capget, bounding, ambient; unshare, setns, clone, clone3
     for name, (caps, forked, status, out, err) in report.items():
         assert caps == no_caps, name
@@ -164,20 +151,7 @@ def test_runs_together_leave_the_trainer_a_reserve_of_its_uid_limit():
     """Each run's budget is its own, but the level above (the uid, all runs and the trainer together) is checked
     against the trainer's limit at the run's ``unshare``: lowered there by a reserve, a run that forks until refused
     leaves the trainer threads to start (before, it filled the uid: outside red team, round 7)."""
-    with tempfile.TemporaryDirectory(prefix="trl-ext-reserve-") as home:
-        os.chmod(home, 0o777)
-        inner = (
-            f"exec setpriv --reuid {UID + 1} --regid {UID + 1} --clear-groups --inh-caps=-all --bounding-set=-all "
-            f"env HOME={home} TMPDIR={home} {sys.executable} -c {_quote(RESERVE_SCRIPT)}"
-        )
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-        env.pop("TRL_EXT_SANDBOX_BACKEND", None)
-        cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", f"{_reachable_interpreter()} && {inner}"]
-        done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    report = json.loads(done.stdout.splitlines()[-1])
-    if not report.pop("userns"):
-        pytest.skip("no user namespace can be created here: runs share the uid's headroom (documented as open)")
+    report = _report_as_uid(UID + 1, RESERVE_SCRIPT)
     for fork, (started, status, forked, _limit, ceiling) in report.items():
         assert status == "ok" and 0 < int(forked) < ceiling, (fork, report)  # held below the ceiling, not at nproc
         assert started == 12, (fork, report)  # the trainer still starts its threads
@@ -187,6 +161,26 @@ def test_the_runs_ceiling_keeps_a_quarter_of_the_limit_and_at_least_sixteen():
     from trl_ext.sandbox._confinement import runs_ceiling
 
     assert [runs_ceiling(n) for n in (10, 40, 64, 150, 1000)] == [0, 24, 48, 113, 750]
+
+
+def _report_as_uid(uid: int, script: str, *args: str) -> dict:
+    """Run ``script`` as the unprivileged ``uid`` (setpriv, in a private mount namespace that makes the interpreter
+    reachable) and return the JSON report on its last line; skip where no user namespace can be created."""
+    with tempfile.TemporaryDirectory(prefix="trl-ext-budgets-") as home:
+        os.chmod(home, 0o777)
+        inner = (
+            f"exec setpriv --reuid {uid} --regid {uid} --clear-groups --inh-caps=-all --bounding-set=-all "
+            f"env HOME={home} TMPDIR={home} {sys.executable} -c {_quote(script)} {' '.join(args)}"
+        )
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+        env.pop("TRL_EXT_SANDBOX_BACKEND", None)
+        cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", f"{_reachable_interpreter()} && {inner}"]
+        done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads(done.stdout.splitlines()[-1])
+    if not report.pop("userns"):
+        pytest.skip("no user namespace can be created here: runs share the uid's headroom (documented as open)")
+    return report
 
 
 def _quote(text: str) -> str:
