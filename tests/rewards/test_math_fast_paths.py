@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import trl_ext.rewards._math_extract as extract
+from tests.rewards.math_worker_loader import load_worker
 from trl_ext.rewards._text import completion_text
 from trl_ext.rewards.math import MathAccuracy, _unescaped, normalize_gold
 
@@ -28,26 +29,9 @@ NEAR_MISSES = [
 
 
 def _grader(fast: bool):
-    """The math worker's Grader, loaded in this process, with its fast paths on or off (a Grader of its own: parsed
-    golds are cached per Grader). The bare ``trl_ext`` packages the worker registers are taken out again."""
-    import importlib.util
-    import sys
-
-    import math_verify  # noqa: F401  (loaded before the snapshot: a second copy of sympy would parse nothing)
-
-    import trl_ext.rewards as rewards
-
-    folder = Path(rewards.__file__).parent
-    saved = dict(sys.modules)
-    try:
-        spec = importlib.util.spec_from_file_location("math_worker_under_test", folder / "_math_worker.py")
-        worker = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(worker)
-        grader = worker.Grader(str(folder / "_math_answers.py"))
-    finally:
-        for name in set(sys.modules) - set(saved):
-            del sys.modules[name]
-        sys.modules.update(saved)
+    """The math worker's Grader with its fast paths on or off (a Grader of its own: parsed golds are cached per
+    Grader)."""
+    _, grader = load_worker()
     grader.fast_paths = fast
     return grader
 
