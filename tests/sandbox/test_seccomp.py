@@ -341,3 +341,23 @@ def test_ioctl_lets_through_only_its_allow_list():
     refused, readable, inheritable, back, tty = json.loads(result.stdout)
     assert set(refused.values()) == {errno.ENOSYS} and len(refused) == 2 * len(_FS_IOC) + 2
     assert (readable, inheritable, back, tty) == (3, True, False, False)  # what Python itself needs still works
+
+
+@EACH_BACKEND
+def test_no_run_evicts_or_probes_the_shared_page_cache():
+    # The page cache is the host's: eviction (fadvise DONTNEED, MADV_COLD/PAGEOUT) or a probe that leaves it as it
+    # was (mincore, cachestat, RWF_NOWAIT) would make the covert channel between programs reusable and noiseless.
+    table, nowait, high = _table(), 0x8, 1 << 32
+    probes = [(name, table[name], [-1, 0, 0, 0, 0, 0]) for name in ("fadvise64", "readahead", "mincore", "cachestat")]
+    probes += [(f"madvise/{advice}", table["madvise"], [0, 0, advice]) for advice in (20, 21, high | 20, high | 21)]
+    probes += [(f"{name}/nowait", table[name], [-1, 0, 0, 0, 0, nowait | high]) for name in ("preadv2", "pwritev2")]
+    probes += [("madvise/dontneed", table["madvise"], [0, 0, 4]), ("madvise/populate", table["madvise"], [0, 0, 22])]
+    probes += [(f"{name}/plain", table[name], [-1, 0, 0, 0, 0, 0]) for name in ("preadv2", "pwritev2")]
+    got = _probe(probes)
+    assert {name: got.pop(name) for name in ("madvise/dontneed", "madvise/populate")} == {
+        "madvise/dontneed": 0,
+        "madvise/populate": 0,
+    }
+    assert got.pop("preadv2/plain") == got.pop("pwritev2/plain") == errno.EBADF  # the filter lets them through
+    assert got.pop("madvise/" + str(high | 20)) == got.pop("madvise/" + str(high | 21)) == errno.ENOSYS
+    assert got == dict.fromkeys(got, errno.EPERM) and len(got) == 8

@@ -17,7 +17,12 @@ this list) fails with ENOSYS, which libc treats as "not supported here". The cla
   metadata (chmod, chown, utimes, by path or descriptor: Landlock does not govern them, so a run sharing the
   trainer's uid could change the mode of the trainer's files or another run's scratch) and inotify (it would tell a
   run the names of other runs' scratch directories as they are made) and kernel AIO (``io_setup``: its contexts
-  come from the host-wide ``fs.aio-max-nr``, which one run could take until it ends; Python never uses it).
+  come from the host-wide ``fs.aio-max-nr``, which one run could take until it ends; Python never uses it), and
+  the page-cache controls and probes (``fadvise64``, ``readahead``, ``mincore``, ``cachestat``; with ``madvise``'s
+  MADV_COLD and MADV_PAGEOUT and the RWF_NOWAIT flag of ``preadv2``/``pwritev2``, checked by argument): the host's
+  page cache is shared by all runs, and these let a run evict a page of a file others read, or see whether one is
+  cached without changing it. Without them a run can only time its own reads, which narrows the covert channel
+  between programs to one bit per page, set once (docs/sandbox.md, "Known limits").
 - ``MODE_CHECKED``: a new directory's mode (or umask) that takes read or search away from its owner is refused, so
   the scratch accounting can always list what a run wrote; O_TMPFILE (an invisible file) is refused.
 - ``NO_PROCESS_TARGET``: everything else, reviewed as acting on the caller and its own resources only.
@@ -83,34 +88,37 @@ DENIED = frozenset(
     mq_timedreceive mq_notify mq_getsetattr setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr
     chmod fchmod fchmodat fchmodat2 chown fchown lchown fchownat utime utimes utimensat futimesat
     inotify_init inotify_init1 inotify_add_watch inotify_rm_watch io_setup io_destroy io_getevents io_submit
-    io_cancel io_pgetevents""".split()  # noqa: SIM905 - a table, one name per word
+    io_cancel io_pgetevents mincore cachestat fadvise64 readahead""".split()  # noqa: SIM905 - a table, one name per word
 )
 MODE_CHECKED = {"mkdir": 1, "mkdirat": 2}
 NO_PROCESS_TARGET = frozenset(
     """read write close stat fstat lstat poll lseek mmap mprotect munmap brk rt_sigaction rt_sigprocmask
-    rt_sigreturn pread64 pwrite64 readv writev access pipe select sched_yield mremap msync mincore madvise dup
+    rt_sigreturn pread64 pwrite64 readv writev access pipe select sched_yield mremap msync dup
     dup2 pause nanosleep getitimer alarm setitimer getpid connect accept sendto recvfrom sendmsg recvmsg shutdown
     bind listen getsockname getpeername setsockopt getsockopt fork vfork execve exit uname flock fsync fdatasync
     truncate ftruncate getdents getcwd chdir fchdir rename rmdir creat link unlink symlink readlink gettimeofday
     getrlimit getrusage sysinfo times getuid getgid setuid setgid geteuid getegid getppid getpgrp setreuid setregid
     getgroups setgroups setresuid getresuid setresgid getresgid setfsuid setfsgid rt_sigpending rt_sigtimedwait
     rt_sigsuspend sigaltstack mknod personality ustat statfs fstatfs sysfs sched_get_priority_max
-    sched_get_priority_min mlock munlock mlockall munlockall prctl arch_prctl setrlimit sync gettid readahead
+    sched_get_priority_min mlock munlock mlockall munlockall prctl arch_prctl setrlimit sync gettid
     getxattr lgetxattr fgetxattr listxattr llistxattr flistxattr time futex set_thread_area
     get_thread_area epoll_create remap_file_pages getdents64 set_tid_address
-    restart_syscall fadvise64 timer_create timer_settime timer_gettime timer_getoverrun timer_delete clock_gettime
+    restart_syscall timer_create timer_settime timer_gettime timer_getoverrun timer_delete clock_gettime
     clock_getres clock_nanosleep exit_group epoll_wait epoll_ctl mbind set_mempolicy get_mempolicy mknodat
     newfstatat unlinkat renameat linkat symlinkat readlinkat faccessat pselect6 ppoll set_robust_list
     sync_file_range epoll_pwait signalfd timerfd_create eventfd timerfd_settime timerfd_gettime accept4
     signalfd4 eventfd2 epoll_create1 dup3 pipe2 preadv pwritev recvmmsg syncfs sendmmsg getcpu renameat2 seccomp
-    getrandom execveat membarrier mlock2 copy_file_range preadv2 pwritev2 pkey_mprotect pkey_alloc pkey_free statx
+    getrandom execveat membarrier mlock2 copy_file_range pkey_mprotect pkey_alloc pkey_free statx
     rseq close_range faccessat2 epoll_pwait2 landlock_create_ruleset landlock_add_rule
-    landlock_restrict_self futex_waitv set_mempolicy_home_node cachestat map_shadow_stack futex_wake futex_wait
+    landlock_restrict_self futex_waitv set_mempolicy_home_node map_shadow_stack futex_wake futex_wait
     futex_requeue""".split()  # noqa: SIM905 - a table, one name per word
 )
 # checked by argument below: clone (namespace flags, CLONE_PARENT), clone3 (ENOSYS: flags hidden in a struct, libc falls back to
-# clone), open/openat (O_TMPFILE), fcntl and ioctl (allow-lists of commands), umask
-ARGUMENT_CHECKED = frozenset({"clone", "clone3", "open", "openat", "fcntl", "ioctl", "umask"})
+# clone), open/openat (O_TMPFILE), fcntl and ioctl (allow-lists of commands), umask, madvise (not MADV_COLD or
+# MADV_PAGEOUT), preadv2/pwritev2 (not RWF_NOWAIT): see "page cache" in the module's docstring
+ARGUMENT_CHECKED = frozenset(
+    {"clone", "clone3", "open", "openat", "fcntl", "ioctl", "umask", "madvise", "preadv2", "pwritev2"}
+)
 # EOPNOTSUPP always (as on a file system without it; glibc's posix_fallocate then writes the blocks itself):
 # fallocate reserves up to RLIMIT_FSIZE on disk in one instant call, so a run with several processes could
 # reserve gigabytes between two polls of the scratch watcher; written bytes cost the writer time
@@ -128,6 +136,9 @@ CGROUP_ONLY = frozenset({"socketpair", "vmsplice", "splice", "tee", "sendfile", 
 # sibling: under landlock a child of the trainer, a zombie nobody in the run can wait for)
 _CLONE_DENIED_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x8000)
 _O_TMPFILE = 0o20000000
+_MADV_COLD, _MADV_PAGEOUT = 20, 21  # deactivate or reclaim the pages of a range (file pages: the shared page cache)
+_MADV_LATER = (22, 23, 24, 25, 102, 103)  # POPULATE_READ/WRITE, DONTNEED_LOCKED, COLLAPSE, GUARD_INSTALL/REMOVE
+_RWF_NOWAIT = 0x8  # read only what is cached: a probe of the page cache that leaves it as it was
 # fcntl commands (asm-generic/fcntl.h, linux/fcntl.h), name -> value
 FCNTL_ALLOWED = {
     "F_DUPFD": 0,
@@ -244,6 +255,15 @@ def _add_argument_rules(rules, sc, allow, deny) -> None:
         rules.add_rule(allow, "ioctl", sc.Arg(1, sc.EQ, request))
     for command in FCNTL_REFUSED.values():
         rules.add_rule(deny, "fcntl", sc.Arg(1, sc.EQ, command))
+    # by value on the whole register: the kernel reads ``advice`` as an int, so 1 << 32 | MADV_COLD is MADV_COLD
+    rules.add_rule(allow, "madvise", sc.Arg(2, sc.LT, _MADV_COLD))
+    for advice in _MADV_LATER:
+        rules.add_rule(allow, "madvise", sc.Arg(2, sc.EQ, advice))
+    for advice in (_MADV_COLD, _MADV_PAGEOUT):
+        rules.add_rule(deny, "madvise", sc.Arg(2, sc.EQ, advice))
+    for name in ("preadv2", "pwritev2"):
+        rules.add_rule(allow, name, sc.Arg(5, sc.MASKED_EQ, _RWF_NOWAIT, 0))
+        rules.add_rule(deny, name, sc.Arg(5, sc.MASKED_EQ, _RWF_NOWAIT, _RWF_NOWAIT))
 
 
 def memfd_allowed() -> bool:
