@@ -12,7 +12,10 @@ each is kept, since a shared machine's load only ever adds CPU time):
 - per call: the evaluation worker's cost of one call of the program: a test of 200 asserts with every result known,
   evaluated again and again by the checkout's evaluation worker (unconfined here: the same process, audit hook,
   watched modules and fork per evaluation as under bubblewrap): the worker's CPU microseconds (its forked
-  evaluations included) per call.
+  evaluations included) per call;
+- cgroup duties (root, where memory cgroups can be made): the trainer's CPU microseconds for one run's memory
+  cgroup as a fork-server run uses it (a reused cgroup bounded for a spare, bounded again for its run, its
+  processes listed, its OOM count read, released).
 """
 
 from __future__ import annotations
@@ -98,6 +101,31 @@ def _per_call(evaluations: int) -> float:
     return 1e6 * seconds / evaluations / _MANY
 
 
+def _cgroup_duties(runs: int = 400) -> float | None:
+    """CPU microseconds of one run's memory-cgroup duties (``memory.create`` .. ``memory.release``), or None."""
+    import time  # noqa: PLC0415
+
+    from trl_ext.sandbox import Limits, memory  # noqa: PLC0415 - the checkout under test
+
+    if not memory.available():
+        return None
+    spare, run = Limits(), Limits(timeout_s=3.0)  # a spare's cgroup is made for the defaults (forkserver.py)
+
+    def one() -> None:
+        cgroup = memory.create(spare, kind="fork")
+        memory.set_limit(cgroup, run)
+        memory.procs(cgroup)
+        memory.oom_killed(cgroup)
+        memory.release(cgroup)
+
+    for _ in range(20):  # the reused cgroups exist
+        one()
+    start = time.process_time()
+    for _ in range(runs):
+        one()
+    return 1e6 * (time.process_time() - start) / runs
+
+
 def _measure(tree: str, problems: int) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve()), "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, __file__, "--json", tree, "--problems", str(problems)]
@@ -118,6 +146,9 @@ def main() -> None:
     if args.json:
         figures = _graded(args.problems)
         figures["evaluation worker us/call"] = _per_call(args.evaluations)
+        cgroup = _cgroup_duties()
+        if cgroup is not None:
+            figures["cgroup duties us/run"] = cgroup
         print(json.dumps(figures))
         return
     trees = [str(_HERE.parent), *args.against]

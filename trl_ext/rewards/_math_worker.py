@@ -17,13 +17,16 @@ import importlib
 import json
 import logging
 import os
-import re
 import sys
 import threading
 import time
 import types
 from collections import OrderedDict
 from functools import partial
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the worker loads it at run time (Grader.parts), without the trl_ext package
+    from trl_ext.rewards._math_part import Part
 
 
 def _watch_parent(parent: int) -> None:
@@ -40,41 +43,8 @@ def _load_answers(path: str):
         package = types.ModuleType(name)
         package.__path__ = [folder]
         sys.modules[name] = package
-    return importlib.import_module("trl_ext.rewards._math_answers"), importlib.import_module(
-        "trl_ext.rewards._math_values"
-    )
-
-
-class Part:
-    """One part of a gold or of an answer: its value (``expr``: None when it does not parse to a finite
-    expression; parsed on first use when the part is a plain integer or integer fraction, which ``fraction``
-    then holds) and what the string comparisons need."""
-
-    __slots__ = ("_expr", "_parse", "assignment", "brackets", "decimal", "digits", "fraction", "key", "names", "option", "option_text", "percent", "plain_decimal", "radians", "time", "unit", "value", "word")  # fmt: skip
-
-    def __init__(self, text, expr, answers, gold, fraction=None, parse=None, value=None):
-        self._expr, self._parse, self.fraction, self.value = expr, parse, fraction, value
-        self.plain_decimal = False  # set by Grader._parts: the value is a plain decimal, parsed on first use
-        self.key = (answers.text_key(text) or None) if text is not None else None  # an empty key matches nothing
-        self.names, text = answers.named_part(text) if text is not None else (None, None)
-        self.percent = text is not None and "\\%" in text
-        # an angle written with degree signs inside an expression (2 \cdot 45^\circ), converted to radians
-        self.radians = text is not None and bool(_ANGLE_IN_RADIANS.search(text)) and not _TRIG.search(text)
-        self.option = answers.option_letter(text, strict=gold) if text is not None else None
-        self.option_text = answers.option_text(text) if self.option else None  # (B) 12: B's value, 12
-        self.word = text is not None and answers.is_word_answer(text)
-        self.unit = (answers.gold_unit if gold else answers.split_unit)(text)[1] if text is not None else None
-        self.assignment = text is not None and answers.is_assignment(text)
-        self.brackets = answers.outer_brackets(text) if text is not None else None
-        self.time = answers.time_of_day(text) if text is not None else None
-        self.digits = answers.printed_decimal(text) if text is not None and gold else None
-        self.decimal = answers.printed_decimal(text, 1) if text is not None else None
-
-    @property
-    def expr(self):
-        if self._parse is not None:
-            self._expr, self._parse = self._parse(), None
-        return self._expr
+    modules = ("_math_answers", "_math_values", "_math_part")
+    return tuple(importlib.import_module(f"trl_ext.rewards.{name}") for name in modules)
 
 
 class Grader:
@@ -82,7 +52,7 @@ class Grader:
         from latex2sympy2_extended.latex2sympy2 import NormalizationConfig
         from math_verify import LatexExtractionConfig
 
-        self.answers, self.values = _load_answers(answers_path)
+        self.answers, self.values, self.parts = _load_answers(answers_path)
         # math-verify's own unit stripping is off (it reads 3t as 3): units are split off by split_unit
         normalization = NormalizationConfig(units=False, malformed_operators=True, nits=True, boxed="all")
         latex = LatexExtractionConfig(
@@ -115,28 +85,28 @@ class Grader:
         word_or_option = self.answers.is_word_answer(text) or self.answers.option_letter(text, strict=gold)
         word_or_option = word_or_option or self.answers.is_name(text)  # IV is no product I*V (which is VI)
         unit = self.answers.gold_unit if gold else self.answers.split_unit  # a gold's unit may be any word
-        value = _unboxed(unit(self.answers.named_part(text)[1])[0])
-        in_expression = "\\%" in value and not _PERCENTAGE.fullmatch(value)
+        value = self.parts.unboxed(unit(self.answers.named_part(text)[1])[0])
+        in_expression = "\\%" in value and not self.parts.PERCENTAGE.fullmatch(value)
         if "\\%" in value:  # a percent sign applies to the number it follows: 100 - 50\% is 99.5
-            percent = _PERCENTAGE.fullmatch(value)
-            value = percent.group(1) if percent else _PERCENT_NUMBER.sub(r"\\frac{\1}{100}", value)
-        unread = _NOT_A_NUMBER.search(value) or _UNREAD.search(value)
+            percent = self.parts.PERCENTAGE.fullmatch(value)
+            value = percent.group(1) if percent else self.parts.PERCENT_NUMBER.sub(r"\\frac{\1}{100}", value)
+        unread = self.parts.NOT_A_NUMBER.search(value) or self.parts.UNREAD.search(value)
         unread = unread or (not gold and self.answers.separated(value))  # 3 \quad 4: two answers, read as 7
         value = None if word_or_option or unread else self._exact(value, gold, timeout)
         if value is None or not self._consistent(value, gold, timeout):
-            return [Part(text, None, self.answers, gold)]  # compared as a string only
+            return [self.parts.Part(text, None, self.answers, gold)]  # compared as a string only
         fraction = self.answers.plain_fraction(value)
         plain_decimal = self.fast_paths and fraction is None and self.answers.plain_decimal(value)
         if fraction is not None or plain_decimal:  # parsed only if compared with a part that is no plain number
             parse = partial(self._parse, "\\boxed{" + value + "}", self.boxed, timeout)
-            part = Part(text, None, self.answers, gold, fraction, parse, value)
+            part = self.parts.Part(text, None, self.answers, gold, fraction, parse, value)
             part.percent, part.plain_decimal = part.percent and not in_expression, plain_decimal
             return [part]
-        expr = self._parse("\\boxed{" + _PRODUCT.sub(r"\1 \\cdot ", value) + "}", self.boxed, timeout)
+        expr = self._parse("\\boxed{" + self.parts.PRODUCT.sub(r"\1 \\cdot ", value) + "}", self.boxed, timeout)
         elements = expr.args if isinstance(expr, FiniteSet) and self.values.set_depth(expr) == 1 else ()
         if 1 < len(elements) <= self.answers.MAX_PARTS:  # not a set of sets: {{1}, {2}} is not 1, 2
-            return [Part(None, element, self.answers, gold) for element in elements]
-        part = Part(text, expr, self.answers, gold, value=value)
+            return [self.parts.Part(None, element, self.answers, gold) for element in elements]
+        part = self.parts.Part(text, expr, self.answers, gold, value=value)
         part.percent = part.percent and not in_expression  # its percent signs are read: the value is no percentage
         return [part]
 
@@ -148,7 +118,7 @@ class Grader:
         if approximation is None:
             return value
         exact, approximate = approximation
-        last = _CHAIN.split(exact)[-1].strip()
+        last = self.parts.CHAIN.split(exact)[-1].strip()
         expr = self._parse("\\boxed{" + last + "}", self.boxed, timeout) if last else None
         if expr is None or not getattr(expr, "is_number", False):  # x \approx 3: no exact value given
             return approximate[-1] if gold else None
@@ -159,7 +129,7 @@ class Grader:
         """False for an answer that chains sides that differ: values (``x = 4 = 3``, ``x := 4 = 3``, two matrices),
         expressions (``y = x^3 = x^2``) or a side that still holds the unknown it names (``x = 4 + 0x = 3``):
         math-verify would take its last side."""
-        sides = _CHAIN.split(value)
+        sides = self.parts.CHAIN.split(value)
         if gold or len(sides) < 3:
             return True
         exprs = [self._parse("\\boxed{" + side + "}", self.boxed, timeout) for side in sides]
@@ -216,11 +186,11 @@ class Grader:
         unread = self._parse(text, [LatexExtractionConfig(), ExprExtractionConfig()], timeout) is None
         return unread and time.monotonic() - start < timeout / 2  # a parse that timed out is not a verdict
 
-    def same(self, gold: Part, answer: Part, timeout: int) -> bool:
+    def same(self, gold: "Part", answer: "Part", timeout: int) -> bool:
         if gold.option is not None:  # the letter, and the option's value if both give one: (B) 13 is no (B) 12
             texts = (gold.option_text, answer.option_text)
             return answer.option == gold.option and (None in texts or self._same_text(*texts, timeout))
-        folded = (gold.word or answer.word) and _folded(gold, answer)
+        folded = (gold.word or answer.word) and self.parts.folded(gold, answer)
         if gold.key is not None and (gold.key == answer.key or folded):
             return True  # the same answer written the same way (normalised), parsed or not
         if gold.time is not None or (answer.time is not None and ":" not in (gold.key or "")):
@@ -237,7 +207,9 @@ class Grader:
             return False  # mW is not MW, Gb is not GB (math-verify lower-cases \\text: both would read as mw)
         if answer.percent and not gold.percent:  # 50% is 1/2 (and 10% is not 10)
             whole = answer
-            answer = Part(None, None, None, False, _scaled(whole.fraction), lambda: _scaled(whole.expr))
+            answer = self.parts.Part(
+                None, None, None, False, self.parts.scaled(whole.fraction), lambda: self.parts.scaled(whole.expr)
+            )
         if not self._same_value(gold, answer, timeout):  # a gold's percent: 10% accepts 10 and 10%, not 1000%
             return False
         mixed = self.answers.mixed_case(gold.key) or self.answers.mixed_case(answer.key)
@@ -249,7 +221,7 @@ class Grader:
         single = all(len(found) == 1 and found[0].option is None for found in parts)
         return single and self.same(parts[0][0], parts[1][0], timeout)
 
-    def _same_in_case(self, gold: Part, answer: Part, timeout: int) -> bool:
+    def _same_in_case(self, gold: "Part", answer: "Part", timeout: int) -> bool:
         """The values compared again with the case of their letters kept, for a part that uses A and a:
         math-verify lower-cases every letter (``\\frac{A}{a}`` would be 1)."""
         from math_verify import verify
@@ -264,7 +236,7 @@ class Grader:
             return False
         return verify(gold_expr, answer_expr, timeout_seconds=timeout, allow_set_relation_comp=True)
 
-    def _same_value(self, gold: Part, answer: Part, timeout: int) -> bool:
+    def _same_value(self, gold: "Part", answer: "Part", timeout: int) -> bool:
         from math_verify import verify
 
         if gold.fraction is not None and answer.fraction is not None:
@@ -305,7 +277,7 @@ class Grader:
         return self.values.same_complex(gold_expr, answer_expr, timeout)
 
     @staticmethod
-    def _plain_values(gold: Part, answer: Part):
+    def _plain_values(gold: "Part", answer: "Part"):
         """(gold, answer) values as math-verify parses them, without parsing, when each is a plain integer or
         fraction (a Rational) or a plain decimal printed so (a Float: ``numeric_verdict`` reads its printed
         digits, never the Float's own); else None."""
@@ -335,7 +307,7 @@ class Grader:
             return "wrong"
         return "correct" if self.match(gold, answer, task["ordered"], timeout) else "wrong"
 
-    def _restates(self, first: Part, part: Part, timeout: int) -> bool:
+    def _restates(self, first: "Part", part: "Part", timeout: int) -> bool:
         """True when ``part`` is ``first`` written again: the same value, with the same unit and percent sign (``50\\%, 50`` and ``5, 5\\text{ cm}`` are two answers, not one said twice)."""
         if first.unit != part.unit or first.percent != part.percent:
             return False
@@ -348,7 +320,7 @@ class Grader:
         equations = self.values.assignments(answer[0].expr) if answer[0].expr is not None and not labelled else None
         if equations is None:
             return answer
-        parts = [Part(None, equation, None, False) for equation in equations]
+        parts = [self.parts.Part(None, equation, None, False) for equation in equations]
         for part in parts:
             part.assignment = True
         return parts
@@ -360,7 +332,9 @@ class Grader:
             answer = self._assignments(answer)  # (x, y) = (3, 5) for x = 3, y = 5
         if len(gold) == 1 and len(answer) > 1:
             union = self.values.union_of_relations(answer, gold[0].expr)
-            answer = [Part(None, union, None, False)] if union is not None else answer  # "x < -1 or x > 3" for a union
+            answer = (
+                [self.parts.Part(None, union, None, False)] if union is not None else answer
+            )  # "x < -1 or x > 3" for a union
         if len(answer) > len(gold) and not ordered:  # the same value written twice (1/2 and 0.5) counts once
             kept = []
             for part in answer:  # a part written twice alike (2, 2) is two parts, but for a one-part gold
@@ -376,53 +350,6 @@ class Grader:
             return all(self.same(g, a, timeout) for g, a in zip(gold, answer))
         fits = [[self.same(g, a, timeout) for a in answer] for g in gold]
         return self.values.perfect_matching(fits)
-
-
-# digits with a subscript (3_{4}: a numeral in base 4) or apart (1\,0\,0): not a number math-verify may read
-_NOT_A_NUMBER = re.compile(r"\d\s*_|\d(?:\s|\\[,!;: ]|~)+\d|\d\s*:\s*\d+\s*:")  # and 1:2:0
-_ANGLE_IN_RADIANS = re.compile(r"\\left\(\\frac\{[\d.]+\\pi\}\{180\}\\right\)")  # degrees_to_radians' output
-_TRIG = re.compile(r"\\(?:arc)?(?:sin|cos|tan|cot|sec|csc)")
-# 2(\frac{1}{2}) is 1 (math-verify reads 2 1/2); not an exponent's or index's digit: \tan^2(y)
-_PRODUCT = re.compile(r"(?<![\w^_{.\\])(\d+)\s*(?=(?:\\left\s*)?\(\s*\\[dt]?frac)")
-_PERCENT_NUMBER = re.compile(r"(?<![\w.}])(\d*\.?\d+)\s*\\%")  # 50\% inside an expression: 50/100
-_WHOLE_BOX = re.compile(r"\s*\\(?:boxed|fbox)\s*\{(.*)\}\s*", re.DOTALL)
-# 50\%, \frac{25}{2}\%, 33\frac{1}{3}\% (only a number followed by its sign)
-_PERCENTAGE = re.compile(
-    r"\s*([-+]?\s*(?=\d|\\[dt]?frac)(?:\d*\.?\d+)?\s*(?:\\[dt]?frac\s*\{\s*\d+\s*\}\s*\{\s*\d+\s*\})?)\s*\\%\s*"
-)
-# a percent sign left inside an expression, a box inside the answer's box (math-verify grades the inner box), a
-# prime or quote left inside a text command (math-verify deletes ' and ": f\text{'}(x) would be f(x)), or an ellipsis
-_UNREAD = re.compile(
-    r"\\%|\\(?:boxed|f?box|framebox|f?colorbox|bbox)(?![A-Za-z])|['\"\u2032\u2033\u2034\u2019]"
-    r"|\\[lc]?dots[bcimo]?(?![A-Za-z])|\.\.|\u2026"  # 3.14\ldots is cut: not the value 3.14 (math-verify drops it)
-)
-_CHAIN = re.compile(r"(?<![<>!\\:])=(?!=)")  # sides of x = 4 = 3
-
-
-def _unboxed(value: str) -> str:
-    """``value`` without boxes around all of it (``\\boxed{\\boxed{3}}`` is 3); a box inside stays (no number)."""
-    while (whole := _WHOLE_BOX.fullmatch(value)) and _balanced(whole.group(1)):
-        value = whole.group(1)
-    return value
-
-
-def _balanced(text: str) -> bool:
-    depth = 0
-    for brace in re.findall(r"(?<!\\)[{}]", text):
-        depth += 1 if brace == "{" else -1
-        if depth < 0:
-            return False
-    return depth == 0
-
-
-def _folded(gold: Part, answer: Part) -> bool:
-    """Whether a word answer and another answer are the same words but for case (``No``, ``no``)."""
-    return gold.key is not None and answer.key is not None and gold.key.lower() == answer.key.lower()
-
-
-def _scaled(value):
-    """``value`` / 100 (a percentage), None for None."""
-    return None if value is None else value / 100
 
 
 def main() -> None:

@@ -191,6 +191,26 @@ def _serve(ctl):
                 os.close(pidfd)
 
 
+def _warm_landlock():
+    """Build a ruleset as each child's ``_landlock`` does and close it unenforced, where the server has no domain of
+    its own (bubblewrap): the flag values it combines (landlockpy makes each composite flag on first use, then
+    caches it) and its look-ups are then in the server's memory, which every child inherits, instead of made again
+    in each child (about 1 ms of CPU a run). A cache only: nothing is enforced here, and every child still builds
+    and enforces its own domain (``_confine``)."""
+    abi = landlockpy.abi_version()
+    read = AccessFS.READ_FILE | AccessFS.READ_DIR | AccessFS.EXECUTE
+    with landlockpy.Ruleset(
+        handled_fs=landlockpy.fs_for_abi(abi),
+        handled_net=AccessNet.BIND_TCP | AccessNet.CONNECT_TCP,
+        scoped=Scope.ABSTRACT_UNIX_SOCKET | Scope.SIGNAL,
+    ) as ruleset:
+        for path in _CONFIG["read_only"]:
+            if os.path.exists(path):
+                ruleset.allow_path(path, read if os.path.isdir(path) else read & ~AccessFS.READ_DIR)
+        ruleset.allow_path(os.devnull, AccessFS.READ_FILE | AccessFS.WRITE_FILE | AccessFS.TRUNCATE)
+        ruleset.allow_path(_CONFIG["scratch_root"], landlockpy.fs_for_abi(abi) & ~AccessFS.IOCTL_DEV)
+
+
 def _user_namespaces_work():
     """Whether this server's children can each make a user namespace of their own: a child tries, in the very
     conditions of a run's (this server's Landlock domain, bubblewrap's namespaces)."""
@@ -205,6 +225,8 @@ def _main():
     _check(_libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")
     if _CONFIG["confine_self"]:  # landlock backend: the server's own domain; each run's domain nests in it
         _landlock(_CONFIG["read_only"], _CONFIG["scratch_root"], _CONFIG["min_abi"])
+    else:
+        _warm_landlock()
     ctl.send(b"up+userns" if _CONFIG["user_namespaces"] and _user_namespaces_work() else b"up")
     _serve(ctl)
 

@@ -303,7 +303,7 @@ class ForkServer:
         spare = Spare(_host_pid(pidfds[0]), pidfds[0], mine, memory.create(Limits(), kind="fork"))
         if spare.cgroup is not None:
             try:
-                (spare.cgroup / "cgroup.procs").write_text(str(spare.pid))
+                memory.attach(spare.cgroup, spare.pid)
             except OSError:
                 memory.release(spare.cgroup)
                 spare.cgroup = None  # the run's watcher sums its memory instead

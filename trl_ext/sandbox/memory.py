@@ -29,6 +29,7 @@ _LOCK = threading.Lock()
 _FREE: list[Path] = []  # empty run cgroups, reused
 _FREE_FORK: list[Path] = []  # empty cgroups of fork-server children, reused
 _OOM_BEFORE: dict[Path, int] = {}
+_BOUND: dict[Path, str] = {}  # the bound last written whole to each cgroup: written again only when it changes
 
 
 def total_bytes(limits: Limits) -> int:
@@ -64,10 +65,30 @@ def _parent() -> tuple[Path, int] | None:
 
 
 def _read(path: Path) -> str:
+    """The file's text, "" where it cannot be read (os-level: a cgroup file is read several times a run, and
+    ``Path.read_text``'s buffered text layers cost more than the read)."""
     try:
-        return path.read_text()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return ""
+    chunks = []
+    try:
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode()
+
+
+def _write(path: Path, text: str) -> None:
+    """Write ``text`` to a cgroup file in one ``write`` (raises ``OSError`` where the kernel refuses it)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
 
 
 def available() -> bool:
@@ -95,18 +116,29 @@ def create(limits: Limits, kind: str = "run") -> Path | None:
 
 
 def set_limit(cgroup: Path, limits: Limits) -> None:
-    """Bound ``cgroup`` at ``total_bytes(limits)`` (a cgroup made ahead of its run gets its run's limits here)."""
+    """Bound ``cgroup`` at ``total_bytes(limits)`` (a cgroup made ahead of its run gets its run's limits here).
+    A reused cgroup that holds this bound already is left as it is: only the trainer writes these files (no run
+    can reach the cgroup file system), so the bound written last is the one in force."""
     limit = str(total_bytes(limits))
+    if _BOUND.get(cgroup) == limit:
+        return
+    _BOUND.pop(cgroup, None)  # unknown until every file below is written
     if _parent()[1] == 1:  # memory <= memory+swap at every step: raising, the second goes first
         with contextlib.suppress(OSError):  # absent without swap accounting; refused before a lowering
-            (cgroup / "memory.memsw.limit_in_bytes").write_text(limit)
-        (cgroup / "memory.limit_in_bytes").write_text(limit)
+            _write(cgroup / "memory.memsw.limit_in_bytes", limit)
+        _write(cgroup / "memory.limit_in_bytes", limit)
         with contextlib.suppress(OSError):
-            (cgroup / "memory.memsw.limit_in_bytes").write_text(limit)
+            _write(cgroup / "memory.memsw.limit_in_bytes", limit)
     else:
-        (cgroup / "memory.max").write_text(limit)
+        _write(cgroup / "memory.max", limit)
         with contextlib.suppress(OSError):
-            (cgroup / "memory.swap.max").write_text("0")
+            _write(cgroup / "memory.swap.max", "0")
+    _BOUND[cgroup] = limit
+
+
+def attach(cgroup: Path, pid: int) -> None:
+    """Move the process ``pid`` into ``cgroup`` (raises ``OSError`` where the kernel refuses)."""
+    _write(cgroup / "cgroup.procs", str(pid))
 
 
 def enter_argv(cgroup: Path, argv: list[str]) -> list[str]:
@@ -150,6 +182,7 @@ def release(cgroup: Path, timeout_s: float = 5.0) -> None:
 
 
 def _remove(cgroup: Path) -> None:
+    _BOUND.pop(cgroup, None)
     with contextlib.suppress(OSError):
         cgroup.rmdir()
 

@@ -35,6 +35,8 @@ class _Worker:
         self.ready = False
         self._buffer = b""
         self._cleanup: Callable[[], None] | None = None
+        # how a (re)start runs: the pool runs it on one of its own long-lived threads (see WorkerPool)
+        self.launch: Callable[[Callable[[], None]], None] = lambda start: start()
 
     def start(self) -> None:
         if self.spawn is not None:
@@ -73,7 +75,7 @@ class _Worker:
     def _ensure_ready(self) -> None:
         if self.proc is None or self.proc.poll() is not None:
             self.kill()
-            self.start()
+            self.launch(self.start)
         if not self.ready:
             try:
                 line = self._readline(time.monotonic() + self.startup_timeout_s)
@@ -84,35 +86,40 @@ class _Worker:
                 raise RuntimeError(f"worker {self.argv} did not start within {self.startup_timeout_s:.0f} s")
             self.ready = True
 
-    def _ask(self, task: dict, deadline_s: float) -> dict | None:
+    def send(self, task: dict) -> None:
+        """Start the worker if it is not running, and write ``task``; ``WorkerDied`` if it exited meanwhile."""
         self._ensure_ready()
         try:
             self.proc.stdin.write(json.dumps(task).encode() + b"\n")
-            line = self._readline(time.monotonic() + deadline_s)
-        except (BrokenPipeError, WorkerDied):
+        except BrokenPipeError:
             self.kill()
             raise WorkerDied(f"worker {self.argv[:1]} exited without answering") from None
-        if line is None:
-            self.kill()  # a hard deadline: the next task gets a fresh process
+
+    def read_answer(self) -> dict | None:
+        """The answer when its line is complete (call when the worker's stdout is readable), else None;
+        ``WorkerDied`` (after killing the worker) at end of file or for output nobody asked for."""
+        chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+        if not chunk:
+            self.kill()
+            raise WorkerDied(f"worker {self.argv[:1]} exited without answering")
+        self._buffer += chunk
+        if b"\n" not in self._buffer:
             return None
+        line, self._buffer = self._buffer.split(b"\n", 1)
         if self._buffer:  # output nobody asked for: never read as a later task's answer
             self.kill()
             raise WorkerDied(f"worker {self.argv[:1]} wrote more than one answer")
         return json.loads(line)
 
-    def request(self, task: dict, deadline_s: float) -> dict | None:
-        """Send ``task`` and wait for the answer; None (after killing the worker) at the deadline. A worker that
-        dies without answering (or answers more than once) is replaced and asked once more; a second death
-        raises ``WorkerDied``: the infrastructure's failure, never the task's timeout."""
-        try:
-            return self._ask(task, deadline_s)
-        except WorkerDied:
-            return self._ask(task, deadline_s)
-
 
 class WorkerPool:
     """``size`` worker processes running ``argv`` (or started by ``spawn``), started lazily on first use, shared
-    safely by any number of threads. ``map`` runs tasks concurrently, one per idle worker."""
+    safely by any number of threads. ``map`` runs tasks concurrently, one per idle worker.
+
+    ``map`` dispatches from the calling thread: it takes the idle workers, sends each the next task as soon as
+    it has answered and waits on all their pipes at once (``select``). No thread hand-off per task: with a
+    thread per task (futures) the calling process spent more CPU per task than the JSON round trip itself,
+    which bounds the speed-up of more workers on a machine whose cores are all busy."""
 
     def __init__(
         self,
@@ -139,6 +146,8 @@ class WorkerPool:
                 return
             self._workers = [_Worker(self._argv, self._startup_timeout_s, self._spawn) for _ in range(self.size)]
             self._executor = ThreadPoolExecutor(self.size, thread_name_prefix="trl-ext-worker")
+            for worker in self._workers:
+                worker.launch = self._launch
             # Started by the pool's own threads, which live as long as the pool: a sandbox's parent-death signal
             # (bubblewrap's --die-with-parent, PR_SET_PDEATHSIG) fires when the THREAD that started it exits, so
             # never the caller's thread, which may be short-lived. All at once, so their imports overlap.
@@ -148,20 +157,17 @@ class WorkerPool:
             for worker in self._workers:
                 self._idle.put(worker)
 
-    def _run_one(self, task: dict, deadline_s: float) -> dict | None:
-        worker = self._idle.get()
-        try:
-            return worker.request(task, deadline_s)
-        finally:
-            self._idle.put(worker)
+    def _launch(self, start: Callable[[], None]) -> None:
+        self._executor.submit(start).result()
 
     def map(self, tasks: list[dict], deadline_s: float) -> list[dict | None]:
-        """Answers to ``tasks`` in order; None where a task hit its deadline or crashed its worker."""
+        """Answers to ``tasks`` in order; None where a task hit its deadline (``deadline_s`` from when it was
+        sent). A worker that dies without answering (or answers more than once) is replaced and asked once
+        more; a second death raises ``WorkerDied``: the infrastructure's failure, never the task's timeout."""
         if not tasks:
             return []
         self._ensure_started()
-        futures = [self._executor.submit(self._run_one, task, deadline_s) for task in tasks]
-        return [future.result() for future in futures]
+        return _Dispatch(self, tasks, deadline_s).run()
 
     def pids(self) -> list[int]:
         """Process ids of the live workers (for tests and monitoring)."""
@@ -175,6 +181,85 @@ class WorkerPool:
             for worker in self._workers:
                 worker.kill()
             self._workers, self._idle, self._executor = [], None, None
+
+
+class _Dispatch:
+    """One ``map`` call: its tasks sent to the workers it holds, their answers read as they come."""
+
+    def __init__(self, pool: WorkerPool, tasks: list[dict], deadline_s: float) -> None:
+        self.pool, self.tasks, self.deadline_s = pool, tasks, deadline_s
+        self.answers: list[dict | None] = [None] * len(tasks)
+        self.sent = 0  # tasks[:sent] are answered or running
+        self.running: dict[_Worker, tuple[int, float, bool]] = {}  # worker -> (task, deadline, a retry)
+        self.held: list[_Worker] = []
+
+    def run(self) -> list[dict | None]:
+        self.held.append(self.pool._idle.get())  # waits while other calls hold every worker
+        try:
+            while self.sent < len(self.tasks) or self.running:
+                self._hold_more()
+                for worker in self.held:
+                    if worker not in self.running and self.sent < len(self.tasks):
+                        self.sent += 1
+                        self._send(worker, self.sent - 1, retry=False)
+                self._release_idle()
+                if self.running:
+                    self._wait()
+        finally:
+            for worker in self.running:  # only after an error: an answer is still owed, never read as another's
+                worker.kill()
+            for worker in self.held:
+                self.pool._idle.put(worker)
+        return self.answers
+
+    def _hold_more(self) -> None:
+        """Take the workers that became idle meanwhile, as long as tasks wait."""
+        while len(self.held) < len(self.tasks) - self.sent + len(self.running):
+            try:
+                self.held.append(self.pool._idle.get_nowait())
+            except queue.Empty:
+                return
+
+    def _release_idle(self) -> None:
+        """Give back the workers left without a task, for other calls."""
+        if self.sent < len(self.tasks):
+            return
+        for worker in [worker for worker in self.held if worker not in self.running]:
+            self.held.remove(worker)
+            self.pool._idle.put(worker)
+
+    def _send(self, worker: _Worker, index: int, retry: bool) -> None:
+        try:
+            worker.send(self.tasks[index])
+        except WorkerDied:
+            if retry:
+                raise
+            return self._send(worker, index, retry=True)
+        self.running[worker] = (index, time.monotonic() + self.deadline_s, retry)
+
+    def _wait(self) -> None:
+        """Read the answers that came; kill the workers past their task's deadline (the task's answer: None)."""
+        by_fd = {worker.proc.stdout.fileno(): worker for worker in self.running}
+        timeout = max(0.0, min(deadline for _, deadline, _ in self.running.values()) - time.monotonic())
+        for fd in select.select(list(by_fd), [], [], timeout)[0]:
+            worker = by_fd[fd]
+            index, _, retry = self.running[worker]
+            try:
+                answer = worker.read_answer()
+            except WorkerDied:
+                del self.running[worker]
+                if retry:
+                    raise
+                self._send(worker, index, retry=True)
+                continue
+            if answer is not None:
+                self.answers[index] = answer
+                del self.running[worker]
+        now = time.monotonic()
+        for worker, (_, deadline, _) in list(self.running.items()):
+            if deadline <= now:
+                worker.kill()  # a hard deadline: the next task gets a fresh process
+                del self.running[worker]
 
 
 @atexit.register

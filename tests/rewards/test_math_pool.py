@@ -1,0 +1,89 @@
+"""The worker pool the math reward verifies in (``trl_ext.workers.pool``), on a tiny JSON-lines worker: answers in
+order, a hard deadline per task that kills only the late worker, a dead worker replaced and asked once more,
+several threads sharing the pool, and tasks dispatched from the calling thread (no thread hand-off per task)."""
+
+import sys
+import threading
+
+import pytest
+
+from trl_ext.workers.pool import WorkerDied, WorkerPool
+
+# answers {"n": n}; sleeps for "sleep" seconds first; exits without answering when "die" is set and the file named by
+# "once" does not exist yet (created first: the second worker asked answers)
+_WORKER = r"""
+import json, os, sys, time
+out = os.fdopen(os.dup(1), "w", buffering=1)
+out.write('{"ready": true}\n')
+for line in sys.stdin:
+    task = json.loads(line)
+    time.sleep(task.get("sleep", 0))
+    if task.get("die") and (task.get("once") is None or not os.path.exists(task["once"])):
+        if task.get("once"):
+            open(task["once"], "w").close()
+        os._exit(1)
+    out.write(json.dumps({"n": task["n"], "pid": os.getpid()}) + "\n")
+"""
+
+
+@pytest.fixture
+def pool():
+    workers = WorkerPool([sys.executable, "-c", _WORKER], size=2, startup_timeout_s=30)
+    yield workers
+    workers.close()
+
+
+def test_answers_come_back_in_the_order_of_the_tasks_from_every_worker(pool):
+    tasks = [{"n": n, "sleep": 0.02 if n % 3 == 0 else 0} for n in range(40)]
+    answers = pool.map(tasks, 30)
+    assert [answer["n"] for answer in answers] == list(range(40))
+    assert len({answer["pid"] for answer in answers}) == 2  # both workers took tasks
+    assert pool.map([], 30) == []
+
+
+def test_a_late_task_is_none_and_only_its_worker_is_replaced(pool):
+    pool.map([{"n": 0}, {"n": 1}], 30)  # start both
+    answers = pool.map([{"n": 0, "sleep": 60}, *({"n": n} for n in range(1, 30))], 3)
+    assert answers[0] is None
+    assert [answer["n"] for answer in answers[1:]] == list(range(1, 30))  # the other worker kept answering
+    after = pool.map([{"n": 7}, {"n": 8}], 30)
+    assert [answer["n"] for answer in after] == [7, 8]  # a fresh process took the killed worker's place
+
+
+def test_a_worker_dying_once_is_replaced_and_asked_again_twice_raises(pool, tmp_path):
+    once = str(tmp_path / "died")
+    answers = pool.map([{"n": 1}, {"n": 2, "die": True, "once": once}, {"n": 3}], 30)
+    assert [answer["n"] for answer in answers] == [1, 2, 3]
+    with pytest.raises(WorkerDied):
+        pool.map([{"n": 4, "die": True}], 30)
+    assert [answer["n"] for answer in pool.map([{"n": 5}, {"n": 6}], 30)] == [5, 6]  # nothing owed is read later
+
+
+def test_threads_share_the_pool_and_each_gets_its_own_answers(pool):
+    results: dict[int, list] = {}
+
+    def call(thread: int) -> None:
+        results[thread] = pool.map([{"n": 100 * thread + n} for n in range(25)], 30)
+
+    threads = [threading.Thread(target=call, args=(thread,)) for thread in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert {t: [a["n"] for a in answers] for t, answers in results.items()} == {
+        t: [100 * t + n for n in range(25)] for t in range(4)
+    }
+
+
+def test_tasks_are_sent_from_the_calling_thread(pool, monkeypatch):
+    pool.map([{"n": 0}, {"n": 1}], 30)
+    senders = set()
+    send = type(pool._workers[0]).send
+
+    def recording_send(worker, task):
+        senders.add(threading.current_thread().name)
+        return send(worker, task)
+
+    monkeypatch.setattr(type(pool._workers[0]), "send", recording_send)
+    pool.map([{"n": n} for n in range(10)], 30)
+    assert senders == {threading.current_thread().name}
