@@ -165,7 +165,10 @@ def _serve(ctl):
                         os.waitpid(pid, 0)
                 return
             elif len(fds) == 1:
-                pid = os.fork()
+                pid = _fork_retrying()  # EAGAIN: waits, then gives the request up (never a run's failure)
+                if pid is None:
+                    os.close(fds[0])
+                    continue
                 if pid == 0:
                     _child(fds[0])
                 pidfd = os.pidfd_open(pid)
