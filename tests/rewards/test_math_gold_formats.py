@@ -3,10 +3,21 @@
 gold scored None or punished every completion. Each class has wrong answers next to its right ones (hedges,
 every option listed, the other convention, the decimal value), so that a fix accepting everything fails too."""
 
+import logging
+
 import pytest
 
+import trl_ext.rewards.math as math_reward
 from trl_ext.rewards import MathAccuracy
-from trl_ext.rewards._math_formats import braced_log_base, gold_answer, number_sets, option_form, siunitx
+from trl_ext.rewards._math_formats import (
+    braced_log_base,
+    gold_answer,
+    lists_options,
+    number_sets,
+    option_form,
+    siunitx,
+)
+from trl_ext.rewards.math import normalize_gold
 
 # generous deadline: these tests check verdicts on a shared, loaded machine, not speed
 REWARD = MathAccuracy(timeout_s=20.0, correct_value=1.0, wrong_value=-1.0)
@@ -41,7 +52,31 @@ CLASSES = {
     "an option with a colon": ("B: 12", ["B", "B: 12"], ["D", "B, D"]),
     "an option whose text names others": (r"B) \text{Both A and C}", ["B"], ["A", "C", "A, C"]),
     "two options required": ("A. 18, C. 20", ["A, C", "C, A"], ["A", "C", "A, B, C"]),
-    "an option whose text is no answer": (r"A: $\{x \mid x > 1\}$", ["A", "(A)"], ["B", "A, B", r"\{x \mid x > 1\}"]),
+    # after a colon or period the letter may name the set (A: {x | x > 1}): the gold is its text, never a letter
+    "a letter with a colon before inline math": (
+        r"A: $\{x \mid x > 1\}$",
+        [r"\{x \mid x > 1\}", "x > 1"],
+        ["A", "(A)", r"\text{A}", "B", "A, B", r"\{x \mid x > 2\}", "x < 1"],
+    ),
+    "a letter with a period before inline math": ("B. $x > 1$", ["x > 1", "1 < x"], ["B", "(B)", "x > 2"]),
+    "a letter with a colon before words": (
+        "B: the sequence diverges",
+        [r"\text{the sequence diverges}"],
+        ["B", "(B)", r"\text{the sequence converges}"],
+    ),
+    # a bracket or an option word names the letter as the answer: its words or inline math are the dataset's
+    "a bracketed option before inline math": (
+        r"(A) $\{x \mid x > 1\}$",
+        ["A", "(A)", r"\text{Option A}"],
+        ["B", "A, B", r"\{x \mid x > 1\}", r"A \text{ or } B"],
+    ),
+    "an option bracket before words": (
+        "A) the sequence diverges",
+        ["A", "(A)"],
+        ["B", r"\text{the sequence diverges}"],
+    ),
+    "an option word before words": (r"\text{Option C: it diverges}", ["C", "(C)"], ["D", r"\text{it diverges}"]),
+    "two options in brackets, both required": (r"(A) and (C)", ["A, C", "C, A"], ["A", "C", "A, B, C"]),
     "an option named in words": (
         r"\text{Option B}",
         ["B", "(B)", r"\text{Option B}", r"\text{Choice (B)}"],
@@ -163,7 +198,9 @@ def test_option_forms_name_the_letter_and_a_value():
     assert option_form(r"\textbf{Choice D: 5}") == "(D) 5"
     # a gold keeps a value for its text (an answer's text must equal it); words and inline math are the dataset's
     assert option_form("B) 12", keep_text=False) == "(B) 12"
-    assert option_form(r"A: $\{x \mid x > 1\}$", keep_text=False) == "(A)"
+    assert option_form(r"A: $\{x \mid x > 1\}$", keep_text=False) == r"$\{x \mid x > 1\}$"  # a name: the text
+    assert option_form(r"A) $\{x \mid x > 1\}$", keep_text=False) == "(A)"  # a bracket: the option letter
+    assert option_form(r"A: $\{x \mid x > 1\}$") == r"(A) $\{x \mid x > 1\}$"  # an answer keeps its text
     assert option_form(r"(C) \{x \mid x > 1\}", keep_text=False) == r"(C) \{x \mid x > 1\}"
     assert option_form("(1, 2)", keep_text=False) == "(1, 2)"
     assert option_form("A. 18 B. 19", keep_text=False) == "A. 18 B. 19"  # a list of options names none
@@ -178,6 +215,36 @@ def test_option_forms_name_the_letter_and_a_value():
         "b) 12",
         "AB: 3",
     ]
+
+
+# the choices copied, or options offered as alternatives: no one answer
+LISTED_OPTIONS = [
+    "A) 5 B) 6",
+    "(A) 5 (B) 6",
+    "A. 18 B. 19",
+    "(A) or (C)",
+    r"A \text{ or } C",
+    r"\text{(B)} or \text{(D)}",
+]
+
+
+def test_a_gold_listing_several_options_scores_none_with_one_warning_each(monkeypatch, caplog):
+    monkeypatch.setattr(math_reward, "_WARNED_GOLDS", set())
+    rows = [gold for gold in LISTED_OPTIONS for _ in range(2)]
+    answers = [r"\boxed{A}", r"\boxed{A) 5 B) 6}"] * len(LISTED_OPTIONS)
+    with pytest.warns(UserWarning) as record, caplog.at_level(logging.WARNING):
+        assert REWARD(answers, solution=rows) == [None] * len(rows)
+    warned = [str(warning.message) for warning in record if "is not a parseable answer" in str(warning.message)]
+    assert len(warned) == len(LISTED_OPTIONS)  # one per distinct gold, naming it
+    assert all(repr(gold) in message for gold, message in zip(LISTED_OPTIONS, warned))
+    assert f"{len(rows)} of {len(rows)} rows scored None" in caplog.text
+
+
+def test_lists_options_is_the_choices_copied_not_several_required():
+    assert all(lists_options(text) for text in ("A) 5 B) 6", "(A) 18 (B) 19", "A. 18 B. 19", "B: 12 C: 13"))
+    assert not any(lists_options(text) for text in ("(A) 18", "B) 12", r"B) \text{Both A and C}", "A : B = 2 : 3"))
+    for gold in ("A. 18, C. 20", "A, C", "(A) and (C)", "x = 1 or x = 2", "A = 1 or B = 2"):
+        assert normalize_gold(gold) is not None, gold  # several options or values required, each one
 
 
 def test_number_sets_are_intervals_or_integers_in_one():

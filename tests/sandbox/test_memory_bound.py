@@ -171,6 +171,32 @@ def test_run_cgroups_are_emptied_and_reused():
     assert all((p / "cgroup.procs").read_text() == "" for p in cgroups)
 
 
+@pytest.mark.skipif(not memory.available(), reason="no memory cgroup here (the fallback is tested above)")
+def test_a_reused_cgroup_holds_each_runs_bound():
+    """``memory.set_limit`` writes a cgroup's bound only when it changes (it keeps the last one written): whatever
+    a cgroup served before, the kernel's file holds the bound of the run it serves now."""
+
+    def bound(cgroup: Path) -> int:
+        name = "memory.limit_in_bytes" if (cgroup / "memory.limit_in_bytes").exists() else "memory.max"
+        return int((cgroup / name).read_text())
+
+    small, large = Limits(memory_mb=128), Limits(memory_mb=512)
+    cgroup = memory.create(small)
+    try:
+        assert bound(cgroup) == memory.total_bytes(small)
+        for limits in (large, large, small, large):
+            memory.set_limit(cgroup, limits)
+            assert bound(cgroup) == memory.total_bytes(limits)
+    finally:
+        memory.release(cgroup)
+    for limits in (small, small):  # emptied cgroups are reused: each still gets its run's bound
+        again = memory.create(limits)
+        try:
+            assert bound(again) == memory.total_bytes(limits)
+        finally:
+            memory.release(again)
+
+
 SOCKET_BUFFERS = """
 import socket
 try:

@@ -7,7 +7,7 @@ Standard library only (the math workers load these modules without the trl_ext p
 
 import re
 
-from trl_ext.rewards._math_formats import gold_answer, number_sets, option_form, package_forms
+from trl_ext.rewards._math_formats import gold_answer, lists_options, number_sets, option_form, package_forms
 from trl_ext.rewards._math_normalise import (
     _TEXT_COMMANDS,
     ambiguous_latex,
@@ -63,6 +63,9 @@ _RIGHT = re.compile(r"\\right(?![A-Za-z])")
 _DANGLING_OPERATORS = ("+", "-", "*", "/", "^", "_", "=", "\\cdot", "\\times", "\\div", "\\frac", "\\sqrt")
 _TRAILING_SPACING = (" ", "\t", "\n", "\\,", "\\;", "\\:", "\\!", "\\ ", "quad")
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+(?:_\{?\w+\}?)?)\s*=(?!=)")
+# a part that is an option letter, with or without its text: (A), A, \text{(A)}, (A) 5
+_OPTION_PART = re.compile(r"\s*(?:\\text\w*\s*\{\s*)?(?:\([A-J]\)(?:\s.*)?|[A-J])\s*\}?\s*", re.DOTALL)
+_ALTERNATIVE = re.compile(r"(?<![A-Za-z\\])or(?![A-Za-z])|\\[lv]ee(?![A-Za-z])")
 _OPTION_STARTS = ("A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "(")
 _PRIME_CHARS = re.compile("['\"\u2032\u2033\u2034]")
 # a plain number (5, -0.25, \frac{3}{4}, 6 / 8), which no reading of split_parts changes: its fast path (checked
@@ -198,11 +201,18 @@ def gold_parts(gold: str, ordered_lists: bool = False) -> tuple[tuple[str, ...],
     if any(len(content) > MAX_ANSWER_CHARS or _broken_latex(content) for content in contents):
         return None
     parts = tuple(part for content in contents for part in split_parts(content, gold=True))
-    if not parts:
-        return None
+    if not parts or any(lists_options(part) for part in parts) or _option_alternatives(contents, parts):
+        return None  # "A) 5 B) 6", "(A) or (C)": several options, not one answer
     names = [_ASSIGNMENT.match(part) for part in parts]
     named = len(parts) > 1 and all(names) and len({name.group(1) for name in names}) == len(parts)
     return parts, len(parts) > 1 and (ordered_lists or named)
+
+
+def _option_alternatives(contents: list[str], parts: tuple[str, ...]) -> bool:
+    """True for a gold that offers two or more option letters as alternatives (``(A) or (C)``, ``A \\text{ or } C``,
+    ``A \\vee C``): either would be right, so it is not one answer (a comma or "and" list requires every option)."""
+    options = [part for part in parts if _OPTION_PART.fullmatch(part)]
+    return len(options) > 1 and any(_ALTERNATIVE.search(content) for content in contents)
 
 
 def _broken_latex(gold: str) -> bool:

@@ -59,22 +59,40 @@ def option_form(content: str, keep_text: bool = True) -> str:
     """An option letter in another written form as ``(B)``, with the option's text after it when ``keep_text``:
     ``B) 12``, ``B. 12``, ``B: 12``, ``Option B``, ``\\text{Choice (B)}``. The letter is what the option means (read by
     ``option_letter`` as for ``(B) 12``). A gold (``keep_text`` False) keeps its text only when it is a value an
-    answer's text must then equal (``B) 12``: ``B) 13`` names B with C's value); words or inline math are the
-    dataset's and are dropped (``A: $\\{x \\mid x > 1\\}$`` is ``(A)``). Anything else is returned as it is."""
-    first = content[:1] if content[:1] != " " else content.lstrip()[:1]
-    if first and first in "ABCDEFGHIJ":
-        match = _LETTER_FIRST.fullmatch(content)
-    elif first == "(" and not keep_text:
-        match = _BRACKETED_LETTER.fullmatch(content)  # a gold "(A) \{x \mid x > 1\}" is option A
-    elif "ption" in content or "hoice" in content:
-        wrapped = _TEXT_OPEN.match(content)
-        match = _OPTION_WORD.fullmatch(content[wrapped.end() : -1] if wrapped and content.endswith("}") else content)
-    else:
-        return content
+    answer's text must then equal (``B) 12``: ``B) 13`` names B with C's value); words or inline math after a
+    bracket or an option word are the dataset's and are dropped (``(A) $\\{x \\mid x > 1\\}$`` is ``(A)``). After a
+    colon or a period the letter may be a name (``A: $\\{x \\mid x > 1\\}$`` may say what the set A is): such a
+    gold is its text, never a letter. Anything else is returned as it is."""
+    match = _option_match(content, bracketed=not keep_text)
     if match is None or (not keep_text and _ANOTHER_OPTION.search(match.group(2))):
         return content  # "A. 18 B. 19" lists options: it names none
-    text = match.group(2) if keep_text or not _WORDY_TEXT.search(match.group(2)) else ""
+    wordy = not keep_text and _WORDY_TEXT.search(match.group(2)) is not None
+    if wordy and content.lstrip()[1:2] in ".:":
+        return match.group(2).strip()  # "A: $x > 1$", "B. the sequence diverges": the gold is the text
+    text = "" if wordy else match.group(2)
     return f"({match.group(1).upper()}) {text}".rstrip()
+
+
+def lists_options(part: str) -> bool:
+    """True for a gold part that lists options one after another instead of naming one: the choices copied
+    (``A) 5 B) 6``, ``(A) 18 (B) 19``, ``A. 18 B. 19``). Options separated by commas are several parts, each
+    required (``A. 18, C. 20``)."""
+    match = _option_match(part, bracketed=True)
+    return match is not None and _ANOTHER_OPTION.search(match.group(2)) is not None
+
+
+def _option_match(content: str, bracketed: bool) -> re.Match | None:
+    """The option letter (group 1) and its text (group 2) of ``B) 12``, ``B. 12``, ``B: 12``, ``Option B: 12``,
+    and of ``(B) 12`` when ``bracketed``; None for anything else."""
+    first = content[:1] if content[:1] != " " else content.lstrip()[:1]
+    if first and first in "ABCDEFGHIJ":
+        return _LETTER_FIRST.fullmatch(content)
+    if first == "(" and bracketed:
+        return _BRACKETED_LETTER.fullmatch(content)  # a gold "(A) \\{x \\mid x > 1\\}" is option A
+    if "ption" in content or "hoice" in content:
+        wrapped = _TEXT_OPEN.match(content)
+        return _OPTION_WORD.fullmatch(content[wrapped.end() : -1] if wrapped and content.endswith("}") else content)
+    return None
 
 
 def package_forms(content: str) -> str:

@@ -1,12 +1,13 @@
 """How a process confines itself before a program's first instruction, one source for the landlock launcher
-(``_landlock_launcher.py``) and the fork server's children (``_forkserver_main.py``). Not imported by the trainer:
-its source goes in front of theirs (``base.confined_source``), and the whole runs with ``python -I -S -c`` (launcher) or ``-sP [-S]`` (fork server) inside the sandbox,
+(``_landlock_launcher.py``) and the fork server's children (``_forkserver_main.py``). The trainer imports only
+``runs_ceiling`` (``admission.py``); its source goes in front of theirs (``base.confined_source``), and the whole runs with ``python -I -S -c`` (launcher) or ``-sP [-S]`` (fork server) inside the sandbox,
 with the standard library and the Landlock bindings only.
 
 ``_import_bindings`` (landlockpy, with the C libraries the trainer found), ``_drop_root`` (to the run's uid,
 optionally keeping CAP_DAC_READ_SEARCH), ``_drop_capabilities`` (every set emptied), ``_landlock`` (the domain:
 read the system and Python directories, write one directory and /dev/null, no TCP, signals and abstract unix
-sockets scoped), ``_own_user_namespace`` (a non-root run's process budget of its own) and ``_seccomp`` (the filter of ``trl_ext.sandbox.seccomp``, compiled by the trainer).
+sockets scoped), ``_own_user_namespace`` (a non-root run's process budget of its own), ``_fork_retrying`` (the fork server's fork of a child)
+and ``_seccomp`` (the filter of ``trl_ext.sandbox.seccomp``, compiled by the trainer).
 """
 
 import ctypes
@@ -116,6 +117,18 @@ def runs_ceiling(limit):
     """The uid's process count that all non-root runs together may reach: the trainer's RLIMIT_NPROC ``limit``
     less a reserve of a quarter of it, at least ``_TRAINER_RESERVE``."""
     return max(0, limit - max(_TRAINER_RESERVE, limit // 4))
+
+
+def _fork_retrying(tries=50, wait_s=0.02):
+    """``os.fork()``, retried for about a second while the uid's process count is at its limit (EAGAIN: a run
+    past its ``nproc`` for a moment, before its watcher kills it). None when it stays refused (the caller gives
+    that request up: the trainer then retries on a fresh server, else ``infra_error``), never a run's failure."""
+    for _ in range(tries):
+        try:
+            return os.fork()
+        except BlockingIOError:
+            _libc.usleep(int(wait_s * 1e6))
+    return None
 
 
 def _landlock(read_only, writable, min_abi):

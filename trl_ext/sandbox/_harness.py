@@ -70,6 +70,83 @@ def _apply_limits(limits, uid):
             raise RuntimeError("could not drop root privileges")
 
 
+_SPAWNERS = (  # every way a Python program starts a thread or process (subprocess, multiprocessing, pty use these)
+    "start_new_thread", "start_new", "start_joinable_thread", "_start_new_thread", "_start_joinable_thread",
+    "fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "fork_exec",
+)  # fmt: skip
+
+
+def _note_refusals():
+    """Wrap each of ``_SPAWNERS`` so that a refused one (EAGAIN/ENOMEM, "can't start new thread": the uid's
+    process limit, which runs sharing one uid's budget share) leaves ``.trl-ext-refused`` in the run's scratch
+    (the working directory now): the trainer then runs a failed program once more, alone
+    (``trl_ext.sandbox.admission``). A program that forges or hides the file only changes its own reruns.
+    ``_posixsubprocess`` (subprocess's fork) is wrapped when first imported: loading it costs milliseconds."""
+    import _thread
+
+    flag = os.getcwd() + "/.trl-ext-refused"
+
+    def mark():
+        try:  # noqa: SIM105 - contextlib would cost start-up time
+            os.close(os.open(flag, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+        except BaseException:  # noqa: B036 - best effort: the program may have made its scratch unwritable
+            pass
+
+    def wrap(start):
+        def wrapper(*args, **kwargs):
+            try:
+                result = start(*args, **kwargs)
+            except (OSError, RuntimeError) as exc:
+                if not isinstance(exc, OSError) or exc.errno in (11, 12):  # EAGAIN, ENOMEM
+                    mark()
+                raise
+            if result == -1 and start.__name__ == "system":
+                mark()
+            return result
+
+        return wrapper
+
+    def wrap_all(module):
+        for name in _SPAWNERS:
+            start = getattr(module, name, None)
+            if type(start) is type(len):  # a builtin, not wrapped yet
+                setattr(module, name, wrap(start))
+        return module
+
+    for module in (
+        _thread,
+        os,
+        *(sys.modules[n] for n in ("os", "threading", "_posixsubprocess") if n in sys.modules),
+    ):
+        wrap_all(module)
+    if "_posixsubprocess" not in sys.modules:
+        sys.meta_path.insert(0, _WrapOnImport("_posixsubprocess", wrap_all))
+
+
+class _WrapOnImport:
+    """A finder in front of ``sys.meta_path`` that hands module ``name`` to ``wrap`` once it is loaded."""
+
+    def __init__(self, name, wrap):
+        self.name, self.wrap = name, wrap
+
+    def find_spec(self, name, path=None, target=None):
+        if name != self.name:
+            return None
+        try:  # noqa: SIM105 - contextlib would cost start-up time
+            sys.meta_path.remove(self)
+        except BaseException:  # noqa: B036 - the program may have replaced sys.meta_path
+            pass
+        for finder in sys.meta_path:
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        load, wrap = spec.loader.exec_module, self.wrap
+        spec.loader.exec_module = lambda module: wrap(module) if load(module) is None else None
+        return spec
+
+
 def _runtime_code(runtime):
     if runtime.get("tag") == sys.implementation.cache_tag + " " + sys.version:
         return marshal.loads(binascii.a2b_base64(runtime["bytecode"]))
@@ -88,6 +165,7 @@ def _main(runtime=None, confine=None):
     if confine is not None:
         confine()
     _apply_limits(payload["limits"], payload["uid"])
+    _note_refusals()
     out_fd = os.dup(1)  # private copy: the program may close or redirect fd 1
     os.set_inheritable(out_fd, False)
     os.write(ready_fd, b"ready")

@@ -12,7 +12,7 @@ import functools
 import os
 import tempfile
 
-from trl_ext.sandbox import _process, forkserver, memory
+from trl_ext.sandbox import _process, admission, forkserver, memory
 from trl_ext.sandbox._process import Progress, RunResult, execute, memfd_with
 from trl_ext.sandbox.base import Backend, Run, payload_bytes
 from trl_ext.sandbox.limits import UIDS, Limits
@@ -34,11 +34,13 @@ class ForkServedBackend(Backend):
         nonce: bytes | None = None,
         progress: Progress | None = None,
     ) -> RunResult:
-        """Through the fork server, or a fresh sandbox (always for a run that carries a ``nonce``)."""
+        """Through the fork server, or a fresh sandbox (always for a run that carries a ``nonce``); admitted by
+        ``admission.launch`` (as non-root: the uid's process budget)."""
         if nonce is None and forkserver.enabled() and forkserver.supported():
             self.check_available()
-            return launch(self, payload, stdin, limits, progress)
-        return super().launch(payload, stdin, limits, nonce, progress)
+            return admission.launch(lambda: launch(self, payload, stdin, limits, progress), limits, payload, progress)
+        per_run = super().launch
+        return admission.launch(lambda: per_run(payload, stdin, limits, nonce, progress), limits, payload, progress)
 
     def check_available(self) -> None:
         """Raise ``SandboxUnavailable`` where this backend cannot run here."""
@@ -100,6 +102,7 @@ def _run_once(
         None if cgroup is not None else memory.total_bytes(limits),  # no cgroup: the watcher sums the run
         pids=functools.partial(memory.procs, cgroup) if cgroup is not None else None,
         file_bytes=limits.file_size_mb << 20,
+        tasks_cap=admission.tasks_cap(limits, server.user_namespaces),
     )
     ready_r, ready_w = os.pipe()
     os.set_blocking(ready_r, False)
@@ -154,6 +157,7 @@ def _run_once(
             kill_session(sid)  # the run's session: seccomp refuses setsid, so none of its processes left it
         if child is not None:  # where orphans come here (PID 1, a subreaper, a server that died): none is left
             reap_run(child.pid, [child.pid])
+        admission.note_run(None if server.private_scratch else scratch, server.user_namespaces)
         remove_scratch(scratch)
         if uid is not None:
             UIDS.release(uid)

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from trl_ext.sandbox import replay
+from trl_ext.sandbox import admission, replay
 from trl_ext.sandbox._process import Progress, RunResult
 from trl_ext.sandbox.assert_plan import refuse_shadowed, unsupported_plan
 from trl_ext.sandbox.backends import Backend, get_backend
@@ -86,11 +86,15 @@ def run_tests(
     spec = parse_tests(tests)
     limits = limits or Limits()
     runner = get_backend(backend)
-    if spec["kind"] == "stdio":
-        return _run_stdio(runner, program, spec, limits, stop_on_failure, float_tol)
-    if spec["kind"] == "call":
-        return _run_call(runner, program, spec, limits, stop_on_failure, float_tol)
-    return _run_assert(runner, program, spec, limits)
+    grade = {"stdio": _run_stdio, "call": _run_call}.get(spec["kind"])
+    if grade is None:
+        return admission.judged(lambda: _run_assert(runner, program, spec, limits), _settled)
+    return admission.judged(lambda: grade(runner, program, spec, limits, stop_on_failure, float_tol), _settled)
+
+
+def _settled(report: TestReport) -> bool:
+    """A verdict no rerun alone could change: passed, or the sandbox failed (``admission.judged``)."""
+    return report.all_passed or report.infra_error
 
 
 class _StreamingGrader:

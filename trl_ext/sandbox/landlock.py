@@ -7,9 +7,9 @@ because it needs namespaces, and how it is bounded instead:
   denied), so after the run every process of that session is SIGKILLed, repeatedly until none is left.
 - Process count: RLIMIT_NPROC counts all processes of a uid. As root every run has its own uid (as with
   bubblewrap); as a non-root uid each run has a user namespace of its own where one can be created
-  (``userns.py``: the kernel counts per namespace, so ``Limits.nproc`` is the run's own budget), else its limit
-  is the uid's thread count at launch plus ``Limits.nproc``: a fork bomb is stopped there and killed at the
-  deadline, but concurrent runs of the same uid share the headroom.
+  (``userns.py``: the kernel counts per namespace, so ``Limits.nproc`` is the run's own budget), else every run's
+  limit is the uid-wide ceiling of ``admission.py`` and its watcher kills it past ``Limits.nproc`` tasks; a run
+  a sibling starved (a thread or process refused) and that failed is run once more alone.
 - Filesystem: the real root, with read access only to the system and Python directories, write access only to a
   fresh scratch directory (HOME, TMPDIR and cwd). No tmpfs without a mount namespace: ``Limits.scratch_mb`` is
   enforced by a watcher that kills the run when the directory grows past it (``ScratchWatch``), on top of the
@@ -28,11 +28,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from trl_ext.sandbox import forked_run, forkserver, memory, seccomp, userns
+from trl_ext.sandbox import admission, forked_run, forkserver, memory, seccomp, userns
 from trl_ext.sandbox._process import memfd_with
 from trl_ext.sandbox.base import Run, SandboxUnavailable, confined_source, python_roots
 from trl_ext.sandbox.limits import SAFE_ENV, Limits
-from trl_ext.sandbox.reaper import kill_session, processes
+from trl_ext.sandbox.reaper import kill_session
 from trl_ext.sandbox.scratch import ScratchWatch, remove_scratch
 
 _LAUNCHER_SOURCE = confined_source("_landlock_launcher.py")
@@ -124,13 +124,6 @@ def env(scratch: str) -> dict[str, str]:
     return {**SAFE_ENV, "HOME": scratch, "TMPDIR": scratch}
 
 
-def nproc_limit(limits: Limits) -> int:
-    """RLIMIT_NPROC for a run as a non-root uid without a user namespace of its own: the uid's current threads plus
-    the run's own budget (a headroom that concurrent runs of the uid share)."""
-    uid = os.getuid()
-    return sum(p.threads for p in processes() if p.uid == uid) + limits.nproc
-
-
 class LandlockBackend(forked_run.ForkServedBackend):
     """Landlock + seccomp + rlimits + a session per run, for containers where bubblewrap cannot create
     namespaces (non-root, default Docker/Kubernetes seccomp profiles). See ``trl_ext.sandbox.landlock`` for what
@@ -170,7 +163,12 @@ class LandlockBackend(forked_run.ForkServedBackend):
         run.extra["pid_r"] = pid_r
         memory_cap = None if run.extra.get("cgroup") else memory.total_bytes(limits)  # no cgroup: sum the session
         run.extra["watch"] = ScratchWatch(
-            pid_r, run.scratch, limits.scratch_mb << 20, memory_cap, file_bytes=limits.file_size_mb << 20
+            pid_r,
+            run.scratch,
+            limits.scratch_mb << 20,
+            memory_cap,
+            file_bytes=limits.file_size_mb << 20,
+            tasks_cap=admission.tasks_cap(limits, own_user_namespace(run)),
         )
         filter_fd = memfd_with(
             seccomp.bpf(seccomp.memfd_allowed(), allow_socketpair=run.extra.get("cgroup") is not None),
@@ -194,9 +192,9 @@ class LandlockBackend(forked_run.ForkServedBackend):
 
     def rlimits(self, limits: Limits, run: Run) -> dict[str, tuple[int, int]]:
         rlimits = limits.rlimits()
-        if os.geteuid() != 0 and not own_user_namespace(run):
-            nproc = nproc_limit(limits)
-            rlimits["RLIMIT_NPROC"] = (nproc, nproc)
+        if admission.shared(own_user_namespace(run)):  # the run's own bound is its watcher's (``tasks_cap``)
+            ceiling = admission.ceiling()
+            rlimits["RLIMIT_NPROC"] = (ceiling, ceiling)
         return rlimits
 
     def env(self, scratch: str | None) -> dict[str, str]:
@@ -212,6 +210,7 @@ class LandlockBackend(forked_run.ForkServedBackend):
             run.extra["oom"] = watch.oom
             run.extra["over_limit"] = watch.exceeded
             os.close(run.extra.pop("pid_r"))
+            admission.note_run(run.scratch, own_user_namespace(run))
             if sid:
                 kill_session(sid)
 

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 
 from trl_ext.sandbox import memory
+from trl_ext.sandbox.admission import task_count
 from trl_ext.sandbox.reaper import kill_session
 
 _UNIQUE = itertools.count()
@@ -57,21 +58,26 @@ class ScratchWatch:
         file_bytes: int = 16 << 20,
         kill: Callable[[], None] | None = None,
         inodes: Callable[[], int] | None = None,
+        tasks_cap: int | None = None,
     ) -> None:
         """``pids``: lists the run's processes (its memory cgroup's, or its pid namespace's), instead of scanning
         /proc for its session; ``kill``: ends the run past a bound (default: kill its session). ``pid_fd`` -1: no
         session id to wait for (``pids`` and ``kill`` given). ``inodes``: the inodes in use on a scratch the kernel
-        caps in bytes only (each counts ``ENTRY_BYTES`` against ``cap_bytes``)."""
+        caps in bytes only (each counts ``ENTRY_BYTES`` against ``cap_bytes``). ``tasks_cap``: the run is killed (``exceeded``)
+        once its processes hold more tasks (threads) than that (``admission.tasks_cap``)."""
         self.pid_fd, self.cap_bytes, self.memory_cap = pid_fd, cap_bytes, memory_cap
         self.scratch = os.path.realpath(scratch) if scratch is not None else None  # as /proc/<pid>/maps names it
         self.pids, self.file_bytes, self.kill, self.inodes = pids, file_bytes, kill, inodes
+        self.tasks_cap = tasks_cap
         self.sid, self.oom, self.exceeded, self.walks = -1 if pid_fd < 0 else 0, False, False, 0
         self._memfds = 0  # memfd pages the last measure found (without a cgroup only the trainer's payload)
         self._session = _Session()
         self._walked = (0, _used_bytes(scratch) if scratch else 0)  # what the last measure found, the fs's use
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="trl-ext-scratch-watch", daemon=True)
-        if self.scratch is not None or memory_cap is not None:  # else no poll could find anything: no thread
+        if (
+            self.scratch is not None or memory_cap is not None or tasks_cap is not None
+        ):  # else no poll could find anything: no thread
             self._thread.start()
 
     def _read_sid(self) -> None:
@@ -99,6 +105,9 @@ class ScratchWatch:
 
     def _over(self, walk: bool = True) -> bool:
         pids = self.pids() if self.pids is not None else self._session.pids(self.sid)
+        if self.tasks_cap is not None and task_count(pids) > self.tasks_cap:
+            self.exceeded = True  # past its own `nproc` where its RLIMIT_NPROC is uid-wide
+            return True
         if self.memory_cap is not None:  # first: a long measure must not delay it
             self.oom = self.oom or memory.resident_bytes(pids) + self._memfds > self.memory_cap
         if self.scratch is not None and (walk or self._grew_past_room()):

@@ -5,7 +5,7 @@ kernel counts them per (user namespace, uid) and checks each level up to the ini
 makes a user namespace of its own before its limit is set (``_confinement._own_user_namespace``) gets a budget no
 sibling run can use up. Where no user namespace can be created (a container without them: Docker's and
 Kubernetes' default seccomp profiles, ``user.max_user_namespaces=0``), runs share the uid's headroom instead
-(``landlock.nproc_limit``; docs/sandbox.md, "Process budgets as a non-root uid"). Which applies is logged once per
+(``admission.py``: a uid-wide ceiling, a watcher per run, a rerun alone; docs/sandbox.md, "Process budgets as a non-root uid"). Which applies is logged once per
 place: the per-run launch (checked here) and each fork server (checked by the server, in its children's
 conditions).
 """

@@ -1,0 +1,245 @@
+"""Process budgets as a REAL non-root uid where runs cannot have a user namespace of their own (forced off here, as
+in a container without them), and admission where they can (``trl_ext/sandbox/admission.py``). Every run then
+has the uid-wide ceiling as its RLIMIT_NPROC and its watcher kills it past ``nproc`` tasks; a run whose thread or
+process a sibling's burst refused, and that failed, is run once more alone; a trainer with a small ``ulimit -u``
+admits only as many runs as the ceiling holds. Scripts run under ``setpriv`` (``_report_as_uid``), landlock per
+run ("0") and through its fork server ("1")."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from tests.sandbox.test_process_budgets import _report_as_uid
+
+UID = 4261  # no other process of the suite runs as it
+
+needs_setpriv = pytest.mark.skipif(
+    os.geteuid() != 0 or not (shutil.which("unshare") and shutil.which("setpriv")),
+    reason="needs root, unshare and setpriv (util-linux) to become an unprivileged uid",
+)
+
+PRELUDE = r"""
+import json, os, resource, sys, threading, time
+from trl_ext.sandbox import Limits, admission, forkserver, run, run_tests, userns
+if sys.argv[1] == "off":  # no user namespace per run, as where none can be created
+    userns.available = userns.wanted = lambda: False
+report = {"userns": True}
+"""
+
+HOG_AND_SIBLING = (
+    PRELUDE
+    + r'''
+HOG = """
+import os, time
+kids = []
+for _ in range(12):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(3)
+        os._exit(0)
+    kids.append(pid)
+print(len(kids), flush=True)
+time.sleep(2)
+"""
+VICTIM = "import threading, time\ntime.sleep(0.6)\nout = []\nt = threading.Thread(target=out.append, args=(1,)); t.start(); t.join()\nprint(out)"
+for fork in ("0", "1"):
+    os.environ["TRL_EXT_SANDBOX_FORKSERVER"] = fork
+    limits = Limits(timeout_s=10.0, nproc=8)
+    got = {}
+    victim = threading.Thread(target=lambda: got.setdefault("v", run(VICTIM, limits=limits, backend="landlock")))
+    victim.start()
+    time.sleep(0.1)
+    hog = run(HOG, limits=limits, backend="landlock")
+    victim.join()
+    report[fork] = [hog.status, got["v"].status, got["v"].stdout.strip()]
+print(json.dumps(report))
+'''
+)
+
+
+@needs_setpriv
+def test_without_a_namespace_a_hog_is_killed_past_nproc_and_its_sibling_passes():
+    """The hog's RLIMIT_NPROC is the uid-wide ceiling, not "the uid's tasks now + nproc": it forks past its own
+    ``nproc`` and its watcher kills it (a failure of its own); the sibling launched just before it starts its
+    thread (before: "can't start new thread", score 0)."""
+    report = _report_as_uid(UID, HOG_AND_SIBLING, "off")
+    assert report == {"0": ["runtime_error", "ok", "[1]"], "1": ["runtime_error", "ok", "[1]"]}
+
+
+RERUN = (
+    PRELUDE
+    + r'''
+limit = admission.uid_tasks() + 100  # a trainer's `ulimit -u`: the runs' ceiling is a quarter below it
+resource.setrlimit(resource.RLIMIT_NPROC, (limit, resource.getrlimit(resource.RLIMIT_NPROC)[1]))
+HOLDER = "import time\ntime.sleep(1.5)"
+SCRIPT = "import threading, time\ntime.sleep(0.6)\nt = threading.Thread(target=print, args=(1,)); t.start(); t.join()"
+CALL = "import threading, time\ntime.sleep(0.6)\ndef f(x):\n    out = []\n    t = threading.Thread(target=out.append, args=(x,)); t.start(); t.join()\n    return out[0] * 2"
+SPEC = {"kind": "call", "fn_name": "f", "cases": [{"args": [3], "expected": 6}]}
+FORGED_WRONG = "open('.trl-ext-refused', 'w').close()\ndef f(x):\n    return 0"
+FORGED_RIGHT = "open('.trl-ext-refused', 'w').close()\ndef f(x):\n    return x * 2"
+FORGED_SCRIPT = "open('.trl-ext-refused', 'w').close()\nraise SystemExit(3)"
+
+
+def starved(grade):
+    """``grade()`` while a holder run is in flight and the uid's tasks are at the runs' ceiling (a sibling's burst,
+    played by this trainer's threads, which its own higher limit allows), released once the holder ends."""
+    release, fillers, got = threading.Event(), [], {}
+    def hold():
+        got["holder"] = run(HOLDER, limits=Limits(timeout_s=10.0, nproc=8), backend="landlock").status
+        release.set()
+    holder = threading.Thread(target=hold)
+    holder.start()
+    time.sleep(0.3)
+
+    def fill():  # kept above the ceiling (the trainer's own tasks come and go) until the holder ends
+        while not release.is_set():
+            missing = admission.ceiling() + 6 - admission.uid_tasks()  # a /proc scan: slow on a busy host
+            for _ in range(missing):
+                fillers.append(threading.Thread(target=release.wait))
+                fillers[-1].start()
+            if missing <= 0:
+                got["filled"] = True
+                time.sleep(0.005)
+    filler = threading.Thread(target=fill)
+    filler.start()
+    while "filled" not in got and not release.is_set():
+        time.sleep(0.01)
+    result = grade()
+    filler.join()
+    holder.join()
+    for t in fillers:
+        t.join()
+    return got.get("filled", False) and got["holder"] == "ok", result
+
+
+for fork in ("0", "1"):
+    os.environ["TRL_EXT_SANDBOX_FORKSERVER"] = fork
+    limits = Limits(timeout_s=10.0, nproc=8)
+    got = []
+    run("pass", limits=limits, backend="landlock")  # the fork server and its spares: part of the uid's base
+    for grade in (
+        lambda: run(SCRIPT, limits=limits, backend="landlock"),
+        lambda: run_tests(CALL, SPEC, limits=limits, backend="landlock"),
+    ):
+        before = admission.reruns()
+        filled, result = starved(grade)
+        verdict = [result.status, result.stdout.strip()] if hasattr(result, "stdout") else result.passed
+        got.append([filled, verdict, admission.reruns() - before])
+    for program in (FORGED_WRONG, FORGED_RIGHT):
+        before = admission.reruns()
+        got.append([run_tests(program, SPEC, limits=limits, backend="landlock").passed, admission.reruns() - before])
+    before = admission.reruns()
+    got.append([run(FORGED_SCRIPT, limits=limits, backend="landlock").exit_code, admission.reruns() - before])
+    report[fork] = got
+    forkserver.close_all()
+print(json.dumps(report))
+'''
+)
+
+
+@needs_setpriv
+def test_a_starved_run_is_run_again_alone_and_a_forged_flag_buys_one_rerun():
+    """Without a namespace: a right program whose thread was refused while the uid's tasks sat at the ceiling
+    (a script run, and a call test graded by the judge) is run once more alone and passes; a program that
+    writes the harness's flag itself gets exactly one rerun and the verdict it earns (0 stays 0; a pass needs
+    none)."""
+    report = _report_as_uid(UID + 1, RERUN, "off")
+    for fork, (script, call, forged_wrong, forged_right, forged_script) in report.items():
+        assert script == [True, ["ok", "1"], 1], (fork, report)
+        assert call == [True, 1, 1], (fork, report)
+        assert forged_wrong == [0, 1] and forged_right == [1, 0] and forged_script == [3, 1], (fork, report)
+
+
+BATCH = (
+    PRELUDE
+    + r"""
+limit = admission.uid_tasks() + 100
+resource.setrlimit(resource.RLIMIT_NPROC, (limit, resource.getrlimit(resource.RLIMIT_NPROC)[1]))
+HOG = "import os, time\nn = 0\nwhile n < 200:\n    try:\n        pid = os.fork()\n    except OSError:\n        break\n    if pid == 0:\n        time.sleep(2)\n        os._exit(0)\n    n += 1\ntime.sleep(1)\ndef f(x):\n    return 0"
+RIGHT = "import threading\ndef f(x):\n    out = []\n    t = threading.Thread(target=out.append, args=(x,)); t.start(); t.join()\n    return out[0] * 2"
+SPEC = {"kind": "call", "fn_name": "f", "cases": [{"args": [3], "expected": 6}]}
+for fork in ("0", "1"):
+    os.environ["TRL_EXT_SANDBOX_FORKSERVER"] = fork
+    limits = Limits(timeout_s=10.0, nproc=16)
+    run("pass", limits=limits, backend="landlock")  # the fork server and its spares: part of the uid's base
+    passed = {}
+    def grade(i, program):
+        passed[i] = run_tests(program, SPEC, limits=limits, backend="landlock").passed
+    batch = [threading.Thread(target=grade, args=(i, HOG if i % 2 else RIGHT)) for i in range(8)]
+    for t in batch:
+        t.start()
+    time.sleep(1.0)
+    trainer = []
+    for _ in range(8):  # the trainer's own threads and a process, while the batch runs
+        t = threading.Thread(target=time.sleep, args=(0.1,)); t.start(); trainer.append(t)
+    import subprocess
+    trainer_fork = subprocess.run(["true"]).returncode
+    for t in batch + trainer:
+        t.join()
+    report[fork] = [[passed[i] for i in range(0, 8, 2)], trainer_fork, [passed[i] for i in range(1, 8, 2)]]
+    forkserver.close_all()
+print(json.dumps(report))
+"""
+)
+
+
+@needs_setpriv
+@pytest.mark.parametrize("namespace", ["on", "off"])
+def test_a_batch_under_a_small_ulimit_admits_what_fits_and_every_right_program_passes(namespace):
+    """A trainer limited to its tasks + 100 grades a batch of 8 programs (4 forking until refused, 4 right ones
+    that start a thread) with ``nproc`` 16: together they would pass the runs' ceiling (before: the last runs could
+    not start a thread, right program 0). Admitted as the ceiling holds, every right program passes and the
+    trainer still starts its threads and a process."""
+    report = _report_as_uid(UID + 2, BATCH, namespace)
+    for fork, (rights, trainer_fork, _) in report.items():
+        assert rights == [1, 1, 1, 1] and trainer_fork == 0, (fork, namespace, report)
+
+
+def test_admission_admits_what_fits_and_a_run_alone_excludes_every_other(monkeypatch):
+    """The gate in process: with room for two runs of ``nproc`` 8, a third waits until one leaves; a run alone
+    waits for the runs in flight and keeps every other out while it runs; a run larger than the room is still
+    admitted when nothing else runs (it never waits for ever)."""
+    import threading
+
+    from trl_ext.sandbox import admission
+
+    gate = admission._Gate()
+    monkeypatch.setattr(admission, "ceiling", lambda: 20)
+    monkeypatch.setattr(admission, "uid_tasks", lambda: 4)  # room 16
+    order: list[str] = []
+    first, second = gate.admitted(8), gate.admitted(8)
+    first.__enter__()
+    second.__enter__()
+
+    def enter(name: str, nproc: int, alone: bool = False) -> threading.Thread:
+        def body() -> None:
+            with gate.admitted(nproc, alone):
+                order.append(name)
+
+        thread = threading.Thread(target=body)
+        thread.start()
+        return thread
+
+    third = enter("third", 8)
+    third.join(0.2)
+    assert order == []  # 8 + 8 + 8 > 16
+    first.__exit__(None, None, None)
+    third.join(5)
+    assert order == ["third"]
+    lone = enter("alone", 8, alone=True)
+    lone.join(0.2)
+    assert order == ["third"]  # waits for the run still in flight
+    fourth = enter("fourth", 4)  # arrives while a run alone waits: after it
+    second.__exit__(None, None, None)
+    lone.join(5)
+    fourth.join(5)
+    assert order == ["third", "alone", "fourth"]
+    big = enter("big", 64)
+    big.join(5)
+    assert order[-1] == "big"
