@@ -81,10 +81,15 @@ CLASSES = {
         [r"$x \in \boxed{(2,12) \cup (12,102)}$", r"$\boxed{x \in (2,12) \cup (12,102)}$"],
         [r"$\boxed{x \in (2,12) \cup (13,102)}$"],
     ),
-    "a label equated to the value is an equation, false when the label is a number": (
+    "a label equated to the value; an amount of money stated equal to it; bare numbers that differ are false": (
         r"\frac{10}{9}",
-        [r"\boxed{\frac{10}{9}}", r"\boxed{x = \frac{10}{9}}"],
-        [r"\boxed{\frac{1}{2} \$ = \frac{10}{9}}", r"\boxed{4 \$ = \frac{10}{9}}"],
+        [
+            r"\boxed{\frac{10}{9}}",
+            r"\boxed{x = \frac{10}{9}}",
+            r"\boxed{\frac{1}{2} \$ = \frac{10}{9}}",
+            r"\boxed{4 \$ = \frac{10}{9}}",
+        ],
+        [r"\boxed{\frac{1}{2} = \frac{10}{9}}", r"\boxed{4 = \frac{10}{9}}", r"\boxed{\frac{10}{9} \$ = 4}"],
     ),
     "a solution that restates its boxed answer": (
         r"so $\boxed{4}$. Hence the answer is $\boxed{4}$.",

@@ -36,6 +36,9 @@ _BOXED = re.compile(r"\\(?:boxed|fbox|framebox|f?colorbox|bbox)(?![A-Za-z])")
 _MATH_SPAN = re.compile(
     r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<!\\)\$([^\n]+?)(?<!\\)\$|\\\(([^\n]+?)\\\)|\\\[(.+?)\\\]", re.DOTALL
 )
+# inline math wrapped in one more pair of dollars ("$$28$ %$" is "$28$ %" wrapped again: TeX has no math inside
+# math, the outer pair is no display math); "$$x$$" and "$$x$ y$$" are display math, left alone
+_REWRAPPED_MATH = re.compile(r"(?<![\\$])\$\$([^$\n]+?)(?<!\\)\$([^$\n]+?)(?<!\\)\$(?!\$)")
 _MATH_OPEN = re.compile(r"(?<!\\)\$|\\[(\[]")
 _SENTENCE_END = re.compile(r"\.(?=\s|\*|$)|\n")
 _LEADING = re.compile(r"[\s:*#]*")  # "The answer is #### 42" (GSM8K's marker)
@@ -121,6 +124,7 @@ def anchored_answer(region: str) -> str | None:
     states the same one. Anything else is no answer: a right answer may score 0, a wrong one never 1."""
     if _BOXED.search(region):
         return None  # a box is the answer (an empty or refused one included): never an anchor around it
+    region = _REWRAPPED_MATH.sub(r"$\1$\2", region) if "$$" in region else region
     anchors = []
     for anchor in _ANCHOR.finditer(region):
         anchors.append(anchor)

@@ -11,6 +11,7 @@ from trl_ext.rewards._math_formats import gold_answer, lists_options, number_set
 from trl_ext.rewards._math_normalise import (
     _TEXT_COMMANDS,
     ambiguous_latex,
+    amount_stated,
     constant_side_last,
     defined_as,
     degrees_to_radians,
@@ -182,6 +183,7 @@ def split_parts(content: str, gold: bool = False) -> list[str]:
         piece = mixed_number(piece) if " " in piece and "/" in piece else piece
         piece = primes_as_marks(piece) if _PRIME_CHARS.search(piece) else piece
         piece = defined_as(piece) if ":=" in piece or "coloneqq" in piece else piece
+        piece = amount_stated(piece) if not gold and "\\$" in piece and "=" in piece else piece
         piece = constant_side_last(piece) if "=" in piece else piece
         if piece:
             parts.extend(dict.fromkeys(expand_plus_minus(piece)) if "p" in piece else (piece,))

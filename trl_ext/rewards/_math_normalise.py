@@ -76,6 +76,11 @@ _PRIMES = re.compile(r"(?<!\s)(?<!\\[,!;: ])(?:\s|\\[,!;: ])*((?:['\"\u2032\u203
 _PRIME_COUNT = {"'": 1, '"': 2, "\u2032": 1, "\u2033": 2, "\u2034": 3}
 # an equation whose left side is a plain constant: 0 = 2x + 1 (an equation, not the expression), 3 = x
 _CONSTANT_LEFT = re.compile(r"\s*([-+]?\s*\d+(?:\.\d+)?)\s*=(?!=)([^=<>]*[A-Za-z][^=<>]*)")
+# an amount of money on the left of "=": \$5, 5\$, \frac{1}{2} \$ (a number with its currency sign)
+_AMOUNT_LEFT = re.compile(
+    r"\s*(?:\\\$\s*[-+]?\s*(?P<a>\d+(?:\.\d+)?|\\[dt]?frac\{\d+\}\{\d+\})"
+    r"|[-+]?\s*(?P<b>\d+(?:\.\d+)?|\\[dt]?frac\{\d+\}\{\d+\})\s*\\\$)\s*=(?!=)(?P<value>[^=<>$]+)"
+)
 _RELATION = re.compile(r"\\(?:[lg]eq?|n?eq|neq|approx|[lg]t|in|sim|equiv|cong|propto)(?![A-Za-z])")
 _DEFINED_AS = re.compile(r":=|\\coloneqq(?![A-Za-z])")  # x := 4 = 3 is a chain like x = 4 = 3
 # LaTeX that renders as something other than what a parser reads: 2^10 is 2¹0, \frac123 is ½3, \sqrt23 is √2·3,
@@ -367,6 +372,17 @@ def constant_side_last(part: str) -> str:
     if match is None or _RELATION.search(match.group(2)):
         return part  # 0 = x \\le 3 is no equation with a constant side
     return f"{match.group(2).strip()} = {match.group(1).strip()}"
+
+
+def amount_stated(part: str) -> str:
+    """``\\frac{1}{2} \\$ = \\frac{10}{9}`` -> ``\\frac{10}{9}``: an answer that states an amount of money (a number
+    with its currency sign) equals a value gives that value, its last side (the amount is what it is converted from,
+    not a second value: a chain of bare numbers, ``\\frac{1}{2} = \\frac{10}{9}``, stays a false equation). The value
+    side must carry no currency sign, relation or further ``=``."""
+    match = _AMOUNT_LEFT.fullmatch(part)
+    if match is None or _RELATION.search(match.group("value")) or not match.group("value").strip():
+        return part
+    return match.group("value").strip()
 
 
 def defined_as(part: str) -> str:
