@@ -87,7 +87,8 @@ def tasks_cap(limits: Limits, own_user_namespace: bool) -> int | None:
 
 @dataclasses.dataclass
 class _Note:
-    """What the runs of one launch (or of one graded program: ``judged``) told: shared budget, a refusal."""
+    """What the runs of one launch (or of one graded program: ``judged``) told: whether a thread or process was
+    refused; ``alone``: the program's runs are its rerun, each admitted alone."""
 
     refused: bool = False
     alone: bool = False
@@ -103,7 +104,8 @@ def note_run(scratch: str | None) -> None:
 
 
 class _Gate:
-    """At most ``room`` tasks' worth of runs (their ``nproc``) in flight; a run alone excludes every other."""
+    """At most ``room`` tasks' worth of runs (each charged its ``nproc`` + the trainer's threads for it) in flight;
+    a run alone excludes every other, and one waiting to be alone goes before newcomers."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
