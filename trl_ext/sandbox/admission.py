@@ -2,17 +2,17 @@
 
 As non-root every run has the trainer's uid, and the kernel bounds the uid's tasks (processes and threads) by the
 trainer's RLIMIT_NPROC. The runs together may reach ``ceiling`` (``_confinement.runs_ceiling`` of that limit: the
-rest is the trainer's reserve), so at most ``(ceiling - base) // nproc`` runs are in flight per trainer process
-(``base``: the uid's tasks, measured when no run is in flight); the others wait, they never fail. Every run of
+rest is the trainer's reserve), so at most ``(ceiling - base) // (nproc + 2)`` runs are in flight per trainer
+process (``base``: the uid's tasks, measured when no run is in flight; 2: the trainer's own threads per run); the others wait, they never fail. Every run of
 the bubblewrap and landlock backends passes here (``forked_run.ForkServedBackend.launch``: per-run launches, fork
 servers and ``sandbox-serve`` behind them). As root each run has a uid of its own: nothing is limited here.
 
 Where a run cannot have a user namespace of its own (the shared-budget mode: Docker's and Kubernetes' default
 seccomp profiles, ``user.max_user_namespaces=0``), the kernel cannot give a run a budget of its own: each run's
-RLIMIT_NPROC is the uid-wide ``ceiling``, its watcher kills it past ``nproc`` tasks (``tasks_cap``), and a run
-whose program had a thread or process refused (the harness leaves ``REFUSED_FLAG`` in its scratch; only such a
-program can be starved by a sibling) and that failed is run once more, alone (no other run in flight); that
-verdict stands. The rerun is decided by the judge (``judged``: it knows the verdict and grades the rerun afresh)
+RLIMIT_NPROC is the uid-wide ``ceiling`` and its watcher kills it past ``nproc`` tasks (``tasks_cap``). In both
+modes a run whose program had a thread or process refused (the harness leaves ``REFUSED_FLAG`` in its scratch;
+only such a program can be starved by a sibling, or by a finished run's processes the container's init has not
+reaped yet) and that failed is run once more, alone (no other run in flight); that verdict stands. The rerun is decided by the judge (``judged``: it knows the verdict and grades the rerun afresh)
 or, for a run nobody grades while it runs (``sandbox.run``, ``sandbox-serve``), here. Reruns are counted and
 logged (``reruns``): a program that forges the flag only buys itself one rerun alone.
 """
@@ -38,6 +38,7 @@ from trl_ext.sandbox.reaper import processes
 _LOGGER = logging.getLogger("trl_ext.sandbox")
 REFUSED_FLAG = ".trl-ext-refused"  # written by the harness (``_harness._note_refusals``) into the run's scratch
 UNLIMITED_ROOM = 4096  # an unlimited trainer limit: the runs' tasks together stop this far above the uid's
+_TRAINER_TASKS_PER_RUN = 2  # the trainer's thread waiting on a run and the run's watcher: charged with its nproc
 _REMEASURE_S = 1.0  # the uid's tasks are measured again at most this often (a /proc scan)
 _LOCAL = threading.local()
 _T = TypeVar("_T")
@@ -86,23 +87,25 @@ def tasks_cap(limits: Limits, own_user_namespace: bool) -> int | None:
 
 @dataclasses.dataclass
 class _Note:
-    """What the runs of one launch (or of one graded program: ``judged``) told: shared budget, a refusal."""
+    """What the runs of one launch (or of one graded program: ``judged``) told: whether a thread or process was
+    refused; ``alone``: the program's runs are its rerun, each admitted alone."""
 
     refused: bool = False
     alone: bool = False
 
 
-def note_run(scratch: str | None, own_user_namespace: bool) -> None:
-    """After a run, before its scratch goes: record whether it shared the uid's budget and its program had a
-    thread or process refused (``REFUSED_FLAG``). Called by the backends; a no-op outside ``launch``."""
+def note_run(scratch: str | None) -> None:
+    """After a run, before its scratch goes: record whether its program had a thread or process refused
+    (``REFUSED_FLAG``). Called by the backends; a no-op outside ``launch`` and as root."""
     note = getattr(_LOCAL, "note", None)
-    if note is None or not shared(own_user_namespace) or scratch is None:
+    if note is None or scratch is None or os.geteuid() == 0:
         return
     note.refused = note.refused or os.path.lexists(os.path.join(scratch, REFUSED_FLAG))
 
 
 class _Gate:
-    """At most ``room`` tasks' worth of runs (their ``nproc``) in flight; a run alone excludes every other."""
+    """At most ``room`` tasks' worth of runs (each charged its ``nproc`` + the trainer's threads for it) in flight;
+    a run alone excludes every other, and one waiting to be alone goes before newcomers."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
@@ -171,7 +174,8 @@ def launch(run: Callable[[], RunResult], limits: Limits, payload: dict, progress
         return run()
     scope: _Note | None = getattr(_LOCAL, "scope", None)
     note = _Note()
-    with _GATE.admitted(limits.nproc, alone=scope is not None and scope.alone):
+    charge = limits.nproc + _TRAINER_TASKS_PER_RUN
+    with _GATE.admitted(charge, alone=scope is not None and scope.alone):
         _LOCAL.note = note
         try:
             result = run()
@@ -185,7 +189,7 @@ def launch(run: Callable[[], RunResult], limits: Limits, payload: dict, progress
     if not note.refused or streamed or graded_here or result.status == "infra_error":
         return result
     _count_rerun()
-    with _GATE.admitted(limits.nproc, alone=True):
+    with _GATE.admitted(charge, alone=True):
         return run()
 
 

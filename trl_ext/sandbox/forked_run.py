@@ -157,7 +157,7 @@ def _run_once(
             kill_session(sid)  # the run's session: seccomp refuses setsid, so none of its processes left it
         if child is not None:  # where orphans come here (PID 1, a subreaper, a server that died): none is left
             reap_run(child.pid, [child.pid])
-        admission.note_run(None if server.private_scratch else scratch, server.user_namespaces)
+        admission.note_run(None if server.private_scratch else scratch)
         remove_scratch(scratch)
         if uid is not None:
             UIDS.release(uid)

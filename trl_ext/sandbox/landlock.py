@@ -210,7 +210,7 @@ class LandlockBackend(forked_run.ForkServedBackend):
             run.extra["oom"] = watch.oom
             run.extra["over_limit"] = watch.exceeded
             os.close(run.extra.pop("pid_r"))
-            admission.note_run(run.scratch, own_user_namespace(run))
+            admission.note_run(run.scratch)
             if sid:
                 kill_session(sid)
 
