@@ -61,6 +61,7 @@ def _value(rng: random.Random, depth: int = 0):
         lambda: {"dd": [rng.choice([{"v": 0}, {"v": {"zz": 1}}, {"x": 0}, {"v": [1]}]), [[1, 2]]]},
         lambda: {rng.choice(["ba", "E"]): rng.choice(["AA==", "...", "@@", 1])},
         lambda: {"s": [[1], [2]]},  # unhashable elements
+        lambda: {"u": rng.choice([["a", 0xD83D, 0xDE00], [], [0x110000], [-1], ["a", 1.5], "ab", [["a"]], [True]])},
         # sets in the program's order, with its table size; namedtuples with their class number and module
         lambda: {
             rng.choice(["S", "FS"]): [

@@ -22,9 +22,37 @@ import builtins
 
 _type, _str_join = type, str.join
 _CLASS, _iter = {name: _type.__dict__[name].__get__ for name in ("__dict__", "__mro__", "__flags__")}, iter
-_json_str = _json.encode_basestring_ascii  # C function, no patchable Python internals
+_json_ascii = _json.encode_basestring_ascii  # C function, no patchable Python internals
 _int_repr, _float_repr = int.__repr__, float.__repr__
+_str_isascii, _str_encode, _UnicodeEncodeError = str.isascii, str.encode, UnicodeEncodeError
+_ord, _chr, _enumerate, _len = ord, chr, enumerate, len
 _INF = float("inf")
+
+
+def _json_str(value):
+    """JSON text of a str whose code points the judge's parser gets back exactly: JSON joins an escaped high and
+    low surrogate into one astral character, so a str holding any code point U+D800-U+DFFF crosses as
+    {"u": [text, code point, ...]} (its runs without surrogates as JSON strings, each surrogate as an int)."""
+    if _str_isascii(value):
+        return _json_ascii(value)
+    try:
+        _str_encode(value)  # UTF-8 refuses a surrogate code point, and nothing else
+    except _UnicodeEncodeError:
+        return _surrogate_text(value)
+    return _json_ascii(value)
+
+
+def _surrogate_text(value):
+    parts, start = [], 0
+    for at, char in _enumerate(value):
+        if "\ud800" <= char <= "\udfff":
+            if at > start:
+                parts.append(_json_ascii(value[start:at]))
+            parts.append(_int_repr(_ord(char)))
+            start = at + 1
+    if start < _len(value):
+        parts.append(_json_ascii(value[start:]))
+    return '{"u": [' + _str_join(",", parts) + "]}"
 
 
 def _b64(data):
@@ -228,7 +256,7 @@ _NANS, _OBJECTS, _KEEP, _SEEN = {}, {}, [], {}
 def _decode_call(args, kwargs, made):
     """The arguments and keyword arguments of one call from the judge's ``encode_call``; its lists, dicts and sets
     are appended to ``made`` in the judge's numbering (where each begins), so an alias is one object here too."""
-    return [_decode(v, made) for v in args], {k: _decode(v, made) for k, v in kwargs["d"]}
+    return [_decode(v, made) for v in args], {_decode(k, made): _decode(v, made) for k, v in kwargs["d"]}
 
 
 def _decode(value, made):
@@ -266,6 +294,8 @@ def _decode(value, made):
         return float(inner)
     if tag == "i":
         return int(inner, 16)
+    if tag == "u":  # a str holding surrogates (``plain_encode``): its runs and code points, joined
+        return _str_join("", [part if _type(part) is str else _chr(part) for part in inner])
     raise ValueError("unknown tag " + repr(tag))
 
 

@@ -27,20 +27,16 @@ import sys
 import weakref
 from typing import Any
 
-if __package__:  # the judge: a module of the package
-    from trl_ext.sandbox.plain_encode import _BIG_INT_BITS, _FACTORIES, _MAX_DEPTH, _TRACKED, encode, encode_call
-    from trl_ext.sandbox.program_sets import ProgramOrderFrozenset, ProgramOrderSet, _plain_kind
+if __package__:  # the judge: modules of the package
+    from trl_ext.sandbox import plain_encode as _encoder
+    from trl_ext.sandbox import program_sets as _sets
 else:  # the evaluation worker: loaded by their paths before this file (see replay.py)
     _encoder, _sets = sys.modules["trl_ext_plain_encode"], sys.modules["trl_ext_program_sets"]
-    _BIG_INT_BITS, _FACTORIES, _MAX_DEPTH, _TRACKED = (
-        getattr(_encoder, n) for n in ("_BIG_INT_BITS", "_FACTORIES", "_MAX_DEPTH", "_TRACKED")
-    )
-    encode, encode_call = _encoder.encode, _encoder.encode_call
-    ProgramOrderFrozenset, ProgramOrderSet, _plain_kind = (
-        _sets.ProgramOrderFrozenset,
-        _sets.ProgramOrderSet,
-        _sets._plain_kind,
-    )
+_SHARED = ["_BIG_INT_BITS", "_FACTORIES", "_MAX_DEPTH", "_TRACKED", "encode", "encode_call", "text_of"]
+_BIG_INT_BITS, _FACTORIES, _MAX_DEPTH, _TRACKED, encode, encode_call, text_of = (getattr(_encoder, n) for n in _SHARED)
+ProgramOrderFrozenset, ProgramOrderSet, _plain_kind = (
+    getattr(_sets, n) for n in ("ProgramOrderFrozenset", "ProgramOrderSet", "_plain_kind")
+)
 
 _MAX_HEX_DIGITS = 1 << 18  # a bigger int (over a million bits) is no answer: refused, not decoded
 # Fraction() normalises with a gcd, quadratic in the parts' size: 3.4 s for two million-bit parts (GIL held, in the
@@ -373,6 +369,7 @@ _SIMPLE_TAGS = {
     "dv": lambda inner, depth, memo: dict(enumerate(_items(inner, depth, memo))).values(),
     "di": lambda inner, depth, memo: dict(_pairs(inner, depth, memo)).items(),
     "ba": lambda inner, depth, memo: bytearray(base64.b64decode(inner, validate=True)),
+    "u": lambda inner, depth, memo: text_of(inner),  # a str holding surrogates, exactly (``plain_encode``)
 }
 
 

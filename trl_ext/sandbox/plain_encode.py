@@ -10,6 +10,7 @@ import base64
 import collections
 import json
 import math
+import re
 import sys
 from typing import Any
 
@@ -33,7 +34,9 @@ def encode(value: Any, depth: int = 0, graph: tuple[dict, list] | None = None, b
     if depth > _MAX_DEPTH:
         raise TypeError("value nested too deeply")
     kind = _plain_kind(value)
-    if value is None or kind is bool or kind is str:
+    if kind is str:
+        return value if value.isascii() or not _SURROGATE.search(value) else {"u": text_parts(value)}
+    if value is None or kind is bool:
         return value
     if kind is int:
         return value if value.bit_length() <= _BIG_INT_BITS else {"i": format(value, "x")}
@@ -73,6 +76,27 @@ def encode(value: Any, depth: int = 0, graph: tuple[dict, list] | None = None, b
     if graph is not None and id(value) in graph[0]:  # an iterator the program returned: by its number
         return {"a": graph[0][id(value)]}
     raise TypeError(f"{kind.__name__} is not plain data")
+
+
+_SURROGATE = re.compile("([\ud800-\udfff])")
+
+
+def text_parts(value: str) -> list:
+    """A str holding surrogates as [run, code point, run, ...]: its runs without surrogates (JSON strings cross
+    them exactly) and each surrogate code point as an int, which JSON cannot join with its neighbour (it joins an
+    escaped high and low surrogate into one astral character: two code points would arrive as one)."""
+    pieces = _SURROGATE.split(value)  # runs at even positions, each surrogate (captured) at the odd ones
+    return [ord(piece) if at % 2 else piece for at, piece in enumerate(pieces) if piece]
+
+
+def text_of(parts: Any) -> str:
+    """Inverse of ``text_parts`` (the "u" tag of either side), total: ValueError for anything but strs and ints
+    that are surrogate code points."""
+    if type(parts) is not list or not parts:
+        raise ValueError("a text with surrogates is a list of runs and code points")
+    if not all(type(p) is str or (type(p) is int and 0xD800 <= p <= 0xDFFF) for p in parts):
+        raise ValueError("a text with surrogates is a list of runs and code points")
+    return "".join([p if type(p) is str else chr(p) for p in parts])
 
 
 # the mutable types a test may pass as arguments: numbered where first met, updated in place after each call
