@@ -17,6 +17,7 @@ whose own code decides ``==`` cannot be encoded: the judge never runs the progra
 
 import _collections
 import _json
+import _struct
 import binascii
 import builtins
 
@@ -81,8 +82,8 @@ def _encode(value, depth=0):
             return '{"i": "' + int.__format__(value, "x") + '"}'
         return _int_repr(value)
     if kind is float:
-        if value != value:  # each NaN object by its number in the run: `[x] == [x]` holds for one object only
-            return '{"nan": ' + _int_repr(_number(_NANS, value)) + "}"
+        if value != value:  # each NaN object by its number in the run (`[x] == [x]` holds for one object only)
+            return '{"nan": [' + _int_repr(_number(_NANS, value)) + ',"' + _nan_bits(value) + '"]}'  # and its bits
         if value in (_INF, -_INF):
             return '{"f": "' + ("inf" if value > 0 else "-inf") + '"}'
         return _float_repr(value)
@@ -103,6 +104,11 @@ def _encode(value, depth=0):
     if kind is complex:
         return '{"c": [' + _encode(value.real, depth + 1) + "," + _encode(value.imag, depth + 1) + "]}"
     return _encode_library(value, kind, depth)
+
+
+def _nan_bits(value):
+    """A NaN's 64 bits as 16 hex digits, big-endian (its sign and payload: ``copysign`` and ``struct`` read them)."""
+    return bytes.hex(_struct.pack(">d", value))
 
 
 def _encode_items(values, depth):
@@ -292,6 +298,8 @@ def _decode(value, made):
         return complex(_decode(inner[0], made), _decode(inner[1], made))
     if tag == "f":
         return float(inner)
+    if tag == "nb":  # a NaN with its sign and payload
+        return _struct.unpack(">d", bytes.fromhex(inner))[0]
     if tag == "i":
         return int(inner, 16)
     if tag == "u":  # a str holding surrogates (``plain_encode``): its runs and code points, joined

@@ -11,6 +11,7 @@ import collections
 import json
 import math
 import re
+import struct
 import sys
 from typing import Any
 
@@ -41,7 +42,7 @@ def encode(value: Any, depth: int = 0, graph: tuple[dict, list] | None = None, b
     if kind is int:
         return value if value.bit_length() <= _BIG_INT_BITS else {"i": format(value, "x")}
     if kind is float:
-        return value if math.isfinite(value) else {"f": repr(value)}
+        return value if math.isfinite(value) else {"nb": nan_bits(value)} if value != value else {"f": repr(value)}
     if kind in _TRACKED and not bare:
         numbers, shared = graph if graph is not None else ({}, [])
         if id(value) in numbers:
@@ -97,6 +98,21 @@ def text_of(parts: Any) -> str:
     if not all(type(p) is str or (type(p) is int and 0xD800 <= p <= 0xDFFF) for p in parts):
         raise ValueError("a text with surrogates is a list of runs and code points")
     return "".join([p if type(p) is str else chr(p) for p in parts])
+
+
+def nan_bits(value: float) -> str:
+    """A NaN's 64 bits as 16 hex digits, big-endian: its sign and payload cross (``copysign``, ``struct`` see them)."""
+    return struct.pack(">d", value).hex()
+
+
+def nan_of(bits: Any) -> float:
+    """Inverse of ``nan_bits``, total: ValueError for anything but 16 hex digits of a NaN."""
+    if type(bits) is not str or len(bits) != 16 or not all(c in "0123456789abcdef" for c in bits):
+        raise ValueError("a NaN's bits are 16 lowercase hex digits")
+    value = struct.unpack(">d", bytes.fromhex(bits))[0]
+    if value == value:
+        raise ValueError("the bits of no NaN")
+    return value
 
 
 # the mutable types a test may pass as arguments: numbered where first met, updated in place after each call
