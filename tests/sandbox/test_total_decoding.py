@@ -60,6 +60,13 @@ def _value(rng: random.Random, depth: int = 0):
         lambda: {"nan": rng.choice([0, 1, -1, 2**40, "0", None])},
         lambda: {"nan": [rng.choice([0, -1, 2**40]), rng.choice(["7ff8000000000001", "7ff0000000000000", "zz", 1])]},
         lambda: {rng.choice(["nb", "u"]): rng.choice(["fff8000000000000", "3ff0000000000000", "x" * 16, [1], None])},
+        lambda: {
+            "sub": [
+                rng.choice([[0, "S", "S", True], [0, "S", "S"], [-1, "S", "S", False], ["0", "", "S", True]]),
+                rng.choice([["'a'", "a", None], ["a", 1, None], [], "x"]),
+                rng.choice(["a", 5, [1], None, {"t": [1]}, {"f": "inf"}]),
+            ]
+        },
         lambda: {"dd": [rng.choice([{"v": 0}, {"v": {"zz": 1}}, {"x": 0}, {"v": [1]}]), [[1, 2]]]},
         lambda: {rng.choice(["ba", "E"]): rng.choice(["AA==", "...", "@@", 1])},
         lambda: {"s": [[1], [2]]},  # unhashable elements

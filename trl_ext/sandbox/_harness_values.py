@@ -27,6 +27,7 @@ _json_ascii = _json.encode_basestring_ascii  # C function, no patchable Python i
 _int_repr, _float_repr = int.__repr__, float.__repr__
 _str_isascii, _str_encode, _UnicodeEncodeError = str.isascii, str.encode, UnicodeEncodeError
 _ord, _chr, _enumerate, _len = ord, chr, enumerate, len
+_repr, _str, _format = repr, str, format
 _INF = float("inf")
 
 
@@ -213,13 +214,33 @@ def _value_base(kind):
     """The builtin value type a subclass (an IntEnum, a str subclass...) keeps every behaviour of, so that the
     judge's copy of the base value behaves as CPython's original does; None if the subclass's own code decides
     any method of the base (comparisons, hash, item access, ``get``, iteration, mutation...) or ``__missing__``.
-    Only what the judge documents as lost (``repr``, ``str``, ``format``, pickling) may be the subclass's own."""
+    Only ``repr``, ``str`` and ``format`` (their texts cross: ``_subclass_text``) and pickling may be its own."""
     base, mro = next((k for k in _CLASS["__mro__"](kind) if k in _BASE_COPY), None), _CLASS["__mro__"](kind)
     for method in _behaviour(base) if base is not None else ():
         owner = next((k for k in mro if method in _CLASS["__dict__"](k)), object)  # as a metaclass cannot hide
         if _CLASS["__flags__"](owner) & _HEAPTYPE:
             return None
     return base
+
+
+def _subclass_text(value, kind, base, depth):
+    """'{"sub": [[class number, name, qualname, keeps the base's __format__], [repr, str, format(x, "")], base
+    value]}': a subclass instance as its base value (read from its storage) with the texts its own ``repr``,
+    ``str`` and ``__format__`` give here (null where one raised or gave no str; the format text only where the
+    class has its own ``__format__``): the judge makes an instance of one class per class of the run with them."""
+    name, qualname = (_json_str(type.__dict__[n].__get__(kind)) for n in ("__name__", "__qualname__"))
+    plain_format = _special(kind, "__format__") is _special(base, "__format__")
+    texts = [_own_text(_repr, value), _own_text(_str, value), "null" if plain_format else _own_text(_format, value)]
+    head = '{"sub": [[' + _int_repr(_number(_CLASSES, kind)) + "," + name + "," + qualname + ","
+    head += ("true" if plain_format else "false") + "],[" + _str_join(",", texts) + "],"
+    return head + _encode(_BASE_COPY[base](value), depth + 1) + "]}"
+
+
+def _own_text(function, value):
+    try:
+        return _json_str(str.__str__(function(value)))  # the program's method, run here: an exact str, or null
+    except BaseException:  # noqa: B036
+        return "null"
 
 
 def _behaviour(base):

@@ -36,8 +36,8 @@ _SHARED = ["_BIG_INT_BITS", "_FACTORIES", "_MAX_DEPTH", "_TRACKED", "encode", "e
 _BIG_INT_BITS, _FACTORIES, _MAX_DEPTH, _TRACKED, encode, encode_call, text_of, nan_of = (
     getattr(_encoder, n) for n in _SHARED
 )
-ProgramOrderFrozenset, ProgramOrderSet, _plain_kind = (
-    getattr(_sets, n) for n in ("ProgramOrderFrozenset", "ProgramOrderSet", "_plain_kind")
+ProgramOrderFrozenset, ProgramOrderSet, _plain_kind, subclass_value = (
+    getattr(_sets, n) for n in ("ProgramOrderFrozenset", "ProgramOrderSet", "_plain_kind", "subclass_value")
 )
 
 _MAX_HEX_DIGITS = 1 << 18  # a bigger int (over a million bits) is no answer: refused, not decoded
@@ -330,6 +330,9 @@ def _decode_tagged(tag: str, inner: Any, depth: int, memo: dict) -> Any:
     if tag in ("ar", "mv") and type(inner) is list and len(inner) == 2 and inner[0] in _ARRAY_CODES[tag]:
         items = array.array(inner[0], _items(inner[1], depth, memo))
         return items if tag == "ar" else memoryview(items)
+    if tag == "sub" and type(inner) is list and len(inner) == 3:  # a subclass instance: its class, texts, value
+        texts, value = _items(inner[1], depth, memo), decode(inner[2], depth, memo)
+        return subclass_value(memo.get("classes"), inner[0], texts, value, _MAX_CLASSES)
     if tag == "E" and inner == "...":
         return Ellipsis
     if tag == "dq" and type(inner) is list and len(inner) == 2 and (inner[1] is None or type(inner[1]) is int):
