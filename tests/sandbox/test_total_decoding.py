@@ -58,9 +58,19 @@ def _value(rng: random.Random, depth: int = 0):
         lambda: {"o": [rng.choice([0, -1, 10**30, "0"]), rng.choice([[1], {"d": [[1, 2]]}, {"s": [1]}, {"a": 0}])]},
         lambda: {"a": rng.choice([0, 1, 2, 3, -1, 10**30, "0", True, None, [0]])},  # a reference, maybe to nothing
         lambda: {"nan": rng.choice([0, 1, -1, 2**40, "0", None])},
+        lambda: {"nan": [rng.choice([0, -1, 2**40]), rng.choice(["7ff8000000000001", "7ff0000000000000", "zz", 1])]},
+        lambda: {rng.choice(["nb", "u"]): rng.choice(["fff8000000000000", "3ff0000000000000", "x" * 16, [1], None])},
+        lambda: {
+            "sub": [
+                rng.choice([[0, "S", "S", True], [0, "S", "S"], [-1, "S", "S", False], ["0", "", "S", True]]),
+                rng.choice([["'a'", "a", None], ["a", 1, None], [], "x"]),
+                rng.choice(["a", 5, [1], None, {"t": [1]}, {"f": "inf"}]),
+            ]
+        },
         lambda: {"dd": [rng.choice([{"v": 0}, {"v": {"zz": 1}}, {"x": 0}, {"v": [1]}]), [[1, 2]]]},
         lambda: {rng.choice(["ba", "E"]): rng.choice(["AA==", "...", "@@", 1])},
         lambda: {"s": [[1], [2]]},  # unhashable elements
+        lambda: {"u": rng.choice([["a", 0xD83D, 0xDE00], [], [0x110000], [-1], ["a", 1.5], "ab", [["a"]], [True]])},
         # sets in the program's order, with its table size; namedtuples with their class number and module
         lambda: {
             rng.choice(["S", "FS"]): [
@@ -493,8 +503,9 @@ def test_records_keep_the_identity_of_the_runs_objects():
         with pytest.raises(ValueError):
             decode_record({"ok": True, "value": [[5]], "upd": malformed}, memo)
         assert inner == [7] and len(refs) == 7  # nothing changed (the record's own list: by LiveObjects.apply)
-    assert decode({"nan": 3}, 0, memo) is decode({"nan": 3}, 0, memo)
-    assert decode({"nan": 3}) is not decode({"nan": 3})
+    nan = {"nan": [3, "fff8000000000000"]}  # a NaN's number in the run and its bits (sign and payload)
+    assert decode(nan, 0, memo) is decode(nan, 0, memo) and str(decode(nan)) == "nan"
+    assert decode(nan) is not decode(nan)
 
 
 def test_stdio_integers_compare_exactly_without_int_limits():

@@ -18,7 +18,6 @@ import fractions as _fractions_module
 if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harness_values.py as one module
     from trl_ext.sandbox._harness_values import (
         _ARRAY_CODES,
-        _BASE_COPY,
         _CLASS,
         _CLASSES,
         _MAX_ITEMS,
@@ -36,6 +35,7 @@ if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harn
         _plain_iterator,
         _special,
         _str_join,
+        _subclass_text,
         _type,
         _value_base,
     )
@@ -121,7 +121,7 @@ def _library_text(value, kind, depth):
     base = _value_base(kind)
     if base is None:
         raise TypeError("not plain data")
-    return _encode(_BASE_COPY[base](value), depth + 1)
+    return _subclass_text(value, kind, base, depth)
 
 
 def _namedtuple_fields(value, kind):

@@ -82,14 +82,20 @@ def _number_module_classes(namespace, limit=4096):
 def _description(value):
     kind = _type(value)
     if kind is _type(_b64) or kind is _type(len):
-        doc = value.__doc__
-        return '["fn",' + _json_str(value.__name__) + "," + (_json_str(doc) if _type(doc) is str else "null") + "]"
+        return '["fn",' + _json_str(value.__name__) + "," + _doc_text(value.__doc__) + "]"
     if kind is type and issubclass(value, BaseException) and value.__flags__ & _HEAPTYPE:
         doc = type.__dict__["__doc__"].__get__(value)
         chain = _exception_chain(value)
         builtin = _json_str(_first_builtin(value))
-        return '["exc",' + chain + "," + builtin + "," + (_json_str(doc) if _type(doc) is str else "null") + "]"
+        return '["exc",' + chain + "," + builtin + "," + _doc_text(doc) + "]"
     return None
+
+
+def _doc_text(doc):
+    """A docstring as a JSON string, or null: none, or one holding surrogates (which cross only as a tagged value,
+    ``_json_str``; the stand-in then has no docstring, and a test reading it fails rather than the program)."""
+    text = _json_str(doc) if _type(doc) is str else "null"
+    return text if text[:1] == '"' else "null"
 
 
 def _exception_chain(kind, tagged=False):

@@ -17,14 +17,44 @@ whose own code decides ``==`` cannot be encoded: the judge never runs the progra
 
 import _collections
 import _json
+import _struct
 import binascii
 import builtins
 
 _type, _str_join = type, str.join
 _CLASS, _iter = {name: _type.__dict__[name].__get__ for name in ("__dict__", "__mro__", "__flags__")}, iter
-_json_str = _json.encode_basestring_ascii  # C function, no patchable Python internals
+_json_ascii = _json.encode_basestring_ascii  # C function, no patchable Python internals
 _int_repr, _float_repr = int.__repr__, float.__repr__
+_str_isascii, _str_encode, _UnicodeEncodeError = str.isascii, str.encode, UnicodeEncodeError
+_ord, _chr, _enumerate, _len = ord, chr, enumerate, len
+_repr, _str, _format = repr, str, format
 _INF = float("inf")
+
+
+def _json_str(value):
+    """JSON text of a str whose code points the judge's parser gets back exactly: JSON joins an escaped high and
+    low surrogate into one astral character, so a str holding any code point U+D800-U+DFFF crosses as
+    {"u": [text, code point, ...]} (its runs without surrogates as JSON strings, each surrogate as an int)."""
+    if _str_isascii(value):
+        return _json_ascii(value)
+    try:
+        _str_encode(value)  # UTF-8 refuses a surrogate code point, and nothing else
+    except _UnicodeEncodeError:
+        return _surrogate_text(value)
+    return _json_ascii(value)
+
+
+def _surrogate_text(value):
+    parts, start = [], 0
+    for at, char in _enumerate(value):
+        if "\ud800" <= char <= "\udfff":
+            if at > start:
+                parts.append(_json_ascii(value[start:at]))
+            parts.append(_int_repr(_ord(char)))
+            start = at + 1
+    if start < _len(value):
+        parts.append(_json_ascii(value[start:]))
+    return '{"u": [' + _str_join(",", parts) + "]}"
 
 
 def _b64(data):
@@ -53,8 +83,8 @@ def _encode(value, depth=0):
             return '{"i": "' + int.__format__(value, "x") + '"}'
         return _int_repr(value)
     if kind is float:
-        if value != value:  # each NaN object by its number in the run: `[x] == [x]` holds for one object only
-            return '{"nan": ' + _int_repr(_number(_NANS, value)) + "}"
+        if value != value:  # each NaN object by its number in the run (`[x] == [x]` holds for one object only)
+            return '{"nan": [' + _int_repr(_number(_NANS, value)) + ',"' + _nan_bits(value) + '"]}'  # and its bits
         if value in (_INF, -_INF):
             return '{"f": "' + ("inf" if value > 0 else "-inf") + '"}'
         return _float_repr(value)
@@ -75,6 +105,11 @@ def _encode(value, depth=0):
     if kind is complex:
         return '{"c": [' + _encode(value.real, depth + 1) + "," + _encode(value.imag, depth + 1) + "]}"
     return _encode_library(value, kind, depth)
+
+
+def _nan_bits(value):
+    """A NaN's 64 bits as 16 hex digits, big-endian (its sign and payload: ``copysign`` and ``struct`` read them)."""
+    return bytes.hex(_struct.pack(">d", value))
 
 
 def _encode_items(values, depth):
@@ -179,13 +214,33 @@ def _value_base(kind):
     """The builtin value type a subclass (an IntEnum, a str subclass...) keeps every behaviour of, so that the
     judge's copy of the base value behaves as CPython's original does; None if the subclass's own code decides
     any method of the base (comparisons, hash, item access, ``get``, iteration, mutation...) or ``__missing__``.
-    Only what the judge documents as lost (``repr``, ``str``, ``format``, pickling) may be the subclass's own."""
+    Only ``repr``, ``str`` and ``format`` (their texts cross: ``_subclass_text``) and pickling may be its own."""
     base, mro = next((k for k in _CLASS["__mro__"](kind) if k in _BASE_COPY), None), _CLASS["__mro__"](kind)
     for method in _behaviour(base) if base is not None else ():
         owner = next((k for k in mro if method in _CLASS["__dict__"](k)), object)  # as a metaclass cannot hide
         if _CLASS["__flags__"](owner) & _HEAPTYPE:
             return None
     return base
+
+
+def _subclass_text(value, kind, base, depth):
+    """'{"sub": [[class number, name, qualname, keeps the base's __format__], [repr, str, format(x, "")], base
+    value]}': a subclass instance as its base value (read from its storage) with the texts its own ``repr``,
+    ``str`` and ``__format__`` give here (null where one raised or gave no str; the format text only where the
+    class has its own ``__format__``): the judge makes an instance of one class per class of the run with them."""
+    name, qualname = (_json_str(type.__dict__[n].__get__(kind)) for n in ("__name__", "__qualname__"))
+    plain_format = _special(kind, "__format__") is _special(base, "__format__")
+    texts = [_own_text(_repr, value), _own_text(_str, value), "null" if plain_format else _own_text(_format, value)]
+    head = '{"sub": [[' + _int_repr(_number(_CLASSES, kind)) + "," + name + "," + qualname + ","
+    head += ("true" if plain_format else "false") + "],[" + _str_join(",", texts) + "],"
+    return head + _encode(_BASE_COPY[base](value), depth + 1) + "]}"
+
+
+def _own_text(function, value):
+    try:
+        return _json_str(str.__str__(function(value)))  # the program's method, run here: an exact str, or null
+    except BaseException:  # noqa: B036
+        return "null"
 
 
 def _behaviour(base):
@@ -228,7 +283,7 @@ _NANS, _OBJECTS, _KEEP, _SEEN = {}, {}, [], {}
 def _decode_call(args, kwargs, made):
     """The arguments and keyword arguments of one call from the judge's ``encode_call``; its lists, dicts and sets
     are appended to ``made`` in the judge's numbering (where each begins), so an alias is one object here too."""
-    return [_decode(v, made) for v in args], {k: _decode(v, made) for k, v in kwargs["d"]}
+    return [_decode(v, made) for v in args], {_decode(k, made): _decode(v, made) for k, v in kwargs["d"]}
 
 
 def _decode(value, made):
@@ -264,8 +319,12 @@ def _decode(value, made):
         return complex(_decode(inner[0], made), _decode(inner[1], made))
     if tag == "f":
         return float(inner)
+    if tag == "nb":  # a NaN with its sign and payload
+        return _struct.unpack(">d", bytes.fromhex(inner))[0]
     if tag == "i":
         return int(inner, 16)
+    if tag == "u":  # a str holding surrogates (``plain_encode``): its runs and code points, joined
+        return _str_join("", [part if _type(part) is str else _chr(part) for part in inner])
     raise ValueError("unknown tag " + repr(tag))
 
 

@@ -46,10 +46,43 @@ def _line_equal(actual: str, expected: str, float_tol: float | None) -> bool:
             if _integer_key(g) == _integer_key(w):
                 continue
             return False
-        gf, wf = _float_or_none(g), _float_or_none(w)
-        if gf is None or wf is None or not math.isclose(gf, wf, rel_tol=float_tol, abs_tol=float_tol):
+        if not _token_close(g, w, float_tol):
             return False
     return True
+
+
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]++(?:\.[0-9]*+)?|\.[0-9]++)(?:[eE]([+-]?[0-9]++))?\Z")  # possessive: linear
+_MAX_EXACT = 4000  # characters of a token, and digits of its exponent's size, compared as exact fractions
+
+
+def _token_close(printed: str, expected: str, tol: float) -> bool:
+    """Two number tokens within ``tol``: decimal numbers by their exact values (``float()`` turns every token past
+    1.8e308 into inf and below 5e-324 into 0, where ``math.isclose`` would match any two of them), infinity and
+    NaN literals as floats (an infinity literal never matches a number past the float range)."""
+    forms = _DECIMAL.match(printed), _DECIMAL.match(expected)
+    if all(forms):
+        return _exact_close(printed, expected, forms, tol)
+    gf, wf = _float_or_none(printed), _float_or_none(expected)
+    if any(forms) or gf is None or wf is None:
+        return False
+    return math.isclose(gf, wf, rel_tol=tol, abs_tol=tol)
+
+
+def _exact_close(printed: str, expected: str, forms: tuple, tol: float) -> bool:
+    """Two decimal tokens within ``tol`` by their exact values (``_within``, the formula of ``_close``); a token
+    too long or with an exponent too large for a bounded fraction matches only an exactly equal one."""
+    tokens = printed, expected
+    if all(len(t) <= _MAX_EXACT and abs(int(m.group(1) or 0)) <= _MAX_EXACT for t, m in zip(tokens, forms)):
+        return _within(Fraction(printed), Fraction(expected), tol)
+    try:
+        return Decimal(printed) == Decimal(expected)  # exact, whatever the exponent (no arithmetic)
+    except ArithmeticError:  # an exponent past decimal's own range: no value to compare
+        return False
+
+
+def _within(a: Fraction, e: Fraction, tol: float) -> bool:
+    """``math.isclose(a, e, rel_tol=tol, abs_tol=tol)`` on exact values."""
+    return abs(a - e) <= max(Fraction(tol) * max(abs(a), abs(e)), Fraction(tol))
 
 
 def _tokens(line: str) -> list[str]:
@@ -76,8 +109,7 @@ def _close(actual: Any, expected: Any, tol: float) -> bool:
     except OverflowError:  # an int (or a fraction) too large for a float: never converted, compared exactly
         if any(isinstance(v, (float, Decimal)) and not math.isfinite(v) for v in (actual, expected)):
             return False
-        a, e = Fraction(actual), Fraction(expected)
-        return abs(a - e) <= max(Fraction(tol) * max(abs(a), abs(e)), Fraction(tol))
+        return _within(Fraction(actual), Fraction(expected), tol)
 
 
 def _json_key(key: Any) -> str | None:

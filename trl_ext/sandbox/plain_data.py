@@ -27,20 +27,18 @@ import sys
 import weakref
 from typing import Any
 
-if __package__:  # the judge: a module of the package
-    from trl_ext.sandbox.plain_encode import _BIG_INT_BITS, _FACTORIES, _MAX_DEPTH, _TRACKED, encode, encode_call
-    from trl_ext.sandbox.program_sets import ProgramOrderFrozenset, ProgramOrderSet, _plain_kind
+if __package__:  # the judge: modules of the package
+    from trl_ext.sandbox import plain_encode as _encoder
+    from trl_ext.sandbox import program_sets as _sets
 else:  # the evaluation worker: loaded by their paths before this file (see replay.py)
     _encoder, _sets = sys.modules["trl_ext_plain_encode"], sys.modules["trl_ext_program_sets"]
-    _BIG_INT_BITS, _FACTORIES, _MAX_DEPTH, _TRACKED = (
-        getattr(_encoder, n) for n in ("_BIG_INT_BITS", "_FACTORIES", "_MAX_DEPTH", "_TRACKED")
-    )
-    encode, encode_call = _encoder.encode, _encoder.encode_call
-    ProgramOrderFrozenset, ProgramOrderSet, _plain_kind = (
-        _sets.ProgramOrderFrozenset,
-        _sets.ProgramOrderSet,
-        _sets._plain_kind,
-    )
+_SHARED = ["_BIG_INT_BITS", "_FACTORIES", "_MAX_DEPTH", "_TRACKED", "encode", "encode_call", "text_of", "nan_of"]
+_BIG_INT_BITS, _FACTORIES, _MAX_DEPTH, _TRACKED, encode, encode_call, text_of, nan_of = (
+    getattr(_encoder, n) for n in _SHARED
+)
+ProgramOrderFrozenset, ProgramOrderSet, _plain_kind, subclass_value = (
+    getattr(_sets, n) for n in ("ProgramOrderFrozenset", "ProgramOrderSet", "_plain_kind", "subclass_value")
+)
 
 _MAX_HEX_DIGITS = 1 << 18  # a bigger int (over a million bits) is no answer: refused, not decoded
 # Fraction() normalises with a gcd, quadratic in the parts' size: 3.4 s for two million-bit parts (GIL held, in the
@@ -311,8 +309,14 @@ def _decode_tagged(tag: str, inner: Any, depth: int, memo: dict) -> Any:
         if at < len(refs) and refs[at] is after:
             refs[at] = mine
         return mine
-    if tag == "nan" and type(inner) is int and 0 <= inner <= _MAX_ITEMS:  # one object per NaN of the run
-        return memo.setdefault("nans", {}).setdefault(inner, float("nan"))
+    if (
+        tag == "nan"
+        and type(inner) is list
+        and len(inner) == 2
+        and type(inner[0]) is int
+        and 0 <= inner[0] <= _MAX_ITEMS
+    ):
+        return memo.setdefault("nans", {}).setdefault(inner[0], nan_of(inner[1]))  # one object per NaN of the run
     if tag == "dec" and type(inner) is str and len(inner) <= _MAX_HEX_DIGITS and "s" not in inner.lower():
         return decimal.Decimal(inner)  # exact; never a signalling NaN (comparing one raises)
     if tag == "dd" and type(inner) is list and len(inner) == 2:
@@ -326,6 +330,9 @@ def _decode_tagged(tag: str, inner: Any, depth: int, memo: dict) -> Any:
     if tag in ("ar", "mv") and type(inner) is list and len(inner) == 2 and inner[0] in _ARRAY_CODES[tag]:
         items = array.array(inner[0], _items(inner[1], depth, memo))
         return items if tag == "ar" else memoryview(items)
+    if tag == "sub" and type(inner) is list and len(inner) == 3:  # a subclass instance: its class, texts, value
+        texts, value = _items(inner[1], depth, memo), decode(inner[2], depth, memo)
+        return subclass_value(memo.get("classes"), inner[0], texts, value, _MAX_CLASSES)
     if tag == "E" and inner == "...":
         return Ellipsis
     if tag == "dq" and type(inner) is list and len(inner) == 2 and (inner[1] is None or type(inner[1]) is int):
@@ -373,6 +380,10 @@ _SIMPLE_TAGS = {
     "dv": lambda inner, depth, memo: dict(enumerate(_items(inner, depth, memo))).values(),
     "di": lambda inner, depth, memo: dict(_pairs(inner, depth, memo)).items(),
     "ba": lambda inner, depth, memo: bytearray(base64.b64decode(inner, validate=True)),
+    "u": lambda inner, depth, memo: text_of(inner),
+    "nb": lambda inner, depth, memo: nan_of(
+        inner
+    ),  # a NaN of the test's (an argument it changed): its bits  # a str holding surrogates, exactly (``plain_encode``)
 }
 
 

@@ -10,6 +10,8 @@ import base64
 import collections
 import json
 import math
+import re
+import struct
 import sys
 from typing import Any
 
@@ -33,12 +35,14 @@ def encode(value: Any, depth: int = 0, graph: tuple[dict, list] | None = None, b
     if depth > _MAX_DEPTH:
         raise TypeError("value nested too deeply")
     kind = _plain_kind(value)
-    if value is None or kind is bool or kind is str:
+    if kind is str:
+        return value if value.isascii() or not _SURROGATE.search(value) else {"u": text_parts(value)}
+    if value is None or kind is bool:
         return value
     if kind is int:
         return value if value.bit_length() <= _BIG_INT_BITS else {"i": format(value, "x")}
     if kind is float:
-        return value if math.isfinite(value) else {"f": repr(value)}
+        return value if math.isfinite(value) else {"nb": nan_bits(value)} if value != value else {"f": repr(value)}
     if kind in _TRACKED and not bare:
         numbers, shared = graph if graph is not None else ({}, [])
         if id(value) in numbers:
@@ -73,6 +77,42 @@ def encode(value: Any, depth: int = 0, graph: tuple[dict, list] | None = None, b
     if graph is not None and id(value) in graph[0]:  # an iterator the program returned: by its number
         return {"a": graph[0][id(value)]}
     raise TypeError(f"{kind.__name__} is not plain data")
+
+
+_SURROGATE = re.compile("([\ud800-\udfff])")
+
+
+def text_parts(value: str) -> list:
+    """A str holding surrogates as [run, code point, run, ...]: its runs without surrogates (JSON strings cross
+    them exactly) and each surrogate code point as an int, which JSON cannot join with its neighbour (it joins an
+    escaped high and low surrogate into one astral character: two code points would arrive as one)."""
+    pieces = _SURROGATE.split(value)  # runs at even positions, each surrogate (captured) at the odd ones
+    return [ord(piece) if at % 2 else piece for at, piece in enumerate(pieces) if piece]
+
+
+def text_of(parts: Any) -> str:
+    """Inverse of ``text_parts`` (the "u" tag of either side), total: ValueError for anything but strs and ints
+    that are surrogate code points."""
+    if type(parts) is not list or not parts:
+        raise ValueError("a text with surrogates is a list of runs and code points")
+    if not all(type(p) is str or (type(p) is int and 0xD800 <= p <= 0xDFFF) for p in parts):
+        raise ValueError("a text with surrogates is a list of runs and code points")
+    return "".join([p if type(p) is str else chr(p) for p in parts])
+
+
+def nan_bits(value: float) -> str:
+    """A NaN's 64 bits as 16 hex digits, big-endian: its sign and payload cross (``copysign``, ``struct`` see them)."""
+    return struct.pack(">d", value).hex()
+
+
+def nan_of(bits: Any) -> float:
+    """Inverse of ``nan_bits``, total: ValueError for anything but 16 hex digits of a NaN."""
+    if type(bits) is not str or len(bits) != 16 or not all(c in "0123456789abcdef" for c in bits):
+        raise ValueError("a NaN's bits are 16 lowercase hex digits")
+    value = struct.unpack(">d", bytes.fromhex(bits))[0]
+    if value == value:
+        raise ValueError("the bits of no NaN")
+    return value
 
 
 # the mutable types a test may pass as arguments: numbered where first met, updated in place after each call

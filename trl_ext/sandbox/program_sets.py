@@ -58,3 +58,71 @@ class ProgramOrderFrozenset(frozenset):
 _PLAIN_KINDS = {ProgramOrderSet: set, ProgramOrderFrozenset: frozenset}
 for _kind, _base in _PLAIN_KINDS.items():
     _kind.__name__, _kind.__qualname__, _kind.__module__ = _base.__name__, _base.__name__, "builtins"
+
+
+# the builtin types a program's subclass instance crosses as (its storage, read in the sandbox), with its own texts
+SUBCLASSED = (int, float, complex, str, bytes, bytearray, tuple, list, dict, set, frozenset)
+
+
+def subclass_value(classes: dict | None, shape: Any, texts: list, value: Any, limit: int) -> Any:
+    """The test's object for an instance of a program's subclass of a builtin type (``class Money(int)``, an
+    ``IntEnum`` member): an instance of one judge class per class of the run (``shape``: [number, name, qualname,
+    whether it keeps the base's ``__format__``]; at most ``limit`` classes in ``classes``), a subclass of
+    ``value``'s type holding ``value``, so ``==``, hash and every method of the base are CPython's, ``type()`` is
+    not the base, and ``repr``/``str``/``format(x, '')`` give ``texts``, what the program's own methods gave in the
+    sandbox (None where they raised). Whatever else the program's class could answer differently (another
+    attribute, ``__class__``, so ``isinstance`` against a class it is not, a format spec of its own
+    ``__format__``) makes the test ``unsupported`` (``classes["refuse"]``). ``classes`` None: a shape check, the
+    value itself. ValueError for a malformed one."""
+    if type(shape) is not list or len(shape) != 4 or type(shape[0]) is not int or not 0 <= shape[0] < 1 << 20:
+        raise ValueError("a subclass's class is [number, name, qualname, keeps format]")
+    if not all(type(s) is str and 0 < len(s) <= 200 for s in shape[1:3]) or type(shape[3]) is not bool:
+        raise ValueError("a subclass's class is [number, name, qualname, keeps format]")
+    if len(texts) != 3 or not all(t is None or type(t) is str for t in texts):
+        raise ValueError("a subclass value's texts are [repr, str, format]")
+    base = _plain_kind(value)
+    if base not in SUBCLASSED:
+        raise ValueError("a subclass value of no builtin base")
+    if classes is None:
+        return value
+    kind = classes.get(("sub", shape[0]))
+    if kind is None and len(classes) >= limit:
+        raise ValueError(f"more than {limit} classes")
+    if kind is None:
+        kind = classes[("sub", shape[0])] = (shape + [base], *_subclass(tuple(shape), base, classes.get("refuse")))
+    if kind[0] != shape + [base]:
+        raise ValueError("a class changed its shape")
+    made = kind[1](value)
+    kind[2][id(made)] = (made, tuple(texts))  # alive with the evaluation: its id stays its own
+    return made
+
+
+def _subclass(shape: tuple, base: type, refuse: Any) -> tuple[type, dict]:
+    """(the judge class, its instances' texts by id)."""
+    _, name, qualname, plain_format = shape
+
+    def refused(what: str) -> Any:
+        why = f"the test reads {what} of a value of the program's class {name} (a subclass of {base.__name__})"
+        if refuse is not None:
+            refuse(why)
+        raise TypeError(why)
+
+    def text(self: Any, which: int, what: str) -> str:
+        found = texts.get(id(self))
+        if found is None or found[0] is not self or found[1][which] is None:
+            return refused(what)
+        return found[1][which]
+
+    texts: dict = {}
+    namespace = {
+        "__slots__": (),
+        "__module__": "__main__",
+        "__qualname__": qualname,
+        "__repr__": lambda self: text(self, 0, "repr()"),
+        "__str__": lambda self: text(self, 1, "str()"),
+        "__getattr__": lambda self, attribute: refused(f"{attribute!r}"),
+        "__class__": property(lambda self: refused("__class__ (isinstance of another class)")),
+    }
+    if not plain_format:
+        namespace["__format__"] = lambda self, spec: text(self, 2, "format()") if spec == "" else refused("format()")
+    return type(name, (base,), namespace), texts

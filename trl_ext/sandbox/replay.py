@@ -120,7 +120,7 @@ class _Session:
         self.rejected = ""  # the program's fault: a result that is no plain data, or a call with no record
         self.unsupported = ""  # the test's: an argument that is no plain data, too many calls
         self.nans: dict[int, float] = {}  # the run's NaN objects, one each (identity decides `[x] == [x]`)
-        self.classes: dict = {}  # the program's namedtuple classes, one real class each (``plain_data._namedtuple``)
+        self.classes: dict = {"refuse": self.refuse}  # the program's namedtuple and builtin-subclass classes
         self.exception_classes: dict = {"refuse": self.refuse}  # stand-ins of its exception classes, by chain
         self.live = LiveObjects()  # the run's numbered objects, as the program last saw them (``live.py``)
         self.busy = self.done = False  # in a call (an iterator dropped then is released after it); finished
