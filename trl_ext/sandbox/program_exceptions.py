@@ -212,3 +212,24 @@ def _free_reads(test: str, prefix: str) -> frozenset:
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             bound.update((a.asname or a.name).split(".")[0] for a in node.names)
     return frozenset(read - bound)
+
+
+def stand_ins(session: Any, task: dict) -> dict[str, Any]:
+    """The test's names for the program's: a function with the program's ``__name__`` and ``__doc__`` that asks
+    for a call, or the stand-in class of a program exception class (``_exception_class``). ``session``: the evaluation's
+    ``replay._Session``."""
+    described = {name: what for name, what in task.get("program") or ()}
+    shadowed = shadowed_reads(task["test"], task.get("prefix"), task.get("program") or [])
+    if shadowed:  # the program rebinds builtins the test reads: in CPython the test reads the program's objects
+        session.refuse(f"the program rebinds {', '.join(shadowed)[:200]}, which the test reads")
+    stand_ins = {}
+    for name in task["names"]:
+        what = described.get(name)
+        if what and what[0] == "exc":
+            classes = session.exception_classes
+            stand_ins[name] = _exception_class(what[1], None, classes, what[3])
+            continue
+        stand_ins[name] = session.stand_in(name)
+        if what:
+            stand_ins[name].__name__, stand_ins[name].__doc__ = what[1], what[2]
+    return stand_ins

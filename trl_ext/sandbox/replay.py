@@ -56,7 +56,7 @@ else:  # the evaluation worker runs this file by its path: the codec is the file
     _contains_pending, _Pending = _pending._contains_pending, _pending._Pending
     _live = _sibling("live")
     LiveObjects, ProgramIterator = _live.LiveObjects, _live.ProgramIterator
-_exception_class, shadowed_reads = _exceptions._exception_class, _exceptions.shadowed_reads
+stand_ins = _exceptions.stand_ins
 _program_exception, exception_details = _exceptions._program_exception, _exceptions.exception_details
 
 _MAX_CALLS = 20000
@@ -297,26 +297,6 @@ class _Session:
         return self.live.iterator(number, classes, self.step, self.release)
 
 
-def _stand_ins(session: _Session, task: dict) -> dict[str, Any]:
-    """The test's names for the program's: a function with the program's ``__name__`` and ``__doc__`` that asks
-    for a call, or the stand-in class of a program exception class (``_exception_class``)."""
-    described = {name: what for name, what in task.get("program") or ()}
-    shadowed = shadowed_reads(task["test"], task.get("prefix"), task.get("program") or [])
-    if shadowed:  # the program rebinds builtins the test reads: in CPython the test reads the program's objects
-        session.refuse(f"the program rebinds {', '.join(shadowed)[:200]}, which the test reads")
-    stand_ins = {}
-    for name in task["names"]:
-        what = described.get(name)
-        if what and what[0] == "exc":
-            classes = session.exception_classes
-            stand_ins[name] = _exception_class(what[1], None, classes, what[3])
-            continue
-        stand_ins[name] = session.stand_in(name)
-        if what:
-            stand_ins[name].__name__, stand_ins[name].__doc__ = what[1], what[2]
-    return stand_ins
-
-
 class _Guessed(_Pending):
     """A result not known yet. A pass that iterates it sees no item and goes on guessing; if the program returns an
     iterator there, its items come before the calls guessed after it, so the run ends after this call (halt
@@ -386,7 +366,7 @@ def _run_test(task: dict, session: _Session, environment: Any) -> str | None:
             exec(prefix_code, namespace)
         for module in task.get("modules", ()):
             namespace[module] = __import__(module)
-        namespace.update(_stand_ins(session, task))
+        namespace.update(stand_ins(session, task))
         namespace[ASSERT_HOOK] = session.assert_failed
         session.environment = environment
         environment.install()
