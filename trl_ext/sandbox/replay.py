@@ -107,6 +107,8 @@ class _Session:
     make them (identical calls are not merged: a function may keep state); the k-th result of the last sandbox
     run is used only by the k-th call, and only while this pass has made the same calls in the same order."""
 
+    stop = _Stop
+
     def __init__(self, calls: list[list], results: list[dict]) -> None:
         self.known = [call_key(*call[:4]) for call in calls]
         self.known_around = [call[4:] for call in calls]  # what went with each call besides its arguments
@@ -222,6 +224,8 @@ class _Session:
         number = step[1][0] if step[0] == "" and step[1] in ([step[1][0]], [step[1][0], 0]) else None
         if number not in self.live.generators or number not in self.live.ended or record.get("upd") != []:
             return False
+        if "made" in record:
+            return False
         if record.get("raised") != "StopIteration" and (len(step[1]) == 1 or record.get("ok") is not True):
             return False
         try:
@@ -287,6 +291,8 @@ class _Session:
             raise _Stop from None
         if ok:
             return decoded
+        if record.get("made") is True and name:  # the call returned an exception (the test made one: ``stand_ins``)
+            return _program_exception(raised, name, decoded, details, self.exception_classes)
         if not name:  # the program's iterator ended (or raised: it is then finished too)
             self.live.ended.add(self.calls[-1][1][0])
         if not name and raised == "StopIteration" and "cls" not in record:
