@@ -266,8 +266,8 @@ def _live_record(value, raised, held, step=False):
         updates = ["[" + _int_repr(n) + "," + _content(live[n]) + "]" for n in changed]
         record += ', "upd": [' + _str_join(",", updates) + "]"
         if exc is not None:
-            before = len(_SEEN)  # an iterator's end numbers nothing: asked for more, it changes no number
-            text = "" if step and _type(exc) is StopIteration else _exception_args(exc)
+            before = len(_SEEN)  # (an iterator's end carries its value: a generator's return, ``yield from``'s)
+            text = _exception_args(exc)
             if not text:
                 _rollback(before)
             record += text + "}"

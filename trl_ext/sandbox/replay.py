@@ -295,8 +295,8 @@ class _Session:
             return _program_exception(raised, name, decoded, details, self.exception_classes)
         if not name:  # the program's iterator ended (or raised: it is then finished too)
             self.live.ended.add(self.calls[-1][1][0])
-        if not name and raised == "StopIteration" and "cls" not in record:
-            raise StopIteration  # a call's StopIteration stays one: PEP 479 acts in the test's generators, as here
+        if not name and raised == "StopIteration" and type(decoded) is not list:  # its value did not cross
+            self.refuse("the program's iterator ended with a value (StopIteration.value) that is no plain data")
         raise _program_exception(raised, name, decoded, details, self.exception_classes)
 
     def _iterator(self, number: int, classes: list | None) -> ProgramIterator:
