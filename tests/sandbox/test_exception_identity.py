@@ -300,8 +300,9 @@ def test_the_binding_rule_holds_records_up_to_a_consistent_renaming_of_class_num
     assert history.conflicts(calls[:3], [{"ok": True, "value": 1}, _raised(3), _raised(3)])
 
 
-def test_a_builtin_the_program_rebinds_is_refused_only_where_the_test_reads_it():
-    program = [["Exception", ["shadow"]], ["len", ["shadow"]], ["f", ["fn", "f", None]]]
+def test_a_builtin_the_test_reads_is_refused_unless_the_description_lists_it_as_kept():
+    kept = [[name, ["builtin"]] for name in ("ValueError", "print", "TypeError")]
+    program = [["Exception", ["shadow"]], ["len", ["shadow"]], ["f", ["fn", "f", None]], *kept]
     assert shadowed_reads("try:\n    f()\nexcept Exception:\n    pass", None, program) == ["Exception"]
     assert shadowed_reads("assert len(f()) == 1", "def helper():\n    return Exception", program) == [
         "Exception",
@@ -309,5 +310,11 @@ def test_a_builtin_the_program_rebinds_is_refused_only_where_the_test_reads_it()
     ]
     assert shadowed_reads("Exception = ValueError\nimport len\nassert f()", None, program) == []  # its own
     assert shadowed_reads("assert f() == 1", None, program) == []
+    assert shadowed_reads("print(f())\nassert f() != TypeError", None, program) == []
+    # a description the program rewrote: a name it does not list, or lists both ways, is refused
+    assert shadowed_reads("assert sorted(f()) == [1]", None, program) == ["sorted"]
+    assert shadowed_reads("print(f())", None, [*program, ["print", ["shadow"]]]) == ["print"]
+    assert shadowed_reads("try:\n    f()\nexcept Exception:\n    pass", None, []) == ["Exception"]
     assert _described_names({"names": program}) == program
     assert _described_names({"names": [["len", ["shadow", 1]]]}) is None
+    assert _described_names({"names": [["len", ["builtin", 1]]]}) is None

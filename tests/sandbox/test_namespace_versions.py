@@ -6,6 +6,7 @@ verdicts are the same where versions cannot be read (every entry compared on eve
 
 from __future__ import annotations
 
+import builtins
 import ctypes
 import json
 import subprocess
@@ -74,9 +75,13 @@ PUT_BACK = [
 ]
 
 
+KEPT = [[name, ["builtin"]] for name in vars(builtins) if name[:1] != "_"]  # the builtins the program keeps
+
+
 def _task(test: str) -> dict:
     task = {"test": test, "prefix": None, "entry_point": None, "names": NAMES, "modules": [], "seed": 1}
-    task.update(calls=[], results=[], program=[[name, ["fn", name, None]] for name in NAMES])
+    program = [[name, ["fn", name, None]] for name in NAMES] + KEPT  # as the harness describes an honest program
+    task.update(calls=[], results=[], program=program)
     return task
 
 
@@ -164,7 +169,7 @@ real = time.monotonic
 replay_env.watch_modules()  # the worker's: the virtual clocks in place for good, then the modules remembered
 test = "import time\\nt = time.monotonic()\\nassert f(1) == 1\\nassert time.monotonic() - t >= 100"
 task = {"test": test, "prefix": None, "entry_point": None, "names": ["f"], "modules": [], "seed": 1,
-        "program": [["f", ["fn", "f", None]]], "calls": [["f", [1], {"d": []}, []]],
+        "program": [["f", ["fn", "f", None]], ["abs", ["builtin"]]], "calls": [["f", [1], {"d": []}, []]],
         "results": [{"ok": True, "upd": [], "value": 1, "dt": 120.0}]}
 drifts = [abs(time.monotonic() - real())]
 verdict = replay.evaluate(task)["verdict"]

@@ -305,7 +305,6 @@ REFUSED_TESTS = [
     "assert getter().get('zz') == 7",
     "assert shout() == 'ab'",
     "assert q().both() == 'zz'",
-    "assert str(Coded(3)) == 'code 3'",  # a class with code of its own: the test cannot make one (unsupported)
 ]
 TESTS = [
     'assert counts("aab") == {"a": 2, "b": 1}',
@@ -457,12 +456,13 @@ def test_a_value_whose_equality_is_the_programs_own_code_is_not_judged_by_it(bac
     """The deliberate difference from plain CPython: a str subclass whose ``__eq__`` says True to anything passes
     there, but the judge never runs the program's code, so such a value cannot cross (a plain subclass does); nor
     can a subclass overriding any other method of its base; a NamedTuple's own methods are not kept."""
-    tests = ["assert loud() == 'zz'", "assert name() == 'ab'", *REFUSED_TESTS]
+    # a class with code of its own: the test's instance is made by the program (a call: red team R8-11)
+    tests = ["assert loud() == 'zz'", "assert name() == 'ab'", "assert str(Coded(3)) == 'code 3'", *REFUSED_TESTS]
     assert plain_cpython_verdicts(PROGRAM, tests) == [1.0] * len(tests)
     judged = CodeTests(timeout_s=5.0)(
         [f"```python\n{PROGRAM}\n```"] * len(tests), tests=[{"kind": "assert", "code": t} for t in tests]
     )
-    assert judged == [0.0, 1.0] + [0.0] * len(REFUSED_TESTS)
+    assert judged == [0.0, 1.0, 1.0] + [0.0] * len(REFUSED_TESTS)
 
 
 CALLS = [  # (function, expected JSON value, verdict): the documented rule for JSON expected values

@@ -253,17 +253,21 @@ def _live_call(name, args, kwargs, sync, namespace, functions):
 
 def _live_record(value, raised, held, step=False):
     """The record of a call: what it changed in the numbered objects it could reach (``held``, by number), then its
-    value or its exception's arguments."""
+    value or its exception's arguments. An exception the call returned (the test made an instance of the program's
+    class: ``program_exceptions._StandInClass``) is written as a raised one with ``"made": true``."""
     live = _live_objects()
     mark = len(live)
     try:
-        record = '{"ok": true' if raised is None else '{"ok": false, "raised": "' + _exception_name(raised) + '"'
+        made = raised is None and not step and isinstance(value, BaseException)  # returned, not raised
+        exc = value if made else raised
+        record = '{"ok": true' if exc is None else '{"ok": false, "raised": "' + _exception_name(exc) + '"'
+        record += ', "made": true' if made else ""
         changed = [n for n in held if not _unchanged(live[n], _SNAPS[n])]
         updates = ["[" + _int_repr(n) + "," + _content(live[n]) + "]" for n in changed]
         record += ', "upd": [' + _str_join(",", updates) + "]"
-        if raised is not None:
-            before = len(_SEEN)  # an iterator's end numbers nothing: asked for more, it changes no number
-            text = "" if step and _type(raised) is StopIteration else _exception_args(raised)
+        if exc is not None:
+            before = len(_SEEN)  # (an iterator's end carries its value: a generator's return, ``yield from``'s)
+            text = _exception_args(exc)
             if not text:
                 _rollback(before)
             record += text + "}"

@@ -49,22 +49,25 @@ def _describe(namespace, names):
             entry = None
         if entry is not None:
             entries.append("[" + _json_str(name) + "," + entry + "]")
-    entries += ["[" + _json_str(name) + ',["shadow"]]' for name in _shadowed_builtins(namespace)]
+    shadowed, kept = _shadowed_builtins(namespace)
+    entries += ["[" + _json_str(name) + ',["shadow"]]' for name in shadowed]
+    entries += ["[" + _json_str(name) + ',["builtin"]]' for name in kept]
     return '{"names": [' + ",".join(entries) + "]}"
 
 
 def _shadowed_builtins(namespace):
-    """The builtin names (not "_..."; at most 900) the program's module binds to another object, or whose builtin
-    it replaced: a test runs in the program's module in CPython, so ``except ValueError`` would read the program's
-    (the judge refuses a test that reads one)."""
-    shadowed = []
+    """(the builtin names (not "_...") the program's module binds to another object, or whose builtin it replaced,
+    the others), at most 900 in all: a test runs in the program's module in CPython, so ``except ValueError``
+    would read the program's. The judge refuses a test that reads a builtin name not listed as kept, so a
+    description the program rewrote (it runs in this process) cannot drop a "shadow" entry unseen."""
+    shadowed, kept = [], []
     current = vars(builtins)
     for name, original in dict.items(_ORIGINAL_BUILTINS):
-        if name[:1] != "_" and len(shadowed) < 900:
+        if name[:1] != "_" and len(shadowed) + len(kept) < 900:
             mine = dict.get(namespace, name, original)
-            if mine is not original or dict.get(current, name, original) is not original:
-                shadowed.append(name)
-    return shadowed
+            changed = mine is not original or dict.get(current, name, original) is not original
+            (shadowed if changed else kept).append(name)
+    return shadowed, kept
 
 
 def _number_module_classes(namespace, limit=4096):

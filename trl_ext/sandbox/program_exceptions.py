@@ -71,10 +71,15 @@ _MAX_CLASS_NUMBER = 1 << 20  # the classes a run numbers (a record naming a bigg
 
 
 class _StandInClass(type):
-    """The metaclass of the stand-ins of the program's exception classes: a class that defines more than a
-    docstring (an ``__init__``, a ``__str__``...) cannot be made by the test (its code is the program's)."""
+    """The metaclass of the stand-ins of the program's exception classes. The test's call of one the test names
+    (``MyErr('x')``, ``raise MyErr``) is a call of the program (``stand_ins``: the sandbox makes the instance); a
+    class of its own deriving from one that defines more than a docstring (an ``__init__``, a ``__str__``...)
+    cannot be made by the test (its code is the program's)."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        make = cls.__dict__.get("_trl_ext_make")
+        if make is not None:
+            return make(cls, args, kwargs)
         if cls._trl_ext_own:
             cls._trl_ext_refuse(f"the test makes an instance of the program's class {cls.__name__}")
         return super().__call__(*args, **kwargs)
@@ -194,11 +199,22 @@ def _identifier(name: Any) -> bool:
     return type(name) is str and len(name) <= 100 and name.isidentifier()
 
 
+_BUILTIN_NAMES = frozenset(name for name in vars(builtins) if name[:1] != "_")
+
+
 def shadowed_reads(test: str, prefix: str | None, program: list) -> list[str]:
-    """The builtin names the test (or its prefix) reads without binding them that the program's module rebinds
-    (the description's ["shadow"] entries): in CPython the test would read the program's object."""
-    shadowed = {name for name, what in program if what == ["shadow"]}
-    return sorted(shadowed & _free_reads(test, prefix or "")) if shadowed else []
+    """The builtin names the test (or its prefix) reads without binding them that the description does not list
+    as kept by the program's module (["builtin"] and no ["shadow"] entry): in CPython the test reads the program's
+    object where the module rebinds it. The program writes the description: a missing or contradictory entry
+    refuses the test (a rewritten description cannot drop a name's "shadow" entry unseen)."""
+    reads = _BUILTIN_NAMES & _free_reads(test, prefix or "")
+    if not reads:
+        return []
+    kinds: dict = {}
+    for name, what in program:
+        if name in reads and what in (["shadow"], ["builtin"]):
+            kinds.setdefault(name, set()).add(what[0])
+    return sorted(name for name in reads if kinds.get(name) != {"builtin"})
 
 
 @functools.lru_cache(maxsize=256)
@@ -212,3 +228,40 @@ def _free_reads(test: str, prefix: str) -> frozenset:
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             bound.update((a.asname or a.name).split(".")[0] for a in node.names)
     return frozenset(read - bound)
+
+
+def stand_ins(session: Any, task: dict) -> dict[str, Any]:
+    """The test's names for the program's: a function with the program's ``__name__`` and ``__doc__`` that asks
+    for a call, or the stand-in class of a program exception class (``_exception_class``). ``session``: the evaluation's
+    ``replay._Session``. The description is the program's to write (``records._described_names``), so each kind it
+    gives is harmless where false: a stand-in class the test calls asks the program to make the instance
+    (``_make``); a function used as a class fails the test as in CPython; a builtin the test reads is refused
+    unless listed as kept (``shadowed_reads``)."""
+    described = {name: what for name, what in task.get("program") or ()}
+    shadowed = shadowed_reads(task["test"], task.get("prefix"), task["program"]) if "program" in task else []
+    if shadowed:  # the program rebinds builtins the test reads: in CPython the test reads the program's objects
+        session.refuse(f"the program rebinds {', '.join(shadowed)[:200]} (or did not say), which the test reads")
+    stand_ins = {}
+    for name in task["names"]:
+        what = described.get(name)
+        if what and what[0] == "exc":
+            stand_ins[name] = _exception_class(what[1], None, session.exception_classes, what[3])
+            if "_trl_ext_make" not in stand_ins[name].__dict__:  # one maker per class: the first name calls it
+                type.__setattr__(stand_ins[name], "_trl_ext_make", functools.partial(_make, session, name))
+            continue
+        stand_ins[name] = session.stand_in(name)
+        if what:
+            stand_ins[name].__name__, stand_ins[name].__doc__ = what[1], what[2]
+    return stand_ins
+
+
+def _make(session: Any, name: str, cls: type, args: tuple, kwargs: dict) -> Any:
+    """The test's ``name(*args, **kwargs)`` where ``name`` was described as the program's exception class ``cls``:
+    a call of the program (the sandbox calls what ``name`` is there). Unless it returned an instance of ``cls``
+    (``"made"`` records: the harness writes an exception a call returned as a raised one), the program is not as
+    described: the case fails, as a call of a function described as a class would fail in CPython's test."""
+    made = session.call(name, args, kwargs)
+    if session.pending or isinstance(made, cls):  # a placeholder while results are unknown: the pass goes on
+        return made
+    session.rejected = f"{name}() made no instance of the exception class the program described {name} as"
+    raise session.stop

@@ -20,7 +20,7 @@ STDIO_STATUSES = frozenset({"ok", "timeout", "runtime_error", "memory", "output_
 _STDIO_KEYS = frozenset({"i", "status", "out"})
 _VALUE_KEYS = (frozenset({"i", "ok", "value"}), frozenset({"i", "ok", "value", "upd"}))
 _RAISED_KEYS = frozenset({"i", "ok", "raised"})
-_RAISED_MORE = frozenset({"exc", "upd", "cls", "attrs"})  # each optional
+_RAISED_MORE = frozenset({"exc", "upd", "cls", "attrs", "made"})  # each optional ("made": returned, not raised)
 _MAX_NAME = 64  # an exception class name
 
 
@@ -90,6 +90,7 @@ def _call_core(record: dict, memo: dict) -> dict | None:
         _RAISED_KEYS <= keys <= _RAISED_KEYS | _RAISED_MORE
         and type(record["raised"]) is str
         and record["raised"].isidentifier()
+        and record.get("made", True) is True
     ):
         return record if len(record["raised"]) <= _MAX_NAME and _exception_args(record, memo) else None
     if keys == {"i", "ok", "unencodable"} and record["unencodable"] is True:
@@ -113,7 +114,9 @@ def _exception_args(record: dict, memo: dict) -> bool:
 def _described_names(record: dict) -> list | None:
     """The harness's description of the test's names ({"names": [[name, description], ...]}), checked: a function
     ["fn", __name__, __doc__], an exception class ["exc", chain, builtin base, __doc__], or a builtin name the
-    program rebinds ["shadow"]; None if malformed."""
+    program rebinds ["shadow"] or keeps ["builtin"]; None if malformed. The program wrote it (the harness writes it
+    after the program's module ran, in the same process): the judge makes every kind harmless where it is false
+    (``program_exceptions.stand_ins``)."""
     names = record.get("names") if record.keys() == {"names"} else None
     if type(names) is not list or len(names) > 1000:
         return None
@@ -131,7 +134,7 @@ def _described_names(record: dict) -> list | None:
             return None
         if what[:1] == ["fn"] and len(what) == 3 and program_exceptions._identifier(what[1]):
             continue
-        if what == ["shadow"]:  # a builtin name the program's module binds to another object
+        if what in (["shadow"], ["builtin"]):  # a builtin name the program's module rebinds, or keeps
             continue
         if (
             what[:1] != ["exc"]

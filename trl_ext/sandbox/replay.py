@@ -56,7 +56,7 @@ else:  # the evaluation worker runs this file by its path: the codec is the file
     _contains_pending, _Pending = _pending._contains_pending, _pending._Pending
     _live = _sibling("live")
     LiveObjects, ProgramIterator = _live.LiveObjects, _live.ProgramIterator
-_exception_class, shadowed_reads = _exceptions._exception_class, _exceptions.shadowed_reads
+stand_ins = _exceptions.stand_ins
 _program_exception, exception_details = _exceptions._program_exception, _exceptions.exception_details
 
 _MAX_CALLS = 20000
@@ -106,6 +106,8 @@ class _Session:
     """The stand-ins' shared state for one evaluation. Calls form one ordered sequence, as one interpreter would
     make them (identical calls are not merged: a function may keep state); the k-th result of the last sandbox
     run is used only by the k-th call, and only while this pass has made the same calls in the same order."""
+
+    stop = _Stop
 
     def __init__(self, calls: list[list], results: list[dict]) -> None:
         self.known = [call_key(*call[:4]) for call in calls]
@@ -222,6 +224,8 @@ class _Session:
         number = step[1][0] if step[0] == "" and step[1] in ([step[1][0]], [step[1][0], 0]) else None
         if number not in self.live.generators or number not in self.live.ended or record.get("upd") != []:
             return False
+        if "made" in record:
+            return False
         if record.get("raised") != "StopIteration" and (len(step[1]) == 1 or record.get("ok") is not True):
             return False
         try:
@@ -287,34 +291,16 @@ class _Session:
             raise _Stop from None
         if ok:
             return decoded
+        if record.get("made") is True and name:  # the call returned an exception (the test made one: ``stand_ins``)
+            return _program_exception(raised, name, decoded, details, self.exception_classes)
         if not name:  # the program's iterator ended (or raised: it is then finished too)
             self.live.ended.add(self.calls[-1][1][0])
-        if not name and raised == "StopIteration" and "cls" not in record:
-            raise StopIteration  # a call's StopIteration stays one: PEP 479 acts in the test's generators, as here
+        if not name and raised == "StopIteration" and type(decoded) is not list:  # its value did not cross
+            self.refuse("the program's iterator ended with a value (StopIteration.value) that is no plain data")
         raise _program_exception(raised, name, decoded, details, self.exception_classes)
 
     def _iterator(self, number: int, classes: list | None) -> ProgramIterator:
         return self.live.iterator(number, classes, self.step, self.release)
-
-
-def _stand_ins(session: _Session, task: dict) -> dict[str, Any]:
-    """The test's names for the program's: a function with the program's ``__name__`` and ``__doc__`` that asks
-    for a call, or the stand-in class of a program exception class (``_exception_class``)."""
-    described = {name: what for name, what in task.get("program") or ()}
-    shadowed = shadowed_reads(task["test"], task.get("prefix"), task.get("program") or [])
-    if shadowed:  # the program rebinds builtins the test reads: in CPython the test reads the program's objects
-        session.refuse(f"the program rebinds {', '.join(shadowed)[:200]}, which the test reads")
-    stand_ins = {}
-    for name in task["names"]:
-        what = described.get(name)
-        if what and what[0] == "exc":
-            classes = session.exception_classes
-            stand_ins[name] = _exception_class(what[1], None, classes, what[3])
-            continue
-        stand_ins[name] = session.stand_in(name)
-        if what:
-            stand_ins[name].__name__, stand_ins[name].__doc__ = what[1], what[2]
-    return stand_ins
 
 
 class _Guessed(_Pending):
@@ -386,7 +372,7 @@ def _run_test(task: dict, session: _Session, environment: Any) -> str | None:
             exec(prefix_code, namespace)
         for module in task.get("modules", ()):
             namespace[module] = __import__(module)
-        namespace.update(_stand_ins(session, task))
+        namespace.update(stand_ins(session, task))
         namespace[ASSERT_HOOK] = session.assert_failed
         session.environment = environment
         environment.install()
