@@ -26,8 +26,9 @@ this list) fails with ENOSYS, which libc treats as "not supported here". The cla
 - ``MODE_CHECKED``: a new directory's mode (or umask) that takes read or search away from its owner is refused, so
   the scratch accounting can always list what a run wrote; O_TMPFILE (an invisible file) is refused.
 - ``NO_PROCESS_TARGET``: everything else, reviewed as acting on the caller and its own resources only.
-``fcntl`` is an allow-list of commands (``FCNTL_ALLOWED``: descriptors, flags, locks, seals, pipe size and owner
-queries); ``FCNTL_REFUSED`` gives EPERM and names why: a lease (a run's write lease on a file its uid owns, the
+``fcntl`` is an allow-list of commands (``FCNTL_ALLOWED``: descriptors, flags, lock queries, seals, pipe size and
+owner queries); ``FCNTL_REFUSED`` gives EPERM and names why: a byte-range lock (``F_SETLK``, ``F_OFD_SETLK`` and
+their waiting forms: kernel memory no bound counts; ``flock`` stays), a lease (a run's write lease on a file its uid owns, the
 trainer's Python installation under landlock as non-root, stalls every other process that opens it), dnotify
 (inotify's twin), signal delivery to a chosen process (``F_SETOWN``...), a bigger pipe (``F_SETPIPE_SZ``: pipe buffers
 count towards the bound) and write-life hints on inodes; any other command, and one with bits above the kernel's
@@ -146,15 +147,11 @@ FCNTL_ALLOWED = {
     "F_SETFD": 2,
     "F_GETFL": 3,
     "F_SETFL": 4,
-    "F_GETLK": 5,
-    "F_SETLK": 6,
-    "F_SETLKW": 7,
+    "F_GETLK": 5,  # lock queries take no kernel memory; setting a byte-range lock is refused (FCNTL_REFUSED)
     "F_GETOWN": 9,
     "F_GETSIG": 11,
     "F_GETOWN_EX": 16,  # glibc's F_GETOWN is made of it
     "F_OFD_GETLK": 36,
-    "F_OFD_SETLK": 37,
-    "F_OFD_SETLKW": 38,
     "F_GETLEASE": 1025,
     "F_DUPFD_CLOEXEC": 1030,
     "F_GETPIPE_SZ": 1032,
@@ -170,6 +167,14 @@ IOCTL_ALLOWED |= {name: getattr(termios, name) for name in ("FIOCLEX", "FIONCLEX
 # EPERM; name -> value. Every other command gets ENOSYS (the default): a command the kernel gained later must be
 # reviewed before a run may use it
 FCNTL_REFUSED = {
+    # POSIX and OFD byte-range locks: each lock is a kernel record (file_lock_cache) charged to no memory cgroup
+    # (Linux >= 5.16) and to no process's RSS, and Linux bounds their number by nothing (RLIMIT_LOCKS is
+    # ignored): one run held 1 M locks, 200 MiB of unreclaimable kernel memory, against a 128 MiB bound. flock(2)
+    # stays allowed: one record per open file description, so bounded by nproc x nofile
+    "F_SETLK": 6,
+    "F_SETLKW": 7,
+    "F_OFD_SETLK": 37,
+    "F_OFD_SETLKW": 38,
     "F_SETOWN": 8,  # SIGIO/SIGURG to a chosen pid or process group
     "F_SETSIG": 10,
     "F_SETOWN_EX": 15,
