@@ -95,6 +95,14 @@ def command_parser() -> argparse.ArgumentParser:
         help="seconds a client has to send its whole request (else the connection is dropped or gets 408)",
     )  # fmt: skip
     serve.add_argument(
+        "--header-timeout", dest="header_timeout", type=float, default=5.0,
+        help="seconds a client has to send its request line and headers (idle connections are dropped then)",
+    )  # fmt: skip
+    serve.add_argument(
+        "--max-per-address", dest="per_address", type=int, default=None,
+        help="connections held at once per client address (default: half of those held in all)",
+    )  # fmt: skip
+    serve.add_argument(
         "--secret-env", dest="secret_env", default="TRL_EXT_SANDBOX_SECRET",
         help="environment variable holding the shared secret clients must send (Authorization: Bearer ...); "
         "unset: no secret (a warning when listening beyond 127.0.0.1)",

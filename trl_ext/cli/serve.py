@@ -12,4 +12,5 @@ def run(args: argparse.Namespace) -> None:
     request_bytes = int(args.max_request_mb * (1 << 20))
     secret = os.environ.get(args.secret_env) or None  # never on the command line, where `ps` shows it
     limits = {"max_request_bytes": request_bytes, "read_timeout_s": args.read_timeout, "secret": secret}
+    limits |= {"header_timeout_s": args.header_timeout, "per_address": args.per_address}
     serve(ServeConfig(args.host, args.port, args.workers, args.queue, args.backend, **limits))

@@ -22,13 +22,18 @@ this list) fails with ENOSYS, which libc treats as "not supported here". The cla
   MADV_COLD and MADV_PAGEOUT and the RWF_NOWAIT flag of ``preadv2``/``pwritev2``, checked by argument): the host's
   page cache is shared by all runs, and these let a run evict a page of a file others read, or see whether one is
   cached without changing it. Without them a run can only time its own reads, which narrows the covert channel
-  between programs to one bit per page, set once (docs/sandbox.md, "Known limits").
+  between programs to one bit per page, set once (docs/sandbox.md, "Known limits"). And Landlock's own syscalls:
+  a ruleset and its rules are kernel memory outside every process's (no bound counts them where no memory cgroup
+  exists), and a program has no use for them; every launcher enforces the run's Landlock domain before this
+  filter is loaded (``_confinement.py``'s callers: the landlock launcher, the fork servers' children, the
+  evaluation worker), so refusing them takes nothing from the confinement.
 - ``MODE_CHECKED``: a new directory's mode (or umask) that takes read or search away from its owner is refused, so
   the scratch accounting can always list what a run wrote; O_TMPFILE (an invisible file) is refused.
 - ``NO_PROCESS_TARGET``: everything else, reviewed as acting on the caller and its own resources only.
-``fcntl`` is an allow-list of commands (``FCNTL_ALLOWED``: descriptors, flags, locks, seals, pipe size and owner
-queries); ``FCNTL_REFUSED`` gives EPERM and names why: a lease (a run's write lease on a file its uid owns, the
-trainer's Python installation under landlock as non-root, stalls every other process that opens it), dnotify
+``fcntl`` is an allow-list of commands (``FCNTL_ALLOWED``: descriptors, flags, lock queries, seals, pipe size and
+owner queries); ``FCNTL_REFUSED`` gives EPERM and names why: a byte-range lock (``F_SETLK``, ``F_OFD_SETLK`` and
+their waiting forms: kernel memory no bound counts; ``flock`` stays), a lease (a run's write lease on a file its
+uid owns, the trainer's Python installation under landlock as non-root, stalls every other process that opens it), dnotify
 (inotify's twin), signal delivery to a chosen process (``F_SETOWN``...), a bigger pipe (``F_SETPIPE_SZ``: pipe buffers
 count towards the bound) and write-life hints on inodes; any other command, and one with bits above the kernel's
 32-bit ``cmd`` (the kernel ignores them, so ``F_SETLEASE | 1 << 32`` is ``F_SETLEASE``), fails with ENOSYS.
@@ -88,7 +93,8 @@ DENIED = frozenset(
     mq_timedreceive mq_notify mq_getsetattr setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr
     chmod fchmod fchmodat fchmodat2 chown fchown lchown fchownat utime utimes utimensat futimesat
     inotify_init inotify_init1 inotify_add_watch inotify_rm_watch io_setup io_destroy io_getevents io_submit
-    io_cancel io_pgetevents mincore cachestat fadvise64 readahead""".split()  # noqa: SIM905 - a table, one name per word
+    io_cancel io_pgetevents mincore cachestat fadvise64 readahead landlock_create_ruleset landlock_add_rule
+    landlock_restrict_self""".split()  # noqa: SIM905 - a table, one name per word
 )
 MODE_CHECKED = {"mkdir": 1, "mkdirat": 2}
 NO_PROCESS_TARGET = frozenset(
@@ -109,8 +115,7 @@ NO_PROCESS_TARGET = frozenset(
     sync_file_range epoll_pwait signalfd timerfd_create eventfd timerfd_settime timerfd_gettime accept4
     signalfd4 eventfd2 epoll_create1 dup3 pipe2 preadv pwritev recvmmsg syncfs sendmmsg getcpu renameat2 seccomp
     getrandom execveat membarrier mlock2 copy_file_range pkey_mprotect pkey_alloc pkey_free statx
-    rseq close_range faccessat2 epoll_pwait2 landlock_create_ruleset landlock_add_rule
-    landlock_restrict_self futex_waitv set_mempolicy_home_node map_shadow_stack futex_wake futex_wait
+    rseq close_range faccessat2 epoll_pwait2 futex_waitv set_mempolicy_home_node map_shadow_stack futex_wake futex_wait
     futex_requeue""".split()  # noqa: SIM905 - a table, one name per word
 )
 # checked by argument below: clone (namespace flags, CLONE_PARENT), clone3 (ENOSYS: flags hidden in a struct, libc falls back to
@@ -146,15 +151,11 @@ FCNTL_ALLOWED = {
     "F_SETFD": 2,
     "F_GETFL": 3,
     "F_SETFL": 4,
-    "F_GETLK": 5,
-    "F_SETLK": 6,
-    "F_SETLKW": 7,
+    "F_GETLK": 5,  # lock queries take no kernel memory; setting a byte-range lock is refused (FCNTL_REFUSED)
     "F_GETOWN": 9,
     "F_GETSIG": 11,
     "F_GETOWN_EX": 16,  # glibc's F_GETOWN is made of it
     "F_OFD_GETLK": 36,
-    "F_OFD_SETLK": 37,
-    "F_OFD_SETLKW": 38,
     "F_GETLEASE": 1025,
     "F_DUPFD_CLOEXEC": 1030,
     "F_GETPIPE_SZ": 1032,
@@ -170,6 +171,14 @@ IOCTL_ALLOWED |= {name: getattr(termios, name) for name in ("FIOCLEX", "FIONCLEX
 # EPERM; name -> value. Every other command gets ENOSYS (the default): a command the kernel gained later must be
 # reviewed before a run may use it
 FCNTL_REFUSED = {
+    # POSIX and OFD byte-range locks: each lock is a kernel record (file_lock_cache) charged to no memory cgroup
+    # (Linux >= 5.16) and to no process's RSS, and Linux bounds their number by nothing (RLIMIT_LOCKS is
+    # ignored): one run held 1 M locks, 200 MiB of unreclaimable kernel memory, against a 128 MiB bound. flock(2)
+    # stays allowed: one record per open file description, so bounded by nproc x nofile
+    "F_SETLK": 6,
+    "F_SETLKW": 7,
+    "F_OFD_SETLK": 37,
+    "F_OFD_SETLKW": 38,
     "F_SETOWN": 8,  # SIGIO/SIGURG to a chosen pid or process group
     "F_SETSIG": 10,
     "F_SETOWN_EX": 15,

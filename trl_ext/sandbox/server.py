@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import hmac
+import http.client
 import io
 import ipaddress
 import json
@@ -27,6 +28,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 
 from trl_ext.sandbox import native_payload
@@ -42,7 +44,7 @@ from trl_ext.sandbox.run_code import (
     response_for,
     unavailable_language,
 )
-from trl_ext.sandbox.serve_http import BoundedHTTPServer, DeadlineReader
+from trl_ext.sandbox.serve_http import HEADER_TIMEOUT_S, BoundedHTTPServer, DeadlineReader, http_answer
 
 _SPARE_CONNECTIONS = 32  # threads beyond workers + queue: they answer 429, 400, 401 while the queue is full
 _DRAIN_BYTES = 1 << 20  # an unread body is read and dropped up to this size, so the client gets the answer
@@ -64,9 +66,12 @@ class ServeConfig:
     max_memory_mb: int = 8192
     read_timeout_s: float = 30.0
     secret: str | None = dataclasses.field(default=None, repr=False)
+    header_timeout_s: float = HEADER_TIMEOUT_S
+    per_address: int | None = None  # connections held per client address; None: half the held places
 
     def __post_init__(self) -> None:
-        for name in ("workers", "queue", "max_request_bytes", "max_timeout_s", "max_memory_mb", "read_timeout_s"):
+        positive = ("workers", "queue", "max_request_bytes", "max_timeout_s", "max_memory_mb", "read_timeout_s")
+        for name in (*positive, "header_timeout_s", *(("per_address",) if self.per_address is not None else ())):
             if not getattr(self, name) > 0:
                 raise ValueError(
                     f"sandbox-serve `--{name.replace('_', '-')}` must be > 0, got {getattr(self, name)!r}."
@@ -211,7 +216,34 @@ def make_server(config: ServeConfig, backend: Backend | None = None) -> BoundedH
                 return self._reply(500, {"detail": "internal error of the execution service"})
             self._reply(200, reply)
 
-    return BoundedHTTPServer((config.host, config.port), Handler, config.connections, config.read_timeout_s)
+    timeouts = (config.read_timeout_s, config.header_timeout_s)
+    return BoundedHTTPServer(
+        (config.host, config.port), Handler, config.connections, *timeouts, config.per_address, _screen(expected)
+    )
+
+
+_OPEN_PATHS = (b"/health", b"/v1/ping")  # load balancers' probes: answered without the secret
+_UNAUTHORIZED = http_answer(401, "Unauthorized", "a valid `Authorization: Bearer <secret>` header is required")
+
+
+def _screen(expected: bytes | None) -> Callable[[bytes], bytes | None] | None:
+    """With a secret, the header gate's check of a request's head: 401 at once, before any thread or place is
+    taken, for every request but the open probes that lacks ``Authorization: <expected>``."""
+    if expected is None:
+        return None
+
+    def screen(head: bytes) -> bytes | None:
+        line, _, rest = head.partition(b"\n")
+        method, _, target = line.partition(b" ")
+        if method == b"GET" and target.split(b" ", 1)[0] in _OPEN_PATHS:
+            return None
+        try:
+            given = http.client.parse_headers(io.BytesIO(rest)).get("Authorization") or ""
+        except (http.client.HTTPException, ValueError):  # too many or malformed headers: not shown the secret
+            return _UNAUTHORIZED
+        return None if hmac.compare_digest(given.encode("utf-8", "replace"), expected) else _UNAUTHORIZED
+
+    return screen
 
 
 def _execute(runner: Backend, request: RunRequest, running: threading.Semaphore) -> dict:

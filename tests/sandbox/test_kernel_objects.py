@@ -1,0 +1,98 @@
+"""Class 6, kernel objects no memory bound counts (outside red team, round 8): byte-range locks and Landlock
+rulesets are refused to runs, on every backend (bwrap, landlock, remote -> sandbox-serve; landlock as uid 1000
+through ``tests/sandbox/test_container_landlock.py``)."""
+
+import errno
+import json
+
+from trl_ext.sandbox import Limits, run
+
+from .._backends import EACH_BACKEND, sandbox_backend, sandbox_server  # noqa: F401
+
+LIMITS = Limits(timeout_s=10.0)
+
+_LOCKS = """
+import fcntl, json, os, sqlite3, struct
+out = {}
+fd = os.open("data", os.O_RDWR | os.O_CREAT)
+os.write(fd, b"x" * 4096)
+whole = struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 1, 0)
+for name in ("F_SETLK", "F_SETLKW", "F_OFD_SETLK", "F_OFD_SETLKW"):
+    try:
+        fcntl.fcntl(fd, getattr(fcntl, name), whole)
+        out[name] = 0
+    except OSError as e:
+        out[name] = e.errno
+taken = 0
+for offset in range(0, 20000, 2):  # what held 1 M kernel records per run before: every other byte, never merged
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 4096 - offset)
+        taken += 1
+    except OSError as e:
+        out["lockf"] = e.errno
+out["taken"] = taken
+query = fcntl.fcntl(fd, fcntl.F_GETLK, whole)
+out["getlk"] = struct.unpack("hhqqi", query)[0] == fcntl.F_UNLCK
+ofd = struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 1, 0)
+out["ofd_getlk"] = struct.unpack("hhqqi", fcntl.fcntl(fd, fcntl.F_OFD_GETLK, ofd))[0] == fcntl.F_UNLCK
+fcntl.flock(fd, fcntl.LOCK_EX)
+fcntl.flock(fd, fcntl.LOCK_UN)
+out["flock"] = True
+db = sqlite3.connect(":memory:")
+db.execute("create table t (x)")
+db.execute("insert into t values (42)")
+out["memory_db"] = db.execute("select x from t").fetchone()[0]
+try:
+    on_disk = sqlite3.connect("file.db")
+    on_disk.execute("create table t (x)")
+    on_disk.commit()
+    out["file_db"] = "ok"
+except sqlite3.Error as e:
+    out["file_db"] = type(e).__name__
+print(json.dumps(out))
+"""
+
+
+@EACH_BACKEND
+def test_byte_range_locks_are_refused_and_queries_flock_and_memory_databases_work():
+    # Each POSIX/OFD lock is a kernel record charged to no memory cgroup and no process: 1 M of them held 200 MiB
+    # of unreclaimable memory against a 128 MiB bound, status ok, on every backend.
+    result = run(_LOCKS, limits=LIMITS)
+    assert result.status == "ok", result.stderr
+    got = json.loads(result.stdout)
+    assert {name: got[name] for name in ("F_SETLK", "F_SETLKW", "F_OFD_SETLK", "F_OFD_SETLKW")} == dict.fromkeys(
+        ("F_SETLK", "F_SETLKW", "F_OFD_SETLK", "F_OFD_SETLKW"), errno.EPERM
+    )
+    assert (got["taken"], got["lockf"]) == (0, errno.EPERM)
+    assert got["getlk"] is True and got["ofd_getlk"] is True and got["flock"] is True
+    assert got["memory_db"] == 42
+    assert got["file_db"] == "OperationalError"  # sqlite3 on a file needs byte-range locks (docs/sandbox.md)
+
+
+_LANDLOCK = """
+import ctypes, json
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def call(number, *args):
+    ctypes.set_errno(0)
+    result = libc.syscall(ctypes.c_long(number), *[ctypes.c_long(a) for a in args])
+    return ctypes.get_errno() if result == -1 else 0
+attr = (ctypes.c_uint64 * 3)(1, 0, 0)  # handled_access_fs = EXECUTE: a valid ruleset, were it allowed
+print(json.dumps({
+    "version": call(444, 0, 0, 1),  # landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    "create": call(444, ctypes.addressof(attr), 24, 0),
+    "add_rule": call(445, -1, 1, 0, 0),
+    "restrict_self": call(446, -1, 0),
+}))
+"""
+
+
+@EACH_BACKEND
+def test_landlock_syscalls_are_refused_to_programs():
+    # Rulesets and rules are kernel memory: without a memory cgroup (every non-root backend) 6 children building
+    # rulesets held +121 MiB of unreclaimable memory in 60 s against a 128 MiB bound, and only the CPU rate kept
+    # them under it. The run's own domain is enforced before the filter is loaded, so nothing needs them.
+    result = run(_LANDLOCK, limits=LIMITS)
+    assert result.status == "ok", result.stderr
+    got = json.loads(result.stdout)
+    assert got == dict.fromkeys(("version", "create", "add_rule", "restrict_self"), errno.EPERM)
