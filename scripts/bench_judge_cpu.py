@@ -8,7 +8,8 @@ each is kept, since a shared machine's load only ever adds CPU time):
 - graded: HumanEval-style problems (``bench_code_grading.humaneval_like``: 4 completions each, 7 asserts) graded by
   ``CodeTests`` on assert specs: CPU seconds (user + system) per graded program of the whole process tree (the
   judge's threads, the evaluation workers and their forked evaluations, the sandbox and the programs) and of the
-  evaluation workers' trees alone;
+  evaluation workers' trees alone, and the tree's page faults per program (most are copies of a forked
+  interpreter's pages; a count, which a loaded machine does not inflate as it does CPU time);
 - per call: the evaluation worker's cost of one call of the program: a test of 200 asserts with every result known,
   evaluated again and again by the checkout's evaluation worker (unconfined here: the same process, audit hook,
   watched modules and fork per evaluation as under bubblewrap): the worker's CPU microseconds (its forked
@@ -31,23 +32,33 @@ _HERE = Path(__file__).resolve().parent
 _MANY = 200  # asserts of the per-call test
 
 
-def _tree_cpu(pid: int) -> float:
-    """CPU seconds of ``pid`` and every descendant alive now, with the children each has reaped (Linux /proc)."""
+def _tree_sum(pid: int, fields_at: tuple[int, ...]) -> int:
+    """The sum of the /proc stat fields ``fields_at`` of ``pid`` and every descendant alive now (Linux)."""
     total, todo = 0, [pid]
     while todo:
         current = todo.pop()
         try:
             fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
-            total += sum(int(fields[k]) for k in (11, 12, 13, 14))  # utime stime cutime cstime
+            total += sum(int(fields[k]) for k in fields_at)
             for task in os.listdir(f"/proc/{current}/task"):
                 todo += [int(c) for c in Path(f"/proc/{current}/task/{task}/children").read_text().split()]
         except (OSError, IndexError, ValueError):  # gone meanwhile
             continue
-    return total / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds of ``pid`` and its descendants, with the children each has reaped (utime stime cutime cstime)."""
+    return _tree_sum(pid, (11, 12, 13, 14)) / os.sysconf("SC_CLK_TCK")
+
+
+def _tree_faults(pid: int) -> int:
+    """Page faults of ``pid`` and its descendants, with the children each has reaped (minflt cminflt)."""
+    return _tree_sum(pid, (7, 8))
 
 
 def _graded(problems: int) -> dict[str, float]:
-    """CPU ms per graded program: whole tree, evaluation workers."""
+    """CPU ms per graded program (whole tree, evaluation workers) and the tree's page faults per program."""
     sys.path.insert(0, str(_HERE))
     from bench_code_grading import humaneval_like  # noqa: PLC0415 - this directory
 
@@ -60,12 +71,17 @@ def _graded(problems: int) -> dict[str, float]:
     reward([c for _, c in batch[:8]], tests=specs[:8])  # start the sandbox and the evaluation workers
     judge._first_pass.cache_clear()
     workers = judge.EVALUATORS._pool.pids()
-    tree, pool = _tree_cpu(os.getpid()), sum(_tree_cpu(pid) for pid in workers)
+    tree, pool, faults = _tree_cpu(os.getpid()), sum(_tree_cpu(pid) for pid in workers), _tree_faults(os.getpid())
     scores = reward([c for _, c in batch], tests=specs)
     tree, pool = _tree_cpu(os.getpid()) - tree, sum(_tree_cpu(pid) for pid in workers) - pool
+    faults = _tree_faults(os.getpid()) - faults
     assert judge.EVALUATORS._pool.pids() == workers, "an evaluation worker was replaced during the timing"
     assert sum(score == 1.0 for score in scores) == 2 * problems, scores  # two right completions per problem
-    return {"tree ms/program": 1000 * tree / len(batch), "evaluation workers ms/program": 1000 * pool / len(batch)}
+    return {
+        "tree ms/program": 1000 * tree / len(batch),
+        "evaluation workers ms/program": 1000 * pool / len(batch),
+        "tree page faults/program": faults / len(batch),
+    }
 
 
 def _per_call(evaluations: int) -> float:

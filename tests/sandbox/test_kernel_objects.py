@@ -4,6 +4,7 @@ through ``tests/sandbox/test_container_landlock.py``)."""
 
 import errno
 import json
+import os
 
 from trl_ext.sandbox import Limits, run
 
@@ -96,3 +97,50 @@ def test_landlock_syscalls_are_refused_to_programs():
     assert result.status == "ok", result.stderr
     got = json.loads(result.stdout)
     assert got == dict.fromkeys(("version", "create", "add_rule", "restrict_self"), errno.EPERM)
+
+
+_EPOLL = """
+import asyncio, ctypes, json, os, selectors
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+async def echo():
+    r, w = os.pipe()
+    loop = asyncio.get_running_loop()
+    got = loop.create_future()
+    loop.add_reader(r, lambda: got.done() or got.set_result(os.read(r, 5)))
+    os.write(w, b"hello")
+    return (await asyncio.wait_for(got, 5)).decode()
+def waited():
+    r, w = os.pipe()
+    os.write(w, b"x")
+    with selectors.DefaultSelector() as selector:
+        selector.register(r, selectors.EVENT_READ)
+        return [key.fd for key, _ in selector.select(5)] == [r]
+try:
+    echoed = asyncio.run(echo())
+except OSError as e:
+    echoed = type(e).__name__
+ctypes.set_errno(0)
+made = libc.syscall(ctypes.c_long(291), ctypes.c_long(0))  # epoll_create1(0), past Python's select module
+print(json.dumps({
+    "epoll_create1": ctypes.get_errno() if made == -1 else 0,
+    "selector": type(selectors.DefaultSelector()).__name__,
+    "waited": waited(),
+    "asyncio": echoed,
+}))
+"""
+
+
+@EACH_BACKEND
+def test_epoll_only_where_each_run_has_its_own_uid_and_selectors_work_everywhere():
+    # Epoll watches are a per-uid kernel budget: behind a non-root sandbox-serve one run's 6 M watches made every
+    # epoll_ctl of the uid fail (the service dropped every new connection). Where runs share the uid they get no
+    # epoll instance; selectors (and asyncio, where socketpair is allowed) fall back to poll.
+    result = run(_EPOLL, limits=LIMITS)
+    assert result.status == "ok", result.stderr
+    got = json.loads(result.stdout)
+    own_uid = os.geteuid() == 0  # root: every run has a sandbox uid of its own (the remote service runs as root here)
+    expected = (0, "EpollSelector") if own_uid else (errno.EPERM, "PollSelector")
+    assert (got["epoll_create1"], got["selector"], got["waited"]) == (*expected, True)
+    # asyncio's loop needs socketpair, allowed only with a memory cgroup (root here; class 6): with it, it runs
+    assert got["asyncio"] == ("hello" if own_uid else "PermissionError")

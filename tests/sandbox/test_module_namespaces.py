@@ -5,6 +5,9 @@ the module back before the call. Never a pass for a program plain CPython fails.
 
 from __future__ import annotations
 
+import pytest
+
+from tests.sandbox.assert_path import grade_asserts
 from tests.sandbox.test_test_environment import cpython_passes
 from trl_ext.sandbox import Limits, run_tests
 
@@ -28,6 +31,23 @@ PATCHED = [  # CPython fails each: the patch reaches the program's code
     "import sys, types\nsys.modules['heapq'] = types.SimpleNamespace(nsmallest=lambda n, xs: [9])\n"
     "assert smallest([4, 2]) == 2",
 ]
+# a loaded module the test's globals never name, patched by a write that bypasses attribute assignment (red team
+# R8-10: a test forbidding heapq passed a program using it); CPython fails each
+HEAPQ = "import heapq\ndef f(xs):\n    h = []\n    for x in xs:\n        heapq.heappush(h, x)\n    return h\n"
+BOOM = "def boom(*a):\n    raise AssertionError('heapq is not allowed')\n"
+UNNAMED = [
+    BOOM + "vars(__import__('heapq'))['heappush'] = boom\nassert f([3, 1, 2]) == [1, 3, 2]",
+    BOOM
+    + "import types\ntypes.ModuleType.__setattr__(__import__('heapq'), 'heappush', boom)\nassert f([2, 1]) == [1, 2]",
+    BOOM + "import sys\nsys.modules['heapq'].__dict__.update(heappush=boom)\nassert f([2, 1]) == [1, 2]",
+    BOOM + "def g():\n    vars(__import__('heapq'))['heappush'] = boom\ng()\nassert f([2, 1]) == [1, 2]",
+]
+UNNAMED_PUT_BACK = [  # the same writes undone before the call: judged as usual, both ways
+    "h = vars(__import__('heapq'))\nold = h['heappush']\nh['heappush'] = None\nh['heappush'] = old\n"
+    "assert f([2, 1]) == [1, 2]",
+    "h = vars(__import__('heapq'))\nold = h['heappush']\nh['heappush'] = None\nh['heappush'] = old\n"
+    "assert f([2, 1]) == [2, 1]",
+]
 PUT_BACK = [  # the module is as loaded again when the program runs: judged as usual
     "import builtins\nfrom unittest import mock\nwith mock.patch.dict(builtins.__dict__, {'max': None}):\n"
     "    pass\nassert biggest([1, 3]) == 3",
@@ -47,3 +67,13 @@ def test_a_module_patched_through_its_namespace_is_refused():
         assert "the program may" in report.detail
     for test in PUT_BACK:
         assert run_tests(PROGRAM, {"kind": "assert", "code": test}, limits=FAST).all_passed, test
+
+
+@pytest.mark.parametrize("launch", [("bwrap", "0"), ("landlock", "1")], ids=["bwrap-0", "landlock-1"])
+def test_an_unnamed_loaded_module_patched_past_attribute_assignment_is_refused(launch, monkeypatch):
+    assert not any(cpython_passes(HEAPQ, test) for test in UNNAMED)
+    assert [cpython_passes(HEAPQ, test) for test in UNNAMED_PUT_BACK] == [True, False]
+    tests = UNNAMED + UNNAMED_PUT_BACK
+    scores, outcomes = grade_asserts(launch, [HEAPQ] * len(tests), tests, monkeypatch)
+    assert scores == [0.0] * len(UNNAMED) + [1.0, 0.0], list(zip(tests, scores))
+    assert outcomes["code_tests/unsupported_test"] == len(UNNAMED) / len(tests)

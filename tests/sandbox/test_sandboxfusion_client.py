@@ -117,3 +117,35 @@ def test_a_sandbox_failure_is_sandbox_error_and_infra_error_never_zero():
             _run(address, code="print(1)", language="python")
         result = RemoteBackend(address, retries=0).launch({"mode": "script", "code": "print(1)"}, b"", Limits())
     assert result.status == "infra_error" and result.exit_code is None
+
+
+_OVER_THE_CAP = """
+import sys
+line = "0123456789abcdef" * 4 + "\\n"  # 65 bytes
+for i in range(2 * 16384):  # ~2 MiB in all, past SandboxFusion's 1 MiB
+    sys.stdout.write(f"{i:08d}" + line)
+sys.stdout.flush()
+sys.exit(EXIT)
+"""
+
+
+@pytest.mark.parametrize(("exit_code", "status"), [(0, RunStatus.Success), (3, RunStatus.Failed)])
+def test_output_over_the_cap_keeps_its_first_mib_and_the_programs_exit(url, exit_code, status):
+    # SandboxFusion's runner keeps the first 1 MiB of stdout and lets the program run on: the answer is the
+    # program's own exit (Success for 0), never a kill's -9 (red team round 8 found Failed, -9 and 1.125 MiB)
+    done = _run(url, code=_OVER_THE_CAP.replace("EXIT", str(exit_code)), language="python")
+    expected = "".join(f"{i:08d}" + "0123456789abcdef" * 4 + "\n" for i in range(16200))[: 1 << 20]
+    assert (done.status, done.run_result.status, done.run_result.return_code) == (
+        status,
+        CommandRunStatus.Finished,
+        exit_code,
+    )
+    assert len(done.run_result.stdout) == 1 << 20 and done.run_result.stdout == expected
+
+
+def test_a_run_stopped_for_its_output_never_answers_a_kill_as_its_exit():
+    from trl_ext.sandbox._process import RunResult
+    from trl_ext.sandbox.run_code import response_for
+
+    run = response_for(RunResult("output_limit", "x" * 10, "", -9, 0.5))["run_result"]
+    assert (run["status"], run["return_code"], run["trl_ext_status"]) == ("Finished", None, "output_limit")

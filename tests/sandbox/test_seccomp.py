@@ -38,7 +38,7 @@ def test_every_syscall_of_the_table_is_classified_once():
     assert sorted(set(table) - seccomp.classified()) == []  # a new syscall must be reviewed and classified
     groups = [set(seccomp.TARGETS_SELF_ONLY), set(seccomp.WHICH_WHO), seccomp.KERNEL_CONFINED, seccomp.DENIED]
     groups += [set(seccomp.MODE_CHECKED), seccomp.NO_PROCESS_TARGET, seccomp.ARGUMENT_CHECKED]
-    groups += [seccomp.CGROUP_ONLY]
+    groups += [seccomp.CGROUP_ONLY, seccomp.OWN_UID_ONLY]
     assert all(not a & b for a, b in itertools.combinations(groups, 2))
     acting = {"prlimit64", "sched_setaffinity", "setpriority", "ioprio_set", "migrate_pages", "move_pages", "kcmp"}
     acting |= {"pidfd_open", "pidfd_getfd", "pidfd_send_signal", "process_vm_readv", "process_vm_writev", "ptrace"}

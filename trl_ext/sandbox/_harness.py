@@ -147,6 +147,20 @@ class _WrapOnImport:
         return spec
 
 
+def _poll_where_epoll_is_refused():
+    """Where the filter refuses epoll (runs that share their uid: ``seccomp.OWN_UID_ONLY``), remove
+    ``select.epoll`` before the program runs: ``selectors.DefaultSelector`` is then ``PollSelector``, which asyncio
+    uses too, so programs that wait on descriptors still work."""
+    import select
+
+    try:
+        select.epoll().close()
+    except OSError:
+        del select.epoll
+        if "selectors" in sys.modules:  # imported before (a fork server's preloads): its choice is made already
+            sys.modules["selectors"].DefaultSelector = sys.modules["selectors"].PollSelector
+
+
 def _runtime_code(runtime):
     if runtime.get("tag") == sys.implementation.cache_tag + " " + sys.version:
         return marshal.loads(binascii.a2b_base64(runtime["bytecode"]))
@@ -166,6 +180,7 @@ def _main(runtime=None, confine=None):
         confine()
     _apply_limits(payload["limits"], payload["uid"])
     _note_refusals()
+    _poll_where_epoll_is_refused()
     out_fd = os.dup(1)  # private copy: the program may close or redirect fd 1
     os.set_inheritable(out_fd, False)
     os.write(ready_fd, b"ready")

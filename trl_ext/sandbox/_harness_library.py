@@ -114,7 +114,7 @@ def _library_text(value, kind, depth):
         return '{"g": ' + _encode_items(items, depth) + "}"
     if kind is _ARRAY:
         return '{"ar": [' + _json_str(value.typecode) + "," + _encode_items(value.tolist(), depth) + "]}"
-    if kind is memoryview and value.ndim == 1 and value.format in _ARRAY_CODES:  # rebuilt over an array
+    if kind is memoryview and value.ndim == 1 and value.format in _ARRAY_CODES and _type(value.obj) is bytes:
         return '{"mv": [' + _json_str(value.format) + "," + _encode_items(value.tolist(), depth) + "]}"
     if value is Ellipsis:
         return '{"E": "..."}'

@@ -27,6 +27,7 @@ if False:  # never runs: ``judge.harness_runtime`` compiles the three files as o
 
 _ORIGINAL_BUILTINS = dict(vars(builtins))  # as the harness found them, before the program ran
 _MAX_CHAIN = 16  # program exception classes between a raised one and its builtin base
+_CUT = []  # set while an exception's attributes are written: a chain past their depth, or notes, was met
 # class members that change nothing a stand-in class could get wrong (a class with others is "own": see the judge)
 _PLAIN_MEMBERS = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__"})
 _ATTRIBUTES = (  # what CPython's builtin exceptions hold beyond their args, by the class that holds it
@@ -168,10 +169,13 @@ def _exception_extra(exc):
     text = "" if _builtin(kind) else ', "cls": ' + _chain_or_unknown(kind)
     global _SEEN
     seen, _SEEN = _SEEN, {}  # numbered on their own: the judge decodes them alone (the run's numbering stays)
+    del _CUT[:]
     try:
         attributes = _attributes(exc, kind, bool(text), 0)
     finally:
         _SEEN = seen
+    if _CUT:  # the judge would rebuild a shorter chain, or no notes: no plain data (its case fails), never a pass
+        raise TypeError("an exception chain deeper than 4, or an exception with notes")
     return text + (', "attrs": ' + attributes if attributes != '{"d": []}' else "")
 
 
@@ -191,6 +195,10 @@ def _attributes(exc, kind, program_class, depth):
     if program_class:  # what its __init__ stored (``self.code = 7``): name/value tuples (tuples are never numbered)
         pairs.append(_attribute("__dict__", _instance_attributes, exc, kind))
     cause, context = (BaseException.__dict__[name].__get__(exc) for name in ("__cause__", "__context__"))
+    if "__notes__" in BaseException.__dict__["__dict__"].__get__(exc) or (
+        depth >= 4 and (cause is not None or context is not None)
+    ):
+        _CUT.append(depth)
     if depth < 4:
         pairs.append(_attribute("__cause__", lambda e, k: _Nested(cause), exc, depth))
         same = context is cause and cause is not None  # one object (raise ... from inside its except)

@@ -84,7 +84,9 @@ def _encode(value, depth=0):
         return _int_repr(value)
     if kind is float:
         if value != value:  # each NaN object by its number in the run (`[x] == [x]` holds for one object only)
-            return '{"nan": [' + _int_repr(_number(_NANS, value)) + ',"' + _nan_bits(value) + '"]}'  # and its bits
+            number = _number(_NANS, value)
+            _NAN_OBJECTS[number] = value  # by number too: the test may pass it back as an argument
+            return '{"nan": [' + _int_repr(number) + ',"' + _nan_bits(value) + '"]}'  # and its bits
         if value in (_INF, -_INF):
             return '{"f": "' + ("inf" if value > 0 else "-inf") + '"}'
         return _float_repr(value)
@@ -200,14 +202,23 @@ def _factory(factory, depth):
     anew from its plain data on every missing key; null when there is none or its value is no plain data."""
     if factory in _FACTORIES:
         return '"' + factory.__name__ + '"'
+    if factory is None:
+        return "null"
     global _SEEN
     seen, _SEEN = _SEEN, {}  # the judge decodes the value alone, once per missing key: numbered on its own
     try:
-        return "null" if factory is None else '{"v": ' + _encode(factory(), depth + 1) + "}"
+        made, again = factory(), factory()
+        text = _encode(made, depth + 1)
     except BaseException:  # noqa: B036 - the program's factory failed: the dict keeps no factory
         return "null"
     finally:
         _SEEN = seen
+    if made is again and _type(made) not in _SCALARS:  # one object for every missing key (a change to one shows
+        raise TypeError("a defaultdict factory returning one shared object")  # in all): no plain data
+    return '{"v": ' + text + "}"
+
+
+_SCALARS = (int, float, complex, str, bytes, bool, _type(None))
 
 
 def _value_base(kind):
@@ -277,7 +288,7 @@ _BASE_COPY = {  # the exact base value of a subclass instance, read from its sto
 }
 # NaN objects and returned containers seen in this run (kept alive: ids stay theirs); the lists, dicts and sets of
 # the record being written, {id: (number, object)} (see _call_record)
-_NANS, _OBJECTS, _KEEP, _SEEN = {}, {}, [], {}
+_NANS, _OBJECTS, _KEEP, _SEEN, _NAN_OBJECTS = {}, {}, [], {}, {}  # and the NaNs by number
 
 
 def _decode_call(args, kwargs, made):
@@ -319,13 +330,25 @@ def _decode(value, made):
         return complex(_decode(inner[0], made), _decode(inner[1], made))
     if tag == "f":
         return float(inner)
-    if tag == "nb":  # a NaN with its sign and payload
-        return _struct.unpack(">d", bytes.fromhex(inner))[0]
+    if tag == "nb":  # a NaN with its sign and payload; in an assert test's run [bits, its number]: one object
+        return _nan_argument(inner) if _type(inner) is list else _struct.unpack(">d", bytes.fromhex(inner))[0]
     if tag == "i":
         return int(inner, 16)
     if tag == "u":  # a str holding surrogates (``plain_encode``): its runs and code points, joined
         return _str_join("", [part if _type(part) is str else _chr(part) for part in inner])
     raise ValueError("unknown tag " + repr(tag))
+
+
+def _nan_argument(inner):
+    """The NaN object of number ``inner[1]`` in the run (one the program returned, or one of the test's, numbered
+    below 0 by the judge), made from its bits where first met: returned again, it is the test's same object."""
+    bits, number = inner
+    known = _NAN_OBJECTS.get(number)
+    if known is None:
+        known = _NAN_OBJECTS[number] = _struct.unpack(">d", bytes.fromhex(bits))[0]
+        _NANS[id(known)] = number
+        _KEEP.append(known)
+    return known
 
 
 def _decode_library(tag, inner, made):

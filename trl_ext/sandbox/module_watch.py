@@ -3,9 +3,9 @@ before every call, a test that has changed a module the program's own code may r
 written directly, a module replaced in ``sys.modules``) and not put it back is refused, as the sandboxed program
 cannot see the change that one interpreter would show it.
 
-Each check costs O(1) a call while nothing changed: a module's attribute assignment is noted by ``_Watched``; a
-namespace (``builtins``, the modules the test's globals name) and ``sys.modules`` are compared entry by entry only
-when their dict's version moved (``dict_versions.py``: every way of changing a dict moves it, C code included),
+Each check costs O(1) a call while nothing changed (one C comparison of every loaded module's namespace version):
+a module's attribute assignment is noted by ``_Watched``; a namespace (every module loaded before the evaluation,
+those the test's globals name) and ``sys.modules`` are compared entry by entry only when their dict's version moved (``dict_versions.py``: every way of changing a dict moves it, C code included),
 and a namespace found as it should be is not compared again until its version moves again. Where versions cannot
 be read, every call compares every entry.
 
@@ -89,6 +89,10 @@ _MODULE_VERSIONS: dict[int, tuple[Any, int]] = {}
 _MODULES_VERSION: list = [None, None, None]  # [sys.modules as remembered, a view of its version, that version]
 # (name, module) of sys.modules as remembered where the module is watched for good (or never is): not scanned again
 _SETTLED: set[tuple[str, Any]] = set()
+# every module remembered but ``_UNCHECKED``: [modules], [views of their namespaces' versions] (None: versions
+# cannot be read here), [the versions as remembered]; compared before every call (``ModuleChecks._check_loaded``)
+_LOADED: list = [[], None, []]
+_VALUE = operator.attrgetter("value")
 
 
 def remember_modules() -> None:
@@ -111,6 +115,14 @@ def remember_modules() -> None:
                 _MODULE_VERSIONS[id(module)] = (view, view.value)
     view = _view(sys.modules)
     _MODULES_VERSION[:] = [sys.modules, view, view and view.value]
+    loaded = [
+        m for name, m in _PRISTINE_MODULES.items() if name not in _UNCHECKED and _isinstance(m, types.ModuleType)
+    ]
+    views = [_MODULE_VERSIONS.get(id(module), (None,))[0] for module in loaded]
+    if None in views:  # versions cannot be read: every entry of every module is compared before every call
+        _LOADED[:] = [loaded, None, []]
+    else:
+        _LOADED[:] = [loaded, views, list(map(_VALUE, views))]
 
 
 def remembered() -> bool:
@@ -177,6 +189,9 @@ class ModuleChecks:
         self.modules: list[types.ModuleType] = []  # builtins and the modules the test's globals name
         self.clean: dict[int, tuple[Any, int]] = {}  # id(module) -> (module, version of its namespace found clean)
         self.namespace_view = _view(namespace)  # one per evaluation: read without an id() (see _MODULE_VERSIONS)
+        # ``_LOADED``'s versions as this evaluation began (before the test's prefix ran; changes an earlier
+        # evaluation of this process left are not this test's), each moved on to one found clean since
+        self.loaded_versions = list(map(_VALUE, _LOADED[1])) if _LOADED[1] is not None else []
 
     def start(self, ours: set[tuple[int, str]], modules_before: int | None) -> None:
         """``ours``: (id(owner), name) the evaluation patched; ``modules_before``: the version of ``sys.modules``
@@ -185,6 +200,8 @@ class ModuleChecks:
         _TOUCHED.clear()
         if not remembered():  # not in a worker that remembered them before forking: as the evaluation found them
             remember_modules()
+        if _len(self.loaded_versions) != _len(_LOADED[0]):  # remembered only now: as they are now
+            self.loaded_versions = list(_LOADED[2])
         as_remembered = modules_before is not None and modules_before == _MODULES_VERSION[2]
         if as_remembered and len(_SETTLED) == len(_PRISTINE_MODULES):  # all watched for good: no scan to make
             self.scanned, self.modules_version = True, modules_version_now()
@@ -265,6 +282,28 @@ class ModuleChecks:
                 raise Unsupported(f"the test changed {where}.{changed[0]}, which the program may use")
             if version is not None:
                 self.clean[_id(module)] = (module, version)
+        self._check_loaded()
+
+    def _check_loaded(self) -> None:
+        """The same for every module loaded before the evaluation (``_LOADED``), named by the test or not: a
+        write that bypasses ``_Watched`` (``vars(__import__('heapq'))[...]``, ``types.ModuleType.__setattr__``,
+        ``sys.modules[m].__dict__.update``) moves its namespace's version (red team R8-10: a test forbidding
+        ``heapq`` that patched it so passed a program using it). One C comparison a call while none moved."""
+        modules, views, _ = _LOADED
+        if views is None:
+            moved = range(_len(modules))
+        else:
+            now = list(map(_VALUE, views))
+            if now == self.loaded_versions:
+                return
+            moved = [k for k, (a, b) in enumerate(zip(now, self.loaded_versions)) if a != b]
+        for k in moved:
+            changed = _changed_names(modules[k], self.ours)
+            if changed:
+                where = _getattr(modules[k], "__name__", "a module")
+                raise Unsupported(f"the test changed {where}.{changed[0]}, which the program may use")
+            if views is not None:
+                self.loaded_versions[k] = now[k]
 
     def namespace_version_now(self) -> int | None:
         """The version of the test's globals now: equal readings mean no change in between; None: cannot tell."""

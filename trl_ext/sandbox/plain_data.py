@@ -309,14 +309,9 @@ def _decode_tagged(tag: str, inner: Any, depth: int, memo: dict) -> Any:
         if at < len(refs) and refs[at] is after:
             refs[at] = mine
         return mine
-    if (
-        tag == "nan"
-        and type(inner) is list
-        and len(inner) == 2
-        and type(inner[0]) is int
-        and 0 <= inner[0] <= _MAX_ITEMS
-    ):
-        return memo.setdefault("nans", {}).setdefault(inner[0], nan_of(inner[1]))  # one object per NaN of the run
+    if tag == "nan" and type(inner) is list and len(inner) == 2 and type(inner[0]) is int and abs(inner[0]) < 1 << 20:
+        # one object per NaN of the run (below 0: one the test passed, ``plain_encode._nan_number``)
+        return memo.setdefault("nans", {}).setdefault(inner[0], nan_of(inner[1]))
     if tag == "dec" and type(inner) is str and len(inner) <= _MAX_HEX_DIGITS and "s" not in inner.lower():
         return decimal.Decimal(inner)  # exact; never a signalling NaN (comparing one raises)
     if tag == "dd" and type(inner) is list and len(inner) == 2:
@@ -329,7 +324,7 @@ def _decode_tagged(tag: str, inner: Any, depth: int, memo: dict) -> Any:
         return collections.defaultdict(factory, _pairs(inner[1], depth, memo))
     if tag in ("ar", "mv") and type(inner) is list and len(inner) == 2 and inner[0] in _ARRAY_CODES[tag]:
         items = array.array(inner[0], _items(inner[1], depth, memo))
-        return items if tag == "ar" else memoryview(items)
+        return items if tag == "ar" else memoryview(items.tobytes()).cast(inner[0])  # over bytes: read-only
     if tag == "sub" and type(inner) is list and len(inner) == 3:  # a subclass instance: its class, texts, value
         texts, value = _items(inner[1], depth, memo), decode(inner[2], depth, memo)
         return subclass_value(memo.get("classes"), inner[0], texts, value, _MAX_CLASSES)

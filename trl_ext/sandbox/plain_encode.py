@@ -42,7 +42,10 @@ def encode(value: Any, depth: int = 0, graph: tuple[dict, list] | None = None, b
     if kind is int:
         return value if value.bit_length() <= _BIG_INT_BITS else {"i": format(value, "x")}
     if kind is float:
-        return value if math.isfinite(value) else {"nb": nan_bits(value)} if value != value else {"f": repr(value)}
+        if math.isfinite(value) or value == value:
+            return value if math.isfinite(value) else {"f": repr(value)}
+        nans = graph[0].get("nans") if graph is not None else None  # an assert test's run: the NaNs by number
+        return {"nb": nan_bits(value)} if nans is None else {"nb": [nan_bits(value), _nan_number(nans, value)]}
     if kind in _TRACKED and not bare:
         numbers, shared = graph if graph is not None else ({}, [])
         if id(value) in numbers:
@@ -103,6 +106,16 @@ def text_of(parts: Any) -> str:
 def nan_bits(value: float) -> str:
     """A NaN's 64 bits as 16 hex digits, big-endian: its sign and payload cross (``copysign``, ``struct`` see them)."""
     return struct.pack(">d", value).hex()
+
+
+def _nan_number(nans: dict, value: float) -> int:
+    """The number of the NaN object ``value`` in the run: the program's, or a new one below 0 for the test's own
+    (the sandbox then makes one object for it, which the program may return: the test's own object again)."""
+    number = next((number for number, known in nans.items() if known is value), None)
+    if number is None:
+        number = min(min(nans, default=0), 0) - 1
+        nans[number] = value
+    return number
 
 
 def nan_of(bits: Any) -> float:

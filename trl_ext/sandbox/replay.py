@@ -125,6 +125,7 @@ class _Session:
         self.classes: dict = {"refuse": self.refuse}  # the program's namedtuple and builtin-subclass classes
         self.exception_classes: dict = {"refuse": self.refuse}  # stand-ins of its exception classes, by chain
         self.live = LiveObjects()  # the run's numbered objects, as the program last saw them (``live.py``)
+        self.live.graph[0]["nans"] = self.nans  # a NaN argument crosses by its number (``plain_encode.encode``)
         self.busy = self.done = False  # in a call (an iterator dropped then is released after it); finished
         self.halts: dict[int, str] = {}  # where the run must end unless the result is as guessed (``_Guessed``)
 

@@ -94,6 +94,9 @@ class RunRequest:
     fetch_files: list[str]
     output_cap: int  # the client's stdout cap (the sandbox's own cap also carries fetched files)
     native: native_payload.NativeRun | None = None  # trl-ext's own extension: a harness payload, not a program
+    # SandboxFusion's behaviour (a client that did not set trl-ext's `output_limit_bytes`): the first `output_cap`
+    # bytes of stdout are kept and the program runs on (the wrapper drains the rest), its exit status is answered
+    drain_output: bool = False
 
 
 def decode_body(data: bytes, max_timeout_s: float, max_memory_mb: int) -> RunRequest:
@@ -144,7 +147,8 @@ def parse_request(body: object, max_timeout_s: float, max_memory_mb: int) -> Run
     native = _native(body, float(timeout), bool(files or fetch))
     sandbox_cap = output_cap if native is not None else sandbox_cap  # no bootstrap, no files: the client's own cap
     limits = Limits(timeout_s=float(timeout), memory_mb=memory, max_output_bytes=sandbox_cap, max_stderr_bytes=1 << 20)
-    return RunRequest(language, code, (stdin or "").encode(), limits, files, fetch, output_cap, native)
+    drain = native is None and "output_limit_bytes" not in body
+    return RunRequest(language, code, (stdin or "").encode(), limits, files, fetch, output_cap, native, drain)
 
 
 def _native(body: dict, timeout_s: float, with_files: bool) -> native_payload.NativeRun | None:
@@ -205,11 +209,14 @@ def _fetch_files(names: object) -> list[str]:
     return [_path(name, "fetch_files") for name in names]
 
 
-# The program, wrapped when `files` or `fetch_files` are given. It runs in the sandbox as the program itself:
-# writes the files into the working directory (the run's scratch), puts that directory first on sys.path (as
-# `python file.py` would), runs the code; with `fetch_files` in a child, after which it writes each requested
-# file as base64 (or "-" when it is not a readable file) after MARKER on stdout, within the cap, and exits as the
-# child did. Only the program's own output can be forged this way.
+# The program, wrapped when `files` or `fetch_files` are given or the client is SandboxFusion's (no
+# `output_limit_bytes`). It runs in the sandbox as the program itself: writes the files into the working directory
+# (the run's scratch), puts that directory first on sys.path (as `python file.py` would), runs the code in a child;
+# with a cap (`capped`), the child's stdout goes through a pipe of which the first `capped` bytes are kept and the
+# rest read and dropped until the program ends, as SandboxFusion's runner keeps the first 1 MiB and lets the
+# program run on; with `fetch_files` it then writes each requested file as base64 (or "-" when it is not a
+# readable file) after MARKER on stdout, within the cap, and exits as the child did. Only the program's own output
+# can be forged this way.
 _WRAPPER = """import os as _os, sys as _sys, binascii as _binascii
 def _trl_ext_put(files):
     for name, data in files:
@@ -223,8 +230,15 @@ def _trl_ext_put(files):
             _sys.stderr.write("trl-ext sandbox-serve: cannot write `files` entry %r: %s\\n" % (name, exc))
             _sys.stderr.flush()
             _os._exit(1)
-def _trl_ext_fetch(pid, names, marker, cap):
-    status = _os.waitpid(pid, 0)[1]
+def _trl_ext_copy(source, cap):
+    while True:
+        data = _os.read(source, 1 << 16)
+        if not data:
+            return
+        data, cap = data[:cap], cap - min(cap, len(data))
+        while data:
+            data = data[_os.write(1, data):]
+def _trl_ext_fetch(names, marker, cap):
     entries = []
     for name in names:
         data = None
@@ -242,6 +256,7 @@ def _trl_ext_fetch(pid, names, marker, cap):
     out = marker + b"\\n".join(entries)
     while out:
         out = out[_os.write(1, out):]
+def _trl_ext_exit(status):
     code = _os.waitstatus_to_exitcode(status)
     if code < 0:
         import signal
@@ -252,11 +267,23 @@ def _trl_ext_fetch(pid, names, marker, cap):
         _os.kill(_os.getpid(), -code)
     _os._exit(code & 255)
 _trl_ext_put({files!r})
-if {fetch!r}:
+if {fetch!r} or {capped!r}:
     _sys.stdout.flush()
+    _trl_ext_r, _trl_ext_w = _os.pipe() if {capped!r} else (-1, -1)
     _trl_ext_pid = _os.fork()
     if _trl_ext_pid:
-        _trl_ext_fetch(_trl_ext_pid, {fetch!r}, {marker!r}, {cap!r})
+        if {capped!r}:
+            _os.close(_trl_ext_w)
+            _trl_ext_copy(_trl_ext_r, {capped!r})
+        _trl_ext_status = _os.waitpid(_trl_ext_pid, 0)[1]
+        if {fetch!r}:
+            _trl_ext_fetch({fetch!r}, {marker!r}, {cap!r})
+        _trl_ext_exit(_trl_ext_status)
+    if {capped!r}:
+        _os.dup2(_trl_ext_w, 1)
+        _os.close(_trl_ext_r)
+        _os.close(_trl_ext_w)
+    del _trl_ext_r, _trl_ext_w, _trl_ext_pid
 _sys.path.insert(0, _os.getcwd())
 exec(compile({code!r}, "solution.py", "exec"), {{"__name__": "__main__", "__builtins__": __builtins__}})
 """
@@ -264,12 +291,13 @@ exec(compile({code!r}, "solution.py", "exec"), {{"__name__": "__main__", "__buil
 
 def program(request: RunRequest) -> tuple[str, bytes | None]:
     """(the code the sandbox runs, the marker its fetched files follow on stdout, or None)."""
-    if not request.files and not request.fetch_files:
+    capped = request.output_cap if request.drain_output else 0
+    if not request.files and not request.fetch_files and not capped:
         return request.code, None
     marker = b"\n\x00trl-ext-files:" + secrets.token_hex(16).encode() + b"\n"
     files = [(name, binascii.b2a_base64(data, newline=False).decode()) for name, data in request.files.items()]
     wrapped = _WRAPPER.format(
-        files=files, fetch=request.fetch_files, marker=marker, cap=FETCH_CAP_BYTES, code=request.code
+        files=files, fetch=request.fetch_files, marker=marker, cap=FETCH_CAP_BYTES, code=request.code, capped=capped
     )
     return wrapped, marker if request.fetch_files else None
 
@@ -299,8 +327,9 @@ def split_fetched(stdout: str, marker: bytes | None, names: list[str]) -> tuple[
 def answer(result: RunResult, request: RunRequest, marker: bytes | None) -> dict:
     """The answer to ``request`` whose program (see ``program``) ran with ``result``."""
     stdout, files = split_fetched(result.stdout, marker, request.fetch_files)
-    if marker is not None and len(stdout.encode()) > request.output_cap + _HEADROOM_BYTES:
-        stdout = stdout.encode()[: request.output_cap + _HEADROOM_BYTES].decode("utf-8", errors="ignore")
+    kept = request.output_cap if request.drain_output else request.output_cap + _HEADROOM_BYTES
+    if len(stdout.encode()) > kept:  # output that went past the wrapper (drained) or past the bootstrap's own cap
+        stdout = stdout.encode()[:kept].decode("utf-8", errors="ignore")
         result = dataclasses.replace(result, status="output_limit")
     return response_for(dataclasses.replace(result, stdout=stdout), files)
 
@@ -318,10 +347,13 @@ def response_for(result: RunResult, files: dict[str, str] | None = None) -> dict
         status, message = "SandboxError", result.stderr[-1000:]
     else:
         timed_out = result.status == "timeout"  # SandboxFusion: TimeLimitExceeded carries no return code
+        # a run stopped for output past the sandbox's cap (only a program that bypassed the wrapper's drain, or
+        # trl-ext's bootstrap): it did not finish, so the kill's -9 is no exit status of the program's
+        unknown = timed_out or result.status == "output_limit"
         run = {
             "status": "TimeLimitExceeded" if timed_out else "Finished",
             "execution_time": result.wall_s,
-            "return_code": None if timed_out else result.exit_code,
+            "return_code": None if unknown else result.exit_code,
             "stdout": result.stdout,
             "stderr": result.stderr,
         }

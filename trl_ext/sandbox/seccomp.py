@@ -51,6 +51,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import os
 import tempfile
 import termios
 
@@ -108,12 +109,12 @@ NO_PROCESS_TARGET = frozenset(
     rt_sigsuspend sigaltstack mknod personality ustat statfs fstatfs sysfs sched_get_priority_max
     sched_get_priority_min mlock munlock mlockall munlockall prctl arch_prctl setrlimit sync gettid
     getxattr lgetxattr fgetxattr listxattr llistxattr flistxattr time futex set_thread_area
-    get_thread_area epoll_create remap_file_pages getdents64 set_tid_address
+    get_thread_area remap_file_pages getdents64 set_tid_address
     restart_syscall timer_create timer_settime timer_gettime timer_getoverrun timer_delete clock_gettime
     clock_getres clock_nanosleep exit_group epoll_wait epoll_ctl mbind set_mempolicy get_mempolicy mknodat
     newfstatat unlinkat renameat linkat symlinkat readlinkat faccessat pselect6 ppoll set_robust_list
     sync_file_range epoll_pwait signalfd timerfd_create eventfd timerfd_settime timerfd_gettime accept4
-    signalfd4 eventfd2 epoll_create1 dup3 pipe2 preadv pwritev recvmmsg syncfs sendmmsg getcpu renameat2 seccomp
+    signalfd4 eventfd2 dup3 pipe2 preadv pwritev recvmmsg syncfs sendmmsg getcpu renameat2 seccomp
     getrandom execveat membarrier mlock2 copy_file_range pkey_mprotect pkey_alloc pkey_free statx
     rseq close_range faccessat2 epoll_pwait2 futex_waitv set_mempolicy_home_node map_shadow_stack futex_wake futex_wait
     futex_requeue""".split()  # noqa: SIM905 - a table, one name per word
@@ -136,6 +137,13 @@ NOT_SUPPORTED = frozenset({"fallocate"})
 # memfd_create: a memfd is memory that no process's RLIMIT_AS bounds until it is mapped (nproc x nofile x
 # RLIMIT_FSIZE in all), and a process that made itself non-dumpable hides its descriptors from the watcher.
 CGROUP_ONLY = frozenset({"socketpair", "vmsplice", "splice", "tee", "sendfile", "memfd_create"})
+# allowed only where each run has a uid of its own (a root trainer or service; EPERM elsewhere): epoll watches are
+# counted per uid (fs.epoll.max_user_watches, kernel memory), so where runs share the trainer's or the service's
+# uid one run could take them all (24 processes x 250,000 watches behind a non-root sandbox-serve: every new
+# epoll_ctl of that uid failed with ENOSPC, the service's and the trainer's included). Refusing the instance is
+# enough: epoll_ctl and epoll_wait act on none. The harness then removes ``select.epoll``, so ``selectors`` and
+# asyncio use poll(2), which takes no watch.
+OWN_UID_ONLY = frozenset({"epoll_create", "epoll_create1"})
 
 # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET; CLONE_PARENT (the child would be the caller's
 # sibling: under landlock a child of the trainer, a zombie nobody in the run can wait for)
@@ -200,15 +208,26 @@ _OWNER_RX = 0o500
 def classified() -> set[str]:
     """Every syscall name the filter has a rule for."""
     return {*TARGETS_SELF_ONLY, *WHICH_WHO, *KERNEL_CONFINED, *DENIED, *MODE_CHECKED, *NO_PROCESS_TARGET} | set(
-        ARGUMENT_CHECKED | CGROUP_ONLY | NOT_SUPPORTED
+        ARGUMENT_CHECKED | CGROUP_ONLY | NOT_SUPPORTED | OWN_UID_ONLY
     )
 
 
-@functools.cache
+def runs_have_own_uids() -> bool:
+    """Whether each run gets a uid of its own (the trainer or service is root: bubblewrap and landlock then run
+    every program as a sandbox uid). As non-root every run shares this process's kernel uid, user namespaces or
+    not, and with it the per-uid kernel budgets (epoll watches, pipe pages)."""
+    return os.geteuid() == 0
+
+
 def bpf(allow_memfd: bool, allow_socketpair: bool = True) -> bytes:
     """The filter as a classic BPF program (what bubblewrap's ``--seccomp FD`` and ``seccomp(2)`` load); built
     once per process and variant. ``allow_socketpair``: whether a memory cgroup bounds the run (it allows every
-    syscall of ``CGROUP_ONLY``, socketpair among them)."""
+    syscall of ``CGROUP_ONLY``, socketpair among them). ``OWN_UID_ONLY`` is allowed where ``runs_have_own_uids``."""
+    return _bpf(allow_memfd, allow_socketpair, runs_have_own_uids())
+
+
+@functools.cache
+def _bpf(allow_memfd: bool, allow_socketpair: bool, own_uid: bool) -> bytes:
     import pyseccomp as sc
 
     rules = sc.SyscallFilter(sc.ERRNO(errno.ENOSYS))
@@ -241,6 +260,8 @@ def bpf(allow_memfd: bool, allow_socketpair: bool = True) -> bytes:
     for name in CGROUP_ONLY:
         allowed = allow_socketpair and (allow_memfd or name != "memfd_create")
         rules.add_rule(allow if allowed else deny, name)
+    for name in OWN_UID_ONLY:
+        rules.add_rule(allow if own_uid else deny, name)
     with tempfile.TemporaryFile() as out:  # libseccomp writes to a file descriptor
         rules.export_bpf(out)
         out.seek(0)
