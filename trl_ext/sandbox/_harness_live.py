@@ -266,8 +266,11 @@ def _live_record(value, raised, held, step=False):
         updates = ["[" + _int_repr(n) + "," + _content(live[n]) + "]" for n in changed]
         record += ', "upd": [' + _str_join(",", updates) + "]"
         if exc is not None:
-            before = len(_SEEN)  # (an iterator's end carries its value: a generator's return, ``yield from``'s)
-            text = _exception_args(exc)
+            before = len(_SEEN)  # an iterator's bare end numbers nothing: asked for more, it changes no number
+            end = step and _type(exc) is StopIteration
+            text = "" if end and not BaseException.args.__get__(exc) else _exception_args(exc)
+            if end and text and ', "exc": ' not in text:  # the value it ended with is no plain data: unencodable
+                raise TypeError("an iterator's end value")
             if not text:
                 _rollback(before)
             record += text + "}"

@@ -295,8 +295,8 @@ class _Session:
             return _program_exception(raised, name, decoded, details, self.exception_classes)
         if not name:  # the program's iterator ended (or raised: it is then finished too)
             self.live.ended.add(self.calls[-1][1][0])
-        if not name and raised == "StopIteration" and type(decoded) is not list:  # its value did not cross
-            self.refuse("the program's iterator ended with a value (StopIteration.value) that is no plain data")
+        if not name and raised == "StopIteration" and "cls" not in record and type(decoded) is not list:
+            raise StopIteration  # a bare end (a value crosses as "exc": a generator's return, ``yield from``'s)
         raise _program_exception(raised, name, decoded, details, self.exception_classes)
 
     def _iterator(self, number: int, classes: list | None) -> ProgramIterator:
