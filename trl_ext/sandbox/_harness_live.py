@@ -136,11 +136,32 @@ def _iterator_classes(kind):
     return "[" + _str_join(",", [_class_entry(k, heap) for k in [kind] + bases]) + "]"
 
 
+# members of an iterator class the judge's class stands for: what they do crosses (items, instance attributes refused)
+_ITERATOR_MEMBERS = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__"})
+_ITERATOR_MEMBERS |= {"__iter__", "__next__", "__init__"}
+
+
 def _class_entry(klass, numbered):
+    """[name, qualname, module, number] of a builtin iterator type (number null); of a program class also its
+    direct bases ([another entry's number, "object", or null where the judge cannot rebuild it: a builtin base
+    but object, a metaclass]) and whether it defines more than ``_ITERATOR_MEMBERS`` (the judge refuses what the
+    test reads of those: ``live.iterator_class``)."""
     name, qualname, module = (_type.__dict__[n].__get__(klass) for n in ("__name__", "__qualname__", "__module__"))
     module = _json_str(module) if _type(module) is str else "null"
-    number = _int_repr(_number(_CLASSES, klass)) if numbered else "null"
-    return "[" + _json_str(name) + "," + _json_str(qualname) + "," + module + "," + number + "]"
+    head = "[" + _json_str(name) + "," + _json_str(qualname) + "," + module + ","
+    if not numbered:
+        return head + "null]"
+    flags = _type.__dict__["__flags__"].__get__
+    bases = ["null"]
+    if _type(klass) is _type:  # exactly ``type``: no metaclass hook answers isinstance its own way
+        bases = [
+            '"object"' if base is object else _int_repr(_number(_CLASSES, base)) if flags(base) & _HEAPTYPE else "null"
+            for base in _type.__dict__["__bases__"].__get__(klass)
+        ]
+    members = _type.__dict__["__dict__"].__get__(klass)
+    own = any(_type(key) is not str or key not in _ITERATOR_MEMBERS for key in members)
+    number = _int_repr(_number(_CLASSES, klass))
+    return head + number + ",[" + _str_join(",", bases) + "]," + ("true" if own else "false") + "]"
 
 
 def _generator_type():

@@ -300,7 +300,7 @@ class _Session:
         raise _program_exception(raised, name, decoded, details, self.exception_classes)
 
     def _iterator(self, number: int, classes: list | None) -> ProgramIterator:
-        return self.live.iterator(number, classes, self.step, self.release)
+        return self.live.iterator(number, classes, self.step, self.release, self.exception_classes)
 
 
 class _Guessed(_Pending):
