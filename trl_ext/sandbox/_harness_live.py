@@ -269,7 +269,28 @@ def _live_call(name, args, kwargs, sync, namespace, functions):
         value, raised = fn(*args, **kwargs), None
     except BaseException as exc:  # noqa: B036 - SystemExit in a call is that call's failure
         value, raised = None, exc
-    return _live_record(value, raised, held, name == "")
+    record = _live_record(value, raised, held, name == "")
+    return record[:-1] + ', "dc": true}' if _decimal_changed() else record
+
+
+_DECIMAL_DEFAULTS = (28, "ROUND_HALF_EVEN", -999999, 999999, 1, 0)  # decimal's context as a thread starts with it
+_DECIMAL_TRAPS = ("Clamped", "DivisionByZero", "FloatOperation", "Inexact", "InvalidOperation", "Overflow")
+_DECIMAL_TRAPS += ("Rounded", "Subnormal", "Underflow")
+
+
+def _decimal_changed():
+    """Whether the program's ``decimal`` context (precision, rounding, exponents, capitals, clamp, traps) differs
+    from a new thread's: the test's decimal arithmetic would read it in one interpreter (red team R8-6)."""
+    module = sys.modules.get("decimal")
+    if module is None:
+        return False
+    try:
+        context = module.getcontext()
+        values = (context.prec, context.rounding, context.Emin, context.Emax, context.capitals, context.clamp)
+        traps = tuple(name for name in _DECIMAL_TRAPS if context.traps[getattr(module, name)])
+        return values != _DECIMAL_DEFAULTS or traps != ("DivisionByZero", "InvalidOperation", "Overflow")
+    except BaseException:  # noqa: B036 - a broken decimal module: the test may read it broken
+        return True
 
 
 def _live_record(value, raised, held, step=False):

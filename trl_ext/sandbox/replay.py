@@ -127,6 +127,7 @@ class _Session:
         self.live = LiveObjects()  # the run's numbered objects, as the program last saw them (``live.py``)
         self.busy = self.done = False  # in a call (an iterator dropped then is released after it); finished
         self.halts: dict[int, str] = {}  # where the run must end unless the result is as guessed (``_Guessed``)
+        self.decimals: Any = None  # replay_env.DecimalWatch: the program's decimal context, changed?
 
     def stand_in(self, name: str):
         def stand_in(*args: Any, **kwargs: Any) -> Any:
@@ -213,6 +214,8 @@ class _Session:
                 raise StopIteration
             return _Guessed(self.halts, position)
         self._after_call(name, self.results[run])
+        if self.decimals is not None and self.decimals.after(self.results, run):
+            self.refuse(self.decimals.after(self.results, run))
         return self._replay(name, self.results[run], sync)
 
     def _no_op(self, run: int) -> bool:
@@ -331,6 +334,7 @@ def evaluate(task: dict) -> dict:
     the test bound before its calls (``replay_env``)} (the worker answers "error" if this function itself fails)."""
     random.seed(task["seed"])  # the same in every pass, secret to the program (its inputs are not known ahead)
     session = _Session(task.get("calls", []), task.get("results", []))
+    session.decimals = replay_env.DecimalWatch(task["test"] + "\n" + (task.get("prefix") or ""))
     module = session.module = type(sys)("__main__")  # sys.modules["__main__"] while the test runs: unittest.main()
     namespace: dict[str, Any] = module.__dict__
     namespace["__builtins__"] = builtins
