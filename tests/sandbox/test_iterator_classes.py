@@ -158,10 +158,9 @@ def abstract():
     return Abstract()
 """
 META_WRONG = ["assert falsy()", "assert list(other()) == [1, 2, 3]", "assert five() == 5"]
-META_RIGHT = [
-    "assert type(abstract()).__name__ == 'Abstract' and list(abstract()) == [] and abstract()",
-    "assert red() == 1 and red() + 1 == 2",
-]
+META_RIGHT = ["assert red() == 1 and red() + 1 == 2"]
+# a base the judge cannot rebuild (an ABC: its metaclass and registrations): refused (red team R8-7), never passed
+META_REFUSED = ["assert type(abstract()).__name__ == 'Abstract' and list(abstract()) == [] and abstract()"]
 LAUNCHES = [("bwrap", "0"), ("landlock", "1"), ("remote", "1")]
 
 
@@ -170,26 +169,28 @@ def test_the_plain_cpython_verdicts():
     assert all(cpython_passes(PROGRAM, test) for test in RIGHT)
     assert cpython_passes(SHIFTING, SHIFTING_TEST)
     assert not any(cpython_passes(META, test) for test in META_WRONG)
-    assert all(cpython_passes(META, test) for test in META_RIGHT)
+    assert all(cpython_passes(META, test) for test in META_RIGHT + META_REFUSED)
 
 
 @pytest.mark.parametrize("launch", LAUNCHES, ids=["-".join(launch) for launch in LAUNCHES])
 def test_program_iterators_keep_their_class_through_code_tests(launch, monkeypatch, request):
-    tests = WRONG + META_WRONG + RIGHT + [SHIFTING_TEST] + META_RIGHT
+    tests = WRONG + META_WRONG + RIGHT + [SHIFTING_TEST] + META_RIGHT + META_REFUSED
     sources = [PROGRAM] * len(WRONG) + [META] * len(META_WRONG) + [PROGRAM] * len(RIGHT) + [SHIFTING]
-    sources += [META] * len(META_RIGHT)
+    sources += [META] * len(META_RIGHT + META_REFUSED)
     scores, outcomes = grade_asserts(launch, sources, tests, monkeypatch, request)
     wrong, right = len(WRONG + META_WRONG), len(RIGHT) + 1 + len(META_RIGHT)
-    assert scores == [0.0] * wrong + [1.0] * right, list(zip(tests, scores))
-    assert outcomes["code_tests/infra_error"] == 0.0 and outcomes["code_tests/unsupported_test"] == 0.0
+    assert scores == [0.0] * wrong + [1.0] * right + [0.0] * len(META_REFUSED), list(zip(tests, scores))
+    assert outcomes["code_tests/infra_error"] == 0.0
+    assert outcomes["code_tests/unsupported_test"] == len(META_REFUSED) / len(tests)
 
 
 def test_iterator_classes_are_one_per_class_number():
     made: dict = {}
-    count = iterator_class([["Count", "Count", "__main__", 3]], made)
-    again = iterator_class([["Count", "Count", "__main__", 3]], made)
-    other = iterator_class([["Count", "Count", "__main__", 4]], made)
-    child = iterator_class([["Child", "f.<locals>.Child", "__main__", 5], ["Count", "Count", "__main__", 3]], made)
+    count = iterator_class([["Count", "Count", "__main__", 3, ["object"], False]], made)
+    again = iterator_class([["Count", "Count", "__main__", 3, ["object"], False]], made)
+    other = iterator_class([["Count", "Count", "__main__", 4, ["object"], False]], made)
+    child_entry = ["Child", "f.<locals>.Child", "__main__", 5, [3], False]
+    child = iterator_class([child_entry, ["Count", "Count", "__main__", 3, ["object"], False]], made)
     mapped = iterator_class([["map", "map", "builtins", None]], made)
     generator = iterator_class(None, made)
     assert count is again and count is not other and count.__name__ == other.__name__ == "Count"
@@ -212,6 +213,13 @@ FORGED = [
     [["C", "C", "__main__", 3], ["map", "map", "builtins", None]],  # a builtin type as a program base
     [["map", "map", "builtins", None], ["C", "C", "__main__", 3]],
     [["C", "C", "__main__", 3]] * 17,
+    [["C", "C", "__main__", 3, [4], False]],  # a base that is no later entry
+    [["C", "C", "__main__", 3, [3], False]],  # its own base
+    [["C", "C", "__main__", 3, [], False]],
+    [["C", "C", "__main__", 3, ["object"], 1]],
+    [["C", "C", "__main__", 3, ["int"], False]],
+    [["C", "C", "__main__", 3, [4], False], ["B", "B", "__main__", 4, [3], False]],  # a cycle
+    [["C", "C", "__main__", None, ["object"], False]],
     [],
     "C",
     [None],
@@ -230,22 +238,89 @@ def test_a_forged_iterator_class_is_a_malformed_record(classes):
     with pytest.raises(ValueError):
         live.apply({"ok": True, "upd": [], "value": [{"gc": classes}]}, [], {"nans": {}, "live": made})
     assert live.graph == ({}, []) and not live.classes
-    good = live.apply({"ok": True, "upd": [], "value": {"gc": [["C", "C", "__main__", 3]]}}, [], {"live": made})
+    entry = ["C", "C", "__main__", 3, ["object"], False]
+    good = live.apply({"ok": True, "upd": [], "value": {"gc": [entry]}}, [], {"live": made})
     assert type(good).__name__ == "C" and live.graph[1][0]() is good and not live.generators
-    for forged in ({"gen": 0}, {"gen": [["C", "C", "__main__", 3]]}, {"gc": None}, {"gc": 0}, {"g": 0}):
+    for forged in ({"gen": 0}, {"gen": [entry]}, {"gc": None}, {"gc": 0}, {"g": 0}):
         with pytest.raises(ValueError):
             decode_record({"ok": True, "value": forged}, {"live": made, "refs": []})
-    for outside in ({"gc": [["C", "C", "__main__", 3]]}, {"gen": None}):  # outside a run's objects (an exception's
+    for outside in ({"gc": [entry]}, {"gen": None}):  # outside a run's objects (an exception's
         with pytest.raises(ValueError):  # attributes, a call test): no iterator stays in the sandbox there
             decode(outside)
     generator = live.apply({"ok": True, "upd": [], "value": {"gen": None}}, [], {"live": made})
     assert type(generator).__name__ == "generator" and live.generators == {1}
 
 
-def test_more_iterator_classes_than_the_bound_are_malformed():
+class _Refused(Exception):
+    pass
+
+
+def _refuse(why: str) -> None:
+    raise _Refused(why)
+
+
+def test_more_program_classes_than_the_bound_or_an_unbuildable_base_refuse_the_test():
     made: dict = {}
-    for number in range(64):
-        iterator_class([["C", "C", "__main__", number]], made)
+    for number in range(64):  # builtin iterator types: a bound per evaluation, malformed past it
+        iterator_class([["C", f"C{number}", "m", None]], made)
     with pytest.raises(ValueError):
-        iterator_class([["C", "C", "__main__", 64]], made)
-    assert iterator_class([["C", "C", "__main__", 63]], made).__name__ == "C"  # a known one still is
+        iterator_class([["C", "C64", "m", None]], made)
+    table: dict = {"refuse": _refuse}  # program classes: one table with the exception stand-ins, refused past it
+    for number in range(256):
+        iterator_class([["C", "C", "__main__", number, ["object"], False]], made, table)
+    with pytest.raises(_Refused):
+        iterator_class([["C", "C", "__main__", 256, ["object"], False]], made, table)
+    known = iterator_class([["C", "C", "__main__", 255, ["object"], False]], made, table)
+    assert known.__name__ == "C"  # a known one still is
+    with pytest.raises(_Refused):  # the same number as another class: refused, never a second class
+        iterator_class([["D", "D", "__main__", 255, ["object"], False]], made, table)
+    with pytest.raises(_Refused):  # a base the judge cannot rebuild (a builtin base, a metaclass)
+        iterator_class([["E", "E", "__main__", 300, [None], False]], made, {"refuse": _refuse})
+
+
+def test_iterator_classes_keep_their_exact_bases_and_refuse_what_only_the_program_holds():
+    table: dict = {"refuse": _refuse}
+    base1, base2 = (
+        ["Base1", "Base1", "__main__", 1, ["object"], False],
+        ["Base2", "Base2", "__main__", 2, ["object"], True],
+    )
+    it = iterator_class([["It", "It", "__main__", 3, [1, 2], False], base1, base2], {}, table)
+    alone = iterator_class([base1], {}, table)
+    assert [k.__name__ for k in it.__mro__[:3]] == ["It", "Base1", "Base2"] and issubclass(it, alone)
+    made = it(lambda n: None, 0, lambda *args: None)
+    with pytest.raises(_Refused):  # an attribute the program's object may hold
+        made.limit  # noqa: B018
+    with pytest.raises(_Refused):  # Base2 defines members of its own: hash, repr, == are the program's
+        hash(made)
+    plain = alone(lambda n: None, 1, lambda *args: None)
+    assert hash(plain) == hash(plain) and plain == plain
+
+
+# red team R8-7: the judge's iterator class is one per class number with the program class's exact bases; what the
+# judge cannot rebuild or answer (a class attribute, an own __hash__/__repr__, an exception base) never passes
+IT = "    def __iter__(self):\n        return self\n    def __next__(self):\n        raise StopIteration\n"
+MIXIN = "class Base1:\n" + IT + "class Base2:\n    pass\nclass It(Base1, Base2):\n    pass\n"
+MIXIN += "def f():\n    return Base1()\ndef g():\n    return It()\n"
+R87_WRONG = [  # (program, test): CPython fails each
+    (MIXIN, "assert not isinstance(g(), type(f()))"),
+    ("class It:\n    limit = 3\n" + IT + "def f():\n    return It()\n", "assert not hasattr(f(), 'limit')"),
+    (
+        "class It:\n" + IT + "    def __hash__(self):\n        return 1\ndef f():\n    return It()\n",
+        "assert hash(f()) != 1",
+    ),
+    (
+        "class It:\n" + IT + "    def __repr__(self):\n        return 'It()'\ndef f():\n    return It()\n",
+        "assert repr(f()) != 'It()'",
+    ),  # fmt: skip
+    ("class E(Exception):\n" + IT + "def f():\n    return E()\n", "assert not isinstance(f(), Exception)"),
+]
+R87_RIGHT = [(MIXIN, "assert isinstance(g(), type(f())) and type(g()).__mro__[1] is type(f())")]
+
+
+@pytest.mark.parametrize("launch", LAUNCHES[:2], ids=["-".join(launch) for launch in LAUNCHES[:2]])
+def test_iterator_classes_keep_their_bases_and_never_pass_what_the_judge_cannot_answer(launch, monkeypatch):
+    cases = R87_WRONG + R87_RIGHT
+    assert [cpython_passes(program, test) for program, test in cases] == [False] * len(R87_WRONG) + [True]
+    scores, outcomes = grade_asserts(launch, [p for p, _ in cases], [t for _, t in cases], monkeypatch)
+    assert scores == [0.0] * len(R87_WRONG) + [1.0], list(zip(cases, scores))
+    assert outcomes["code_tests/infra_error"] == 0.0

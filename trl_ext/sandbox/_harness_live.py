@@ -136,11 +136,32 @@ def _iterator_classes(kind):
     return "[" + _str_join(",", [_class_entry(k, heap) for k in [kind] + bases]) + "]"
 
 
+# members of an iterator class the judge's class stands for: what they do crosses (items, instance attributes refused)
+_ITERATOR_MEMBERS = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__"})
+_ITERATOR_MEMBERS |= {"__iter__", "__next__", "__init__"}
+
+
 def _class_entry(klass, numbered):
+    """[name, qualname, module, number] of a builtin iterator type (number null); of a program class also its
+    direct bases ([another entry's number, "object", or null where the judge cannot rebuild it: a builtin base
+    but object, a metaclass]) and whether it defines more than ``_ITERATOR_MEMBERS`` (the judge refuses what the
+    test reads of those: ``live.iterator_class``)."""
     name, qualname, module = (_type.__dict__[n].__get__(klass) for n in ("__name__", "__qualname__", "__module__"))
     module = _json_str(module) if _type(module) is str else "null"
-    number = _int_repr(_number(_CLASSES, klass)) if numbered else "null"
-    return "[" + _json_str(name) + "," + _json_str(qualname) + "," + module + "," + number + "]"
+    head = "[" + _json_str(name) + "," + _json_str(qualname) + "," + module + ","
+    if not numbered:
+        return head + "null]"
+    flags = _type.__dict__["__flags__"].__get__
+    bases = ["null"]
+    if _type(klass) is _type:  # exactly ``type``: no metaclass hook answers isinstance its own way
+        bases = [
+            '"object"' if base is object else _int_repr(_number(_CLASSES, base)) if flags(base) & _HEAPTYPE else "null"
+            for base in _type.__dict__["__bases__"].__get__(klass)
+        ]
+    members = _type.__dict__["__dict__"].__get__(klass)
+    own = any(_type(key) is not str or key not in _ITERATOR_MEMBERS for key in members)
+    number = _int_repr(_number(_CLASSES, klass))
+    return head + number + ",[" + _str_join(",", bases) + "]," + ("true" if own else "false") + "]"
 
 
 def _generator_type():
@@ -248,7 +269,28 @@ def _live_call(name, args, kwargs, sync, namespace, functions):
         value, raised = fn(*args, **kwargs), None
     except BaseException as exc:  # noqa: B036 - SystemExit in a call is that call's failure
         value, raised = None, exc
-    return _live_record(value, raised, held, name == "")
+    record = _live_record(value, raised, held, name == "")
+    return record[:-1] + ', "dc": true}' if _decimal_changed() else record
+
+
+_DECIMAL_DEFAULTS = (28, "ROUND_HALF_EVEN", -999999, 999999, 1, 0)  # decimal's context as a thread starts with it
+_DECIMAL_TRAPS = ("Clamped", "DivisionByZero", "FloatOperation", "Inexact", "InvalidOperation", "Overflow")
+_DECIMAL_TRAPS += ("Rounded", "Subnormal", "Underflow")
+
+
+def _decimal_changed():
+    """Whether the program's ``decimal`` context (precision, rounding, exponents, capitals, clamp, traps) differs
+    from a new thread's: the test's decimal arithmetic would read it in one interpreter (red team R8-6)."""
+    module = sys.modules.get("decimal")
+    if module is None:
+        return False
+    try:
+        context = module.getcontext()
+        values = (context.prec, context.rounding, context.Emin, context.Emax, context.capitals, context.clamp)
+        traps = tuple(name for name in _DECIMAL_TRAPS if context.traps[getattr(module, name)])
+        return values != _DECIMAL_DEFAULTS or traps != ("DivisionByZero", "InvalidOperation", "Overflow")
+    except BaseException:  # noqa: B036 - a broken decimal module: the test may read it broken
+        return True
 
 
 def _live_record(value, raised, held, step=False):
@@ -266,8 +308,11 @@ def _live_record(value, raised, held, step=False):
         updates = ["[" + _int_repr(n) + "," + _content(live[n]) + "]" for n in changed]
         record += ', "upd": [' + _str_join(",", updates) + "]"
         if exc is not None:
-            before = len(_SEEN)  # (an iterator's end carries its value: a generator's return, ``yield from``'s)
-            text = _exception_args(exc)
+            before = len(_SEEN)  # an iterator's bare end numbers nothing: asked for more, it changes no number
+            end = step and _type(exc) is StopIteration
+            text = "" if end and not BaseException.args.__get__(exc) else _exception_args(exc)
+            if end and text and ', "exc": ' not in text:  # the value it ended with is no plain data: unencodable
+                raise TypeError("an iterator's end value")
             if not text:
                 _rollback(before)
             record += text + "}"

@@ -59,41 +59,118 @@ class ProgramIterator:
 _MAX_ITERATOR_CLASSES, _MAX_CHAIN, _MAX_CLASS_NUMBER = 64, 16, 1 << 20  # per evaluation; as program_exceptions.py
 
 
-def iterator_class(classes: list | None, made: dict) -> type:
-    """The class of a program's iterator in the test: one ``ProgramIterator`` subclass per class of the run,
-    cached in ``made`` (one evaluation's), named as the program's class (``__name__``, ``__qualname__``,
-    ``__module__``), so ``type(a) is type(b)`` and ``type(a).__name__`` are CPython's. ``classes``: the record's
-    [[name, qualname, module, number], ...] (the class, then the program classes of its MRO, each keyed by its
-    number in the run, never its name: the judge's class subclasses theirs, so ``isinstance(b, type(a))`` holds
-    where ``b``'s class derives ``a``'s); a builtin iterator type is one entry with no number, keyed by module and
-    qualname; None: a generator (one class, ``generator``). ValueError if malformed."""
+def iterator_class(classes: list | None, made: dict, table: dict | None = None) -> type:
+    """The class of a program's iterator in the test, a ``ProgramIterator`` subclass named as the program's class
+    (``__name__``, ``__qualname__``, ``__module__``), so ``type(a) is type(b)`` and ``type(a).__name__`` are
+    CPython's. ``classes``: the record's entries (the class, then the program classes of its MRO): a builtin
+    iterator type is one entry [name, qualname, module, None], one class per (module, qualname) in ``made`` (one
+    evaluation's); a program class is [name, qualname, module, number, bases, own], one class per class NUMBER of
+    the run in ``table`` (the evaluation's table of the program's classes, shared with its exception stand-ins:
+    ``program_exceptions._stand_in``'s rule), made with its exact direct bases (another entry's number, "object"),
+    so ``isinstance(b, type(a))`` holds where CPython's does (red team R8-7: a class keyed by its chain, rebuilt
+    as single inheritance, lost its mixins). A base the judge cannot rebuild (null: a builtin base, a metaclass),
+    a number that is another kind of class in the table, or a class that changed refuses the test; so does the
+    test's read of an attribute the judge's class lacks (instance attributes, class attributes, methods), and of
+    ``hash``/``repr``/``==``/``bool``... of a class that defines more than ``__iter__``/``__next__``/``__init__``
+    (``own``). None: a generator (one class, ``generator``). ValueError if malformed."""
     if classes is None:
         classes = [["generator", "generator", "builtins", None]]
     if type(classes) is not list or not 0 < len(classes) <= _MAX_CHAIN or not all(map(_class_entry, classes)):
-        raise ValueError("an iterator's classes are [[name, qualname, module, number], ...]")
-    if classes[0][3] is None and len(classes) > 1 or any(entry[3] is None for entry in classes[1:]):
-        raise ValueError("a builtin iterator type has no program base")
-    key = tuple(entry[3] if entry[3] is not None else (entry[2], entry[1]) for entry in classes)
-    if key not in made:
-        if len(made) >= _MAX_ITERATOR_CLASSES:
-            raise ValueError(f"more than {_MAX_ITERATOR_CLASSES} iterator classes")
-        parent = iterator_class(classes[1:], made) if len(classes) > 1 else ProgramIterator
-        name, qualname, module, _ = classes[0]
-        members = {"__slots__": (), "__qualname__": qualname, "__module__": module, "__doc__": None}
-        made[key] = type(name, (parent,), members)
-    return made[key]
+        raise ValueError("an iterator's classes are [[name, qualname, module, number(, bases, own)], ...]")
+    if classes[0][3] is None:
+        if len(classes) > 1:
+            raise ValueError("a builtin iterator type has no program base")
+        key = (classes[0][2], classes[0][1])
+        if key not in made:
+            if len(made) >= _MAX_ITERATOR_CLASSES:
+                raise ValueError(f"more than {_MAX_ITERATOR_CLASSES} iterator classes")
+            name, qualname, module, _ = classes[0]
+            members = {"__slots__": (), "__qualname__": qualname, "__module__": module, "__doc__": None}
+            made[key] = type(name, (ProgramIterator,), members)
+        return made[key]
+    if any(entry[3] is None for entry in classes):
+        raise ValueError("a program iterator class has a number")
+    order = {entry[3]: k for k, entry in enumerate(classes)}
+    if len(order) != len(classes) or not all(_later(entry, k, order) for k, entry in enumerate(classes)):
+        raise ValueError("an iterator class's bases are later entries of its MRO")
+    return _numbered_class(classes, 0, order, made if table is None else table)
+
+
+def _later(entry: list, k: int, order: dict) -> bool:
+    return all(base is None or base == "object" or order.get(base, -1) > k for base in entry[4])
+
+
+def _numbered_class(classes: list, k: int, order: dict, table: dict) -> type:
+    name, qualname, module, number, bases, own = classes[k]
+    signature = ("iterator", name, qualname, module, tuple(bases), own)
+    known = table.get(number)
+    if known is not None:
+        if known[1] != signature:
+            _refuse(table, f"the program's class {name} is another class in another record (or changed)")
+        return known[0]
+    if sum(type(key) is int for key in table) >= _MAX_CLASSES:
+        _refuse(table, f"the program's classes are more than {_MAX_CLASSES}")
+    if None in bases:
+        _refuse(table, f"the program's iterator class {name} derives from a class the judge cannot rebuild")
+    parents = [_numbered_class(classes, order[b], order, table) for b in bases if b != "object"]
+    parents.append(ProgramIterator) if "object" in bases or not parents else None
+    members = {"__slots__": (), "__qualname__": qualname, "__module__": module, "__doc__": None}
+    members.update(_trl_ext_refuse=table.get("refuse"), __getattr__=_refused_attribute)
+    if own:
+        members.update(dict.fromkeys(_OWN_DUNDERS, _refused_operation))
+    try:
+        made = type(name, tuple(parents), members)
+    except TypeError:
+        _refuse(table, f"the program's iterator class {name} has bases the judge cannot combine")
+    table[number] = (made, signature)
+    return made
+
+
+_MAX_CLASSES = 256  # program classes per evaluation, as program_exceptions.py
+_OWN_DUNDERS = ("__hash__", "__repr__", "__str__", "__format__", "__bool__", "__len__", "__eq__", "__ne__")
+_OWN_DUNDERS += ("__lt__", "__le__", "__gt__", "__ge__", "__contains__", "__getitem__", "__call__")
+
+
+def _refuse(table: dict, why: str) -> None:
+    refuse = table.get("refuse")
+    if refuse is not None:
+        refuse(why)  # raises
+    raise LookupError(why)
+
+
+def _refused_attribute(self: ProgramIterator, name: str) -> Any:
+    """A read of what the judge's iterator lacks: the program's object may hold it (``self.i``, a class
+    attribute, a method), so the test is refused rather than told it is absent."""
+    refuse = type(self)._trl_ext_refuse
+    if refuse is not None and not name.startswith("_trl_ext"):
+        refuse(f"the test reads {name!r} of the program's iterator, which only the program's object holds")
+    raise AttributeError(name)
+
+
+def _refused_operation(self: ProgramIterator, *args: Any, **kwargs: Any) -> Any:
+    """``hash``, ``repr``, ``==``, ``bool``... of an iterator whose class defines its own members: the program's
+    code would answer; the test is refused."""
+    _refuse({"refuse": type(self)._trl_ext_refuse}, "the test uses the program's iterator beyond its items")
 
 
 def _class_entry(entry: Any) -> bool:
-    """[name, qualname, module, number]: strs of at most 200 characters (the module may be None) and a class
-    number in [0, 2**20) or None."""
-    if type(entry) is not list or len(entry) != 4:
+    """[name, qualname, module, None] (a builtin iterator type) or [name, qualname, module, number, bases, own]:
+    strs of at most 200 characters (the module may be None), a class number in [0, 2**20), 1 to 16 bases each an
+    int, "object" or None, and a bool."""
+    if type(entry) is not list or len(entry) not in (4, 6):
         return False
-    name, qualname, module, number = entry
+    name, qualname, module, number = entry[:4]
     texts = [name, qualname] + ([] if module is None else [module])
     if not all(type(t) is str and 0 < len(t) <= 200 and "\0" not in t for t in texts):
         return False
-    return number is None or (type(number) is int and 0 <= number < _MAX_CLASS_NUMBER)
+    if len(entry) == 4:
+        return number is None
+    bases, own = entry[4], entry[5]
+    if type(number) is not int or not 0 <= number < _MAX_CLASS_NUMBER or type(own) is not bool:
+        return False
+    if type(bases) is not list or not 0 < len(bases) <= 16:
+        return False
+    return all(b is None or b == "object" or (type(b) is int and 0 <= b < _MAX_CLASS_NUMBER) for b in bases)
 
 
 def snapshot(value: Any) -> Any:
@@ -155,9 +232,12 @@ class LiveObjects:
         self.held: list[int] = []  # the numbered objects the test could reach when the last record came
         self.classes: dict = {}  # the program's iterator classes in the test (``iterator_class``)
 
-    def iterator(self, number: int, classes: list | None, step: Callable, release: Callable) -> ProgramIterator:
-        """The test's object for the program's iterator ``number`` (a generator when ``classes`` is None)."""
-        made = iterator_class(classes, self.classes)(step, number, release)
+    def iterator(
+        self, number: int, classes: list | None, step: Callable, release: Callable, table: dict | None = None
+    ) -> ProgramIterator:
+        """The test's object for the program's iterator ``number`` (a generator when ``classes`` is None);
+        ``table``: the evaluation's program classes (``iterator_class``)."""
+        made = iterator_class(classes, self.classes, table)(step, number, release)
         if classes is None:  # asking an ended generator for more runs nothing (``replay._Session._no_op``)
             self.generators.add(number)
         return made

@@ -56,6 +56,8 @@ def _call_environment(record: dict) -> dict | None:
         return None
     if type(record.pop("halt", False)) is not bool:  # the harness ended the run after this call (``_halts_here``)
         return None
+    if record.pop("dc", True) is not True:  # the program changed decimal's context (``replay_env.DecimalWatch``)
+        return None
     if not all(type(value) is _ENV_TYPES.get(key) for key, value in env.items()) or env.get("in", 0) < 0:
         return None
     return record
@@ -71,7 +73,7 @@ def _call_record(record: dict, memo: dict) -> dict | None:
     checked = _call_core(core, memo)
     if checked is None or checked is core:
         return checked and record
-    checked.update({key: record[key] for key in ("dt", "env", "halt") if key in record})
+    checked.update({key: record[key] for key in ("dt", "env", "halt", "dc") if key in record})
     return checked
 
 

@@ -128,6 +128,7 @@ class _Session:
         self.live.graph[0]["nans"] = self.nans  # a NaN argument crosses by its number (``plain_encode.encode``)
         self.busy = self.done = False  # in a call (an iterator dropped then is released after it); finished
         self.halts: dict[int, str] = {}  # where the run must end unless the result is as guessed (``_Guessed``)
+        self.decimals: Any = None  # replay_env.DecimalWatch: the program's decimal context, changed?
 
     def stand_in(self, name: str):
         def stand_in(*args: Any, **kwargs: Any) -> Any:
@@ -214,6 +215,8 @@ class _Session:
                 raise StopIteration
             return _Guessed(self.halts, position)
         self._after_call(name, self.results[run])
+        if self.decimals is not None and self.decimals.after(self.results, run):
+            self.refuse(self.decimals.after(self.results, run))
         return self._replay(name, self.results[run], sync)
 
     def _no_op(self, run: int) -> bool:
@@ -296,12 +299,12 @@ class _Session:
             return _program_exception(raised, name, decoded, details, self.exception_classes)
         if not name:  # the program's iterator ended (or raised: it is then finished too)
             self.live.ended.add(self.calls[-1][1][0])
-        if not name and raised == "StopIteration" and type(decoded) is not list:  # its value did not cross
-            self.refuse("the program's iterator ended with a value (StopIteration.value) that is no plain data")
+        if not name and raised == "StopIteration" and "cls" not in record and type(decoded) is not list:
+            raise StopIteration  # a bare end (a value crosses as "exc": a generator's return, ``yield from``'s)
         raise _program_exception(raised, name, decoded, details, self.exception_classes)
 
     def _iterator(self, number: int, classes: list | None) -> ProgramIterator:
-        return self.live.iterator(number, classes, self.step, self.release)
+        return self.live.iterator(number, classes, self.step, self.release, self.exception_classes)
 
 
 class _Guessed(_Pending):
@@ -332,6 +335,7 @@ def evaluate(task: dict) -> dict:
     the test bound before its calls (``replay_env``)} (the worker answers "error" if this function itself fails)."""
     random.seed(task["seed"])  # the same in every pass, secret to the program (its inputs are not known ahead)
     session = _Session(task.get("calls", []), task.get("results", []))
+    session.decimals = replay_env.DecimalWatch(task["test"] + "\n" + (task.get("prefix") or ""))
     module = session.module = type(sys)("__main__")  # sys.modules["__main__"] while the test runs: unittest.main()
     namespace: dict[str, Any] = module.__dict__
     namespace["__builtins__"] = builtins

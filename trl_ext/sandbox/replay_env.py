@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import datetime
 import io
+import json
 import logging
 import os
 import signal
@@ -317,3 +318,31 @@ def raised_by(exc: BaseException, code: types.CodeType) -> bool:
             return True
         tb = tb.tb_next
     return False
+
+
+class DecimalWatch:
+    """Refuses a test whose decimal arithmetic may read the context a program call changed (red team R8-6: the
+    test's ``Decimal(1) / Decimal(3)`` ran at the judge's precision, not the program's): once a call's record says
+    the program's ``decimal`` context differs from a new thread's ("dc"), a test that names decimal or holds a
+    Decimal that crossed is ``unsupported_test``. The context itself does not cross."""
+
+    def __init__(self, test: str) -> None:
+        self.reads = "ecimal" in test  # ``decimal``, ``Decimal``
+        self.changed = self.values = False
+
+    def after(self, results: list, run: int) -> str:
+        """Why the test is refused after the run's call ``run`` ("" if it is not)."""
+        record = results[run]
+        if not self.changed and record.get("dc") is True:
+            self.changed = True
+            self.values = any(_holds_decimal(earlier) for earlier in results[:run])
+        if not self.changed:
+            return ""
+        self.values = self.values or _holds_decimal(record)
+        if self.reads or self.values:
+            return "the program changed decimal's context (precision, rounding, traps), which the test may read"
+        return ""
+
+
+def _holds_decimal(record: dict) -> bool:
+    return '"dec"' in json.dumps(record)
