@@ -112,3 +112,27 @@ def test_a_request_without_the_secret_is_refused_by_the_gate_before_its_body_and
             assert b"200" in probe.recv(1 << 16).split(b"\r\n")[0]  # the open probe needs no secret
     assert [head.split(b"\r\n")[0] for head in heads] == [b"HTTP/1.1 401 Unauthorized"] * 2
     assert all(b"Authorization: Bearer <secret>" in head for head in heads)
+
+
+def test_the_service_waits_take_descriptors_past_1023():
+    # A flood of connections pushes the service's descriptors past 1023, where select(2) raises ValueError: the
+    # fork server's spare thread died of it. Its waits use poll(2) (``_process.readable``).
+    import os
+    import resource
+
+    from trl_ext.sandbox._process import readable
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        raise AssertionError(f"this test needs RLIMIT_NOFILE's hard limit >= 2048, got {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2048), hard))
+    read, write = os.pipe()
+    high = os.dup2(read, 1500)
+    try:
+        assert not readable(high, 0.0)
+        os.write(write, b"x")
+        assert readable(high, 1.0)
+    finally:
+        for fd in (read, write, high):
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

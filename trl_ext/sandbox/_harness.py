@@ -151,8 +151,10 @@ def _poll_where_epoll_is_refused():
     """Where the filter refuses epoll (runs that share their uid: ``seccomp.OWN_UID_ONLY``), remove
     ``select.epoll`` before the program runs: ``selectors.DefaultSelector`` is then ``PollSelector``, which asyncio
     uses too, so programs that wait on descriptors still work."""
-    import select
-
+    try:
+        import select
+    except ImportError:  # no extension modules on this path (the rlimit backend's start): no filter there either
+        return
     try:
         select.epoll().close()
     except OSError:

@@ -197,6 +197,15 @@ def execute(
     return got, returncode, time.monotonic() - start
 
 
+def readable(fd: object, timeout: float) -> bool:
+    """Whether ``fd`` (a descriptor or an object with ``fileno``) is readable, or at its end, within ``timeout``
+    seconds. poll(2), not select(2): select refuses descriptors past 1023, which a busy ``sandbox-serve`` with a
+    raised RLIMIT_NOFILE reaches (its fork server's spare thread died of it under a connection flood)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(max(timeout, 0.0) * 1000))
+
+
 def _wait_exit(proc: subprocess.Popen, timeout: float) -> None:
     """``proc.wait(timeout)`` without its polling sleeps (up to 50 ms each, which would add to every run's
     latency): block on a pidfd until the process exits. Raises ``subprocess.TimeoutExpired``."""
@@ -206,7 +215,7 @@ def _wait_exit(proc: subprocess.Popen, timeout: float) -> None:
         proc.wait(timeout=timeout)
         return
     try:
-        if not select.select([pidfd], [], [], timeout)[0]:
+        if not readable(pidfd, timeout):
             raise subprocess.TimeoutExpired(proc.args, timeout)
     finally:
         os.close(pidfd)

@@ -16,7 +16,6 @@ import fcntl
 import functools
 import json
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -27,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from trl_ext.sandbox import memory, seccomp, userns
-from trl_ext.sandbox._process import memfd_with
+from trl_ext.sandbox._process import memfd_with, readable
 from trl_ext.sandbox.base import confined_source, harness_runtime_source, sandbox_interpreter
 from trl_ext.sandbox.limits import ISOLATED, SAFE_ENV, Limits
 from trl_ext.sandbox.reaper import kill_session, reap_run
@@ -153,7 +152,7 @@ class Child:
         self.done = self.lost = False
 
     def _status(self, timeout: float) -> bool:
-        if not select.select([self.sock], [], [], timeout)[0]:
+        if not readable(self.sock, timeout):
             return False
         try:
             data = self.sock.recv(64)
@@ -267,7 +266,7 @@ class ForkServer:
                 if fd >= 0:
                     os.close(fd)
             server_end.close()
-        up = self.ctl.recv(16) if select.select([self.ctl], [], [], _START_S)[0] else b""
+        up = self.ctl.recv(16) if readable(self.ctl, _START_S) else b""
         if up not in (b"up", b"up+userns"):
             self.close()
             raise ServerLost("the fork server did not come up")
@@ -289,7 +288,7 @@ class ForkServer:
             with self._lock:
                 socket.send_fds(self.ctl, [b"f"], [theirs.fileno()])
             theirs.close()
-            if not select.select([mine], [], [], _START_S)[0]:
+            if not readable(mine, _START_S):
                 raise ServerLost("the fork server did not fork")
             message, pidfds, _, _ = socket.recv_fds(mine, 64, 1)
             if not message or not pidfds:
