@@ -243,3 +243,58 @@ def test_admission_admits_what_fits_and_a_run_alone_excludes_every_other(monkeyp
     big = enter("big", 64)
     big.join(5)
     assert order[-1] == "big"
+
+
+REFUSALS = r"""
+import os, subprocess, sys, threading
+flag = os.path.join(os.getcwd(), ".trl-ext-refused")
+got = []
+def check(start):
+    try:
+        start()
+    except (OSError, RuntimeError) as exc:
+        got.append([type(exc).__name__, os.path.exists(flag)])
+        os.unlink(flag) if os.path.exists(flag) else None
+    else:
+        got.append("started")
+check(lambda: threading.Thread(target=print).start())
+check(lambda: os.fork() or os._exit(0))
+check(lambda: subprocess.run(["true"]))  # _posixsubprocess, imported only now: wrapped on import
+check(lambda: subprocess.run(["/no/such/binary"]))  # refused for another reason: no flag
+print(got)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as root each run has a uid of its own, limited to its nproc")
+def test_the_harness_leaves_the_flag_when_a_thread_or_process_is_refused():
+    """With ``nproc`` 1 the run's only task is the harness: a thread, a fork and a subprocess (whose module the
+    program imports late) are refused, and each refusal leaves the flag the trainer reads; a failure for another
+    reason (a missing binary, with room to fork) leaves none."""
+    from trl_ext.sandbox import Limits, run
+
+    result = run(REFUSALS, limits=Limits(timeout_s=10.0, nproc=1), backend="landlock")
+    assert result.stdout.strip() == str(
+        [["RuntimeError", True], ["BlockingIOError", True], ["BlockingIOError", True], ["BlockingIOError", True]]
+    ), result.stderr[-500:]
+    result = run(REFUSALS, limits=Limits(timeout_s=10.0, nproc=8), backend="landlock")
+    assert result.stdout.strip() == "['started', 'started', 'started', ['FileNotFoundError', False]]", result.stderr
+
+
+def test_a_fork_refused_for_a_moment_is_retried_and_one_refused_for_good_gives_none(monkeypatch):
+    """The fork server's fork of a child (``_confinement._fork_retrying``): EAGAIN waits and retries; still refused
+    after its tries, the request is given up (None), never an exception that ends the server."""
+    from trl_ext.sandbox import _confinement
+
+    calls = []
+
+    def fork(fail: int) -> int:
+        calls.append(1)
+        if len(calls) <= fail:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        return 4321
+
+    monkeypatch.setattr(os, "fork", lambda: fork(2))
+    assert _confinement._fork_retrying(tries=5, wait_s=0.001) == 4321 and len(calls) == 3
+    calls.clear()
+    monkeypatch.setattr(os, "fork", lambda: fork(99))
+    assert _confinement._fork_retrying(tries=5, wait_s=0.001) is None and len(calls) == 5
