@@ -13,6 +13,7 @@ import shutil
 import pytest
 
 from tests.sandbox.test_process_budgets import _report_as_uid
+from trl_ext.sandbox import Limits
 
 UID = 4261  # no other process of the suite runs as it
 
@@ -144,16 +145,16 @@ print(json.dumps(report))
 
 
 @needs_setpriv
-def test_a_starved_run_is_run_again_alone_and_a_forged_flag_buys_one_rerun():
+def test_a_starved_run_is_run_again_alone_and_a_forged_flag_buys_no_rerun():
     """Without a namespace: a right program whose thread was refused while the uid's tasks sat at the ceiling
     (a script run, and a call test graded by the judge) is run once more alone and passes; a program that
-    writes the harness's flag itself gets exactly one rerun and the verdict it earns (0 stays 0; a pass needs
-    none)."""
+    writes the harness's flag itself while the trainer saw no contention gets no rerun (before: one rerun alone,
+    a second draw for a guessing program) and the verdict it earns (0 stays 0; a pass needs none)."""
     report = _report_as_uid(UID + 1, RERUN, "off")
     for fork, (script, call, forged_wrong, forged_right, forged_script) in report.items():
         assert script == [True, ["ok", "1"], 1], (fork, report)
         assert call == [True, 1, 1], (fork, report)
-        assert forged_wrong == [0, 1] and forged_right == [1, 0] and forged_script == [3, 1], (fork, report)
+        assert forged_wrong == [0, 0] and forged_right == [1, 0] and forged_script == [3, 0], (fork, report)
 
 
 BATCH = (
@@ -243,3 +244,51 @@ def test_admission_admits_what_fits_and_a_run_alone_excludes_every_other(monkeyp
     big = enter("big", 64)
     big.join(5)
     assert order[-1] == "big"
+
+
+def _flagged_failures(monkeypatch, tmp_path, during):
+    """``admission.launch`` as a non-root trainer of a script run whose program leaves the refused flag and
+    fails; ``during()`` runs inside each run. Returns how many times the run was launched."""
+    from trl_ext.sandbox import admission
+    from trl_ext.sandbox._process import RunResult
+
+    monkeypatch.setattr(admission.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(admission, "ceiling", lambda: 100)
+    monkeypatch.setattr(admission, "uid_tasks", lambda: 10)  # far below the ceiling: the poll sees nothing
+    (tmp_path / admission.REFUSED_FLAG).touch()
+    launches = []
+
+    def run() -> RunResult:
+        launches.append(1)
+        during()
+        admission.note_run(str(tmp_path))
+        return RunResult("runtime_error", "", "RuntimeError: can't start new thread", 1, 0.1)
+
+    result = admission.launch(run, Limits(nproc=8), {"mode": "script"}, None)
+    assert result.status == "runtime_error"
+    return len(launches)
+
+
+def test_a_flag_without_contention_the_trainer_saw_gets_no_rerun(monkeypatch, tmp_path):
+    """The flag is the program's own word: a failed run that left it while nothing the trainer saw could have
+    refused it (no sibling killed past its cap, the uid's tasks below the ceiling) is not run again."""
+    assert _flagged_failures(monkeypatch, tmp_path, lambda: None) == 1
+
+
+def test_a_flag_with_a_sibling_killed_past_its_cap_during_the_run_gets_one_rerun(monkeypatch, tmp_path):
+    """A sibling's watcher killing it past its ``tasks_cap`` while the run was in flight is the trainer's own
+    evidence: the flagged failure is run once more (and only once: the rerun's verdict stands)."""
+    from trl_ext.sandbox import admission
+
+    assert _flagged_failures(monkeypatch, tmp_path, admission.note_contention) == 2
+
+
+def test_the_uid_at_the_ceiling_when_a_flagged_run_ends_is_contention(monkeypatch, tmp_path):
+    """The uid's tasks at the ceiling as the flagged run ends (a finished run's orphans not reaped yet, another
+    process of the uid) count as contention the trainer saw."""
+    from trl_ext.sandbox import admission
+
+    def crowd() -> None:
+        monkeypatch.setattr(admission, "uid_tasks", lambda: 100)
+
+    assert _flagged_failures(monkeypatch, tmp_path, crowd) == 2

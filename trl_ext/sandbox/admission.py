@@ -12,9 +12,11 @@ seccomp profiles, ``user.max_user_namespaces=0``), the kernel cannot give a run 
 RLIMIT_NPROC is the uid-wide ``ceiling`` and its watcher kills it past ``nproc`` tasks (``tasks_cap``). In both
 modes a run whose program had a thread or process refused (the harness leaves ``REFUSED_FLAG`` in its scratch;
 only such a program can be starved by a sibling, or by a finished run's processes the container's init has not
-reaped yet) and that failed is run once more, alone (no other run in flight); that verdict stands. The rerun is decided by the judge (``judged``: it knows the verdict and grades the rerun afresh)
+reaped yet) and that failed is run once more, alone (no other run in flight), if the trainer itself saw
+contention while it ran (``_Contention``: a sibling killed past its cap, the uid's tasks at the ceiling); that
+verdict stands. The rerun is decided by the judge (``judged``: it knows the verdict and grades the rerun afresh)
 or, for a run nobody grades while it runs (``sandbox.run``, ``sandbox-serve``), here. Reruns are counted and
-logged (``reruns``): a program that forges the flag only buys itself one rerun alone.
+logged (``reruns``): a program that forges the flag gets no rerun unless a real contention coincides with it.
 """
 
 from __future__ import annotations
@@ -33,21 +35,96 @@ from typing import TypeVar
 from trl_ext.sandbox._confinement import runs_ceiling
 from trl_ext.sandbox._process import Progress, RunResult
 from trl_ext.sandbox.limits import Limits
-from trl_ext.sandbox.reaper import processes
 
 _LOGGER = logging.getLogger("trl_ext.sandbox")
 REFUSED_FLAG = ".trl-ext-refused"  # written by the harness (``_harness._note_refusals``) into the run's scratch
 UNLIMITED_ROOM = 4096  # an unlimited trainer limit: the runs' tasks together stop this far above the uid's
 _TRAINER_TASKS_PER_RUN = 2  # the trainer's thread waiting on a run and the run's watcher: charged with its nproc
 _REMEASURE_S = 1.0  # the uid's tasks are measured again at most this often (a /proc scan)
+_GRACE_S = 0.1  # a few watcher polls (20 ms): a refused run may end before its offending sibling is killed
 _LOCAL = threading.local()
 _T = TypeVar("_T")
 
 
 def uid_tasks() -> int:
     """Tasks (processes and threads) of this process's uid: what RLIMIT_NPROC counts."""
-    uid = os.getuid()
-    return sum(p.threads for p in processes() if p.uid == uid)
+    uid, total = os.getuid(), 0
+    for entry in os.scandir("/proc"):  # the owner first: only the uid's own stat files are read
+        try:
+            if not entry.name.isdigit() or entry.stat().st_uid != uid:
+                continue
+            with open(os.path.join(entry.path, "stat"), "rb") as stat:
+                text = stat.read()
+        except OSError:
+            continue  # gone
+        total += int(text[text.rfind(b")") + 2 :].split()[17])
+    return total
+
+
+class _Contention:
+    """A count that only grows, of the moments the TRAINER saw the uid's tasks meet the ceiling: a run's watcher
+    killed it past its ``tasks_cap`` (``scratch.ScratchWatch``), or a poll while runs are in flight (every
+    ``_POLL_S``, one /proc scan) found the uid's tasks at or over ``ceiling``. A rerun needs the count to have
+    moved during the run (``since``): the refused flag is written by the program's own process and proves
+    nothing alone (a wrong program forging it would get a second draw)."""
+
+    _POLL_S = 0.1
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._count = self._watching = 0
+        self._thread: threading.Thread | None = None
+
+    def note(self) -> None:
+        with self._cond:
+            self._count += 1
+
+    def count(self) -> int:
+        with self._cond:
+            return self._count
+
+    @contextlib.contextmanager
+    def polled(self) -> Iterator[None]:
+        """While a run is in flight: the uid's tasks are polled."""
+        with self._cond:
+            self._watching += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._poll, name="trl-ext-uid-poll", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._watching -= 1
+
+    def _poll(self) -> None:
+        while True:
+            with self._cond:
+                while not self._watching:
+                    self._cond.wait()
+            if uid_tasks() >= ceiling():
+                self.note()
+            time.sleep(self._POLL_S)
+
+    def since(self, count: int) -> bool:
+        """Whether the trainer saw contention after ``count`` was read; asked once a flagged run failed, so a
+        sibling's overshoot is looked for once more (its watcher's next poll; the uid's tasks now)."""
+        if self.count() != count:
+            return True
+        if uid_tasks() >= ceiling():
+            self.note()
+            return True
+        time.sleep(_GRACE_S)  # the refused run may end before the offending sibling's watcher polls
+        return self.count() != count
+
+
+_CONTENTION = _Contention()
+
+
+def note_contention() -> None:
+    """A run's watcher killed it past its ``tasks_cap``: a sibling may have been refused a thread or process."""
+    _CONTENTION.note()
 
 
 def task_count(pids: list[int]) -> int:
@@ -175,8 +252,8 @@ def launch(run: Callable[[], RunResult], limits: Limits, payload: dict, progress
     scope: _Note | None = getattr(_LOCAL, "scope", None)
     note = _Note()
     charge = limits.nproc + _TRAINER_TASKS_PER_RUN
-    with _GATE.admitted(charge, alone=scope is not None and scope.alone):
-        _LOCAL.note = note
+    with _GATE.admitted(charge, alone=scope is not None and scope.alone), _CONTENTION.polled():
+        _LOCAL.note, seen = note, _CONTENTION.count()
         try:
             result = run()
         finally:
@@ -187,6 +264,8 @@ def launch(run: Callable[[], RunResult], limits: Limits, payload: dict, progress
     streamed = progress is not None and progress.stop is not None  # a caller grading it as it ran
     graded_here = payload.get("mode") == "script" and result.status == "ok"
     if not note.refused or streamed or graded_here or result.status == "infra_error":
+        return result
+    if not _CONTENTION.since(seen):  # nothing the trainer saw could have refused it: a forged flag
         return result
     _count_rerun()
     with _GATE.admitted(charge, alone=True):
@@ -199,12 +278,12 @@ def judged(grade: Callable[[], _T], settled: Callable[[_T], bool]) -> _T:
     does not hold. The second verdict stands."""
     if os.geteuid() == 0 or getattr(_LOCAL, "scope", None) is not None:
         return grade()
-    _LOCAL.scope = scope = _Note()
+    _LOCAL.scope, seen = (scope := _Note()), _CONTENTION.count()
     try:
         report = grade()
     finally:
         _LOCAL.scope = None
-    if not scope.refused or settled(report):
+    if not scope.refused or settled(report) or not _CONTENTION.since(seen):
         return report
     _count_rerun()
     _LOCAL.scope = _Note(alone=True)
