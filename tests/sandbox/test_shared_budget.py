@@ -292,3 +292,60 @@ def test_the_uid_at_the_ceiling_when_a_flagged_run_ends_is_contention(monkeypatc
         monkeypatch.setattr(admission, "uid_tasks", lambda: 100)
 
     assert _flagged_failures(monkeypatch, tmp_path, crowd) == 2
+
+
+def test_admission_is_in_arrival_order_a_big_run_is_not_overtaken(monkeypatch):
+    """A run that fits only in an empty gate, waiting behind runs in flight, holds back every later arrival
+    (before: a stream of small runs overtook it for as long as it lasted)."""
+    import threading
+
+    from trl_ext.sandbox import admission
+
+    gate = admission._Gate()
+    monkeypatch.setattr(admission, "ceiling", lambda: 20)
+    monkeypatch.setattr(admission, "uid_tasks", lambda: 4)  # room 16
+    order: list[str] = []
+    small = gate.admitted(4)
+    small.__enter__()
+    done = threading.Event()
+
+    def enter(name: str, nproc: int) -> threading.Thread:
+        def body() -> None:
+            with gate.admitted(nproc):
+                order.append(name)
+                if name == "big":
+                    done.wait(5)
+
+        thread = threading.Thread(target=body)
+        thread.start()
+        return thread
+
+    big = enter("big", 16)
+    big.join(0.2)
+    later = enter("later", 4)  # would fit beside the small run: 4 + 4 <= 16
+    later.join(0.2)
+    assert order == []  # waits behind the big run
+    small.__exit__(None, None, None)
+    big.join(0.2)
+    assert order == ["big"]  # the big run is in, alone in the room; the later one still waits
+    done.set()
+    big.join(5)
+    later.join(5)
+    assert order == ["big", "later"]
+
+
+def test_the_room_is_shared_by_the_local_world_size(monkeypatch):
+    """With ``LOCAL_WORLD_SIZE`` trainer processes on the host each admits within its share of the room; a bad
+    value is named with the fix."""
+    from trl_ext.sandbox import admission
+
+    monkeypatch.setattr(admission, "ceiling", lambda: 68)
+    monkeypatch.setattr(admission, "uid_tasks", lambda: 4)  # room 64
+    for size, room in (("1", 64), ("4", 16)):
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", size)
+        gate = admission._Gate()
+        gate._refresh()
+        assert gate._room == room
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "two")
+    with pytest.raises(ValueError, match="LOCAL_WORLD_SIZE='two'.*integer >= 1"):
+        admission._Gate()._refresh()

@@ -2,8 +2,10 @@
 
 As non-root every run has the trainer's uid, and the kernel bounds the uid's tasks (processes and threads) by the
 trainer's RLIMIT_NPROC. The runs together may reach ``ceiling`` (``_confinement.runs_ceiling`` of that limit: the
-rest is the trainer's reserve), so at most ``(ceiling - base) // (nproc + 2)`` runs are in flight per trainer
-process (``base``: the uid's tasks, measured when no run is in flight; 2: the trainer's own threads per run); the others wait, they never fail. Every run of
+rest is the trainer's reserve), so at most ``(ceiling - base) // LOCAL_WORLD_SIZE // (nproc + 2)`` runs are in
+flight per trainer process (``base``: the uid's tasks, measured when no run is in flight; ``LOCAL_WORLD_SIZE``:
+the trainer processes of the host, ``local_world_size``; 2: the trainer's own threads per run); the others wait,
+in arrival order, they never fail. Every run of
 the bubblewrap and landlock backends passes here (``forked_run.ForkServedBackend.launch``: per-run launches, fork
 servers and ``sandbox-serve`` behind them). As root each run has a uid of its own: nothing is limited here.
 
@@ -21,6 +23,7 @@ logged (``reruns``): a program that forges the flag gets no rerun unless a real 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -180,25 +183,44 @@ def note_run(scratch: str | None) -> None:
     note.refused = note.refused or os.path.lexists(os.path.join(scratch, REFUSED_FLAG))
 
 
+def local_world_size() -> int:
+    """Trainer processes of this uid on this host sharing its ceiling: ``LOCAL_WORLD_SIZE`` (set by ``torchrun``
+    and ``accelerate launch``), else 1. Each admits runs within its share of the room."""
+    raw = os.environ.get("LOCAL_WORLD_SIZE", "1")
+    try:
+        size = int(raw)
+    except ValueError:
+        size = 0
+    if size < 1:
+        raise ValueError(
+            f"LOCAL_WORLD_SIZE={raw!r}: expected the number of trainer processes on this host (an integer >= 1); "
+            "unset it for a single process"
+        )
+    return size
+
+
 class _Gate:
-    """At most ``room`` tasks' worth of runs (each charged its ``nproc`` + the trainer's threads for it) in flight;
-    a run alone excludes every other, and one waiting to be alone goes before newcomers."""
+    """At most ``room`` tasks' worth of runs (each charged its ``nproc`` + the trainer's threads for it) in flight,
+    admitted in arrival order (a run that does not fit yet holds back every later one, so none is overtaken for
+    ever); a run alone waits until none is in flight and excludes every other."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._held = self._runs = self._alone_waiting = 0
+        self._held = self._runs = 0
         self._alone = False
+        self._queue: collections.deque[object] = collections.deque()
         self._room, self._measured, self._limit = 0, -_REMEASURE_S, None
 
     def _refresh(self) -> None:
-        """The room, measured while no run is in flight: ``ceiling - base``."""
+        """The room, measured while no run is in flight: ``(ceiling - base) // local_world_size()``."""
         limit = resource.getrlimit(resource.RLIMIT_NPROC)[0]
         if limit == self._limit and time.monotonic() - self._measured < _REMEASURE_S:
             return
-        self._room, self._measured, self._limit = ceiling() - uid_tasks(), time.monotonic(), limit
+        room = (ceiling() - uid_tasks()) // local_world_size()
+        self._room, self._measured, self._limit = room, time.monotonic(), limit
 
-    def _fits(self, nproc: int, alone: bool) -> bool:
-        if self._alone or (self._alone_waiting and not alone):  # a run waiting to be alone goes first
+    def _fits(self, ticket: object, nproc: int, alone: bool) -> bool:
+        if self._alone or self._queue[0] is not ticket:  # arrival order
             return False
         if self._runs == 0:  # a run always gets in alone: none waits for ever
             self._refresh()
@@ -207,13 +229,15 @@ class _Gate:
 
     @contextlib.contextmanager
     def admitted(self, nproc: int, alone: bool = False) -> Iterator[None]:
+        ticket = object()
         with self._cond:
-            self._alone_waiting += alone
+            self._queue.append(ticket)
             try:
-                while not self._fits(nproc, alone):
+                while not self._fits(ticket, nproc, alone):
                     self._cond.wait()
             finally:
-                self._alone_waiting -= alone
+                self._queue.remove(ticket)
+                self._cond.notify_all()  # the next in line may fit too
             self._held, self._runs, self._alone = self._held + nproc, self._runs + 1, alone
         try:
             yield
