@@ -157,6 +157,45 @@ def test_a_starved_run_is_run_again_alone_and_a_forged_flag_buys_no_rerun():
         assert forged_wrong == [0, 0] and forged_right == [1, 0] and forged_script == [3, 0], (fork, report)
 
 
+BWRAP_SERVER = (
+    PRELUDE
+    + r"""
+import logging
+warnings = []
+logging.getLogger("trl_ext.sandbox").addHandler(logging.Handler())
+logging.getLogger("trl_ext.sandbox").handlers[-1].emit = lambda record: warnings.append(record.getMessage())
+os.environ["TRL_EXT_SANDBOX_FORKSERVER"] = "1"
+HOG = "import os, time\ntime.sleep(0.5)\nkids = 0\nwhile kids < 64:\n    try:\n        pid = os.fork()\n    except OSError:\n        break\n    if pid == 0:\n        time.sleep(4)\n        os._exit(0)\n    kids += 1\nprint(kids, flush=True)\ntime.sleep(3)"
+RIGHT = "import threading, time\ntime.sleep(1.5)\ndef f(x):\n    out = []\n    t = threading.Thread(target=out.append, args=(x,)); t.start(); t.join()\n    return out[0] * 2"
+SPEC = {"kind": "call", "fn_name": "f", "cases": [{"args": [3], "expected": 6}]}
+limits = Limits(timeout_s=12.0, nproc=16)
+got = {}
+victim = threading.Thread(target=lambda: got.setdefault("v", run_tests(RIGHT, SPEC, limits=limits, backend="bwrap")))
+victim.start()
+time.sleep(0.2)
+hog = run(HOG, limits=limits, backend="bwrap")
+victim.join()
+run("pass", limits=limits, backend="bwrap")
+report["got"] = [got["v"].passed, hog.status, hog.stdout.strip()]
+report["sharing"] = sum("would share one process budget" in w for w in warnings)
+forkserver.close_all()
+print(json.dumps(report))
+"""
+)
+
+
+@needs_setpriv
+def test_a_bubblewrap_fork_server_without_namespaces_per_child_is_not_used():
+    """Where the bubblewrap fork server's children get no user namespace of their own (forced off here), they
+    would share one RLIMIT_NPROC in the server's namespace and the refused flag would stay in their tmpfs (red team
+    round 8, R2: a hog took a right sibling's thread, no rerun). Its runs go through a bubblewrap sandbox each
+    instead, logged once: the hog gets a budget of its own and the right sibling passes."""
+    report = _report_as_uid(UID, BWRAP_SERVER, "off")
+    passed, hog_status, hog_children = report["got"]
+    assert passed == 1 and hog_status == "ok" and report["sharing"] == 1, report
+    assert int(hog_children) >= 16 - 2, report  # its own budget (bubblewrap's init counts there; shared: 7)
+
+
 BATCH = (
     PRELUDE
     + r"""
