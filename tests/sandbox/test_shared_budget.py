@@ -13,6 +13,7 @@ import shutil
 import pytest
 
 from tests.sandbox.test_process_budgets import _report_as_uid
+from trl_ext.sandbox import Limits
 
 UID = 4261  # no other process of the suite runs as it
 
@@ -144,16 +145,55 @@ print(json.dumps(report))
 
 
 @needs_setpriv
-def test_a_starved_run_is_run_again_alone_and_a_forged_flag_buys_one_rerun():
+def test_a_starved_run_is_run_again_alone_and_a_forged_flag_buys_no_rerun():
     """Without a namespace: a right program whose thread was refused while the uid's tasks sat at the ceiling
     (a script run, and a call test graded by the judge) is run once more alone and passes; a program that
-    writes the harness's flag itself gets exactly one rerun and the verdict it earns (0 stays 0; a pass needs
-    none)."""
+    writes the harness's flag itself while the trainer saw no contention gets no rerun (before: one rerun alone,
+    a second draw for a guessing program) and the verdict it earns (0 stays 0; a pass needs none)."""
     report = _report_as_uid(UID + 1, RERUN, "off")
     for fork, (script, call, forged_wrong, forged_right, forged_script) in report.items():
         assert script == [True, ["ok", "1"], 1], (fork, report)
         assert call == [True, 1, 1], (fork, report)
-        assert forged_wrong == [0, 1] and forged_right == [1, 0] and forged_script == [3, 1], (fork, report)
+        assert forged_wrong == [0, 0] and forged_right == [1, 0] and forged_script == [3, 0], (fork, report)
+
+
+BWRAP_SERVER = (
+    PRELUDE
+    + r"""
+import logging
+warnings = []
+logging.getLogger("trl_ext.sandbox").addHandler(logging.Handler())
+logging.getLogger("trl_ext.sandbox").handlers[-1].emit = lambda record: warnings.append(record.getMessage())
+os.environ["TRL_EXT_SANDBOX_FORKSERVER"] = "1"
+HOG = "import os, time\ntime.sleep(0.5)\nkids = 0\nwhile kids < 64:\n    try:\n        pid = os.fork()\n    except OSError:\n        break\n    if pid == 0:\n        time.sleep(4)\n        os._exit(0)\n    kids += 1\nprint(kids, flush=True)\ntime.sleep(3)"
+RIGHT = "import threading, time\ntime.sleep(1.5)\ndef f(x):\n    out = []\n    t = threading.Thread(target=out.append, args=(x,)); t.start(); t.join()\n    return out[0] * 2"
+SPEC = {"kind": "call", "fn_name": "f", "cases": [{"args": [3], "expected": 6}]}
+limits = Limits(timeout_s=12.0, nproc=16)
+got = {}
+victim = threading.Thread(target=lambda: got.setdefault("v", run_tests(RIGHT, SPEC, limits=limits, backend="bwrap")))
+victim.start()
+time.sleep(0.2)
+hog = run(HOG, limits=limits, backend="bwrap")
+victim.join()
+run("pass", limits=limits, backend="bwrap")
+report["got"] = [got["v"].passed, hog.status, hog.stdout.strip()]
+report["sharing"] = sum("would share one process budget" in w for w in warnings)
+forkserver.close_all()
+print(json.dumps(report))
+"""
+)
+
+
+@needs_setpriv
+def test_a_bubblewrap_fork_server_without_namespaces_per_child_is_not_used():
+    """Where the bubblewrap fork server's children get no user namespace of their own (forced off here), they
+    would share one RLIMIT_NPROC in the server's namespace and the refused flag would stay in their tmpfs (red team
+    round 8, R2: a hog took a right sibling's thread, no rerun). Its runs go through a bubblewrap sandbox each
+    instead, logged once: the hog gets a budget of its own and the right sibling passes."""
+    report = _report_as_uid(UID, BWRAP_SERVER, "off")
+    passed, hog_status, hog_children = report["got"]
+    assert passed == 1 and hog_status == "ok" and report["sharing"] == 1, report
+    assert int(hog_children) >= 16 - 2, report  # its own budget (bubblewrap's init counts there; shared: 7)
 
 
 BATCH = (
@@ -298,3 +338,108 @@ def test_a_fork_refused_for_a_moment_is_retried_and_one_refused_for_good_gives_n
     calls.clear()
     monkeypatch.setattr(os, "fork", lambda: fork(99))
     assert _confinement._fork_retrying(tries=5, wait_s=0.001) is None and len(calls) == 5
+
+
+def _flagged_failures(monkeypatch, tmp_path, during):
+    """``admission.launch`` as a non-root trainer of a script run whose program leaves the refused flag and
+    fails; ``during()`` runs inside each run. Returns how many times the run was launched."""
+    from trl_ext.sandbox import admission
+    from trl_ext.sandbox._process import RunResult
+
+    monkeypatch.setattr(admission.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(admission, "ceiling", lambda: 100)
+    monkeypatch.setattr(admission, "uid_tasks", lambda: 10)  # far below the ceiling: the poll sees nothing
+    (tmp_path / admission.REFUSED_FLAG).touch()
+    launches = []
+
+    def run() -> RunResult:
+        launches.append(1)
+        during()
+        admission.note_run(str(tmp_path))
+        return RunResult("runtime_error", "", "RuntimeError: can't start new thread", 1, 0.1)
+
+    result = admission.launch(run, Limits(nproc=8), {"mode": "script"}, None)
+    assert result.status == "runtime_error"
+    return len(launches)
+
+
+def test_a_flag_without_contention_the_trainer_saw_gets_no_rerun(monkeypatch, tmp_path):
+    """The flag is the program's own word: a failed run that left it while nothing the trainer saw could have
+    refused it (no sibling killed past its cap, the uid's tasks below the ceiling) is not run again."""
+    assert _flagged_failures(monkeypatch, tmp_path, lambda: None) == 1
+
+
+def test_a_flag_with_a_sibling_killed_past_its_cap_during_the_run_gets_one_rerun(monkeypatch, tmp_path):
+    """A sibling's watcher killing it past its ``tasks_cap`` while the run was in flight is the trainer's own
+    evidence: the flagged failure is run once more (and only once: the rerun's verdict stands)."""
+    from trl_ext.sandbox import admission
+
+    assert _flagged_failures(monkeypatch, tmp_path, admission.note_contention) == 2
+
+
+def test_the_uid_at_the_ceiling_when_a_flagged_run_ends_is_contention(monkeypatch, tmp_path):
+    """The uid's tasks at the ceiling as the flagged run ends (a finished run's orphans not reaped yet, another
+    process of the uid) count as contention the trainer saw."""
+    from trl_ext.sandbox import admission
+
+    def crowd() -> None:
+        monkeypatch.setattr(admission, "uid_tasks", lambda: 100)
+
+    assert _flagged_failures(monkeypatch, tmp_path, crowd) == 2
+
+
+def test_admission_is_in_arrival_order_a_big_run_is_not_overtaken(monkeypatch):
+    """A run that fits only in an empty gate, waiting behind runs in flight, holds back every later arrival
+    (before: a stream of small runs overtook it for as long as it lasted)."""
+    import threading
+
+    from trl_ext.sandbox import admission
+
+    gate = admission._Gate()
+    monkeypatch.setattr(admission, "ceiling", lambda: 20)
+    monkeypatch.setattr(admission, "uid_tasks", lambda: 4)  # room 16
+    order: list[str] = []
+    small = gate.admitted(4)
+    small.__enter__()
+    done = threading.Event()
+
+    def enter(name: str, nproc: int) -> threading.Thread:
+        def body() -> None:
+            with gate.admitted(nproc):
+                order.append(name)
+                if name == "big":
+                    done.wait(5)
+
+        thread = threading.Thread(target=body)
+        thread.start()
+        return thread
+
+    big = enter("big", 16)
+    big.join(0.2)
+    later = enter("later", 4)  # would fit beside the small run: 4 + 4 <= 16
+    later.join(0.2)
+    assert order == []  # waits behind the big run
+    small.__exit__(None, None, None)
+    big.join(0.2)
+    assert order == ["big"]  # the big run is in, alone in the room; the later one still waits
+    done.set()
+    big.join(5)
+    later.join(5)
+    assert order == ["big", "later"]
+
+
+def test_the_room_is_shared_by_the_local_world_size(monkeypatch):
+    """With ``LOCAL_WORLD_SIZE`` trainer processes on the host each admits within its share of the room; a bad
+    value is named with the fix."""
+    from trl_ext.sandbox import admission
+
+    monkeypatch.setattr(admission, "ceiling", lambda: 68)
+    monkeypatch.setattr(admission, "uid_tasks", lambda: 4)  # room 64
+    for size, room in (("1", 64), ("4", 16)):
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", size)
+        gate = admission._Gate()
+        gate._refresh()
+        assert gate._room == room
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "two")
+    with pytest.raises(ValueError, match="LOCAL_WORLD_SIZE='two'.*integer >= 1"):
+        admission._Gate()._refresh()

@@ -2,8 +2,10 @@
 
 As non-root every run has the trainer's uid, and the kernel bounds the uid's tasks (processes and threads) by the
 trainer's RLIMIT_NPROC. The runs together may reach ``ceiling`` (``_confinement.runs_ceiling`` of that limit: the
-rest is the trainer's reserve), so at most ``(ceiling - base) // (nproc + 2)`` runs are in flight per trainer
-process (``base``: the uid's tasks, measured when no run is in flight; 2: the trainer's own threads per run); the others wait, they never fail. Every run of
+rest is the trainer's reserve), so at most ``(ceiling - base) // LOCAL_WORLD_SIZE // (nproc + 2)`` runs are in
+flight per trainer process (``base``: the uid's tasks, measured when no run is in flight; ``LOCAL_WORLD_SIZE``:
+the trainer processes of the host, ``local_world_size``; 2: the trainer's own threads per run); the others wait,
+in arrival order, they never fail. Every run of
 the bubblewrap and landlock backends passes here (``forked_run.ForkServedBackend.launch``: per-run launches, fork
 servers and ``sandbox-serve`` behind them). As root each run has a uid of its own: nothing is limited here.
 
@@ -12,13 +14,16 @@ seccomp profiles, ``user.max_user_namespaces=0``), the kernel cannot give a run 
 RLIMIT_NPROC is the uid-wide ``ceiling`` and its watcher kills it past ``nproc`` tasks (``tasks_cap``). In both
 modes a run whose program had a thread or process refused (the harness leaves ``REFUSED_FLAG`` in its scratch;
 only such a program can be starved by a sibling, or by a finished run's processes the container's init has not
-reaped yet) and that failed is run once more, alone (no other run in flight); that verdict stands. The rerun is decided by the judge (``judged``: it knows the verdict and grades the rerun afresh)
+reaped yet) and that failed is run once more, alone (no other run in flight), if the trainer itself saw
+contention while it ran (``_Contention``: a sibling killed past its cap, the uid's tasks at the ceiling); that
+verdict stands. The rerun is decided by the judge (``judged``: it knows the verdict and grades the rerun afresh)
 or, for a run nobody grades while it runs (``sandbox.run``, ``sandbox-serve``), here. Reruns are counted and
-logged (``reruns``): a program that forges the flag only buys itself one rerun alone.
+logged (``reruns``): a program that forges the flag gets no rerun unless a real contention coincides with it.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -33,21 +38,96 @@ from typing import TypeVar
 from trl_ext.sandbox._confinement import runs_ceiling
 from trl_ext.sandbox._process import Progress, RunResult
 from trl_ext.sandbox.limits import Limits
-from trl_ext.sandbox.reaper import processes
 
 _LOGGER = logging.getLogger("trl_ext.sandbox")
 REFUSED_FLAG = ".trl-ext-refused"  # written by the harness (``_harness._note_refusals``) into the run's scratch
 UNLIMITED_ROOM = 4096  # an unlimited trainer limit: the runs' tasks together stop this far above the uid's
 _TRAINER_TASKS_PER_RUN = 2  # the trainer's thread waiting on a run and the run's watcher: charged with its nproc
 _REMEASURE_S = 1.0  # the uid's tasks are measured again at most this often (a /proc scan)
+_GRACE_S = 0.1  # a few watcher polls (20 ms): a refused run may end before its offending sibling is killed
 _LOCAL = threading.local()
 _T = TypeVar("_T")
 
 
 def uid_tasks() -> int:
     """Tasks (processes and threads) of this process's uid: what RLIMIT_NPROC counts."""
-    uid = os.getuid()
-    return sum(p.threads for p in processes() if p.uid == uid)
+    uid, total = os.getuid(), 0
+    for entry in os.scandir("/proc"):  # the owner first: only the uid's own stat files are read
+        try:
+            if not entry.name.isdigit() or entry.stat().st_uid != uid:
+                continue
+            with open(os.path.join(entry.path, "stat"), "rb") as stat:
+                text = stat.read()
+        except OSError:
+            continue  # gone
+        total += int(text[text.rfind(b")") + 2 :].split()[17])
+    return total
+
+
+class _Contention:
+    """A count that only grows, of the moments the TRAINER saw the uid's tasks meet the ceiling: a run's watcher
+    killed it past its ``tasks_cap`` (``scratch.ScratchWatch``), or a poll while runs are in flight (every
+    ``_POLL_S``, one /proc scan) found the uid's tasks at or over ``ceiling``. A rerun needs the count to have
+    moved during the run (``since``): the refused flag is written by the program's own process and proves
+    nothing alone (a wrong program forging it would get a second draw)."""
+
+    _POLL_S = 0.1
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._count = self._watching = 0
+        self._thread: threading.Thread | None = None
+
+    def note(self) -> None:
+        with self._cond:
+            self._count += 1
+
+    def count(self) -> int:
+        with self._cond:
+            return self._count
+
+    @contextlib.contextmanager
+    def polled(self) -> Iterator[None]:
+        """While a run is in flight: the uid's tasks are polled."""
+        with self._cond:
+            self._watching += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._poll, name="trl-ext-uid-poll", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._watching -= 1
+
+    def _poll(self) -> None:
+        while True:
+            with self._cond:
+                while not self._watching:
+                    self._cond.wait()
+            if uid_tasks() >= ceiling():
+                self.note()
+            time.sleep(self._POLL_S)
+
+    def since(self, count: int) -> bool:
+        """Whether the trainer saw contention after ``count`` was read; asked once a flagged run failed, so a
+        sibling's overshoot is looked for once more (its watcher's next poll; the uid's tasks now)."""
+        if self.count() != count:
+            return True
+        if uid_tasks() >= ceiling():
+            self.note()
+            return True
+        time.sleep(_GRACE_S)  # the refused run may end before the offending sibling's watcher polls
+        return self.count() != count
+
+
+_CONTENTION = _Contention()
+
+
+def note_contention() -> None:
+    """A run's watcher killed it past its ``tasks_cap``: a sibling may have been refused a thread or process."""
+    _CONTENTION.note()
 
 
 def task_count(pids: list[int]) -> int:
@@ -103,25 +183,44 @@ def note_run(scratch: str | None) -> None:
     note.refused = note.refused or os.path.lexists(os.path.join(scratch, REFUSED_FLAG))
 
 
+def local_world_size() -> int:
+    """Trainer processes of this uid on this host sharing its ceiling: ``LOCAL_WORLD_SIZE`` (set by ``torchrun``
+    and ``accelerate launch``), else 1. Each admits runs within its share of the room."""
+    raw = os.environ.get("LOCAL_WORLD_SIZE", "1")
+    try:
+        size = int(raw)
+    except ValueError:
+        size = 0
+    if size < 1:
+        raise ValueError(
+            f"LOCAL_WORLD_SIZE={raw!r}: expected the number of trainer processes on this host (an integer >= 1); "
+            "unset it for a single process"
+        )
+    return size
+
+
 class _Gate:
-    """At most ``room`` tasks' worth of runs (each charged its ``nproc`` + the trainer's threads for it) in flight;
-    a run alone excludes every other, and one waiting to be alone goes before newcomers."""
+    """At most ``room`` tasks' worth of runs (each charged its ``nproc`` + the trainer's threads for it) in flight,
+    admitted in arrival order (a run that does not fit yet holds back every later one, so none is overtaken for
+    ever); a run alone waits until none is in flight and excludes every other."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._held = self._runs = self._alone_waiting = 0
+        self._held = self._runs = 0
         self._alone = False
+        self._queue: collections.deque[object] = collections.deque()
         self._room, self._measured, self._limit = 0, -_REMEASURE_S, None
 
     def _refresh(self) -> None:
-        """The room, measured while no run is in flight: ``ceiling - base``."""
+        """The room, measured while no run is in flight: ``(ceiling - base) // local_world_size()``."""
         limit = resource.getrlimit(resource.RLIMIT_NPROC)[0]
         if limit == self._limit and time.monotonic() - self._measured < _REMEASURE_S:
             return
-        self._room, self._measured, self._limit = ceiling() - uid_tasks(), time.monotonic(), limit
+        room = (ceiling() - uid_tasks()) // local_world_size()
+        self._room, self._measured, self._limit = room, time.monotonic(), limit
 
-    def _fits(self, nproc: int, alone: bool) -> bool:
-        if self._alone or (self._alone_waiting and not alone):  # a run waiting to be alone goes first
+    def _fits(self, ticket: object, nproc: int, alone: bool) -> bool:
+        if self._alone or self._queue[0] is not ticket:  # arrival order
             return False
         if self._runs == 0:  # a run always gets in alone: none waits for ever
             self._refresh()
@@ -130,13 +229,15 @@ class _Gate:
 
     @contextlib.contextmanager
     def admitted(self, nproc: int, alone: bool = False) -> Iterator[None]:
+        ticket = object()
         with self._cond:
-            self._alone_waiting += alone
+            self._queue.append(ticket)
             try:
-                while not self._fits(nproc, alone):
+                while not self._fits(ticket, nproc, alone):
                     self._cond.wait()
             finally:
-                self._alone_waiting -= alone
+                self._queue.remove(ticket)
+                self._cond.notify_all()  # the next in line may fit too
             self._held, self._runs, self._alone = self._held + nproc, self._runs + 1, alone
         try:
             yield
@@ -175,8 +276,8 @@ def launch(run: Callable[[], RunResult], limits: Limits, payload: dict, progress
     scope: _Note | None = getattr(_LOCAL, "scope", None)
     note = _Note()
     charge = limits.nproc + _TRAINER_TASKS_PER_RUN
-    with _GATE.admitted(charge, alone=scope is not None and scope.alone):
-        _LOCAL.note = note
+    with _GATE.admitted(charge, alone=scope is not None and scope.alone), _CONTENTION.polled():
+        _LOCAL.note, seen = note, _CONTENTION.count()
         try:
             result = run()
         finally:
@@ -187,6 +288,8 @@ def launch(run: Callable[[], RunResult], limits: Limits, payload: dict, progress
     streamed = progress is not None and progress.stop is not None  # a caller grading it as it ran
     graded_here = payload.get("mode") == "script" and result.status == "ok"
     if not note.refused or streamed or graded_here or result.status == "infra_error":
+        return result
+    if not _CONTENTION.since(seen):  # nothing the trainer saw could have refused it: a forged flag
         return result
     _count_rerun()
     with _GATE.admitted(charge, alone=True):
@@ -199,12 +302,12 @@ def judged(grade: Callable[[], _T], settled: Callable[[_T], bool]) -> _T:
     does not hold. The second verdict stands."""
     if os.geteuid() == 0 or getattr(_LOCAL, "scope", None) is not None:
         return grade()
-    _LOCAL.scope = scope = _Note()
+    _LOCAL.scope, seen = (scope := _Note()), _CONTENTION.count()
     try:
         report = grade()
     finally:
         _LOCAL.scope = None
-    if not scope.refused or settled(report):
+    if not scope.refused or settled(report) or not _CONTENTION.since(seen):
         return report
     _count_rerun()
     _LOCAL.scope = _Note(alone=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import tempfile
 
@@ -20,6 +21,7 @@ from trl_ext.sandbox.reaper import kill_session, reap_run
 from trl_ext.sandbox.scratch import ScratchWatch, remove_scratch
 
 _ATTEMPTS = 2
+_LOGGER = logging.getLogger("trl_ext.sandbox")
 
 
 class ForkServedBackend(Backend):
@@ -51,13 +53,18 @@ class ForkServedBackend(Backend):
 
 
 def launch(backend: Backend, payload: dict, stdin: bytes, limits: Limits, progress: Progress | None) -> RunResult:
-    """``backend.launch`` through its fork server (``backend.fork_server_command`` tells how to start one)."""
+    """``backend.launch`` through its fork server (``backend.fork_server_command`` tells how to start one), or a
+    fresh sandbox where that server's children would share the uid's process budget (``_shares_budget``)."""
+    key = (backend.name, getattr(backend, "bwrap", None))  # a backend of another binary: another server
     for _ in range(_ATTEMPTS):
+        if (key, limits.site_packages) in _SHARING_SERVERS:
+            return Backend.launch(backend, payload, stdin, limits, None, progress)
         try:
-            key = (backend.name, getattr(backend, "bwrap", None))  # a backend of another binary: another server
             server = forkserver.acquire(key, limits.site_packages, backend.fork_server_command)
         except (forkserver.ServerLost, OSError) as exc:
             return RunResult("infra_error", "", f"could not start the sandbox's fork server: {exc}", None, 0.0)
+        if _shares_budget(server, (key, limits.site_packages)):
+            continue
         result = None
         try:
             result = _run_once(backend, server, payload, stdin, limits, progress)
@@ -68,6 +75,28 @@ def launch(backend: Backend, payload: dict, stdin: bytes, limits: Limits, progre
         if result is not None:
             return result
     return RunResult("infra_error", "", "the sandbox's fork server died during the run", None, 0.0)
+
+
+_SHARING_SERVERS: set[tuple] = set()  # (server key, site_packages) whose runs go through a sandbox each instead
+
+
+def _shares_budget(server: forkserver.ForkServer, key: tuple) -> bool:
+    """Whether ``server`` is a bubblewrap one whose children get no user namespace of their own, as non-root: they
+    would share one RLIMIT_NPROC in the server's namespace, and the harness's refused flag stays in each child's
+    private tmpfs, so none of admission's defence holds there (red team round 8, R2). Such a server is stopped and
+    its backend's runs go through a fresh sandbox each (one user namespace per run), logged once; the server idles
+    until the trainer exits (``forkserver.close_all``)."""
+    if not server.private_scratch or not admission.shared(server.user_namespaces):
+        return False
+    forkserver.release(server)
+    if key not in _SHARING_SERVERS:
+        _SHARING_SERVERS.add(key)
+        _LOGGER.warning(
+            "sandbox: the bubblewrap fork server's children cannot have a user namespace of their own here, so "
+            "they would share one process budget; each run gets a bubblewrap sandbox of its own instead "
+            "(docs/sandbox.md, 'Process budgets as a non-root uid')"
+        )
+    return True
 
 
 def _scratch(server: forkserver.ForkServer, uid: int | None) -> str:

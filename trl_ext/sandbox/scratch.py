@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from trl_ext.sandbox import memory
-from trl_ext.sandbox.admission import task_count
+from trl_ext.sandbox.admission import note_contention, task_count
 from trl_ext.sandbox.reaper import kill_session
 
 _UNIQUE = itertools.count()
@@ -107,6 +107,7 @@ class ScratchWatch:
         pids = self.pids() if self.pids is not None else self._session.pids(self.sid)
         if self.tasks_cap is not None and task_count(pids) > self.tasks_cap:
             self.exceeded = True  # past its own `nproc` where its RLIMIT_NPROC is uid-wide
+            note_contention()  # a sibling may have been refused meanwhile: its rerun is warranted
             return True
         if self.memory_cap is not None:  # first: a long measure must not delay it
             self.oom = self.oom or memory.resident_bytes(pids) + self._memfds > self.memory_cap
