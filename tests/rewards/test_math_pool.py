@@ -1,6 +1,7 @@
 """The worker pool the math reward verifies in (``trl_ext.workers.pool``), on a tiny JSON-lines worker: answers in
 order, a hard deadline per task that kills only the late worker, a dead worker replaced and asked once more,
-several threads sharing the pool, and tasks dispatched from the calling thread (no thread hand-off per task)."""
+several threads sharing the pool, and tasks dispatched from the calling thread (no thread hand-off per task); with
+one task per worker and with several queued per worker (``pipeline``)."""
 
 import sys
 import threading
@@ -26,9 +27,9 @@ for line in sys.stdin:
 """
 
 
-@pytest.fixture
-def pool():
-    workers = WorkerPool([sys.executable, "-c", _WORKER], size=2, startup_timeout_s=30)
+@pytest.fixture(params=[1, 3], ids=["one task per worker", "three queued per worker"])
+def pool(request):
+    workers = WorkerPool([sys.executable, "-c", _WORKER], size=2, startup_timeout_s=30, pipeline=request.param)
     yield workers
     workers.close()
 
@@ -87,3 +88,18 @@ def test_tasks_are_sent_from_the_calling_thread(pool, monkeypatch):
     monkeypatch.setattr(type(pool._workers[0]), "send", recording_send)
     pool.map([{"n": n} for n in range(10)], 30)
     assert senders == {threading.current_thread().name}
+
+
+def test_a_queued_task_s_deadline_runs_from_the_answer_before_it():
+    pool = WorkerPool([sys.executable, "-c", _WORKER], size=1, startup_timeout_s=30, pipeline=2)
+    try:
+        pool.map([{"n": 0}], 30)
+        # both sent at once; together they take longer than one deadline, each alone well within it
+        assert [answer["n"] for answer in pool.map([{"n": 1, "sleep": 2}, {"n": 2, "sleep": 2}], 3.5)] == [1, 2]
+    finally:
+        pool.close()
+
+
+def test_pipeline_must_be_positive():
+    with pytest.raises(ValueError, match="pipeline"):
+        WorkerPool([sys.executable, "-c", _WORKER], pipeline=0)

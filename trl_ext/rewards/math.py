@@ -52,7 +52,9 @@ def shared_pool(num_workers: int) -> WorkerPool:
         )
     with _POOLS_LOCK:
         if num_workers not in _POOLS:
-            _POOLS[num_workers] = WorkerPool([sys.executable, "-c", _WORKER_SOURCE, _ANSWERS_PATH], size=num_workers)
+            argv = [sys.executable, "-c", _WORKER_SOURCE, _ANSWERS_PATH]
+            # two tasks queued per worker: it starts the next while this process reads its answer
+            _POOLS[num_workers] = WorkerPool(argv, size=num_workers, pipeline=2)
         return _POOLS[num_workers]
 
 

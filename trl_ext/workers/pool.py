@@ -11,6 +11,7 @@ import subprocess
 import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -95,21 +96,21 @@ class _Worker:
             self.kill()
             raise WorkerDied(f"worker {self.argv[:1]} exited without answering") from None
 
-    def read_answer(self) -> dict | None:
-        """The answer when its line is complete (call when the worker's stdout is readable), else None;
-        ``WorkerDied`` (after killing the worker) at end of file or for output nobody asked for."""
+    def read_answers(self, owed: int) -> list[dict]:
+        """The answers whose lines are complete (call when the worker's stdout is readable), in order;
+        ``WorkerDied`` (after killing the worker) at end of file or for more lines than the ``owed`` answers."""
         chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
         if not chunk:
             self.kill()
             raise WorkerDied(f"worker {self.argv[:1]} exited without answering")
         self._buffer += chunk
         if b"\n" not in self._buffer:
-            return None
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        if self._buffer:  # output nobody asked for: never read as a later task's answer
+            return []
+        *lines, self._buffer = self._buffer.split(b"\n")
+        if len(lines) > owed or (self._buffer and len(lines) == owed):  # output nobody asked for
             self.kill()
-            raise WorkerDied(f"worker {self.argv[:1]} wrote more than one answer")
-        return json.loads(line)
+            raise WorkerDied(f"worker {self.argv[:1]} wrote more than it was asked")
+        return [json.loads(line) for line in lines]
 
 
 class WorkerPool:
@@ -119,7 +120,11 @@ class WorkerPool:
     ``map`` dispatches from the calling thread: it takes the idle workers, sends each the next task as soon as
     it has answered and waits on all their pipes at once (``select``). No thread hand-off per task: with a
     thread per task (futures) the calling process spent more CPU per task than the JSON round trip itself,
-    which bounds the speed-up of more workers on a machine whose cores are all busy."""
+    which bounds the speed-up of more workers on a machine whose cores are all busy.
+
+    ``pipeline`` > 1 queues up to that many tasks per worker (for workers that read one task line at a time and
+    answer in order): a worker starts its next task without waiting for the caller to read its answer and write
+    the next one. Only for workers whose tasks may sit in their stdin (not a sandbox's evaluation workers)."""
 
     def __init__(
         self,
@@ -127,10 +132,13 @@ class WorkerPool:
         size: int = 2,
         startup_timeout_s: float = 120.0,
         spawn: Spawn | None = None,
+        pipeline: int = 1,
     ) -> None:
         if size < 1:
             raise ValueError(f"`num_workers` must be >= 1, got {size}.")
-        self.size = size
+        if pipeline < 1:
+            raise ValueError(f"`pipeline` must be >= 1, got {pipeline}.")
+        self.size, self.pipeline = size, pipeline
         self._argv = argv
         self._spawn = spawn
         self._startup_timeout_s = startup_timeout_s
@@ -184,29 +192,31 @@ class WorkerPool:
 
 
 class _Dispatch:
-    """One ``map`` call: its tasks sent to the workers it holds, their answers read as they come."""
+    """One ``map`` call: its tasks sent to the workers it holds (up to ``pipeline`` queued per worker), their
+    answers read as they come. A task's deadline runs from when its worker starts it: when it is sent to a worker
+    that owes nothing, else when the answer before it arrives."""
 
     def __init__(self, pool: WorkerPool, tasks: list[dict], deadline_s: float) -> None:
         self.pool, self.tasks, self.deadline_s = pool, tasks, deadline_s
         self.answers: list[dict | None] = [None] * len(tasks)
-        self.sent = 0  # tasks[:sent] are answered or running
-        self.running: dict[_Worker, tuple[int, float, bool]] = {}  # worker -> (task, deadline, a retry)
+        self.pending: deque[tuple[int, bool]] = deque((index, False) for index in range(len(tasks)))  # (task, retry)
+        self.owed: dict[_Worker, deque[tuple[int, bool]]] = {}  # the tasks each worker has, in order
+        self.deadline: dict[_Worker, float] = {}  # of the task each worker is working on
         self.held: list[_Worker] = []
 
     def run(self) -> list[dict | None]:
         self.held.append(self.pool._idle.get())  # waits while other calls hold every worker
         try:
-            while self.sent < len(self.tasks) or self.running:
+            while self.pending or self.owed:
                 self._hold_more()
                 for worker in self.held:
-                    if worker not in self.running and self.sent < len(self.tasks):
-                        self.sent += 1
-                        self._send(worker, self.sent - 1, retry=False)
+                    while self.pending and len(self.owed.get(worker, ())) < self.pool.pipeline:
+                        self._send(worker, *self.pending.popleft())
                 self._release_idle()
-                if self.running:
+                if self.owed:
                     self._wait()
         finally:
-            for worker in self.running:  # only after an error: an answer is still owed, never read as another's
+            for worker in self.owed:  # only after an error: answers are still owed, never read as another's
                 worker.kill()
             for worker in self.held:
                 self.pool._idle.put(worker)
@@ -214,7 +224,7 @@ class _Dispatch:
 
     def _hold_more(self) -> None:
         """Take the workers that became idle meanwhile, as long as tasks wait."""
-        while len(self.held) < len(self.tasks) - self.sent + len(self.running):
+        while self.pending and len(self.held) < self.pool.size:
             try:
                 self.held.append(self.pool._idle.get_nowait())
             except queue.Empty:
@@ -222,44 +232,59 @@ class _Dispatch:
 
     def _release_idle(self) -> None:
         """Give back the workers left without a task, for other calls."""
-        if self.sent < len(self.tasks):
-            return
-        for worker in [worker for worker in self.held if worker not in self.running]:
-            self.held.remove(worker)
-            self.pool._idle.put(worker)
+        if not self.pending:
+            for worker in [worker for worker in self.held if worker not in self.owed]:
+                self.held.remove(worker)
+                self.pool._idle.put(worker)
 
     def _send(self, worker: _Worker, index: int, retry: bool) -> None:
         try:
             worker.send(self.tasks[index])
         except WorkerDied:
-            if retry:
-                raise
-            return self._send(worker, index, retry=True)
-        self.running[worker] = (index, time.monotonic() + self.deadline_s, retry)
+            return self._died(worker, (index, retry))
+        owed = self.owed.setdefault(worker, deque())
+        if not owed:
+            self.deadline[worker] = time.monotonic() + self.deadline_s
+        owed.append((index, retry))
+
+    def _died(self, worker: _Worker, sending: tuple[int, bool] | None = None) -> None:
+        """``worker`` exited (or wrote more than asked) and was killed: the task it was working on is asked once
+        more (a second time raises ``WorkerDied``), the tasks queued behind it go back to the pending ones."""
+        owed = self.owed.pop(worker, deque())
+        self.deadline.pop(worker, None)
+        if sending is not None:
+            owed.append(sending)
+        index, retry = owed.popleft()
+        if retry:
+            raise WorkerDied(f"worker {worker.argv[:1]} exited without answering, twice")
+        self.pending.extendleft(reversed([(index, True), *owed]))
 
     def _wait(self) -> None:
         """Read the answers that came; kill the workers past their task's deadline (the task's answer: None)."""
-        by_fd = {worker.proc.stdout.fileno(): worker for worker in self.running}
-        timeout = max(0.0, min(deadline for _, deadline, _ in self.running.values()) - time.monotonic())
+        by_fd = {worker.proc.stdout.fileno(): worker for worker in self.owed}
+        timeout = max(0.0, min(self.deadline.values()) - time.monotonic())
         for fd in select.select(list(by_fd), [], [], timeout)[0]:
             worker = by_fd[fd]
-            index, _, retry = self.running[worker]
+            owed = self.owed[worker]
             try:
-                answer = worker.read_answer()
+                answers = worker.read_answers(len(owed))
             except WorkerDied:
-                del self.running[worker]
-                if retry:
-                    raise
-                self._send(worker, index, retry=True)
+                self._died(worker)
                 continue
-            if answer is not None:
-                self.answers[index] = answer
-                del self.running[worker]
+            for answer in answers:
+                self.answers[owed.popleft()[0]] = answer
+            if not owed:
+                del self.owed[worker], self.deadline[worker]
+            elif answers:
+                self.deadline[worker] = time.monotonic() + self.deadline_s  # it starts on the next one now
         now = time.monotonic()
-        for worker, (_, deadline, _) in list(self.running.items()):
+        for worker, deadline in list(self.deadline.items()):
             if deadline <= now:
                 worker.kill()  # a hard deadline: the next task gets a fresh process
-                del self.running[worker]
+                owed = self.owed.pop(worker)
+                del self.deadline[worker]
+                owed.popleft()  # the late task's answer stays None
+                self.pending.extendleft(reversed(owed))
 
 
 @atexit.register
