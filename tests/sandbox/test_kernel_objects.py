@@ -144,3 +144,31 @@ def test_epoll_only_where_each_run_has_its_own_uid_and_selectors_work_everywhere
     assert (got["epoll_create1"], got["selector"], got["waited"]) == (*expected, True)
     # asyncio's loop needs socketpair, allowed only with a memory cgroup (root here; class 6): with it, it runs
     assert got["asyncio"] == ("hello" if own_uid else "PermissionError")
+
+
+_PTYS = """
+import os, pty
+opened = []
+for path in ("/dev/ptmx", "/dev/pts/ptmx"):
+    try:
+        os.open(path, os.O_RDWR | os.O_NOCTTY)
+        opened.append(path)
+    except OSError:
+        pass
+try:
+    pty.openpty()
+    opened.append("openpty")
+except OSError:
+    pass
+print(opened)
+"""
+
+
+@EACH_BACKEND
+def test_no_run_takes_a_pseudo_terminal_per_run_or_fork_served(monkeypatch):
+    # every pty comes from the host-wide kernel.pty.max: 3071 opens by one per-run bubblewrap run left other
+    # sandboxes' openpty() failing (red team round 8, F7)
+    for fork_server in ("0", "1"):
+        monkeypatch.setenv("TRL_EXT_SANDBOX_FORKSERVER", fork_server)
+        result = run(_PTYS, limits=LIMITS)
+        assert (result.status, result.stdout.strip()) == ("ok", "[]"), (fork_server, result.stderr)

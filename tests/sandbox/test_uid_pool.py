@@ -24,7 +24,7 @@ def test_blocks_are_drawn_inside_the_mapped_uids_and_differ_between_trainers(mon
     monkeypatch.setattr(limits, "_uids_with_processes", set)
     bases = [choose_uid_base() for _ in range(200)]
     assert all(base >= _UID_FIRST and base + _UID_SLOTS <= 65536 for base in bases)
-    assert len(set(bases)) > 20
+    assert len(set(bases)) > len(range(_UID_FIRST, 65536 - _UID_SLOTS + 1, _UID_SLOTS)) // 2
 
 
 def test_a_block_that_visible_processes_use_is_skipped(monkeypatch):
@@ -51,3 +51,15 @@ def test_the_pool_hands_out_distinct_uids_of_its_block(monkeypatch):
     uids = [pool.acquire() for _ in range(_UID_SLOTS)]
     assert len(set(uids[:-1])) == _UID_SLOTS - 1 and all(300000 <= uid < 300000 + _UID_SLOTS for uid in uids)
     assert uids[-1] == 300000 + _UID_SLOTS - 1  # beyond the slots: the shared overflow uid
+
+
+def test_past_its_slots_the_pool_warns_once_that_runs_share_a_uid(monkeypatch, caplog):
+    monkeypatch.setenv(UID_BASE_ENV, "300000")
+    pool = limits.UidPool()
+    held = [pool.acquire() for _ in range(_UID_SLOTS - 1)]
+    with caplog.at_level("WARNING", logger="trl_ext.sandbox"):
+        shared = [pool.acquire(), pool.acquire()]
+    assert shared == [300000 + _UID_SLOTS - 1] * 2 and len(set(held)) == _UID_SLOTS - 1
+    assert sum("share uid" in r.getMessage() for r in caplog.records) == 1
+    pool.release(held[0])
+    assert pool.acquire() == held[0]

@@ -122,6 +122,9 @@ class BwrapBackend(forked_run.ForkServedBackend):
         for path in LOADER_FILES:  # the dynamic loader's cache; nothing else from /etc
             args += ["--ro-bind-try", path, path]
         args += ["--proc", "/proc", "--dev", "/dev"]
+        # no pseudo-terminal: each one a run opens comes from the host-wide kernel.pty.max (red team round 8: 3071
+        # opens of /dev/ptmx left other sandboxes' openpty() failing); the new devpts instance's ptmx too
+        args += ["--ro-bind", os.devnull, "/dev/ptmx", "--ro-bind", os.devnull, "/dev/pts/ptmx"]
         args += ["--perms", "1777", "--size", str(limits.scratch_mb << 20), "--tmpfs", "/tmp", "--chdir", "/tmp"]
         args += ["--clearenv"] + [a for k, v in SAFE_ENV.items() for a in ("--setenv", k, v)]
         # /dev read-only: as non-root bubblewrap builds it as a tmpfs of the trainer's uid with no size, where a run

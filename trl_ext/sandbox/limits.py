@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import os
 import random
 import resource
 import threading
 from pathlib import Path
+
+_LOGGER = logging.getLogger("trl_ext.sandbox")
 
 # The only variables a sandboxed program sees. Set on the sandbox launcher itself (not only inside it): a
 # variable cleared inside bubblewrap is still readable from the launcher's /proc/<pid>/environ.
@@ -32,7 +35,7 @@ ISOLATED = "-sP"
 # Unprivileged uids used when trl_ext runs as root (RLIMIT_NPROC does not apply to root): a block of _UID_SLOTS
 # from _UID_FIRST on, inside what this user namespace maps (a container's namespace often maps only 65536 uids).
 _UID_FIRST = 61000
-_UID_SLOTS = 64
+_UID_SLOTS = 256  # runs (and evaluation workers) in flight per trainer process before two share a uid
 UID_BASE_ENV = "TRL_EXT_SANDBOX_UID_BASE"
 
 
@@ -135,7 +138,9 @@ def choose_uid_base(tries: int = 4096) -> int:
         except ValueError:
             base = -1
         if not 1000 <= base <= 2**31 - _UID_SLOTS:
-            raise ValueError(f"{UID_BASE_ENV}={os.environ[UID_BASE_ENV]!r}: give an integer from 1000 to 2**31 - 64")
+            raise ValueError(
+                f"{UID_BASE_ENV}={os.environ[UID_BASE_ENV]!r}: give an integer from 1000 to 2**31 - {_UID_SLOTS}"
+            )
         return base
     blocks = [
         range(max(mapped.start, _UID_FIRST), min(mapped.stop, 2**31) - _UID_SLOTS + 1, _UID_SLOTS)
@@ -164,6 +169,7 @@ class UidPool:
         self._free = list(range(_UID_SLOTS - 1))  # the last slot is the shared overflow uid
         self._in_use: set[int] = set()
         self._base_uid: int | None = None
+        self._warned = False
 
     @property
     def _base(self) -> int:
@@ -176,6 +182,15 @@ class UidPool:
         base = self._base
         with self._lock:
             if not self._free:
+                if not self._warned:
+                    self._warned = True
+                    _LOGGER.warning(
+                        "sandbox: more than %d runs and evaluation workers in flight in this process: the rest share "
+                        "uid %d, so they share its process budget and per-uid kernel quotas (docs/sandbox.md, "
+                        "'Known limits'); run fewer at once or start more trainer processes",
+                        _UID_SLOTS - 1,
+                        base + _UID_SLOTS - 1,
+                    )
                 return base + _UID_SLOTS - 1
             slot = self._free.pop(0)  # FIFO: a released uid's killed processes have time to exit before reuse
             self._in_use.add(slot)
