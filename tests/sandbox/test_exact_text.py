@@ -133,3 +133,21 @@ def test_a_call_tests_expected_text_is_compared_code_point_by_code_point(launch,
     assert not run_tests(PAIR, wrong).all_passed
     assert run_tests(PAIR, right).all_passed
     assert run_tests("def f(s):\n    return len(s)\n", echo).all_passed
+
+
+# printed text the test captures crosses exactly too, and a test may end with exit()/quit() as in CPython (red team
+# round 8b: the first gave invalid_result, the second was refused as a shadowed builtin)
+PRINTS = "def f():\n    print('a\\ud83d' + '\\ude00b')\n    return 1\n"
+CAPTURE = "import io, contextlib\nbuf = io.StringIO()\nwith contextlib.redirect_stdout(buf):\n    assert f() == 1\n"
+CAPTURED = [CAPTURE + "assert len(buf.getvalue()) == 5", CAPTURE + "assert len(buf.getvalue()) == 4"]
+ADDS = "def g(x):\n    return x + 1\n"
+EXITS = ["assert g(1) == 2\nif g(2) != 3:\n    exit(1)", "assert g(1) == 2\nif g(2) == 3:\n    quit(3)"]
+
+
+@pytest.mark.parametrize("launch", LAUNCHES[:2], ids=["-".join(launch) for launch in LAUNCHES[:2]])
+def test_captured_surrogates_and_exit_in_a_test_get_cpythons_verdicts(launch, monkeypatch):
+    tests, programs = CAPTURED + EXITS, [PRINTS, PRINTS, ADDS, ADDS]
+    expected = [float(cpython_passes(program, test)) for program, test in zip(programs, tests)]
+    assert expected == [1.0, 0.0, 1.0, 0.0]
+    scores, _ = grade_asserts(launch, programs, tests, monkeypatch)
+    assert scores == expected

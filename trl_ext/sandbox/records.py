@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from trl_ext.sandbox import program_exceptions, replay
+from trl_ext.sandbox.plain_encode import text_of
 
 STDIO_STATUSES = frozenset({"ok", "timeout", "runtime_error", "memory", "output_limit"})
 _STDIO_KEYS = frozenset({"i", "status", "out"})
@@ -58,7 +59,16 @@ def _call_environment(record: dict) -> dict | None:
         return None
     if record.pop("dc", True) is not True:  # the program changed decimal's context (``replay_env.DecimalWatch``)
         return None
-    if not all(type(value) is _ENV_TYPES.get(key) for key, value in env.items()) or env.get("in", 0) < 0:
+    texts = {key: env[key] for key in ("out", "err") if type(env.get(key)) is dict}  # with surrogates: {"u": parts}
+    for text in texts.values():
+        try:
+            text_of(text["u"] if text.keys() == {"u"} else None)  # checked here, joined by ``replay_env``
+        except ValueError:
+            return None
+    if (
+        not all(type(value) is _ENV_TYPES.get(key) or key in texts for key, value in env.items())
+        or env.get("in", 0) < 0
+    ):
         return None
     return record
 

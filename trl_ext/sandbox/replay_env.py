@@ -260,9 +260,15 @@ class Environment:
         if env.get("more"):
             raise Unsupported("the program printed more than the judge carries into a captured stdout")
         if env.get("out"):
-            sys.stdout.write(env["out"])
+            sys.stdout.write(_text(env["out"]))
         if env.get("err"):
-            sys.stderr.write(env["err"])
+            sys.stderr.write(_text(env["err"]))
+
+
+def _text(printed: Any) -> str:
+    """Printed text as it crossed: a str, or with surrogates {"u": [run, code point, ...]} (checked by the trainer,
+    ``records._call_environment``; joined here, where only the standard library is at hand)."""
+    return printed if type(printed) is str else "".join(p if type(p) is str else chr(p) for p in printed["u"])
 
 
 def _handles(logger: Any) -> bool:
