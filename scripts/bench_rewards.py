@@ -228,11 +228,12 @@ def compare_math_with_baseline(
     for mix in mixes:
         ratios = sorted(b[mix]["cpu_us"] / c[mix]["cpu_us"] for c, b in zip(runs["current"], runs["baseline"]))
         parent = statistics.median(run[mix]["parent_us"] for run in runs["current"])
+        parent_then = statistics.median(run[mix]["parent_us"] for run in runs["baseline"])
         cpu = statistics.median(run[mix]["cpu_us"] for run in runs["current"])
         print(
             f"  {mix:11s}: CPU-time ratio median {statistics.median(ratios):.2f}x (min {ratios[0]:.2f}x, max "
             f"{ratios[-1]:.2f}x); this checkout {cpu:.0f} us CPU per verification, {parent:.0f} us of it in the "
-            "calling process"
+            f"calling process (baseline {parent_then:.0f} us)"
         )
         for kind in ("1 worker", f"{workers} workers"):
             now = max(run[mix][kind] for run in runs["current"])
