@@ -151,7 +151,64 @@ def _imported_module(node: ast.AST) -> str:
 def unsupported_plan(test: str, names: list[str]) -> str:
     """Why an assert test cannot judge the program ('' when it can): it names none of its functions, or it reads
     what only the program's function objects hold (``introspection``)."""
-    return introspection(test) if names else "the test uses no function of the program (name it with `entry_point`)"
+    if not names:
+        return "the test uses no function of the program (name it with `entry_point`)"
+    return introspection(test) or exception_identity(test)
+
+
+def exception_identity(test: str) -> str:
+    """Why ``test`` compares the program's exceptions by identity across records ('' when it does not): ``is``/
+    ``is not`` where a side reads what a function of the test that returns a caught exception returns, or reads one
+    caught exception (a name an ``except ... as`` binds, or a name bound from it: ``err = e``, ``c = e.__cause__``)
+    while another side reads something else. Within one caught exception identity crosses (``c is
+    e.__context__``), as it does for its ``args`` (the run's objects); ``type(...)`` and a ``None``/``True``/
+    ``False`` side compare no exception. The judge
+    rebuilds a program's exception from each record, so one object raised twice is two objects here (red team
+    R8-3): refused rather than judged either way."""
+    tree = parse_python(test)
+    roots = {node.name: {node.name} for node in ast.walk(tree) if isinstance(node, ast.ExceptHandler) and node.name}
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+    catchers = {f.name for f in ast.walk(tree) if isinstance(f, functions) and _returns_caught(f)}
+    assigns = [node for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr))]
+    for _ in range(4):  # names bound to those (``err = e``, ``e1 = catch(f)``), a few steps deep
+        for node in assigns:
+            found = _roots(node.value, roots, catchers) if node.value is not None else set()
+            targets = ast.Tuple(getattr(node, "targets", None) or [node.target], ast.Store())
+            for target in (t for t in ast.walk(targets) if isinstance(t, ast.Name) and found):
+                roots[target.id] = roots.get(target.id, set()) | found
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare) or not any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+            continue
+        sides = [node.left, *node.comparators]
+        if any(isinstance(side, ast.Constant) and side.value in (None, True, False) for side in sides):
+            continue
+        found = [_roots(side, roots, catchers) for side in sides]
+        union = set().union(*found)
+        if union and ("" in union or len(union) > 1 or not all(found)):
+            return "the test compares the program's exceptions by identity (is), which does not cross the sandbox"
+    return ""
+
+
+def _returns_caught(function: ast.AST) -> bool:
+    caught = {node.name for node in ast.walk(function) if isinstance(node, ast.ExceptHandler) and node.name}
+    returns = [node.value for node in ast.walk(function) if isinstance(node, ast.Return)]
+    return any(isinstance(value, ast.Name) and value.id in caught for value in returns)
+
+
+def _roots(side: ast.AST, roots: dict, catchers: set) -> set:
+    """The caught exceptions ``side`` reads ("": one a catching function of the test returned), past ``type()``."""
+    if isinstance(side, ast.Call) and isinstance(side.func, ast.Name) and side.func.id == "type":
+        return set()
+    if isinstance(side, ast.Attribute) and side.attr == "args":  # the run's objects, numbered: identity crosses
+        return set()
+    if isinstance(side, ast.Name):
+        return set(roots.get(side.id, ()))
+    if isinstance(side, ast.Call) and isinstance(side.func, ast.Name) and side.func.id in catchers:
+        return {""}
+    found: set = set()
+    for child in ast.iter_child_nodes(side):
+        found |= _roots(child, roots, catchers)
+    return found
 
 
 def _type_name(node: ast.AST) -> str:
