@@ -131,10 +131,11 @@ def _fork_retrying(tries=50, wait_s=0.02):
     return None
 
 
-def _landlock(read_only, writable, min_abi):
+def _landlock(read_only, writable, min_abi, enforce=True):
     """A Landlock domain: read/execute ``read_only`` (files: no directory rights), read/write ``writable`` and
     /dev/null, nothing else (no /proc), no TCP bind/connect, signals and abstract unix sockets scoped to this domain
-    (ABI >= 6). Also sets NO_NEW_PRIVS."""
+    (ABI >= 6). Also sets NO_NEW_PRIVS. ``enforce=False`` builds the ruleset and closes it unenforced (a fork
+    server's warm-up: ``_forkserver_main._warm_landlock``)."""
     abi = landlockpy.abi_version()
     if abi < min_abi:
         raise RuntimeError("Landlock ABI " + str(abi) + " < " + str(min_abi))
@@ -149,7 +150,8 @@ def _landlock(read_only, writable, min_abi):
                 ruleset.allow_path(path, read if os.path.isdir(path) else read & ~AccessFS.READ_DIR)
         ruleset.allow_path(os.devnull, AccessFS.READ_FILE | AccessFS.WRITE_FILE | AccessFS.TRUNCATE)
         ruleset.allow_path(writable, landlockpy.fs_for_abi(abi) & ~AccessFS.IOCTL_DEV)
-        ruleset.restrict()
+        if enforce:
+            ruleset.restrict()
 
 
 def _seccomp(filter_bytes):

@@ -208,18 +208,7 @@ def _warm_landlock():
     caches it) and its look-ups are then in the server's memory, which every child inherits, instead of made again
     in each child (about 1 ms of CPU a run). A cache only: nothing is enforced here, and every child still builds
     and enforces its own domain (``_confine``)."""
-    abi = landlockpy.abi_version()
-    read = AccessFS.READ_FILE | AccessFS.READ_DIR | AccessFS.EXECUTE
-    with landlockpy.Ruleset(
-        handled_fs=landlockpy.fs_for_abi(abi),
-        handled_net=AccessNet.BIND_TCP | AccessNet.CONNECT_TCP,
-        scoped=Scope.ABSTRACT_UNIX_SOCKET | Scope.SIGNAL,
-    ) as ruleset:
-        for path in _CONFIG["read_only"]:
-            if os.path.exists(path):
-                ruleset.allow_path(path, read if os.path.isdir(path) else read & ~AccessFS.READ_DIR)
-        ruleset.allow_path(os.devnull, AccessFS.READ_FILE | AccessFS.WRITE_FILE | AccessFS.TRUNCATE)
-        ruleset.allow_path(_CONFIG["scratch_root"], landlockpy.fs_for_abi(abi) & ~AccessFS.IOCTL_DEV)
+    _landlock(_CONFIG["read_only"], _CONFIG["scratch_root"], 0, enforce=False)
 
 
 def _user_namespaces_work():
