@@ -136,3 +136,52 @@ def test_the_service_waits_take_descriptors_past_1023():
         for fd in (read, write, high):
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_the_per_address_cap_counts_an_address_prefix():
+    prefix = serve_http.peer_prefix
+    assert prefix(("127.0.0.1", 1)) == prefix(("127.9.8.7", 2)) == prefix(("::1", 3, 0, 0)) == "loopback"
+    assert prefix(("::ffff:127.0.3.4", 5, 0, 0)) == "loopback"  # IPv4-mapped IPv6 counts as IPv4
+    assert prefix(("203.0.113.7", 1)) == prefix(("::ffff:203.0.113.200", 1, 0, 0)) == "203.0.113.0/24"
+    assert prefix(("203.0.114.7", 1)) != prefix(("203.0.113.7", 1))
+    assert prefix(("2001:db8:0:1::5", 1, 0, 0)) == prefix(("2001:db8:0:1:ffff::9", 1, 0, 0)) == "2001:db8:0:1::/64"
+    assert prefix(("2001:db8:0:2::5", 1, 0, 0)) != prefix(("2001:db8:0:1::5", 1, 0, 0))
+
+
+def test_silent_connections_from_many_loopback_addresses_share_one_cap_and_do_not_keep_a_client_out(monkeypatch):
+    # Red team round 8b: 400 source addresses of 127.0.0.0/8 each stayed under a per-address cap and took every
+    # held place together. The cap counts the whole loopback prefix, so they hold at most its share.
+    monkeypatch.setattr(serve_http, "_HELD", 40)
+    with serving(workers=1, queue=1, secret=SECRET, header_timeout_s=60.0, per_address=15) as url:
+        port = _port(url)
+        idle = [
+            socket.create_connection(
+                ("127.0.0.1", port), timeout=10, source_address=(f"127.0.{i % 2}.{i // 2 + 1}", 0)
+            )
+            for i in range(300)
+        ]
+        try:
+            assert len({sock.getsockname()[0] for sock in idle}) == 300
+            assert _authenticated_run(url) == ("ok", "7\n")
+            time.sleep(0.5)  # the gate has taken every connection in
+            still_held = [sock for sock in idle if not _closed(sock)]
+            assert 0 < len(still_held) <= 15  # before: one each per address, all 40 places held
+            assert still_held == idle[-len(still_held) :]  # the oldest went first
+        finally:
+            for sock in idle:
+                sock.close()
+
+
+def test_when_every_place_is_taken_the_stale_silent_connections_go_in_one_batch(monkeypatch):
+    monkeypatch.setattr(serve_http, "_HELD", 40)
+    with serving(workers=1, queue=1, secret=SECRET, header_timeout_s=8.0, per_address=10_000) as url:
+        old = _idle(_port(url), 40)  # every place taken
+        time.sleep(4.5)  # past half their header deadline, well before it
+        new = _idle(_port(url), 1)
+        try:
+            assert all(_closed(sock, 1.5) for sock in old)  # one new connection evicted all of them, not one
+            assert not _closed(new[0])
+            assert _authenticated_run(url) == ("ok", "7\n")
+        finally:
+            for sock in old + new:
+                sock.close()
