@@ -49,6 +49,19 @@ def b():
     return B(b'ab')
 def both():
     return [S('a'), S('b')]
+def shadow():
+    x = S('abc')
+    x.upper = lambda: 'nope'
+    return x
+def tagged():
+    x = S('abc')
+    x.tag = 1
+    return x
+class LR(list):
+    def __repr__(self):
+        return 'L' + list.__repr__(self)
+def lr():
+    return LR([1])
 """
 WRONG = [  # CPython fails each; the judge crossing the base value passed the first six
     "assert type(s()) is str",
@@ -59,12 +72,14 @@ WRONG = [  # CPython fails each; the judge crossing the base value passed the fi
     "assert type(b()) is bytes",
     "assert not hasattr(color(), 'name')",  # refused: the program's member has attributes the judge's lacks
     "import enum\nassert not isinstance(color(), enum.Enum)",  # refused: isinstance against a class it is not
+    "assert shadow().upper() == 'ABC'",  # the instance's own attribute answers in CPython (R8b-3): not plain data
+    "x = lr()\nx.append(2)\nassert repr(x) == 'L[1]'",  # a text of the value before the test changed it (R8b-4)
 ]
 RIGHT = [
     "assert s() == 'abc' and type(s()) is not str and isinstance(s(), str) and type(s()).__name__ == 'S'",
     "assert s().upper() == 'ABC' and hash(s()) == hash('abc') and type(s()) is type(s())",
     "assert repr(r()) == 'nope' and str(r()) == 'abc' and r() == 'abc' and repr([r()]) == '[nope]'",
-    "assert str(l()) == 'x' and l() == [1] and repr(l()) == '[1]' and isinstance(l(), list)",
+    "assert l() == [1] and isinstance(l(), list) and lr() == [1] and tagged() == 'abc' and tagged().upper() == 'ABC'",
     "assert f'{i()}' == 'x' and i() + 1 == 6 and str(i()) == '5'",
     "assert str(money()) == '$5' and f'{money()}' == '$5' and f'{money():d}' == '5' and money() == 5",
     "assert type(both()[0]) is type(both()[1]) and both() == ['a', 'b']",
@@ -75,6 +90,8 @@ REFUSED = [  # CPython passes each; the judge cannot know the answer without the
     "assert color().name == 'RED'",
     "import enum\nassert isinstance(color(), enum.Enum)",
     "assert f'{i():>3}' == 'x'",
+    "assert str(l()) == 'x' and repr(l()) == '[1]'",  # a list the test could change: its texts are not kept
+    "x = lr()\nx.append(2)\nassert repr(x) == 'L[1, 2]'",
 ]
 LAUNCHES = [("bwrap", "0"), ("landlock", "1")]
 
@@ -108,6 +125,12 @@ def test_a_forged_subclass_record_is_malformed_and_classes_are_one_per_number():
     with pytest.raises(LookupError):
         one.anything  # noqa: B018
     assert refused and "anything" in refused[-1]
+    kept = subclass_value(classes, [2, "T", "T", True], ["T", "T", None], (1, ("a", frozenset({2.5}))), 64)
+    held = subclass_value(classes, [2, "T", "T", True], ["T", "T", None], (1, [2]), 64)  # the test can change [2]
+    assert repr(kept) == "T" and str(kept) == "T"
+    with pytest.raises(LookupError):
+        repr(held)
+    assert "repr()" in refused[-1]
     for shape, texts, value in (
         ([0, "S", "S", True], ["x", "y", None], 5),  # number 0 was a str subclass: a class changed its shape
         ([1, "S", "S"], ["x", "y", None], "a"),

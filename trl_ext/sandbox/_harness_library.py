@@ -18,6 +18,7 @@ import fractions as _fractions_module
 if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harness_values.py as one module
     from trl_ext.sandbox._harness_values import (
         _ARRAY_CODES,
+        _BASE_COPY,
         _CLASS,
         _CLASSES,
         _MAX_ITEMS,
@@ -119,9 +120,29 @@ def _library_text(value, kind, depth):
     if value is Ellipsis:
         return '{"E": "..."}'
     base = _value_base(kind)
-    if base is None:
+    if base is None or _own_attributes_shadow(value, kind, base):
         raise TypeError("not plain data")
     return _subclass_text(value, kind, base, depth)
+
+
+_DICT_SLOT = _CLASS["__dict__"](_type("Probe", (), {}))["__dict__"]  # an instance dict's C getter, as loaded
+_GETSET, _dict_iter = _type(_DICT_SLOT), dict.__iter__
+_get_slot, _BASE_NAMES = _GETSET.__get__, {base: frozenset(dir(base)) for base in _BASE_COPY}
+
+
+def _own_attributes_shadow(value, kind, base):
+    """Whether the instance's own attributes may answer a read the judge answers from ``base``: an instance
+    attribute named like one of the base's (``s.upper = ...``) wins over the class's method in CPython (red team
+    R8b-3); also True where the instance dict cannot be read as surely as that (a class's own ``__dict__``)."""
+    slot = next((d["__dict__"] for d in map(_CLASS["__dict__"], _CLASS["__mro__"](kind)) if "__dict__" in d), None)
+    if slot is None:  # no instance dict (slots only: a slot named like a base method is the class's, seen there)
+        return False
+    try:
+        own = _get_slot(slot, value, kind) if _type(slot) is _GETSET else None
+    except BaseException:  # noqa: B036
+        return True
+    names = _BASE_NAMES[base]
+    return _type(own) is not dict or any(_type(n) is not str or n in names for n in _dict_iter(own))
 
 
 def _namedtuple_fields(value, kind):

@@ -93,8 +93,19 @@ def subclass_value(classes: dict | None, shape: Any, texts: list, value: Any, li
     if kind[0] != shape + [base]:
         raise ValueError("a class changed its shape")
     made = kind[1](value)
+    if not _frozen(value):  # the test may change it: the texts are of the value as it was (red team R8b-4)
+        texts = [None, None, None]
     kind[2][id(made)] = (made, tuple(texts))  # alive with the evaluation: its id stays its own
     return made
+
+
+def _frozen(value: Any) -> bool:
+    """Whether nothing the test does can change ``value`` (so its texts stay true): numbers, text and tuples or
+    frozensets of such; a list, dict, set, bytearray (or anything else, held at any depth) is not."""
+    kind = type(value)  # not isinstance: it would read a judge subclass's __class__, which refuses
+    if issubclass(kind, (int, float, complex, str, bytes)) or value is None:
+        return True
+    return issubclass(kind, (tuple, frozenset)) and all(_frozen(item) for item in value)
 
 
 def _subclass(shape: tuple, base: type, refuse: Any) -> tuple[type, dict]:
