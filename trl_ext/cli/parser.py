@@ -100,7 +100,7 @@ def command_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     serve.add_argument(
         "--max-per-address", dest="per_address", type=int, default=None,
-        help="connections held at once per client address prefix: loopback, IPv4 /24, IPv6 /64 (default: half the held)",
+        help="connections held at once per client address (default: half of those held in all)",
     )  # fmt: skip
     serve.add_argument(
         "--secret-env", dest="secret_env", default="TRL_EXT_SANDBOX_SECRET",

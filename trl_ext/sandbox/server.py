@@ -67,7 +67,7 @@ class ServeConfig:
     read_timeout_s: float = 30.0
     secret: str | None = dataclasses.field(default=None, repr=False)
     header_timeout_s: float = HEADER_TIMEOUT_S
-    per_address: int | None = None  # held per address prefix (serve_http.peer_prefix); None: half
+    per_address: int | None = None  # connections held per client address; None: half the held places
 
     def __post_init__(self) -> None:
         positive = ("workers", "queue", "max_request_bytes", "max_timeout_s", "max_memory_mb", "read_timeout_s")
