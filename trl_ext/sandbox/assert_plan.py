@@ -10,6 +10,7 @@ import sys
 import threading
 
 from trl_ext.sandbox.replay import ASSERT_HOOK
+from trl_ext.sandbox.test_state import state_change
 
 # CPython 3.11's ast.parse is not thread-safe: a garbage collection that switches threads while it builds the tree
 # raises SystemError ("AST constructor recursion depth mismatch"), out of the reward; the code reward grades in threads
@@ -150,10 +151,10 @@ def _imported_module(node: ast.AST) -> str:
 
 def unsupported_plan(test: str, names: list[str]) -> str:
     """Why an assert test cannot judge the program ('' when it can): it names none of its functions, or it reads
-    what only the program's function objects hold (``introspection``)."""
+    what only the program's function objects hold (``introspection``), or state the program does not share."""
     if not names:
         return "the test uses no function of the program (name it with `entry_point`)"
-    return introspection(test) or exception_identity(test)
+    return introspection(test) or exception_identity(test) or state_change(parse_python(test))
 
 
 def exception_identity(test: str) -> str:
