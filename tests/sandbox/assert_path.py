@@ -30,3 +30,14 @@ def grade_asserts(
     reward = CodeTests(timeout_s=10.0, mode="binary")
     scores = reward(programs, tests=[{"kind": "assert", "code": t} for t in tests], log_metric=outcomes.__setitem__)
     return scores, outcomes
+
+
+def assert_wrong_fail_right_pass(
+    launch: tuple[str, str], program: str, wrong: list[str], right: list[str], monkeypatch, request=None
+) -> None:
+    """``program`` graded against each test of ``wrong`` (CPython fails them: 0) and ``right`` (CPython passes them:
+    1) on ``launch``, with no test refused and no infrastructure error."""
+    tests = wrong + right
+    scores, outcomes = grade_asserts(launch, [program] * len(tests), tests, monkeypatch, request)
+    assert scores == [0.0] * len(wrong) + [1.0] * len(right), list(zip(tests, scores))
+    assert outcomes["code_tests/infra_error"] == 0.0 and outcomes["code_tests/unsupported_test"] == 0.0

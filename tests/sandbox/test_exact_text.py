@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from tests.sandbox.assert_path import grade_asserts
+from tests.sandbox.assert_path import assert_wrong_fail_right_pass, grade_asserts
 from tests.sandbox.test_test_environment import cpython_passes
 from trl_ext.sandbox import forkserver, run_tests
 from trl_ext.sandbox._harness import _parse_json
@@ -117,10 +117,7 @@ def test_the_plain_cpython_verdicts():
 
 @pytest.mark.parametrize("launch", LAUNCHES, ids=["-".join(launch) for launch in LAUNCHES])
 def test_surrogates_cross_exactly_through_code_tests(launch, monkeypatch, request):
-    tests = WRONG + RIGHT
-    scores, outcomes = grade_asserts(launch, [TEXTS] * len(tests), tests, monkeypatch, request)
-    assert scores == [0.0] * len(WRONG) + [1.0] * len(RIGHT), list(zip(tests, scores))
-    assert outcomes["code_tests/infra_error"] == 0.0 and outcomes["code_tests/unsupported_test"] == 0.0
+    assert_wrong_fail_right_pass(launch, TEXTS, WRONG, RIGHT, monkeypatch, request)
 
 
 @pytest.mark.parametrize("launch", LAUNCHES, ids=["-".join(launch) for launch in LAUNCHES])
