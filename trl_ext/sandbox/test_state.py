@@ -23,15 +23,14 @@ def state_change(tree: ast.Module) -> str:
     functions leads to (``collections.Counter.most_common = f``, ``C = collections.Counter; C.x = f``): a library
     class's attribute. Not seen: code the test builds at run time (``exec``, ``eval``) and objects reached through
     the program's own functions' results or globals (``f.__globals__``, which ``introspection`` refuses)."""
-    for node in ast.walk(tree):
-        named = {node.attr} if isinstance(node, ast.Attribute) else {getattr(node, "id", None)}
-        named |= {alias.name for alias in getattr(node, "names", ())} if isinstance(node, ast.ImportFrom) else set()
-        named |= {node.value} if isinstance(node, ast.Constant) and isinstance(node.value, str) else set()
-        found = named & STATE_FUNCTIONS
+    nodes = list(ast.walk(tree))  # walked once: every rule below reads this list (a test is analysed once per text,
+    # ``judge._unsupported_plan``, but a dataset of distinct tests pays this for every test)
+    for node in nodes:
+        found = STATE_FUNCTIONS.intersection(_named(node))
         if found:
             return f"the test uses {min(found)}, state of the interpreter the sandboxed program does not share"
-    tainted, modules = _library_names(tree), _modules(tree)
-    for node in ast.walk(tree):
+    tainted, modules = _library_names(nodes), _modules(nodes)
+    for node in nodes:
         written = isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del))
         if written and isinstance(node.value, ast.Name) and node.value.id in modules:
             continue  # a module's own attribute (``sys.stdout = ...``): the module watch's (carried or refused)
@@ -40,27 +39,40 @@ def state_change(tree: ast.Module) -> str:
     return ""
 
 
-def _library_names(tree: ast.Module) -> set[str]:
+def _named(node: ast.AST) -> tuple:
+    """The names ``node`` says: an attribute's, a name's, those a ``from`` import imports, a string constant."""
+    if isinstance(node, ast.Attribute):
+        return (node.attr,)
+    if isinstance(node, ast.Name):
+        return (node.id,)
+    if isinstance(node, ast.ImportFrom):
+        return tuple(alias.name for alias in node.names)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return (node.value,)
+    return ()
+
+
+def _library_names(nodes: list[ast.AST]) -> set[str]:
     """The names that may hold a module or what it leads to: imported, ``__import__``, function parameters, and
-    names bound from an expression reading one of those (a few steps deep)."""
+    names bound from an expression reading one of those (a few steps deep). ``nodes``: the test's, walked."""
     names = {"__import__", "importlib", "sys"}
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
         elif isinstance(node, ast.arg):
             names.add(node.arg)
-    classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    classes = [node for node in nodes if isinstance(node, ast.ClassDef)]
     for node in classes:  # a method's first parameter is the test's own instance (``self.x = v``)
         methods = [f for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
         for method in methods:
             first = (method.args.posonlyargs + method.args.args)[:1]
             names.difference_update(a.arg for a in first if a.arg in ("self", "cls"))
-    bindings = [node for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr))]
-    bindings += [node for node in ast.walk(tree) if isinstance(node, (ast.For, ast.comprehension, ast.withitem))]
+    bindings = [node for node in nodes if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr))]
+    bindings += [node for node in nodes if isinstance(node, (ast.For, ast.comprehension, ast.withitem))]
+    reads = [_names_read(node) for node in bindings]  # each source walked once, not once per step
     for _ in range(4):
-        for node in bindings:
-            source = getattr(node, "value", None) or getattr(node, "iter", None) or getattr(node, "context_expr", None)
-            if source is not None and any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(source)):
+        for node, read in zip(bindings, reads):
+            if not names.isdisjoint(read):
                 targets = getattr(node, "targets", None) or [
                     getattr(node, "target", None),
                     getattr(node, "optional_vars", None),
@@ -79,14 +91,22 @@ def _bound(target: ast.AST) -> set[str]:
     return set().union(*map(_bound, elts))
 
 
-def _modules(tree: ast.Module) -> set[str]:
+def _names_read(binding: ast.AST) -> frozenset[str]:
+    """The names the source of ``binding`` (an assignment's value, a loop's iterable, a ``with``'s context) reads."""
+    source = (
+        getattr(binding, "value", None) or getattr(binding, "iter", None) or getattr(binding, "context_expr", None)
+    )
+    if source is None:
+        return frozenset()
+    return frozenset(n.id for n in ast.walk(source) if isinstance(n, ast.Name))
+
+
+def _modules(nodes: list[ast.AST]) -> set[str]:
     """The names only ``import x`` (``import x as y``) binds in the test: modules, whatever else runs."""
-    imported = {
-        (a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
-    }
-    other = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-    other |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
-    other |= {getattr(n, "name", None) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    other |= {n.name for n in ast.walk(tree) if isinstance(n, ast.ExceptHandler)}
-    other |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+    imported = {(a.asname or a.name).split(".")[0] for n in nodes if isinstance(n, ast.Import) for a in n.names}
+    other = {n.id for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    other |= {n.arg for n in nodes if isinstance(n, ast.arg)}
+    other |= {getattr(n, "name", None) for n in nodes if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    other |= {n.name for n in nodes if isinstance(n, ast.ExceptHandler)}
+    other |= {a.asname or a.name for n in nodes if isinstance(n, ast.ImportFrom) for a in n.names}
     return imported - other
