@@ -128,7 +128,8 @@ def _time_sandboxed(batch: list[tuple[dict, str]], reward: CodeTests) -> tuple[f
     specs = [
         {"kind": "assert", "code": p["test"], "entry_point": p["entry_point"], "prefix": p["prompt"]} for p, _ in batch
     ]
-    judge._first_pass.cache_clear()  # no help from an earlier round: every problem is new to the judge
+    # no help from an earlier round: every problem is new to the judge (older checkouts keep first passes only)
+    getattr(judge, "forget_tests", judge._first_pass.cache_clear)()
     start = time.perf_counter()
     scores = reward([c for _, c in batch], tests=specs)
     return time.perf_counter() - start, [s == 1.0 for s in scores]
@@ -188,7 +189,7 @@ def sandboxed_rates(n_problems: int, rounds: int, concurrency: int, timeout_s: f
     rates: dict[str, float] = {}
     for _ in range(rounds):
         for kind, batch in batches.items():
-            judge._first_pass.cache_clear()
+            getattr(judge, "forget_tests", judge._first_pass.cache_clear)()  # older checkouts: first passes only
             start = time.perf_counter()
             scores = reward([c for c, _ in batch], tests=[s for _, s in batch])
             rate = len(batch) / (time.perf_counter() - start)

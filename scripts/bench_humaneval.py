@@ -46,7 +46,7 @@ def _reward(batch: list[tuple[dict, str]], reward: CodeTests, fork_server: bool)
     specs = [
         {"kind": "assert", "code": p["test"], "entry_point": p["entry_point"], "prefix": p["prompt"]} for p, _ in batch
     ]
-    judge._first_pass.cache_clear()  # no help from an earlier round
+    getattr(judge, "forget_tests", judge._first_pass.cache_clear)()  # no help from an earlier round
     start = time.perf_counter()
     scores = reward([c for _, c in batch], tests=specs)
     return time.perf_counter() - start, [s == 1.0 for s in scores]

@@ -298,6 +298,12 @@ def _cached_plan(test: str, names: tuple[str, ...]) -> str:
     return unsupported_plan(test, list(names))
 
 
+def forget_tests() -> None:
+    """Drop what the judge keeps per test (first passes, AST refusals): a benchmark round's fresh start."""
+    _first_pass.cache_clear()
+    _cached_plan.cache_clear()
+
+
 def _run_assert(runner, program, spec, limits) -> TestReport:
     names, modules = _assert_plan(spec["code"], spec.get("prefix"), spec.get("entry_point"))
     task = {"test": spec["code"], "prefix": spec.get("prefix"), "entry_point": spec.get("entry_point")}
