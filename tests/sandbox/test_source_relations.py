@@ -68,9 +68,7 @@ NotFound = Errors.NotFound
 MIXINS_TEST = (
     "try:\n    find('k')\nexcept KeyError as e:\n    assert isinstance(e, AppError) and type(e).__qualname__ == "
 )
-MIXINS_TEST += (
-    "'make.<locals>.Late'\nassert issubclass(NotFound, AppError) and not issubclass(AppError, KeyError)"
-)
+MIXINS_TEST += "'make.<locals>.Late'\nassert issubclass(NotFound, AppError) and not issubclass(AppError, KeyError)"
 CASES = [  # (program, test, CPython's verdict)
     (WRONG_CLASS + CHAIN, ISSUBCLASS, False),
     (WRONG_CLASS + CHAIN, EXCEPT_VALUE, False),
