@@ -82,6 +82,8 @@ def iterator_class(classes: list | None, made: dict, table: dict | None = None) 
     if classes[0][3] is None:
         if len(classes) > 1:
             raise ValueError("a builtin iterator type has no program base")
+        if table is not None and table.get("real_types"):  # ``program_exceptions.real_types``
+            _refuse(table, f"{table['real_types']}, which the program's {classes[0][0]} object is not of")
         key = (classes[0][2], classes[0][1])
         if key not in made:
             if len(made) >= _MAX_ITERATOR_CLASSES:

@@ -45,9 +45,8 @@ def _program_exception(
             value = _program_exception(value[0], name, value[1], (chain, value[3]), classes)
         if attribute == "__context__" and value == "__cause__":
             value = exc.__cause__  # one object, as after ``raise ... from`` inside its ``except``
-        if attribute == "__dict__":  # what the program's __init__ stored, on an instance of its class's stand-in
-            stand_in = isinstance(type(exc), _StandInClass)
-            exc.__dict__.update({k: v for k, v in value if stand_in and _identifier(k) and k[:1] != "_"})
+        if attribute == "__dict__":  # what the program stored on it (``self.code = 7``; on a builtin one too)
+            exc.__dict__.update({k: v for k, v in value if _identifier(k) and k[:1] != "_"})
         elif isinstance(exc, _ATTRIBUTES[attribute]):
             setattr(exc, _STR if attribute == "__str__" else attribute, value)
     exc.__suppress_context__ = attributes.get("__suppress_context__") is True  # setting __cause__ set it
@@ -276,6 +275,41 @@ def _free_reads(test: str, prefix: str) -> frozenset:
     return frozenset(read - bound)
 
 
+_ITERATOR_TYPES = frozenset({"map", "filter", "zip", "enumerate", "reversed", "iter"})
+
+
+@functools.lru_cache(maxsize=256)
+def real_types(test: str, prefix: str, names: tuple) -> str:
+    """How the test can hold a real builtin iterator type ('' when it cannot): ``map`` (``filter``...) or an
+    ``itertools`` class read as a value, or ``type(x)``/``x.__class__`` of a value the test made itself. The judge's
+    object for a program's builtin iterator is of its own class named as the real one, so ``type(f()) is map``
+    would be False where CPython's is True (red team R8-7): the evaluation refuses such a test once one crosses
+    (``live.iterator_class``). A name bound from a call of the program (``it = f()``) is the program's value."""
+    tree = ast.Module(body=ast.parse(prefix).body + ast.parse(test).body, type_ignores=[])
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    program = set(names)
+    for node in ast.walk(tree):  # names bound from an expression holding a program name, a few steps deep
+        if isinstance(node, ast.Assign) and _reads(node.value) & program:
+            program.update(t.id for target in node.targets for t in ast.walk(target) if isinstance(t, ast.Name))
+    for node in ast.walk(tree):
+        if id(node) in called:
+            continue
+        if isinstance(node, ast.Name) and node.id in _ITERATOR_TYPES and isinstance(node.ctx, ast.Load):
+            return f"the test reads the builtin type {node.id}"
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "itertools":
+            return f"the test reads itertools.{node.attr}"
+        if isinstance(node, ast.Attribute) and node.attr == "__class__" and not _reads(node.value) & program:
+            return "the test reads the class of a value of its own"
+        is_type = isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
+        if is_type and not any(_reads(arg) & program for arg in node.args):
+            return "the test reads the type of a value of its own"
+    return ""
+
+
+def _reads(node: ast.AST) -> set:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
 def stand_ins(session: Any, task: dict) -> dict[str, Any]:
     """The test's names for the program's: a function with the program's ``__name__`` and ``__doc__`` that asks
     for a call, or the stand-in class of a program exception class (``_exception_class``). ``session``: the evaluation's
@@ -286,6 +320,7 @@ def stand_ins(session: Any, task: dict) -> dict[str, Any]:
     the test (``source_mismatch``). ``task["source"]``: ``program_source.program_facts`` of the program."""
     described = {name: what for name, what in task.get("program") or ()}
     session.exception_classes["source"] = source = task.get("source")  # checks every class chain (``_stand_in``)
+    session.exception_classes["real_types"] = real_types(task["test"], task.get("prefix") or "", tuple(task["names"]))
     shadowed = shadowed_reads(task["test"], task.get("prefix"), task["program"], source) if "program" in task else []
     if shadowed:  # the program rebinds builtins the test reads: in CPython the test reads the program's objects
         why = source.get("dynamic") if type(source) is dict else "cannot be read"

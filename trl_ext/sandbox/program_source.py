@@ -44,7 +44,8 @@ _DYNAMIC_ATTRIBUTES = frozenset(
     | {"__code__", "__setattr__", "__delattr__", "__getattribute__", "__mro__", "__subclasses__", "__traceback__"}
     | {"modules", "register", "__init_subclass__", "__subclasshook__", "__instancecheck__", "__subclasscheck__"}
 )
-_DYNAMIC_MODULES = frozenset({"builtins", "inspect", "ctypes", "gc", "importlib", "__main__", "traceback", "types"})
+_DYNAMIC_MODULES = frozenset({"builtins", "inspect", "ctypes", "gc", "importlib", "__main__", "traceback", "pickle"})
+_DYNAMIC_MODULES |= {"marshal", "copyreg", "runpy", "pkgutil", "code", "codeop"}
 _GETTERS = frozenset({"getattr", "hasattr", "attrgetter", "methodcaller"})  # a name given as a string
 _ANY_NAME = frozenset({"attrgetter", "methodcaller"})  # passed around under any name: refused wherever they are
 
@@ -84,7 +85,13 @@ def _dynamic(tree: ast.Module) -> str:
     """Why the program may change its namespace, a class's relations or the builtins by code the AST does not
     show ('' when it cannot): a fail-closed list (a right program using one is refused, never a wrong one passed)."""
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    # an attribute written under a builtin's or a class's name on an expression may be the builtins module's or
+    # the program's module's (``sys.modules['builtins'].len = ...``); a module bound to a name needs a route above
+    global_names = set(dir(builtins)) | {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
     for node in ast.walk(tree):
+        stored = isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load)
+        if stored and node.attr in global_names and not isinstance(node.value, ast.Name):  # ``self.max = 0`` is fine
+            return f"writes an attribute named {node.attr}"
         name = node.id if isinstance(node, ast.Name) else node.name if isinstance(node, ast.alias) else ""
         name = getattr(node, "attr", name)
         if name in _DYNAMIC_NAMES or (name in _GETTERS and (id(node) not in called or name in _ANY_NAME)):
