@@ -6,11 +6,15 @@ through its fork server and ``sandbox-serve`` (docs/sandbox.md, R6-7b)."""
 
 from __future__ import annotations
 
+import functools
+import re
+
 import pytest
 
 from tests.sandbox.assert_path import grade_asserts
 from tests.sandbox.test_test_environment import cpython_passes
 from trl_ext.sandbox.program_exceptions import _MAX_CLASSES, _exception_class, exception_details, shadowed_reads
+from trl_ext.sandbox.program_source import program_facts
 from trl_ext.sandbox.records import RunHistory, _described_names
 
 REDEFINED = """class MyErr(Exception):
@@ -96,17 +100,11 @@ def diamond():
 def both():
     raise Both("x")
 def per(i):
-    class Per(ValueError if i >= 260 else KeyError):
+    class Per(KeyError):
         pass
     raise Per(i)
 def group():
     raise ExceptionGroup("g", [ValueError(1), TypeError(2)])
-def rebased():
-    E.__bases__ = (ValueError,)
-    raise E("x")
-def renamed():
-    E.__name__ = "Renamed"
-    raise E("y")
 class Done(StopIteration):
     pass
 def done():
@@ -118,11 +116,7 @@ BASES_WRONG = [
     NOT_CAUGHT.format(call="nf", name="AppError"),
     NOT_CAUGHT.format(call="diamond", name="A"),
     NOT_CAUGHT.format(call="both", name="TypeError"),
-    "for i in range(270):\n    try:\n        per(i)\n    except ValueError:\n        raise AssertionError(i)\n"
-    "    except Exception:\n        pass",
     "bad = False\ntry:\n    group()\nexcept* ValueError:\n    bad = True\nexcept* Exception:\n    pass\nassert not bad",
-    NOT_CAUGHT.format(call="rebased", name="E"),
-    "try:\n    renamed()\nexcept Exception as e:\n    assert type(e).__name__ == 'E'",
     NOT_CAUGHT.format(call="done", name="StopIteration"),  # a call's StopIteration stays one (PEP 479: generators)
     "import json\n" + NOT_CAUGHT.format(call="lib", name="json.JSONDecodeError"),  # a library's class: refused
 ]
@@ -135,6 +129,27 @@ BASES_RIGHT = [
     "kinds = set()\nfor i in range(100):\n    try:\n        per(i)\n    except KeyError as e:\n        kinds.add(type(e))\n"
     "assert len(kinds) == 100",
     CAUGHT.format(call="done", name="Done"),
+]
+# a class whose bases or name the program changes, or whose base is an expression: its relations are not the
+# source's, so the test is refused (red team R8b-1: a class statement is what the judge trusts, never the run)
+DYNAMIC = """class E(TypeError):
+    pass
+def rebased():
+    E.__bases__ = (ValueError,)
+    raise E("x")
+def renamed():
+    E.__name__ = "Renamed"
+    raise E("y")
+def per(i):
+    class Per(ValueError if i >= 260 else KeyError):
+        pass
+    raise Per(i)
+"""
+DYNAMIC_WRONG = [
+    NOT_CAUGHT.format(call="rebased", name="E"),
+    "try:\n    renamed()\nexcept Exception as e:\n    assert type(e).__name__ == 'E'",
+    "for i in range(270):\n    try:\n        per(i)\n    except ValueError:\n        raise AssertionError(i)\n"
+    "    except Exception:\n        pass",
 ]
 # a first pass guesses f() > 0 and calls g(); the next run, without g(), must give h() the same record: a class's
 # number may not depend on the calls a run makes first (the module's classes are numbered once it has loaded)
@@ -190,6 +205,8 @@ NESTED_TEST += "try:\n    j()\nexcept ValueError as e:\n    assert type(e).__nam
 SHADOW = "Exception = KeyError\nlen = None\ndef f():\n    raise TypeError('x')\ndef g():\n    raise ValueError('v')\n"
 SHADOW_WRONG = "try:\n    f()\nexcept Exception:\n    pass"
 SHADOW_RIGHT = "try:\n    g()\nexcept ValueError:\n    pass\nassert __name__ == '__main__'"
+_NAME = re.compile(r"\w+")
+_TWICE = {"MyErr", "Base", "Old", "Same", "old", "new", "child", "chained", "steps"}
 # (backend, fork server): the per-run bwrap launch, landlock's fork server (the suite's default is fork servers)
 # and sandbox-serve (the session's server, with its own default)
 LAUNCHES = [("bwrap", "0"), ("landlock", "1"), ("remote", "1")]
@@ -202,6 +219,7 @@ def test_the_plain_cpython_verdicts():
     assert cpython_passes(NESTED, NESTED_TEST) and "B" in NESTED_TEST
     assert not cpython_passes(SHADOW, SHADOW_WRONG) and cpython_passes(SHADOW, SHADOW_RIGHT)
     assert not any(cpython_passes(BASES, test) for test in BASES_WRONG)
+    assert not any(cpython_passes(DYNAMIC, test) for test in DYNAMIC_WRONG)
     assert all(cpython_passes(BASES, test) for test in BASES_RIGHT)
 
 
@@ -210,13 +228,35 @@ def test_program_exception_classes_keep_their_identity_through_code_tests(launch
     tests = WRONG + RIGHT + [SHIFTING_TEST, NESTED_TEST]
     sources = [REDEFINED] * (len(tests) - 2) + [SHIFTING, NESTED]
     scores, outcomes = grade_asserts(launch, sources, tests, monkeypatch, request)
-    assert scores == [0.0] * len(WRONG) + [1.0] * (len(RIGHT) + 2), list(zip(tests, scores))
-    assert outcomes["code_tests/infra_error"] == 0.0 and outcomes["code_tests/unsupported_test"] == 0.0
-    tests = BASES_WRONG + BASES_RIGHT + [SHADOW_WRONG, SHADOW_RIGHT]
-    sources = [BASES] * (len(tests) - 2) + [SHADOW] * 2
+    # MyErr and Base are defined twice (Old, Same: other names of them): the source cannot say which class
+    # statement a record names, so a test reaching them is refused (red team R8b-1), never judged either way
+    right = [0.0 if set(_NAME.findall(test)) & _TWICE else 1.0 for test in RIGHT]
+    assert scores == [0.0] * len(WRONG) + right + [1.0, 1.0], list(zip(tests, scores))
+    assert right.count(1.0) == 1 and outcomes["code_tests/infra_error"] == 0.0
+    tests = BASES_WRONG + DYNAMIC_WRONG + BASES_RIGHT + [SHADOW_WRONG, SHADOW_RIGHT]
+    sources = [BASES] * len(BASES_WRONG) + [DYNAMIC] * len(DYNAMIC_WRONG) + [BASES] * len(BASES_RIGHT) + [SHADOW] * 2
     scores, outcomes = grade_asserts(launch, sources, tests, monkeypatch, request)
-    assert scores == [0.0] * len(BASES_WRONG) + [1.0] * len(BASES_RIGHT) + [0.0, 1.0], list(zip(tests, scores))
+    wrong = len(BASES_WRONG + DYNAMIC_WRONG)
+    assert scores == [0.0] * wrong + [1.0] * len(BASES_RIGHT) + [0.0, 1.0], list(zip(tests, scores))
     assert outcomes["code_tests/infra_error"] == 0.0
+
+
+STAND_IN_SOURCE = """class MyErr(ValueError):
+    pass
+class Child(MyErr):
+    pass
+class AppError(Exception):
+    pass
+class NotFound(AppError, KeyError):
+    pass
+class Owner(ValueError):
+    def __init__(self):
+        pass
+class Sub(Owner):
+    pass
+class Per(ValueError):
+    pass
+"""
 
 
 def test_stand_ins_are_one_per_class_number_with_exact_bases_and_a_forged_record_is_malformed():
@@ -226,7 +266,7 @@ def test_stand_ins_are_one_per_class_number_with_exact_bases_and_a_forged_record
         refused.append(why)
         raise LookupError(why)
 
-    classes: dict = {"refuse": refuse}
+    classes: dict = {"refuse": refuse, "source": program_facts(STAND_IN_SOURCE)}
     first = _exception_class([["MyErr", False, 0, ["ValueError"]]], None, classes)
     again = _exception_class([["MyErr", False, 0, ["ValueError"]]], None, classes, "doc")
     other = _exception_class([["MyErr", False, 1, ["ValueError"]]], None, classes)
@@ -246,7 +286,7 @@ def test_stand_ins_are_one_per_class_number_with_exact_bases_and_a_forged_record
     assert len(refused) == 3 and not refused[-1].startswith("the test makes")
     with pytest.raises(LookupError):  # the test makes an instance of Sub: Owner's __init__ is the program's code
         _exception_class(owned, None, classes)("x")
-    many: dict = {"refuse": refuse}
+    many: dict = {"refuse": refuse, "source": classes["source"]}
     for number in range(_MAX_CLASSES):
         _exception_class([["Per", False, number, ["ValueError"]]], None, many)
     with pytest.raises(LookupError):  # past the cap: refused, not a class without its builtin base
@@ -303,18 +343,26 @@ def test_the_binding_rule_holds_records_up_to_a_consistent_renaming_of_class_num
 def test_a_builtin_the_test_reads_is_refused_unless_the_description_lists_it_as_kept():
     kept = [[name, ["builtin"]] for name in ("ValueError", "print", "TypeError")]
     program = [["Exception", ["shadow"]], ["len", ["shadow"]], ["f", ["fn", "f", None]], *kept]
-    assert shadowed_reads("try:\n    f()\nexcept Exception:\n    pass", None, program) == ["Exception"]
-    assert shadowed_reads("assert len(f()) == 1", "def helper():\n    return Exception", program) == [
+    source = program_facts("Exception = KeyError\nlen = 3\ndef f():\n    print = 1\n    return print\n")
+    assert source["rebound"] == ["Exception", "len"]  # a function's local print is no module binding
+    reads = functools.partial(shadowed_reads, source=source)
+    assert reads("try:\n    f()\nexcept Exception:\n    pass", None, program) == ["Exception"]
+    assert reads("assert len(f()) == 1", "def helper():\n    return Exception", program) == [
         "Exception",
         "len",
     ]
-    assert shadowed_reads("Exception = ValueError\nimport len\nassert f()", None, program) == []  # its own
-    assert shadowed_reads("assert f() == 1", None, program) == []
-    assert shadowed_reads("print(f())\nassert f() != TypeError", None, program) == []
+    assert reads("Exception = ValueError\nimport len\nassert f()", None, program) == []  # its own
+    assert reads("assert f() == 1", None, program) == []
+    assert reads("print(f())\nassert f() != TypeError", None, program) == []
     # a description the program rewrote: a name it does not list, or lists both ways, is refused
-    assert shadowed_reads("assert sorted(f()) == [1]", None, program) == ["sorted"]
-    assert shadowed_reads("print(f())", None, [*program, ["print", ["shadow"]]]) == ["print"]
-    assert shadowed_reads("try:\n    f()\nexcept Exception:\n    pass", None, []) == ["Exception"]
+    assert reads("assert sorted(f()) == [1]", None, program) == ["sorted"]
+    assert reads("print(f())", None, [*program, ["print", ["shadow"]]]) == ["print"]
+    assert reads("try:\n    f()\nexcept Exception:\n    pass", None, []) == ["Exception"]
+    # red team R8b-1: the program's SOURCE decides; a description listing a rebound name as kept changes nothing
+    forged = [[name, ["builtin"]] for name in ("Exception", "len", "sorted")]
+    assert reads("assert len(f()) == 1 and sorted(f()) == []", None, forged) == ["len"]
+    for unread in (None, {"dynamic": "uses globals", "rebound": [], "classes": {}}, {**source, "rebound": ["*"]}):
+        assert shadowed_reads("assert sorted(f()) == []", None, forged, unread) == ["sorted"]
     assert _described_names({"names": program}) == program
     assert _described_names({"names": [["len", ["shadow", 1]]]}) is None
     assert _described_names({"names": [["len", ["builtin", 1]]]}) is None

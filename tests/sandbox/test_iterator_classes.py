@@ -13,6 +13,7 @@ from tests.sandbox.assert_path import grade_asserts
 from tests.sandbox.test_test_environment import cpython_passes
 from trl_ext.sandbox.live import LiveObjects, ProgramIterator, iterator_class
 from trl_ext.sandbox.plain_data import decode, decode_record
+from trl_ext.sandbox.program_source import program_facts
 
 PROGRAM = """class Count:
     def __init__(self):
@@ -162,6 +163,9 @@ META_RIGHT = ["assert red() == 1 and red() + 1 == 2"]
 # a base the judge cannot rebuild (an ABC: its metaclass and registrations): refused (red team R8-7), never passed
 META_REFUSED = ["assert type(abstract()).__name__ == 'Abstract' and list(abstract()) == [] and abstract()"]
 LAUNCHES = [("bwrap", "0"), ("landlock", "1"), ("remote", "1")]
+# PROGRAM defines Count twice (``Old = Count`` holds the first): the source cannot say which class statement a record
+# names, so a test reaching those classes is refused (red team R8b-1: only the source is trusted), never judged
+REDEFINED = ("old()", "other()", "new()")
 
 
 def test_the_plain_cpython_verdicts():
@@ -178,14 +182,17 @@ def test_program_iterators_keep_their_class_through_code_tests(launch, monkeypat
     sources = [PROGRAM] * len(WRONG) + [META] * len(META_WRONG) + [PROGRAM] * len(RIGHT) + [SHIFTING]
     sources += [META] * len(META_RIGHT + META_REFUSED)
     scores, outcomes = grade_asserts(launch, sources, tests, monkeypatch, request)
-    wrong, right = len(WRONG + META_WRONG), len(RIGHT) + 1 + len(META_RIGHT)
-    assert scores == [0.0] * wrong + [1.0] * right + [0.0] * len(META_REFUSED), list(zip(tests, scores))
+    right = [0.0 if any(name in test for name in REDEFINED) else 1.0 for test in RIGHT]
+    expected = [0.0] * len(WRONG + META_WRONG) + right + [1.0] * (1 + len(META_RIGHT)) + [0.0] * len(META_REFUSED)
+    assert scores == expected, list(zip(tests, scores))
+    assert right.count(1.0) == 2  # the made-in-a-call classes and the builtin iterator types
     assert outcomes["code_tests/infra_error"] == 0.0
-    assert outcomes["code_tests/unsupported_test"] == len(META_REFUSED) / len(tests)
+    refused = len(META_REFUSED) + right.count(0.0)
+    assert outcomes["code_tests/unsupported_test"] * len(tests) >= refused
 
 
 def test_iterator_classes_are_one_per_class_number():
-    made: dict = {}
+    made: dict = {"source": program_facts("class Count:\n    pass\ndef f():\n    class Child(Count):\n        pass\n")}
     count = iterator_class([["Count", "Count", "__main__", 3, ["object"], False]], made)
     again = iterator_class([["Count", "Count", "__main__", 3, ["object"], False]], made)
     other = iterator_class([["Count", "Count", "__main__", 4, ["object"], False]], made)
@@ -231,13 +238,14 @@ def test_a_forged_iterator_class_is_a_malformed_record(classes):
     """A malformed class entry fails that call of the program (ValueError from the record), never anything else;
     the run's numbering stays as it was."""
     live = LiveObjects()
+    table = {"source": program_facts("class C:\n    pass\n")}
 
     def made(number: int, chain: list | None) -> ProgramIterator:
-        return live.iterator(number, chain, lambda n: None, lambda *args: None)
+        return live.iterator(number, chain, lambda n: None, lambda *args: None, table)
 
     with pytest.raises(ValueError):
         live.apply({"ok": True, "upd": [], "value": [{"gc": classes}]}, [], {"nans": {}, "live": made})
-    assert live.graph == ({}, []) and not live.classes
+    assert live.graph == ({}, []) and not live.classes and list(table) == ["source"]
     entry = ["C", "C", "__main__", 3, ["object"], False]
     good = live.apply({"ok": True, "upd": [], "value": {"gc": [entry]}}, [], {"live": made})
     assert type(good).__name__ == "C" and live.graph[1][0]() is good and not live.generators
@@ -265,7 +273,8 @@ def test_more_program_classes_than_the_bound_or_an_unbuildable_base_refuse_the_t
         iterator_class([["C", f"C{number}", "m", None]], made)
     with pytest.raises(ValueError):
         iterator_class([["C", "C64", "m", None]], made)
-    table: dict = {"refuse": _refuse}  # program classes: one table with the exception stand-ins, refused past it
+    table: dict = {"refuse": _refuse, "source": program_facts("class C:\n    pass\nclass D:\n    pass\n")}
+    # program classes: one table with the exception stand-ins, refused past it
     for number in range(256):
         iterator_class([["C", "C", "__main__", number, ["object"], False]], made, table)
     with pytest.raises(_Refused):
@@ -279,7 +288,8 @@ def test_more_program_classes_than_the_bound_or_an_unbuildable_base_refuse_the_t
 
 
 def test_iterator_classes_keep_their_exact_bases_and_refuse_what_only_the_program_holds():
-    table: dict = {"refuse": _refuse}
+    source = "class Base1:\n    pass\nclass Base2:\n    x = 1\nclass It(Base1, Base2):\n    pass\n"
+    table: dict = {"refuse": _refuse, "source": program_facts(source)}
     base1, base2 = (
         ["Base1", "Base1", "__main__", 1, ["object"], False],
         ["Base2", "Base2", "__main__", 2, ["object"], True],

@@ -94,6 +94,9 @@ GENUINE_RIGHT = [
     "assert o == {'a': 1} and list(q) == [1, 2] and d['zz'] == 0 and f == 0.5 and m * 2 == 3",
     "p = point()\nassert p == (1, 2) and p.x == 1 and p._asdict() == {'x': 1, 'y': 2} and repr(p) == 'Point(x=1, y=2)'",
 ]
+# replacing sys.modules entries: the program's source no longer tells what its module and the builtins hold
+# (red team R8b-1), so a test reading a builtin is refused; the same program without that line is judged
+GENUINE_PLAIN = GENUINE.replace("sys.modules['collections'] = types.ModuleType('collections')\n", "")
 LAUNCHES = [("bwrap", "0"), ("landlock", "1")]
 
 
@@ -101,14 +104,16 @@ def test_the_plain_cpython_verdicts():
     assert not any(cpython_passes(CLAIMS, test) for test in CLAIMS_WRONG)
     assert not any(cpython_passes(NAMEDTUPLE, test) for test in NAMEDTUPLE_WRONG)
     assert not any(cpython_passes(PATCHED, test) for test in PATCHED_WRONG)
-    assert all(cpython_passes(GENUINE, test) for test in GENUINE_RIGHT)
+    assert all(cpython_passes(GENUINE, test) and cpython_passes(GENUINE_PLAIN, test) for test in GENUINE_RIGHT)
 
 
 @pytest.mark.parametrize("launch", LAUNCHES, ids=["-".join(launch) for launch in LAUNCHES])
 def test_a_claimed_library_name_crosses_as_the_program_class(launch, monkeypatch):
     tests = CLAIMS_WRONG + NAMEDTUPLE_WRONG + PATCHED_WRONG + GENUINE_RIGHT
     sources = [CLAIMS] * len(CLAIMS_WRONG) + [NAMEDTUPLE] * len(NAMEDTUPLE_WRONG) + [PATCHED] * len(PATCHED_WRONG)
-    scores, outcomes = grade_asserts(launch, sources + [GENUINE] * len(GENUINE_RIGHT), tests, monkeypatch)
-    wrong = len(CLAIMS_WRONG + NAMEDTUPLE_WRONG + PATCHED_WRONG)
-    assert scores == [0.0] * wrong + [1.0] * len(GENUINE_RIGHT), list(zip(tests, scores))
-    assert outcomes["code_tests/infra_error"] == 0.0 and outcomes["code_tests/unsupported_test"] == 0.0
+    sources += [GENUINE] * len(GENUINE_RIGHT) + [GENUINE_PLAIN] * len(GENUINE_RIGHT)
+    scores, outcomes = grade_asserts(launch, sources, tests + GENUINE_RIGHT, monkeypatch)
+    zeros = len(CLAIMS_WRONG + NAMEDTUPLE_WRONG + PATCHED_WRONG) + len(GENUINE_RIGHT)  # wrong, or refused
+    assert GENUINE_PLAIN != GENUINE and scores == [0.0] * zeros + [1.0] * len(GENUINE_RIGHT), list(zip(tests, scores))
+    refused = outcomes["code_tests/unsupported_test"] * len(scores)
+    assert outcomes["code_tests/infra_error"] == 0.0 and refused >= len(GENUINE_RIGHT)

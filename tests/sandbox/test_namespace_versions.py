@@ -18,6 +18,7 @@ import pytest
 
 from tests.sandbox.test_test_environment import cpython_passes
 from trl_ext.sandbox import dict_versions, judge
+from trl_ext.sandbox.program_source import program_facts
 
 PROGRAM = """import math
 def root(x):
@@ -81,7 +82,7 @@ KEPT = [[name, ["builtin"]] for name in vars(builtins) if name[:1] != "_"]  # th
 def _task(test: str) -> dict:
     task = {"test": test, "prefix": None, "entry_point": None, "names": NAMES, "modules": [], "seed": 1}
     program = [[name, ["fn", name, None]] for name in NAMES] + KEPT  # as the harness describes an honest program
-    task.update(calls=[], results=[], program=program)
+    task.update(calls=[], results=[], program=program, source=program_facts(""))  # no class, no builtin rebound
     return task
 
 
@@ -170,6 +171,7 @@ replay_env.watch_modules()  # the worker's: the virtual clocks in place for good
 test = "import time\\nt = time.monotonic()\\nassert f(1) == 1\\nassert time.monotonic() - t >= 100"
 task = {"test": test, "prefix": None, "entry_point": None, "names": ["f"], "modules": [], "seed": 1,
         "program": [["f", ["fn", "f", None]], ["abs", ["builtin"]]], "calls": [["f", [1], {"d": []}, []]],
+        "source": {"dynamic": "", "rebound": [], "classes": {}},
         "results": [{"ok": True, "upd": [], "value": 1, "dt": 120.0}]}
 drifts = [abs(time.monotonic() - real())]
 verdict = replay.evaluate(task)["verdict"]

@@ -17,6 +17,7 @@ import pytest
 from trl_ext.rewards import CodeTests
 from trl_ext.sandbox import Backend, RunResult, compare_stdio, run_tests, values_equal
 from trl_ext.sandbox.live import LiveObjects, iterator_class
+from trl_ext.sandbox.program_source import program_facts
 from trl_ext.sandbox.records import RecordStream, _described_names
 from trl_ext.sandbox.replay import _program_exception, decode, decode_record, exception_details
 
@@ -111,16 +112,19 @@ def _iterator_classes(rng: random.Random) -> object:
     return rng.choice([[entry() for _ in range(rng.choice([0, 1, 2, 3, 17]))], None, 3, "C"])
 
 
+_SOURCE = program_facts("class C:\n    pass\n")  # what the program's source says of its classes (R8b-1)
+
+
 def _made_iterator(made: list, classes: list | None) -> object:
     """An evaluation's iterator maker (``replay._Session._iterator``), its classes cached in ``made[0]``."""
-    table = made[0].setdefault("table", {"refuse": _refuse})  # the program classes, refused past what is built
+    table = made[0].setdefault("table", {"refuse": _refuse, "source": _SOURCE})  # refused past what is built
     iterator = iterator_class(classes, made[0], table)(lambda number: None, len(made), lambda *args: None)
     made.append(iterator)
     return iterator
 
 
 def _iterator_of(live: LiveObjects, steps: tuple, number: int, classes: list | None) -> object:
-    return live.iterator(number, classes, *steps, {"refuse": _refuse})
+    return live.iterator(number, classes, *steps, {"refuse": _refuse, "source": _SOURCE})
 
 
 def _refuse(why: str) -> None:

@@ -300,6 +300,8 @@ def _live_record(value, raised, held, step=False):
     live = _live_objects()
     mark = len(live)
     try:
+        if _raised_changed():  # noqa: F821 - in _harness_program.py: an earlier raised exception changed since
+            raise TypeError("the program changed an exception it raised to the test")
         made = raised is None and not step and isinstance(value, BaseException)  # returned, not raised
         exc = value if made else raised
         record = '{"ok": true' if exc is None else '{"ok": false, "raised": "' + _exception_name(exc) + '"'
@@ -318,6 +320,8 @@ def _live_record(value, raised, held, step=False):
             record += text + "}"
         else:
             record += ', "value": ' + _encode(value) + "}"
+        if exc is not None and not made:
+            _watch_raised(exc)  # noqa: F821 - in _harness_program.py
         live = _live_objects()
         for n in changed:
             _SNAPS[n] = _snapshot(live[n])

@@ -192,8 +192,12 @@ def _attributes(exc, kind, program_class, depth):
             pairs.append(_attribute(name, klass.__dict__[name].__get__, exc, klass))
     if program_class and _owner(kind, "__str__").__flags__ & _HEAPTYPE:
         pairs.append(_attribute("__str__", lambda e, k: str(e), exc, kind))  # the program's own __str__, run here
-    if program_class:  # what its __init__ stored (``self.code = 7``): name/value tuples (tuples are never numbered)
-        pairs.append(_attribute("__dict__", _instance_attributes, exc, kind))
+    # what its __init__ or the program stored (``self.code = 7``, also on a builtin class's instance: red team
+    # R8-13): name/value tuples (tuples are never numbered); one that cannot cross fails the call, never dropped
+    stored = BaseException.__dict__["__dict__"].__get__(exc)
+    pairs.append(_attribute("__dict__", _instance_attributes, exc, kind))
+    if stored and not pairs[-1]:
+        _CUT.append(depth)
     cause, context = (BaseException.__dict__[name].__get__(exc) for name in ("__cause__", "__context__"))
     if "__notes__" in BaseException.__dict__["__dict__"].__get__(exc) or (
         depth >= 4 and (cause is not None or context is not None)
@@ -213,10 +217,13 @@ def _attributes(exc, kind, program_class, depth):
 
 
 def _instance_attributes(exc, kind):
-    """The instance attributes of an exception of a program class, as ((name, value), ...) (at most 32)."""
+    """The instance attributes of an exception, as ((name, value), ...) (at most 32, public names: TypeError
+    otherwise)."""
     stored = BaseException.__dict__["__dict__"].__get__(exc)
     pairs = tuple((k, v) for k, v in dict.items(stored) if _type(k) is str and k.isidentifier() and k[:1] != "_")
-    return pairs[:32] or None
+    if len(pairs) != len(stored) - ("__notes__" in stored) or len(pairs) > 32:
+        raise TypeError("an exception attribute the judge would not have")  # the call fails, never a pass
+    return pairs or None
 
 
 class _Nested:
@@ -252,3 +259,45 @@ def _attribute(name, read, exc, klass):
         for key in list(_SEEN)[numbered:]:
             del _SEEN[key]
         return ""
+
+
+_RAISED = []  # (exception, its snapshot): what the program raised to the test, watched for later changes
+_MAX_RAISED = 64  # the first ones: each later record compares them all
+
+
+def _watch_raised(exc):
+    """Remember an exception the program raised to the test: the judge's copy is made once, from its record."""
+    if len(_RAISED) < _MAX_RAISED:
+        _RAISED.append((exc, _exception_state(exc)))
+
+
+def _raised_changed():
+    """Whether an exception the program raised earlier has changed since (its args replaced, an attribute set or a
+    container it holds changed, its cause or context set): the test's copy would be stale (red team R8-3), so the
+    call that changed it cannot be answered (its record is unencodable: the program fails it)."""
+    return any(_exception_state(exc) != state for exc, state in _RAISED)
+
+
+def _exception_state(exc):
+    get = BaseException.__dict__
+    args, stored = get["args"].__get__(exc), get["__dict__"].__get__(exc)
+    links = (id(get["__cause__"].__get__(exc)), id(get["__context__"].__get__(exc)))
+    # its args' items are the run's numbered objects (their changes cross); its attributes cross as copies
+    return id(args), tuple(map(id, args)), _deep_state(stored, 0), links
+
+
+def _deep_state(value, depth):
+    """``value`` by identity, with the items of the containers it holds (a few levels, 1000 items each)."""
+    kind = _type(value)
+    if depth > 4:
+        return id(value)
+    if kind is list or kind is tuple:
+        return id(value), len(value), tuple(_deep_state(item, depth + 1) for item in value[:1000])
+    if kind is dict:
+        items = list(dict.items(value))[:1000]
+        return id(value), len(value), tuple((id(k), _deep_state(v, depth + 1)) for k, v in items)
+    if kind is set:
+        return id(value), frozenset(map(id, value))
+    if kind is bytearray:
+        return id(value), bytes(value)
+    return id(value)

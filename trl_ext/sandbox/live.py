@@ -9,7 +9,7 @@ what the call changed ("upd"), applied here in place, all at once. A change is f
 each object's slots by identity (a nested container is numbered and compared itself). An iterator the program
 returns stays in the sandbox (``ProgramIterator``): each item is a call of the run, made when the test asks.
 
-Stdlib only, and no trl_ext import but the plain-data codec: ``replay.py`` imports it, in the judge as a module of
+Stdlib only, and no trl_ext import but the plain-data codec and ``program_exceptions``: ``replay.py`` imports it, in the judge as a module of
 the package and in the evaluation worker (which runs ``replay.py`` by its path) as the file next to it.
 """
 
@@ -24,9 +24,11 @@ from collections.abc import Callable
 from typing import Any
 
 if __package__:  # the judge: a module of the package
+    from trl_ext.sandbox import program_exceptions as _exceptions
     from trl_ext.sandbox.plain_data import decode_record, encode
-else:  # the evaluation worker: loaded by its path after plain_data.py (see replay.py)
+else:  # the evaluation worker: loaded by its path after plain_data.py and program_exceptions.py (see replay.py)
     decode_record, encode = sys.modules["trl_ext_plain_data"].decode_record, sys.modules["trl_ext_plain_data"].encode
+    _exceptions = sys.modules["trl_ext_program_exceptions"]
 
 
 class ProgramIterator:
@@ -80,6 +82,8 @@ def iterator_class(classes: list | None, made: dict, table: dict | None = None) 
     if classes[0][3] is None:
         if len(classes) > 1:
             raise ValueError("a builtin iterator type has no program base")
+        if table is not None and table.get("real_types"):  # ``program_exceptions.real_types``
+            _refuse(table, f"{table['real_types']}, which the program's {classes[0][0]} object is not of")
         key = (classes[0][2], classes[0][1])
         if key not in made:
             if len(made) >= _MAX_ITERATOR_CLASSES:
@@ -112,6 +116,12 @@ def _numbered_class(classes: list, k: int, order: dict, table: dict) -> type:
         _refuse(table, f"the program's classes are more than {_MAX_CLASSES}")
     if None in bases:
         _refuse(table, f"the program's iterator class {name} derives from a class the judge cannot rebuild")
+    named = ["b:object" if b == "object" else "c:" + classes[order[b]][1] for b in bases]
+    why = "" if module == "__main__" else "a class of a library, which the judge does not read"
+    plain = _exceptions.PLAIN_MEMBERS | {"__iter__", "__next__", "__init__"}
+    why = why or _exceptions.source_mismatch(table.get("source"), name, qualname, own, named, plain)
+    if why:  # the chain is the program's process's to write: only the program's source is trusted (R8b-1)
+        _refuse(table, f"the program's iterator class {name}: {why}")
     parents = [_numbered_class(classes, order[b], order, table) for b in bases if b != "object"]
     parents.append(ProgramIterator) if "object" in bases or not parents else None
     members = {"__slots__": (), "__qualname__": qualname, "__module__": module, "__doc__": None}

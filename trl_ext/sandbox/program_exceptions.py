@@ -45,9 +45,8 @@ def _program_exception(
             value = _program_exception(value[0], name, value[1], (chain, value[3]), classes)
         if attribute == "__context__" and value == "__cause__":
             value = exc.__cause__  # one object, as after ``raise ... from`` inside its ``except``
-        if attribute == "__dict__":  # what the program's __init__ stored, on an instance of its class's stand-in
-            stand_in = isinstance(type(exc), _StandInClass)
-            exc.__dict__.update({k: v for k, v in value if stand_in and _identifier(k) and k[:1] != "_"})
+        if attribute == "__dict__":  # what the program stored on it (``self.code = 7``; on a builtin one too)
+            exc.__dict__.update({k: v for k, v in value if _identifier(k) and k[:1] != "_"})
         elif isinstance(exc, _ATTRIBUTES[attribute]):
             setattr(exc, _STR if attribute == "__str__" else attribute, value)
     exc.__suppress_context__ = attributes.get("__suppress_context__") is True  # setting __cause__ set it
@@ -106,6 +105,9 @@ def _stand_in(entry: list, entries: dict, classes: dict, doc: str | None = None)
         return known[0]
     if sum(type(key) is int for key in classes) >= _MAX_CLASSES:
         _refuse(classes, f"the program's exceptions have more than {_MAX_CLASSES} classes")
+    why = source_mismatch(classes.get("source"), name, qualname, own, [_base_qualname(b, entries) for b in bases])
+    if why:
+        _refuse(classes, f"the program's class {name}: {why}")
     parents = []
     for base in bases:  # a later entry (``_is_chain``): the recursion ends
         parent = _stand_in(entries[base], entries, classes) if type(base) is int else _BASES.get(base)
@@ -127,6 +129,43 @@ def _stand_in(entry: list, entries: dict, classes: dict, doc: str | None = None)
         _refuse(classes, f"the program's class {name} has bases the judge cannot combine")
     classes[number] = (made[0], (name, own, bases, qualname))
     return made[0]
+
+
+def _base_qualname(base: Any, entries: dict) -> Any:
+    """A chain entry's base as the source names it: "b:NAME" for a builtin, "c:QUALNAME" for another entry."""
+    if type(base) is int:
+        entry = entries[base]
+        return "c:" + (entry[4] if len(entry) > 4 else entry[0])
+    return None if base is None else "b:" + base
+
+
+# what a class may bind and still not be "own" (``_harness_program._PLAIN_MEMBERS``; an iterator class's adds
+# ``__iter__``, ``__next__``, ``__init__``: ``_harness_live._ITERATOR_MEMBERS``)
+PLAIN_MEMBERS = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__"})
+
+
+def source_mismatch(
+    source: Any, name: str, qualname: str, own: bool, bases: list, plain: frozenset = PLAIN_MEMBERS
+) -> str:
+    """Why a class the program's process describes (its name and qualname, whether it binds more than ``plain``, its
+    direct bases as ``_base_qualname`` gives them) is not the one class statement of the program's SOURCE
+    (``program_source.program_facts``, read on the trainer's side) that it must be; '' when it is. The
+    description is written in the program's process, which can rewrite it (red team R8b-1): it may only add a
+    refusal (``own`` where the source shows none), never a relation the source does not show."""
+    if type(source) is not dict or type(source.get("classes")) is not dict:
+        return "the judge has no reading of the program's source"
+    if source.get("dynamic"):
+        return f"the program {source['dynamic']}, so its classes cannot be read from its source"
+    fact = source["classes"].get(qualname)
+    if fact is None:
+        return f"no one class statement {qualname} in the program's source (made by code, or defined twice)"
+    if qualname.rpartition(".")[2] != name:
+        return f"its name is not the last part of its qualname {qualname}"
+    if not own and not set(fact[1]) <= plain:
+        return "its source binds more in its body than the description says"
+    if None in fact[0] or list(bases) != list(fact[0]):
+        return "its bases are not the ones its class statement names (or those cannot be read from the source)"
+    return ""
 
 
 def exception_details(record: dict, memo: dict) -> tuple[list | None, dict]:
@@ -204,19 +243,23 @@ _SITE_NAMES = frozenset({"exit", "quit", "help", "copyright", "credits", "licens
 _BUILTIN_NAMES = frozenset(name for name in vars(builtins) if name[:1] != "_") - _SITE_NAMES
 
 
-def shadowed_reads(test: str, prefix: str | None, program: list) -> list[str]:
-    """The builtin names the test (or its prefix) reads without binding them that the description does not list
-    as kept by the program's module (["builtin"] and no ["shadow"] entry): in CPython the test reads the program's
-    object where the module rebinds it. The program writes the description: a missing or contradictory entry
-    refuses the test (a rewritten description cannot drop a name's "shadow" entry unseen)."""
+def shadowed_reads(test: str, prefix: str | None, program: list, source: Any = None) -> list[str]:
+    """The builtin names the test (or its prefix) reads without binding them that the program's module may hold
+    another object for: in CPython the test reads the program's object where the module rebinds it. Decided from
+    the program's SOURCE (``source``: ``program_source.program_facts``, its "rebound" names; every name where it
+    is missing, "dynamic" or holds "*"); the description the program's process wrote (``program``) can only add
+    names: one it lists as ["shadow"], or does not list as ["builtin"] (kept)."""
     reads = _BUILTIN_NAMES & _free_reads(test, prefix or "")
     if not reads:
         return []
+    rebound = source.get("rebound") if type(source) is dict and not source.get("dynamic") else None
+    if type(rebound) is not list or "*" in rebound:
+        return sorted(reads)
     kinds: dict = {}
     for name, what in program:
         if name in reads and what in (["shadow"], ["builtin"]):
             kinds.setdefault(name, set()).add(what[0])
-    return sorted(name for name in reads if kinds.get(name) != {"builtin"})
+    return sorted(name for name in reads if kinds.get(name) != {"builtin"} or name in rebound)
 
 
 @functools.lru_cache(maxsize=256)
@@ -232,17 +275,57 @@ def _free_reads(test: str, prefix: str) -> frozenset:
     return frozenset(read - bound)
 
 
+_ITERATOR_TYPES = frozenset({"map", "filter", "zip", "enumerate", "reversed", "iter"})
+
+
+@functools.lru_cache(maxsize=256)
+def real_types(test: str, prefix: str, names: tuple) -> str:
+    """How the test can hold a real builtin iterator type ('' when it cannot): ``map`` (``filter``...) or an
+    ``itertools`` class read as a value, or ``type(x)``/``x.__class__`` of a value the test made itself. The judge's
+    object for a program's builtin iterator is of its own class named as the real one, so ``type(f()) is map``
+    would be False where CPython's is True (red team R8-7): the evaluation refuses such a test once one crosses
+    (``live.iterator_class``). A name bound from a call of the program (``it = f()``) is the program's value."""
+    tree = ast.Module(body=ast.parse(prefix).body + ast.parse(test).body, type_ignores=[])
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    program = set(names)
+    for node in ast.walk(tree):  # names bound from an expression holding a program name, a few steps deep
+        if isinstance(node, ast.Assign) and _reads(node.value) & program:
+            program.update(t.id for target in node.targets for t in ast.walk(target) if isinstance(t, ast.Name))
+    for node in ast.walk(tree):
+        if id(node) in called:
+            continue
+        if isinstance(node, ast.Name) and node.id in _ITERATOR_TYPES and isinstance(node.ctx, ast.Load):
+            return f"the test reads the builtin type {node.id}"
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "itertools":
+            return f"the test reads itertools.{node.attr}"
+        if isinstance(node, ast.Attribute) and node.attr == "__class__" and not _reads(node.value) & program:
+            return "the test reads the class of a value of its own"
+        is_type = isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
+        if is_type and not any(_reads(arg) & program for arg in node.args):
+            return "the test reads the type of a value of its own"
+    return ""
+
+
+def _reads(node: ast.AST) -> set:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
 def stand_ins(session: Any, task: dict) -> dict[str, Any]:
     """The test's names for the program's: a function with the program's ``__name__`` and ``__doc__`` that asks
     for a call, or the stand-in class of a program exception class (``_exception_class``). ``session``: the evaluation's
     ``replay._Session``. The description is the program's to write (``records._described_names``), so each kind it
     gives is harmless where false: a stand-in class the test calls asks the program to make the instance
     (``_make``); a function used as a class fails the test as in CPython; a builtin the test reads is refused
-    unless listed as kept (``shadowed_reads``)."""
+    where the program's source may rebind it (``shadowed_reads``); a class chain that is not the source's refuses
+    the test (``source_mismatch``). ``task["source"]``: ``program_source.program_facts`` of the program."""
     described = {name: what for name, what in task.get("program") or ()}
-    shadowed = shadowed_reads(task["test"], task.get("prefix"), task["program"]) if "program" in task else []
+    session.exception_classes["source"] = source = task.get("source")  # checks every class chain (``_stand_in``)
+    session.exception_classes["real_types"] = real_types(task["test"], task.get("prefix") or "", tuple(task["names"]))
+    shadowed = shadowed_reads(task["test"], task.get("prefix"), task["program"], source) if "program" in task else []
     if shadowed:  # the program rebinds builtins the test reads: in CPython the test reads the program's objects
-        session.refuse(f"the program rebinds {', '.join(shadowed)[:200]} (or did not say), which the test reads")
+        why = source.get("dynamic") if type(source) is dict else "cannot be read"
+        why = f"its source {why}" if why else "its module binds them, or did not say"
+        session.refuse(f"the program may rebind {', '.join(shadowed)[:200]}, which the test reads ({why})")
     stand_ins = {}
     for name in task["names"]:
         what = described.get(name)

@@ -7,6 +7,7 @@ Stdlib only and no trl_ext import: loaded like ``plain_data.py`` (see there).
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 
@@ -58,6 +59,36 @@ class ProgramOrderFrozenset(frozenset):
 _PLAIN_KINDS = {ProgramOrderSet: set, ProgramOrderFrozenset: frozenset}
 for _kind, _base in _PLAIN_KINDS.items():
     _kind.__name__, _kind.__qualname__, _kind.__module__ = _base.__name__, _base.__name__, "builtins"
+
+
+_IMMUTABLE = (int, float, complex, str, bytes, tuple, frozenset)
+
+
+def identity_call(node: Any, hook: str) -> Any:
+    """The test's ``a is b`` as ``hook(a, b)`` (``is not``: negated), for ``identical``; a comparison with a
+    constant side (``x is None``) or of more than two sides stays as it is."""
+    if not isinstance(node, ast.Compare) or len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+        return node
+    sides = [node.left, *node.comparators]
+    if any(isinstance(side, ast.Constant) for side in sides):
+        return node
+    call: ast.expr = ast.Call(ast.Name(hook, ast.Load()), sides, [])
+    call = ast.UnaryOp(ast.Not(), call) if isinstance(node.ops[0], ast.IsNot) else call
+    return ast.copy_location(call, node)
+
+
+def identical(a: Any, b: Any, refuse: Any) -> bool:
+    """``a is b``, refused (``refuse(why)`` raises) where a side is an immutable value (a number, text, a tuple, a
+    frozenset): a value that crossed the sandbox is made anew from each record, so its identity is not the
+    program's (red team R8-8: ``T = (1, 2); f() is not f()`` passed). A float NaN is the run's numbered object:
+    its identity crosses (``plain_encode``)."""
+    if any(issubclass(type(side), _IMMUTABLE) and not _numbered(side) for side in (a, b)):
+        refuse("the test compares numbers, text or tuples by identity (is), which does not cross the sandbox")
+    return a is b
+
+
+def _numbered(value: Any) -> bool:
+    return type(value) is bool or (type(value) is float and value != value)  # a bool is one; a NaN is numbered
 
 
 # the builtin types a program's subclass instance crosses as (its storage, read in the sandbox), with its own texts

@@ -1,0 +1,163 @@
+"""Class 1 (red team R8b-1): what the judge trusts of the program's classes and module names comes from the program's
+SOURCE (``program_source.program_facts``, read on the trainer's side), never from the harness that runs in the
+program's process after it. A program that rewrites the harness's ``_exception_chain``/``_first_builtin``/
+``_shadowed_builtins`` (reached through ``sys._getframe()``) scores 0; a chain or a "kept" builtin the source does not
+show is refused; right programs still pass. Through ``CodeTests`` on the assert path, with the per-run bwrap launch
+and landlock's fork server (one launch each, every program in one batch)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.sandbox.assert_path import grade_asserts
+from tests.sandbox.test_test_environment import cpython_passes
+from trl_ext.sandbox.program_exceptions import _exception_class, shadowed_reads, source_mismatch
+from trl_ext.sandbox.program_source import program_facts
+
+FIND = """import sys as _s
+def _harness_globals():
+    frame = _s._getframe()
+    while frame is not None:
+        if '_describe' in frame.f_globals and frame.f_globals is not globals():
+            return frame.f_globals
+        frame = frame.f_back
+"""
+CHAIN = (
+    FIND
+    + """_g = _harness_globals()
+_orig_chain, _orig_first = _g['_exception_chain'], _g['_first_builtin']
+def _forged_chain(kind, tagged=False):
+    if type.__dict__['__name__'].__get__(kind) != 'NegativeError':
+        return _orig_chain(kind, tagged)
+    n = _g['_number'](_g['_CLASSES'], kind)
+    if tagged:
+        return '{"t": [{"t": ["NegativeError",false,%d,{"t": ["ValueError"]},"NegativeError"]}]}' % n
+    return '[["NegativeError",false,%d,["ValueError"],"NegativeError"]]' % n
+_g['_exception_chain'] = _forged_chain
+_g['_first_builtin'] = lambda kind: 'ValueError'
+"""
+)
+KEPT = (
+    FIND
+    + """_g = _harness_globals()
+_g['_shadowed_builtins'] = lambda namespace: ([], [n for n in _g['_ORIGINAL_BUILTINS'] if n[:1] != '_'])
+"""
+)
+WRONG_CLASS = (
+    "class NegativeError(Exception):\n    pass\ndef check(x):\n    if x < 0:\n        raise NegativeError('n')\n"
+)
+WRONG_CLASS += "    return x\n"
+RIGHT_CLASS = WRONG_CLASS.replace("(Exception)", "(ValueError)")
+EXCEPT_VALUE = "try:\n    check(-1)\nexcept ValueError:\n    pass\nelse:\n    raise AssertionError('no ValueError')\n"
+ISSUBCLASS = "assert issubclass(NegativeError, ValueError)\n"
+ISINSTANCE = "try:\n    check(-1)\nexcept Exception as e:\n    assert isinstance(e, ValueError)\n"
+# right programs whose relations the source shows: mixins, a class in a class, a class made in a call
+MIXINS = """class AppError(Exception):
+    pass
+class Errors:
+    class NotFound(AppError, KeyError):
+        pass
+def make():
+    class Late(Errors.NotFound):
+        pass
+    return Late
+def find(k):
+    raise make()(k)
+NotFound = Errors.NotFound
+"""
+MIXINS_TEST = (
+    "try:\n    find('k')\nexcept KeyError as e:\n    assert isinstance(e, AppError) and type(e).__qualname__ == "
+)
+MIXINS_TEST += "'make.<locals>.Late'\nassert issubclass(NotFound, AppError) and not issubclass(AppError, KeyError)"
+CASES = [  # (program, test, CPython's verdict)
+    (WRONG_CLASS + CHAIN, ISSUBCLASS, False),
+    (WRONG_CLASS + CHAIN, EXCEPT_VALUE, False),
+    (WRONG_CLASS + CHAIN, ISINSTANCE, False),
+    (
+        "Exception = KeyError\ndef f():\n    raise TypeError('t')\n" + KEPT,
+        "try:\n    f()\nexcept Exception:\n    pass",
+        False,
+    ),
+    ("len = lambda s: 0\ndef f(s):\n    return s[::-1]\n" + KEPT, "assert len(f('abc')) == 3", False),
+    ("from math import *\ndef f(x):\n    return x\n", "assert pow(f(2), 2, 5) == 4", False),  # math's pow
+    (WRONG_CLASS, ISSUBCLASS, False),
+    (RIGHT_CLASS, ISSUBCLASS, True),
+    (RIGHT_CLASS, EXCEPT_VALUE, True),
+    (RIGHT_CLASS, ISINSTANCE, True),
+    (MIXINS, MIXINS_TEST, True),
+    ("from math import *\ndef f(x):\n    return sqrt(x)\n", "assert len([f(4)]) == 1 and f(4) == 2", True),
+]
+LAUNCHES = [("bwrap", "0"), ("landlock", "1")]
+
+
+def test_the_plain_cpython_verdicts():
+    assert [cpython_passes(program, test) for program, test, _ in CASES] == [passes for _, _, passes in CASES]
+
+
+@pytest.mark.parametrize("launch", LAUNCHES, ids=["-".join(launch) for launch in LAUNCHES])
+def test_forged_class_relations_and_kept_builtins_never_pass(launch, monkeypatch):
+    sources, tests = [program for program, _, _ in CASES], [test for _, test, _ in CASES]
+    scores, outcomes = grade_asserts(launch, sources, tests, monkeypatch)
+    assert scores == [float(passes) for _, _, passes in CASES], list(zip(tests, scores))
+    assert outcomes["code_tests/infra_error"] == 0.0
+    assert outcomes["code_tests/unsupported_test"] * len(CASES) >= 6  # the forgers and `pow`: refused, not judged
+
+
+def test_the_source_decides_each_class_relation():
+    source = program_facts(WRONG_CLASS + "class Owner(ValueError):\n    def __init__(self):\n        pass\n")
+    assert source["classes"]["NegativeError"] == [["b:Exception"], []] and not source["dynamic"]
+    assert source_mismatch(source, "NegativeError", "NegativeError", False, ["b:Exception"]) == ""
+    for name, qualname, own, bases in [
+        ("NegativeError", "NegativeError", False, ["b:ValueError"]),  # a base the source does not show
+        ("NegativeError", "NegativeError", False, ["b:Exception", "b:ValueError"]),
+        ("Owner", "Owner", False, ["b:ValueError"]),  # its __init__ denied: the test would make it itself
+        ("ValueError", "NegativeError", False, ["b:Exception"]),  # a name that is not its qualname's
+        ("Made", "Made", False, ["b:Exception"]),  # no class statement of that qualname
+    ]:
+        assert source_mismatch(source, name, qualname, own, bases), (name, bases)
+    assert source_mismatch(source, "Owner", "Owner", True, ["b:ValueError"]) == ""  # "own" only adds refusals
+    for program in (  # the AST cannot decide: every chain is refused
+        "import sys\nclass E(Exception):\n    pass\nsys._getframe()",
+        "class E(Exception):\n    pass\nE.__bases__ = (ValueError,)",
+        "E = type('E', (Exception,), {})",
+        "class E(Exception):\n    pass\nglobals()['E'] = ValueError",
+        "class E(Exception):\n    pass\nexec('x = 1')",
+        "class E(Exception):\n    pass\nx = getattr(E, name)",
+        "def f(:",
+    ):
+        assert source_mismatch(program_facts(program), "E", "E", False, ["b:Exception"]), program
+    for program in (  # one qualname, two statements or a base that is an expression or rebound: no relation
+        "class E(Exception):\n    pass\nclass E(ValueError):\n    pass",
+        "Base = ValueError\nclass E(Base):\n    pass",
+        "ValueError = KeyError\nclass E(ValueError):\n    pass",
+        "import json\nclass E(json.JSONDecodeError):\n    pass",
+        "class M(type):\n    pass\nclass E(Exception, metaclass=M):\n    pass",
+    ):
+        facts = program_facts(program)
+        assert facts["classes"].get("E") is None or None in facts["classes"]["E"][0], program
+    refused: list = []
+
+    def refuse(why: str) -> None:
+        refused.append(why)
+        raise LookupError(why)
+
+    forged = [["NegativeError", False, 0, ["ValueError"], "NegativeError"]]
+    with pytest.raises(LookupError):
+        _exception_class(forged, None, {"refuse": refuse, "source": source})
+    with pytest.raises(LookupError):  # no reading of the source at all: refused too
+        _exception_class(forged, None, {"refuse": refuse})
+    honest = [["NegativeError", False, 0, ["Exception"], "NegativeError"]]
+    made = _exception_class(honest, None, {"refuse": refuse, "source": source})
+    assert len(refused) == 2 and issubclass(made, Exception) and not issubclass(made, ValueError)
+
+
+def test_rebound_builtins_are_read_from_the_source():
+    rebound = program_facts(
+        "len = 1\nfor sum in []:\n    pass\ndef f(max):\n    min = 2\n    global sorted\n    sorted = 3\n"
+        "class C:\n    abs = 4\nimport os as pow\nfrom math import *\n"
+    )["rebound"]
+    assert {"len", "sum", "sorted", "pow"} <= set(rebound) and not {"max", "min", "abs"} & set(rebound)
+    assert "*" in program_facts("from not_loaded_anywhere_module import *\n")["rebound"]
+    kept_forged = [[name, ["builtin"]] for name in ("len", "sorted", "abs")]
+    source = program_facts("len = lambda s: 0\ndef f():\n    return 1\n")
+    assert shadowed_reads("assert len(f()) and sorted([1]) and abs(1)", None, kept_forged, source) == ["len"]
