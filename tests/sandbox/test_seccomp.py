@@ -349,6 +349,8 @@ def test_no_run_evicts_or_probes_the_shared_page_cache():
     # was (mincore, cachestat, RWF_NOWAIT) would make the covert channel between programs reusable and noiseless.
     table, nowait, high = _table(), 0x8, 1 << 32
     probes = [(name, table[name], [-1, 0, 0, 0, 0, 0]) for name in ("fadvise64", "readahead", "mincore", "cachestat")]
+    # move_pages' status of a mapped page, pid 0 (the run itself), told the cache's fault-around (red team round 9)
+    probes += [(name, table[name], [0, 0, 0, 0, 0, 0]) for name in ("move_pages", "migrate_pages")]
     probes += [(f"madvise/{advice}", table["madvise"], [0, 0, advice]) for advice in (20, 21, high | 20, high | 21)]
     probes += [(f"{name}/nowait", table[name], [-1, 0, 0, 0, 0, nowait | high]) for name in ("preadv2", "pwritev2")]
     probes += [("madvise/dontneed", table["madvise"], [0, 0, 4]), ("madvise/populate", table["madvise"], [0, 0, 22])]
@@ -360,4 +362,26 @@ def test_no_run_evicts_or_probes_the_shared_page_cache():
     }
     assert got.pop("preadv2/plain") == got.pop("pwritev2/plain") == errno.EBADF  # the filter lets them through
     assert got.pop("madvise/" + str(high | 20)) == got.pop("madvise/" + str(high | 21)) == errno.ENOSYS
-    assert got == dict.fromkeys(got, errno.EPERM) and len(got) == 8
+    assert got == dict.fromkeys(got, errno.EPERM) and len(got) == 10
+
+
+_READ_PROC = """
+import json
+readable = []
+for path in ("/proc/self/status", "/proc/self/pagemap", "/proc/self/maps"):
+    try:
+        with open(path, "rb") as f:
+            readable.append(bool(f.read(8)))
+    except OSError:
+        readable.append(False)
+print(json.dumps(readable))
+"""
+
+
+@EACH_BACKEND
+def test_no_run_reads_its_proc_files():
+    # /proc/self/pagemap and /proc/self/status's RssFile tell which mapped file pages came from the host's page
+    # cache (red team round 9): per-run bubblewrap mounts no /proc, Landlock grants none
+    result = run(_READ_PROC, limits=LIMITS)
+    assert result.status == "ok", result.stderr
+    assert json.loads(result.stdout) == [False, False, False]

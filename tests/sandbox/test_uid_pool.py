@@ -3,6 +3,8 @@ namespace maps, avoiding blocks that visible processes use; an operator may fix 
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from trl_ext.sandbox import limits
@@ -49,17 +51,29 @@ def test_the_pool_hands_out_distinct_uids_of_its_block(monkeypatch):
     monkeypatch.setenv(UID_BASE_ENV, "300000")
     pool = limits.UidPool()
     uids = [pool.acquire() for _ in range(_UID_SLOTS)]
-    assert len(set(uids[:-1])) == _UID_SLOTS - 1 and all(300000 <= uid < 300000 + _UID_SLOTS for uid in uids)
-    assert uids[-1] == 300000 + _UID_SLOTS - 1  # beyond the slots: the shared overflow uid
+    assert len(set(uids)) == _UID_SLOTS and all(300000 <= uid < 300000 + _UID_SLOTS for uid in uids)
 
 
-def test_past_its_slots_the_pool_warns_once_that_runs_share_a_uid(monkeypatch, caplog):
+def test_past_its_slots_a_run_waits_for_a_released_uid_and_never_shares_one(monkeypatch, caplog):
     monkeypatch.setenv(UID_BASE_ENV, "300000")
     pool = limits.UidPool()
-    held = [pool.acquire() for _ in range(_UID_SLOTS - 1)]
+    held = [pool.acquire() for _ in range(_UID_SLOTS)]
+    got: list[int] = []
     with caplog.at_level("WARNING", logger="trl_ext.sandbox"):
-        shared = [pool.acquire(), pool.acquire()]
-    assert shared == [300000 + _UID_SLOTS - 1] * 2 and len(set(held)) == _UID_SLOTS - 1
-    assert sum("share uid" in r.getMessage() for r in caplog.records) == 1
-    pool.release(held[0])
-    assert pool.acquire() == held[0]
+        waiting = threading.Thread(target=lambda: got.append(pool.acquire()))
+        waiting.start()
+        waiting.join(0.3)
+        assert waiting.is_alive() and got == []  # every uid is held: it waits, it takes none of them
+        pool.release(held[5])
+        waiting.join(10)
+    assert got == [held[5]]
+    assert sum("wait for one" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_pool_whose_uids_never_come_free_names_the_cause():
+    pool = limits.UidPool(wait_s=0.05)
+    pool._base_uid = 300000
+    for _ in range(_UID_SLOTS):
+        pool.acquire()
+    with pytest.raises(RuntimeError, match="no uid of this process's block came free"):
+        pool.acquire()

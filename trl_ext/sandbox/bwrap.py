@@ -121,7 +121,9 @@ class BwrapBackend(forked_run.ForkServedBackend):
             args += ["--ro-bind", root, root]
         for path in LOADER_FILES:  # the dynamic loader's cache; nothing else from /etc
             args += ["--ro-bind-try", path, path]
-        args += ["--proc", "/proc", "--dev", "/dev"]
+        # no /proc: a run's /proc/self/pagemap and the RssFile of /proc/self/status tell which pages of a mapped
+        # file the kernel found in the host's page cache (red team round 9: a covert channel between runs)
+        args += ["--dev", "/dev"]
         # no pseudo-terminal: each one a run opens comes from the host-wide kernel.pty.max (red team round 8: 3071
         # opens of /dev/ptmx left other sandboxes' openpty() failing); the new devpts instance's ptmx too
         args += ["--ro-bind", os.devnull, "/dev/ptmx", "--ro-bind", os.devnull, "/dev/pts/ptmx"]

@@ -35,7 +35,7 @@ ISOLATED = "-sP"
 # Unprivileged uids used when trl_ext runs as root (RLIMIT_NPROC does not apply to root): a block of _UID_SLOTS
 # from _UID_FIRST on, inside what this user namespace maps (a container's namespace often maps only 65536 uids).
 _UID_FIRST = 61000
-_UID_SLOTS = 256  # runs (and evaluation workers) in flight per trainer process before two share a uid
+_UID_SLOTS = 256  # runs (and evaluation workers) in flight per trainer process; more wait for a free uid
 UID_BASE_ENV = "TRL_EXT_SANDBOX_UID_BASE"
 
 
@@ -162,14 +162,17 @@ def choose_uid_base(tries: int = 4096) -> int:
 
 class UidPool:
     """Hands out distinct unprivileged uids to concurrent runs, so one run's fork bomb cannot use up another's
-    RLIMIT_NPROC. Only used when running as root; each process draws its own block (``choose_uid_base``)."""
+    RLIMIT_NPROC. Only used when running as root; each process draws its own block (``choose_uid_base``). When
+    every uid of the block is in use, the next run waits for one (never shares: red team round 9 found runs past
+    the block sharing a uid, hence its process budget and per-uid kernel quotas)."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._free = list(range(_UID_SLOTS - 1))  # the last slot is the shared overflow uid
+    def __init__(self, wait_s: float = 600.0) -> None:
+        self._free_uid = threading.Condition()
+        self._free = list(range(_UID_SLOTS))
         self._in_use: set[int] = set()
         self._base_uid: int | None = None
         self._warned = False
+        self._wait_s = wait_s
 
     @property
     def _base(self) -> int:
@@ -178,30 +181,30 @@ class UidPool:
         return self._base_uid
 
     def acquire(self) -> int:
-        """A uid for one run; when more runs than slots are in flight, slots are shared."""
+        """A uid of this process's block that no other run in flight holds; waits while all are held."""
         base = self._base
-        with self._lock:
-            if not self._free:
-                if not self._warned:
-                    self._warned = True
-                    _LOGGER.warning(
-                        "sandbox: more than %d runs and evaluation workers in flight in this process: the rest share "
-                        "uid %d, so they share its process budget and per-uid kernel quotas (docs/sandbox.md, "
-                        "'Known limits'); run fewer at once or start more trainer processes",
-                        _UID_SLOTS - 1,
-                        base + _UID_SLOTS - 1,
-                    )
-                return base + _UID_SLOTS - 1
+        with self._free_uid:
+            if not self._free and not self._warned:
+                self._warned = True
+                _LOGGER.warning(
+                    "sandbox: %d runs and evaluation workers in flight in this process hold every uid of its "
+                    "block: the next runs wait for one (docs/sandbox.md, 'Sandbox uids across trainers'); run "
+                    "fewer at once per process or start more trainer processes",
+                    _UID_SLOTS,
+                )
+            if not self._free_uid.wait_for(lambda: self._free, timeout=self._wait_s):
+                raise RuntimeError(f"sandbox: no uid of this process's block came free in {self._wait_s:.0f} s")
             slot = self._free.pop(0)  # FIFO: a released uid's killed processes have time to exit before reuse
             self._in_use.add(slot)
         return base + slot
 
     def release(self, uid: int) -> None:
         slot = uid - self._base
-        with self._lock:
+        with self._free_uid:
             if slot in self._in_use:
                 self._in_use.discard(slot)
                 self._free.append(slot)
+                self._free_uid.notify()
 
 
 UIDS = UidPool()

@@ -4,7 +4,7 @@ An allow-list: every syscall of the kernel's table is classified below, and one 
 this list) fails with ENOSYS, which libc treats as "not supported here". The classes:
 - ``TARGETS_SELF_ONLY``: the syscall names a process by pid; only pid 0 (the caller) is allowed, any other pid
   fails with EPERM, so no run can act on the trainer, the server or another run (prlimit, affinity, scheduling,
-  NUMA migration, robust lists).
+  robust lists).
 - ``WHICH_WHO``: ``setpriority``/``getpriority`` and ``ioprio_set``/``ioprio_get`` name a process, a process group
   or a user: only the caller itself or its own process group, with who = 0 (never PRIO_USER / IOPRIO_WHO_USER).
 - ``KERNEL_CONFINED``: the kernel itself limits the target to the caller's own tree or the run's reach: wait only
@@ -18,7 +18,9 @@ this list) fails with ENOSYS, which libc treats as "not supported here". The cla
   trainer's uid could change the mode of the trainer's files or another run's scratch) and inotify (it would tell a
   run the names of other runs' scratch directories as they are made) and kernel AIO (``io_setup``: its contexts
   come from the host-wide ``fs.aio-max-nr``, which one run could take until it ends; Python never uses it), and
-  the page-cache controls and probes (``fadvise64``, ``readahead``, ``mincore``, ``cachestat``; with ``madvise``'s
+  the page-cache controls and probes (``fadvise64``, ``readahead``, ``mincore``, ``cachestat``, and NUMA
+  ``move_pages``/``migrate_pages``, whose status of a mapped file page tells whether the kernel's fault-around
+  mapped it from the cache, red team round 9; with ``madvise``'s
   MADV_COLD and MADV_PAGEOUT and the RWF_NOWAIT flag of ``preadv2``/``pwritev2``, checked by argument): the host's
   page cache is shared by all runs, and these let a run evict a page of a file others read, or see whether one is
   cached without changing it. Without them a run can only time its own reads, which narrows the covert channel
@@ -67,8 +69,6 @@ TARGETS_SELF_ONLY = {
     "sched_setattr": 0,
     "sched_getattr": 0,
     "sched_rr_get_interval": 0,
-    "migrate_pages": 0,
-    "move_pages": 0,
     "get_robust_list": 0,
 }
 # name -> the allowed values of ``which`` (argument 0), each only with who (argument 1) = 0
@@ -94,8 +94,8 @@ DENIED = frozenset(
     mq_timedreceive mq_notify mq_getsetattr setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr
     chmod fchmod fchmodat fchmodat2 chown fchown lchown fchownat utime utimes utimensat futimesat
     inotify_init inotify_init1 inotify_add_watch inotify_rm_watch io_setup io_destroy io_getevents io_submit
-    io_cancel io_pgetevents mincore cachestat fadvise64 readahead landlock_create_ruleset landlock_add_rule
-    landlock_restrict_self""".split()  # noqa: SIM905 - a table, one name per word
+    io_cancel io_pgetevents mincore cachestat fadvise64 readahead migrate_pages move_pages landlock_create_ruleset
+    landlock_add_rule landlock_restrict_self""".split()  # noqa: SIM905 - a table, one name per word
 )
 MODE_CHECKED = {"mkdir": 1, "mkdirat": 2}
 NO_PROCESS_TARGET = frozenset(
