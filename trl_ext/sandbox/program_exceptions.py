@@ -330,6 +330,8 @@ def stand_ins(session: Any, task: dict) -> dict[str, Any]:
     for name in task["names"]:
         what = described.get(name)
         if what and what[0] == "exc":
+            if type(source) is not dict or name in (source.get("functions") or ()):  # a def of the source
+                session.refuse(f"the program describes {name} as an exception class, which its source does not show")
             stand_ins[name] = _exception_class(what[1], None, session.exception_classes, what[3])
             if "_trl_ext_make" not in stand_ins[name].__dict__:  # one maker per class: the first name calls it
                 type.__setattr__(stand_ins[name], "_trl_ext_make", functools.partial(_make, session, name))

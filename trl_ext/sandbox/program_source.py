@@ -17,6 +17,8 @@ worker (``program_exceptions`` and ``live`` check each class chain against it):
   binds), "c:QUALNAME" (the program's one class of that name, which the program binds nowhere else) or None (an
   expression, an import: not decidable here, so a chain naming it is refused); ``members``: the names its body
   binds (methods, class attributes). A qualname met more than once maps to None.
+- ``"functions"``: the names a ``def`` of the module's binds (a test's name the program's process describes as an
+  exception class but the source defines as a function is refused).
 """
 
 from __future__ import annotations
@@ -61,20 +63,30 @@ def _facts_cached(program: str) -> tuple:
     try:
         tree = parse_python(program)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return ("the program's source does not parse", (), ())
+        return ("the program's source does not parse", (), (), ())
     try:
         why = _dynamic(tree)
         bindings = _bindings(tree)
         rebound = _module_bindings(tree, bindings)
         classes = _classes(tree, bindings)
     except RecursionError:  # a tree nested past the walker's depth: nothing is read from it
-        return ("the program's source is nested too deeply to read", (), ())
-    return (why, tuple(sorted(rebound)), tuple(classes.items()))
+        return ("the program's source is nested too deeply to read", (), (), ())
+    functions = sorted({node.name for node in _module_statements(tree) if isinstance(node, _FUNCTIONS)})
+    return (why, tuple(sorted(rebound)), tuple(classes.items()), tuple(functions))
 
 
 def _facts(program: str) -> dict:
-    why, rebound, classes = _facts_cached(program)
-    return {"dynamic": why, "rebound": list(rebound), "classes": {k: _copy(v) for k, v in classes}}
+    why, rebound, classes, functions = _facts_cached(program)
+    facts = {"dynamic": why, "rebound": list(rebound), "classes": {k: _copy(v) for k, v in classes}}
+    return {**facts, "functions": list(functions)}
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _module_statements(tree: ast.Module) -> list[ast.stmt]:
+    """The module's own statements, those under ``if``/``try``/``for``... included (not inside a def or class)."""
+    return [node for statement in tree.body for node in _statements(statement)]
 
 
 def _copy(fact: tuple | None) -> list | None:
