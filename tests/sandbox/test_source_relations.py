@@ -127,6 +127,10 @@ def test_the_source_decides_each_class_relation():
         "def f(:",
     ):
         assert source_mismatch(program_facts(program), "E", "E", False, ["b:Exception"]), program
+    linked = "class Node:\n    pass\nclass List:\n    def add(self, node):\n        self.tail.next = node\n"
+    assert program_facts(linked + "        self.max = 0\n")["dynamic"] == ""  # an object's attributes, not a module's
+    for program in ("import pydoc\npydoc.builtins.len = 3", "from sys import modules\nmodules['builtins'].len = 3"):
+        assert program_facts(program)["dynamic"], program
     for program in (  # one qualname, two statements or a base that is an expression or rebound: no relation
         "class E(Exception):\n    pass\nclass E(ValueError):\n    pass",
         "Base = ValueError\nclass E(Base):\n    pass",

@@ -44,7 +44,16 @@ _DYNAMIC_ATTRIBUTES = frozenset(
     {"_getframe", "currentframe", "f_globals", "f_locals", "f_back", "f_builtins", "f_code", "tb_frame", "tb_next"}
     | {"gi_frame", "cr_frame", "ag_frame", "__dict__", "__bases__", "__class__", "__globals__", "__builtins__"}
     | {"__code__", "__setattr__", "__delattr__", "__getattribute__", "__mro__", "__subclasses__", "__traceback__"}
-    | {"modules", "register", "__init_subclass__", "__subclasshook__", "__instancecheck__", "__subclasscheck__"}
+    | {
+        "modules",
+        "builtins",
+        "__main__",
+        "register",
+        "__init_subclass__",
+        "__subclasshook__",
+        "__instancecheck__",
+        "__subclasscheck__",
+    }
 )
 _DYNAMIC_MODULES = frozenset({"builtins", "inspect", "ctypes", "gc", "importlib", "__main__", "traceback", "pickle"})
 _DYNAMIC_MODULES |= {"marshal", "copyreg", "runpy", "pkgutil", "code", "codeop"}
@@ -97,15 +106,18 @@ def _dynamic(tree: ast.Module) -> str:
     """Why the program may change its namespace, a class's relations or the builtins by code the AST does not
     show ('' when it cannot): a fail-closed list (a right program using one is refused, never a wrong one passed)."""
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
-    # an attribute written under a builtin's or a class's name on an expression may be the builtins module's or
-    # the program's module's (``sys.modules['builtins'].len = ...``); a module bound to a name needs a route above
+    # an attribute written under a builtin's or a class's name on a subscript or call may be the builtins module's
+    # or the program's module's (``sys.modules['builtins'].len = ...``); ``self.head.next = node`` is an object's:
+    # a module reached by names needs a route this function refuses (an import, ``modules``, ``builtins``...)
     global_names = set(dir(builtins)) | {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
     for node in ast.walk(tree):
         stored = isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load)
-        if stored and node.attr in global_names and not isinstance(node.value, ast.Name):  # ``self.max = 0`` is fine
+        if stored and node.attr in global_names and not isinstance(node.value, (ast.Name, ast.Attribute)):
             return f"writes an attribute named {node.attr}"
         name = node.id if isinstance(node, ast.Name) else node.name if isinstance(node, ast.alias) else ""
         name = getattr(node, "attr", name)
+        if isinstance(node, ast.alias) and name in _DYNAMIC_ATTRIBUTES:  # ``from sys import _getframe``
+            return f"imports {name}"
         if name in _DYNAMIC_NAMES or (name in _GETTERS and (id(node) not in called or name in _ANY_NAME)):
             return f"uses {name}"
         if isinstance(node, ast.Attribute) and (
