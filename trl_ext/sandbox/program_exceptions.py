@@ -288,9 +288,11 @@ def real_types(test: str, prefix: str, names: tuple) -> str:
     tree = ast.Module(body=ast.parse(prefix).body + ast.parse(test).body, type_ignores=[])
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     program = set(names)
-    for node in ast.walk(tree):  # names bound from an expression holding a program name, a few steps deep
-        if isinstance(node, ast.Assign) and _reads(node.value) & program:
-            program.update(t.id for target in node.targets for t in ast.walk(target) if isinstance(t, ast.Name))
+    for node in [*ast.walk(tree), *ast.walk(tree)]:  # names bound from a program name's value (``x = f()``, ``for``)
+        source = node.iter if isinstance(node, (ast.For, ast.comprehension)) else getattr(node, "value", None)
+        targets = [node.target] if isinstance(node, (ast.For, ast.comprehension)) else getattr(node, "targets", [])
+        if isinstance(node, (ast.Assign, ast.For, ast.comprehension)) and _reads(source) & program:
+            program.update(t.id for target in targets for t in ast.walk(target) if isinstance(t, ast.Name))
     for node in ast.walk(tree):
         if id(node) in called:
             continue
