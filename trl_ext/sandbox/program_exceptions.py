@@ -15,9 +15,10 @@ import sys
 from typing import Any
 
 if __package__:  # the judge: a module of the package
+    from trl_ext.sandbox import program_sets as _sets
     from trl_ext.sandbox.plain_data import decode
-else:  # the evaluation worker: loaded by its path after plain_data.py (see replay.py)
-    decode = sys.modules["trl_ext_plain_data"].decode
+else:  # the evaluation worker: loaded by its path after plain_data.py and program_sets.py (see replay.py)
+    decode, _sets = sys.modules["trl_ext_plain_data"].decode, sys.modules["trl_ext_program_sets"]
 
 # KeyboardInterrupt and SystemExit too: a test's ``except Exception`` must not catch them
 _EXCEPTIONS = {k: v for k, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}
@@ -328,7 +329,7 @@ def stand_ins(session: Any, task: dict) -> dict[str, Any]:
         why = source.get("dynamic") if type(source) is dict else "cannot be read"
         why = f"its source {why}" if why else "its module binds them, or did not say"
         session.refuse(f"the program may rebind {', '.join(shadowed)[:200]}, which the test reads ({why})")
-    stand_ins = {}
+    stand_ins = {_sets.IDENTITY_HOOK: functools.partial(_sets.identical, refuse=session.refuse)}  # ``a is b``
     for name in task["names"]:
         what = described.get(name)
         if what and what[0] == "exc":
