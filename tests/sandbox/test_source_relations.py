@@ -13,6 +13,7 @@ from tests.sandbox.assert_path import grade_asserts
 from tests.sandbox.test_test_environment import cpython_passes
 from trl_ext.sandbox.program_exceptions import _exception_class, shadowed_reads, source_mismatch
 from trl_ext.sandbox.program_source import program_facts
+from trl_ext.sandbox.replay import evaluate
 
 FIND = """import sys as _s
 def _harness_globals():
@@ -126,6 +127,10 @@ def test_the_source_decides_each_class_relation():
         "def f(:",
     ):
         assert source_mismatch(program_facts(program), "E", "E", False, ["b:Exception"]), program
+    linked = "class Node:\n    pass\nclass List:\n    def add(self, node):\n        self.tail.next = node\n"
+    assert program_facts(linked + "        self.max = 0\n")["dynamic"] == ""  # an object's attributes, not a module's
+    for program in ("import pydoc\npydoc.builtins.len = 3", "from sys import modules\nmodules['builtins'].len = 3"):
+        assert program_facts(program)["dynamic"], program
     for program in (  # one qualname, two statements or a base that is an expression or rebound: no relation
         "class E(Exception):\n    pass\nclass E(ValueError):\n    pass",
         "Base = ValueError\nclass E(Base):\n    pass",
@@ -161,3 +166,19 @@ def test_rebound_builtins_are_read_from_the_source():
     kept_forged = [[name, ["builtin"]] for name in ("len", "sorted", "abs")]
     source = program_facts("len = lambda s: 0\ndef f():\n    return 1\n")
     assert shadowed_reads("assert len(f()) and sorted([1]) and abs(1)", None, kept_forged, source) == ["len"]
+
+
+def test_a_function_of_the_source_described_as_an_exception_class_is_refused():
+    """The description names which test name is an exception class: where the source binds that name with a
+    ``def``, the evaluation refuses (``issubclass(f, ValueError)`` would hold for the program's function)."""
+    source = program_facts("class E(ValueError):\n    pass\ndef f():\n    return 1\n")
+    kept = [[name, ["builtin"]] for name in ("issubclass", "ValueError")]
+    chain = [["E", False, 0, ["ValueError"], "E"]]
+    answers = []
+    for name in ("f", "E"):
+        task = {"test": f"assert issubclass({name}, ValueError)", "prefix": None, "entry_point": None}
+        task.update(names=[name], modules=[], seed=1, calls=[], results=[], source=source)
+        task["program"] = [[name, ["exc", chain, "ValueError", None]], *kept]
+        answers.append(evaluate(task))
+    assert answers[0]["verdict"] == "unsupported" and "its source does not show" in answers[0]["detail"]
+    assert answers[1]["verdict"] == "passed", answers[1]

@@ -10,6 +10,7 @@ import pytest
 
 from tests.sandbox.assert_path import grade_asserts
 from tests.sandbox.test_test_environment import cpython_passes
+from trl_ext.sandbox.program_exceptions import real_types
 
 IT = "    def __iter__(self):\n        return self\n    def __next__(self):\n        raise StopIteration\n"
 SAVED = "saved = []\ndef f():\n    e = ValueError('x')\n    saved.append(e)\n    raise e\n"
@@ -57,3 +58,12 @@ def test_what_cannot_cross_as_cpython_has_it_never_passes(launch, monkeypatch):
     scores, outcomes = grade_asserts(launch, sources, tests, monkeypatch)
     assert scores == [float(passes) for _, _, passes in CASES], list(zip(tests, scores))
     assert outcomes["code_tests/infra_error"] == 0.0
+
+
+def test_the_tests_that_can_hold_a_real_builtin_iterator_type_are_found():
+    held = ["assert type(f()) is not map", "assert type(f()) is type(iter([]))", "m = map\nassert type(f()) is m"]
+    held += ["import itertools\nassert not isinstance(f(), itertools.count)", "assert [].__class__ is not type(f())"]
+    judged = ["assert list(map(str, f())) == ['1']", "x = f()\ny = x\nassert type(y) is type(f())"]
+    judged += ["for row in f():\n    assert type(row) == list", "assert all(type(x) is int for x in f())"]
+    assert all(real_types(test, "", ("f",)) for test in held)
+    assert not any(real_types(test, "", ("f",)) for test in judged)

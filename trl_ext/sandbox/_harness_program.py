@@ -7,6 +7,10 @@ modules only, no trl_ext import).
   judge's stand-in for it is a function with that name and docstring, or a class (``except MyErr`` works).
 - ``_exception_extra``: of a raised exception, its program classes and the attributes CPython exposes beyond its
   arguments (``AttributeError.name``, ``OSError.filename``...), as plain data.
+
+All of it runs in the program's process, after the program, which can rewrite these functions: the judge checks
+every class chain against the program's source and reads rebound builtins from it (``program_source``), so what
+is written here can only add refusals (red team R8b-1).
 """
 
 import builtins

@@ -15,9 +15,10 @@ import sys
 from typing import Any
 
 if __package__:  # the judge: a module of the package
+    from trl_ext.sandbox import program_sets as _sets
     from trl_ext.sandbox.plain_data import decode
-else:  # the evaluation worker: loaded by its path after plain_data.py (see replay.py)
-    decode = sys.modules["trl_ext_plain_data"].decode
+else:  # the evaluation worker: loaded by its path after plain_data.py and program_sets.py (see replay.py)
+    decode, _sets = sys.modules["trl_ext_plain_data"].decode, sys.modules["trl_ext_program_sets"]
 
 # KeyboardInterrupt and SystemExit too: a test's ``except Exception`` must not catch them
 _EXCEPTIONS = {k: v for k, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}
@@ -288,9 +289,11 @@ def real_types(test: str, prefix: str, names: tuple) -> str:
     tree = ast.Module(body=ast.parse(prefix).body + ast.parse(test).body, type_ignores=[])
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     program = set(names)
-    for node in ast.walk(tree):  # names bound from an expression holding a program name, a few steps deep
-        if isinstance(node, ast.Assign) and _reads(node.value) & program:
-            program.update(t.id for target in node.targets for t in ast.walk(target) if isinstance(t, ast.Name))
+    for node in [*ast.walk(tree), *ast.walk(tree)]:  # names bound from a program name's value (``x = f()``, ``for``)
+        source = node.iter if isinstance(node, (ast.For, ast.comprehension)) else getattr(node, "value", None)
+        targets = [node.target] if isinstance(node, (ast.For, ast.comprehension)) else getattr(node, "targets", [])
+        if isinstance(node, (ast.Assign, ast.For, ast.comprehension)) and _reads(source) & program:
+            program.update(t.id for target in targets for t in ast.walk(target) if isinstance(t, ast.Name))
     for node in ast.walk(tree):
         if id(node) in called:
             continue
@@ -326,10 +329,12 @@ def stand_ins(session: Any, task: dict) -> dict[str, Any]:
         why = source.get("dynamic") if type(source) is dict else "cannot be read"
         why = f"its source {why}" if why else "its module binds them, or did not say"
         session.refuse(f"the program may rebind {', '.join(shadowed)[:200]}, which the test reads ({why})")
-    stand_ins = {}
+    stand_ins = {_sets.IDENTITY_HOOK: functools.partial(_sets.identical, refuse=session.refuse)}  # ``a is b``
     for name in task["names"]:
         what = described.get(name)
         if what and what[0] == "exc":
+            if type(source) is not dict or name in (source.get("functions") or ()):  # a def of the source
+                session.refuse(f"the program describes {name} as an exception class, which its source does not show")
             stand_ins[name] = _exception_class(what[1], None, session.exception_classes, what[3])
             if "_trl_ext_make" not in stand_ins[name].__dict__:  # one maker per class: the first name calls it
                 type.__setattr__(stand_ins[name], "_trl_ext_make", functools.partial(_make, session, name))

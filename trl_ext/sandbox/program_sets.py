@@ -64,6 +64,14 @@ for _kind, _base in _PLAIN_KINDS.items():
 _IMMUTABLE = (int, float, complex, str, bytes, tuple, frozenset)
 
 
+IDENTITY_HOOK = "__trl_ext_is__"  # the test's name for ``identical`` (``program_exceptions.stand_ins`` binds it)
+
+
+def identity_visit(transformer: ast.NodeTransformer, node: ast.Compare) -> ast.expr:
+    """A ``visit_Compare`` for the transformer that rewrites the test (``replay.rewrite_asserts``)."""
+    return identity_call(transformer.generic_visit(node), IDENTITY_HOOK)
+
+
 def identity_call(node: Any, hook: str) -> Any:
     """The test's ``a is b`` as ``hook(a, b)`` (``is not``: negated), for ``identical``; a comparison with a
     constant side (``x is None``) or of more than two sides stays as it is."""

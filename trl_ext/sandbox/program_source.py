@@ -17,6 +17,8 @@ worker (``program_exceptions`` and ``live`` check each class chain against it):
   binds), "c:QUALNAME" (the program's one class of that name, which the program binds nowhere else) or None (an
   expression, an import: not decidable here, so a chain naming it is refused); ``members``: the names its body
   binds (methods, class attributes). A qualname met more than once maps to None.
+- ``"functions"``: the names a ``def`` of the module's binds (a test's name the program's process describes as an
+  exception class but the source defines as a function is refused).
 """
 
 from __future__ import annotations
@@ -42,7 +44,16 @@ _DYNAMIC_ATTRIBUTES = frozenset(
     {"_getframe", "currentframe", "f_globals", "f_locals", "f_back", "f_builtins", "f_code", "tb_frame", "tb_next"}
     | {"gi_frame", "cr_frame", "ag_frame", "__dict__", "__bases__", "__class__", "__globals__", "__builtins__"}
     | {"__code__", "__setattr__", "__delattr__", "__getattribute__", "__mro__", "__subclasses__", "__traceback__"}
-    | {"modules", "register", "__init_subclass__", "__subclasshook__", "__instancecheck__", "__subclasscheck__"}
+    | {
+        "modules",
+        "builtins",
+        "__main__",
+        "register",
+        "__init_subclass__",
+        "__subclasshook__",
+        "__instancecheck__",
+        "__subclasscheck__",
+    }
 )
 _DYNAMIC_MODULES = frozenset({"builtins", "inspect", "ctypes", "gc", "importlib", "__main__", "traceback", "pickle"})
 _DYNAMIC_MODULES |= {"marshal", "copyreg", "runpy", "pkgutil", "code", "codeop"}
@@ -61,20 +72,30 @@ def _facts_cached(program: str) -> tuple:
     try:
         tree = parse_python(program)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return ("the program's source does not parse", (), ())
+        return ("the program's source does not parse", (), (), ())
     try:
         why = _dynamic(tree)
         bindings = _bindings(tree)
         rebound = _module_bindings(tree, bindings)
         classes = _classes(tree, bindings)
     except RecursionError:  # a tree nested past the walker's depth: nothing is read from it
-        return ("the program's source is nested too deeply to read", (), ())
-    return (why, tuple(sorted(rebound)), tuple(classes.items()))
+        return ("the program's source is nested too deeply to read", (), (), ())
+    functions = sorted({node.name for node in _module_statements(tree) if isinstance(node, _FUNCTIONS)})
+    return (why, tuple(sorted(rebound)), tuple(classes.items()), tuple(functions))
 
 
 def _facts(program: str) -> dict:
-    why, rebound, classes = _facts_cached(program)
-    return {"dynamic": why, "rebound": list(rebound), "classes": {k: _copy(v) for k, v in classes}}
+    why, rebound, classes, functions = _facts_cached(program)
+    facts = {"dynamic": why, "rebound": list(rebound), "classes": {k: _copy(v) for k, v in classes}}
+    return {**facts, "functions": list(functions)}
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _module_statements(tree: ast.Module) -> list[ast.stmt]:
+    """The module's own statements, those under ``if``/``try``/``for``... included (not inside a def or class)."""
+    return [node for statement in tree.body for node in _statements(statement)]
 
 
 def _copy(fact: tuple | None) -> list | None:
@@ -85,15 +106,18 @@ def _dynamic(tree: ast.Module) -> str:
     """Why the program may change its namespace, a class's relations or the builtins by code the AST does not
     show ('' when it cannot): a fail-closed list (a right program using one is refused, never a wrong one passed)."""
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
-    # an attribute written under a builtin's or a class's name on an expression may be the builtins module's or
-    # the program's module's (``sys.modules['builtins'].len = ...``); a module bound to a name needs a route above
+    # an attribute written under a builtin's or a class's name on a subscript or call may be the builtins module's
+    # or the program's module's (``sys.modules['builtins'].len = ...``); ``self.head.next = node`` is an object's:
+    # a module reached by names needs a route this function refuses (an import, ``modules``, ``builtins``...)
     global_names = set(dir(builtins)) | {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
     for node in ast.walk(tree):
         stored = isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load)
-        if stored and node.attr in global_names and not isinstance(node.value, ast.Name):  # ``self.max = 0`` is fine
+        if stored and node.attr in global_names and not isinstance(node.value, (ast.Name, ast.Attribute)):
             return f"writes an attribute named {node.attr}"
         name = node.id if isinstance(node, ast.Name) else node.name if isinstance(node, ast.alias) else ""
         name = getattr(node, "attr", name)
+        if isinstance(node, ast.alias) and name in _DYNAMIC_ATTRIBUTES:  # ``from sys import _getframe``
+            return f"imports {name}"
         if name in _DYNAMIC_NAMES or (name in _GETTERS and (id(node) not in called or name in _ANY_NAME)):
             return f"uses {name}"
         if isinstance(node, ast.Attribute) and (

@@ -31,7 +31,6 @@ from typing import Any
 
 if __package__:  # the judge: a module of the package
     from trl_ext.sandbox import program_exceptions as _exceptions
-    from trl_ext.sandbox import program_sets as _sets
     from trl_ext.sandbox import replay_env
     from trl_ext.sandbox.live import LiveObjects, ProgramIterator
     from trl_ext.sandbox.pending import _contains_pending, _Pending
@@ -48,7 +47,7 @@ else:  # the evaluation worker runs this file by its path: the codec is the file
         spec.loader.exec_module(module)
         return module
 
-    _sets, _ = _sibling("program_sets"), _sibling("plain_encode")  # what plain_data.py reads, first
+    _sibling("program_sets"), _sibling("plain_encode")  # what plain_data.py reads, first
     _sibling("dict_versions"), _sibling("module_watch")  # what replay_env.py reads, first
     _codec, replay_env = _sibling("plain_data"), _sibling("replay_env")
     decode, decode_record, encode, encode_call = _codec.decode, _codec.decode_record, _codec.encode, _codec.encode_call
@@ -62,7 +61,6 @@ _program_exception, exception_details = _exceptions._program_exception, _excepti
 
 _MAX_CALLS = 20000
 ASSERT_HOOK = "__trl_ext_assert_failed__"
-IDENTITY_HOOK = "__trl_ext_is__"  # the test's ``a is b`` (``program_sets.identity_call``)
 
 
 _KEY_TEXT = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps's, made once (not an encoder per call)
@@ -85,8 +83,7 @@ class _AssertToCall(ast.NodeTransformer):
         hook = ast.Call(ast.Name(ASSERT_HOOK, ast.Load()), [message], [])
         return ast.copy_location(ast.If(ast.UnaryOp(ast.Not(), node.test), [ast.Expr(hook)], []), node)
 
-    def visit_Compare(self, node: ast.Compare) -> ast.expr:
-        return _sets.identity_call(self.generic_visit(node), IDENTITY_HOOK)
+    visit_Compare = _exceptions._sets.identity_visit  # ``a is b``: judged by the hook ``stand_ins`` binds
 
 
 def rewrite_asserts(test: str) -> ast.Module:
@@ -155,9 +152,6 @@ class _Session:
         """The test needs what only the program's code could make (an instance of its own exception class)."""
         self.unsupported = why
         raise _Stop
-
-    def identity(self, a: Any, b: Any) -> bool:
-        return _sets.identical(a, b, self.refuse)
 
     def assert_failed(self, message: Any = None) -> None:
         if not self.pending:  # with placeholders about, a failure proves nothing: keep discovering calls
@@ -394,7 +388,7 @@ def _run_test(task: dict, session: _Session, environment: Any) -> str | None:
         for module in task.get("modules", ()):
             namespace[module] = __import__(module)
         namespace.update(stand_ins(session, task))
-        namespace[ASSERT_HOOK], namespace[IDENTITY_HOOK] = session.assert_failed, session.identity
+        namespace[ASSERT_HOOK] = session.assert_failed
         session.environment = environment
         environment.install()
         exec(test_code, namespace)
