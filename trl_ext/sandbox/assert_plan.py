@@ -166,28 +166,35 @@ def exception_identity(test: str) -> str:
     ``False`` side compare no exception. The judge
     rebuilds a program's exception from each record, so one object raised twice is two objects here (red team
     R8-3): refused rather than judged either way."""
-    tree = parse_python(test)
-    roots = {node.name: {node.name} for node in ast.walk(tree) if isinstance(node, ast.ExceptHandler) and node.name}
+    nodes = list(ast.walk(parse_python(test)))  # walked once
+    compares = [node for node in nodes if _identity_compare(node)]
+    if not compares:  # nothing to refuse (most tests): no names to follow
+        return ""
+    roots = {node.name: {node.name} for node in nodes if isinstance(node, ast.ExceptHandler) and node.name}
     functions = (ast.FunctionDef, ast.AsyncFunctionDef)
-    catchers = {f.name for f in ast.walk(tree) if isinstance(f, functions) and _returns_caught(f)}
-    assigns = [node for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr))]
+    catchers = {f.name for f in nodes if isinstance(f, functions) and _returns_caught(f)}
+    assigns = [node for node in nodes if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr))]
     for _ in range(4):  # names bound to those (``err = e``, ``e1 = catch(f)``), a few steps deep
         for node in assigns:
             found = _roots(node.value, roots, catchers) if node.value is not None else set()
             targets = ast.Tuple(getattr(node, "targets", None) or [node.target], ast.Store())
             for target in (t for t in ast.walk(targets) if isinstance(t, ast.Name) and found):
                 roots[target.id] = roots.get(target.id, set()) | found
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Compare) or not any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
-            continue
+    for node in compares:
         sides = [node.left, *node.comparators]
-        if any(isinstance(side, ast.Constant) and side.value in (None, True, False) for side in sides):
-            continue
         found = [_roots(side, roots, catchers) for side in sides]
         union = set().union(*found)
         if union and ("" in union or len(union) > 1 or not all(found)):
             return "the test compares the program's exceptions by identity (is), which does not cross the sandbox"
     return ""
+
+
+def _identity_compare(node: ast.AST) -> bool:
+    """An ``is``/``is not`` comparison where no side is a ``None``/``True``/``False`` constant."""
+    if not isinstance(node, ast.Compare) or not any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+        return False
+    sides = [node.left, *node.comparators]
+    return not any(isinstance(side, ast.Constant) and side.value in (None, True, False) for side in sides)
 
 
 def _returns_caught(function: ast.AST) -> bool:

@@ -123,6 +123,9 @@ def _exception_args(record: dict, memo: dict) -> bool:
     return "exc" not in record or type(args) is list
 
 
+_BUILTIN_KINDS = (["shadow"], ["builtin"])
+
+
 def _described_names(record: dict) -> list | None:
     """The harness's description of the test's names ({"names": [[name, description], ...]}), checked: a function
     ["fn", __name__, __doc__], an exception class ["exc", chain, builtin base, __doc__], or a builtin name the
@@ -141,12 +144,12 @@ def _described_names(record: dict) -> list | None:
         ):
             return None
         what = entry[1]
+        if what in _BUILTIN_KINDS:  # a builtin name the program's module rebinds, or keeps (most entries: first)
+            continue
         doc = what[-1] if what else None
         if doc is not None and (type(doc) is not str or len(doc) > 100_000):
             return None
         if what[:1] == ["fn"] and len(what) == 3 and program_exceptions._identifier(what[1]):
-            continue
-        if what in (["shadow"], ["builtin"]):  # a builtin name the program's module rebinds, or keeps
             continue
         if (
             what[:1] != ["exc"]
