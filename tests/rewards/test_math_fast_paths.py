@@ -90,6 +90,13 @@ def test_plain_numbers_split_alike_with_and_without_the_fast_path(monkeypatch):
         full = {content: extract.split_parts(content, gold) for content in contents}
         monkeypatch.setattr(extract, "FAST_PATHS", True)
         assert [content for content in contents if fast[content] != full[content]] == []
+    contents |= {"1" * extract.MAX_ANSWER_CHARS, "1" * (extract.MAX_ANSWER_CHARS + 1)}  # too long: not an answer
+    for ordered in (False, True):  # a whole gold that is a plain number: its parts without the full reading
+        fast = {content: extract.gold_parts(content, ordered) for content in contents}
+        monkeypatch.setattr(extract, "FAST_PATHS", False)
+        full = {content: extract.gold_parts(content, ordered) for content in contents}
+        monkeypatch.setattr(extract, "FAST_PATHS", True)
+        assert [content for content in contents if fast[content] != full[content]] == []
 
 
 def test_plain_number_pairs_grade_alike_with_and_without_the_fast_path(graders):

@@ -131,6 +131,41 @@ CLASSES = {
     ),
     "positive rationals": (r"\mathbb{Q}^+", [r"\mathbb{Q}_{>0}"], [r"\mathbb{R}^+", r"(0, \infty)", r"\mathbb{Q}"]),
     "natural numbers with zero": (r"\mathbb{N}_0", [r"\mathbb{Z}_{\ge 0}"], [r"\mathbb{Z}^+", r"\mathbb{N}"]),
+    "the plane, a power of a number set (scored None before)": (
+        r"\mathbb{R}^2",
+        [r"\mathbb{R}^2", r"\mathbb R^{2}", r"\mathbb{R} \times \mathbb{R}", r"\mathbb{R}^{ 2 }", r"\Bbb{R}^2"],
+        [r"\mathbb{R}^3", r"\mathbb{R}", "2", "R^2", r"\mathbb{Z}^2", r"\mathbb{C}^2", r"(-\infty, \infty)", "x^2"]
+        + [
+            r"\mathbb{R}^2, \mathbb{R}^3",
+            r"\mathbb{R}^2 \text{ or } \mathbb{R}",
+            r"\mathbb{R}\times\mathbb{R}\times\mathbb{R}",
+        ],
+    ),
+    "n-space": (
+        r"\mathbb{R}^n",
+        [r"\mathbb{R}^{n}"],
+        [r"\mathbb{R}^m", r"\mathbb{R}^N", r"\mathbb{R}", r"\mathbb{C}^n"],
+    ),
+    "pairs of integers": (
+        r"\mathbb{Z}^2",
+        [r"\mathbb{Z}\times\mathbb{Z}"],
+        [r"\mathbb{R}^2", "4", r"\mathbb{Z}", r"\mathbb{N}^2"],
+    ),
+    "the reals are no plane": (
+        r"\mathbb{R}",
+        [r"(-\infty, \infty)", r"\mathbb{R}^1"],
+        [r"\mathbb{R}^2", r"\mathbb{Q}", "R", "1"],
+    ),
+    "the integers modulo 5 (scored None before)": (
+        r"\mathbb{Z}_5",
+        [r"\mathbb{Z}_{5}", r"\mathbb Z_5"],
+        [r"\mathbb{Z}_6", "5", r"\mathbb{Z}", r"\mathbb{Z}^5", r"\mathbb{Z}_5, \mathbb{Z}_6"],
+    ),
+    "the plane without a point": (
+        r"\mathbb{R}^2 \setminus \{(0, 0)\}",
+        [r"\mathbb{R}^{2} \setminus \{(0,0)\}"],
+        [r"\mathbb{R}^2", r"\mathbb{R}^2 \setminus \{(1, 0)\}"],
+    ),
     "a log gold with an unbraced base": (
         r"\log_2 8",
         ["3", r"\log_2 8", r"\log_{2} 8", r"\log_2{8}"],
@@ -253,9 +288,17 @@ def test_number_sets_are_intervals_or_integers_in_one():
     assert number_sets(r"\mathbb{R}^-") == r"(-\infty, 0)"
     assert number_sets(r"\mathbb{Z}_{<0}") == r"\mathbb{Z} \cap (-\infty, -1]"
     assert number_sets(r"\Bbb{Z}^+") == number_sets(r"\mathbb{N}_{>0}") == r"\mathbb{Z} \cap [1, \infty)"
-    # other sets stay as written: the plane, the integers mod 5, the naturals (whether 0 is one depends on the author)
-    for text in (r"\mathbb{R}^2", r"\mathbb{Z}_5", r"\mathbb{N}", r"\mathbb{R}^n", r"\mathbb{N}^-"):
+    # other sets stay as written: the integers mod 5, the naturals (whether 0 is one depends on the author)
+    for text in (r"\mathbb{Z}_5", r"\mathbb{N}", r"\mathbb{N}^-", r"\mathbb{R}^{2}", r"\mathbb{R}\times\mathbb{Z}"):
         assert number_sets(text) == text
+    # a power of a set (tuples) is written one way: \mathbb{R}^{n}, the product of a set with itself as its power
+    assert number_sets(r"\mathbb R^2") == number_sets(r"\mathbb{R} \times \mathbb{R}") == r"\mathbb{R}^{2}"
+    assert (
+        number_sets(r"\mathbb{Z}\times\mathbb{Z}\times\mathbb{Z}")
+        == number_sets(r"\mathbb{Z}^{ 3 }")
+        == r"\mathbb{Z}^{3}"
+    )
+    assert number_sets(r"\mathbb{R}^n") == r"\mathbb{R}^{n}" and number_sets(r"\mathbb{R}^1") == r"\mathbb{R}"
 
 
 def test_siunitx_is_read_as_plain_latex():

@@ -27,7 +27,7 @@ for line in sys.stdin:
 """
 
 
-@pytest.fixture(params=[1, 3], ids=["one task per worker", "three queued per worker"])
+@pytest.fixture(params=[1, 3, 8], ids=["one task per worker", "three queued per worker", "up to eight queued"])
 def pool(request):
     workers = WorkerPool([sys.executable, "-c", _WORKER], size=2, startup_timeout_s=30, pipeline=request.param)
     yield workers
@@ -81,9 +81,9 @@ def test_tasks_are_sent_from_the_calling_thread(pool, monkeypatch):
     senders = set()
     send = type(pool._workers[0]).send
 
-    def recording_send(worker, task):
+    def recording_send(worker, *tasks):
         senders.add(threading.current_thread().name)
-        return send(worker, task)
+        return send(worker, *tasks)
 
     monkeypatch.setattr(type(pool._workers[0]), "send", recording_send)
     pool.map([{"n": n} for n in range(10)], 30)
@@ -103,3 +103,25 @@ def test_a_queued_task_s_deadline_runs_from_the_answer_before_it():
 def test_pipeline_must_be_positive():
     with pytest.raises(ValueError, match="pipeline"):
         WorkerPool([sys.executable, "-c", _WORKER], pipeline=0)
+
+
+def test_short_tasks_are_queued_deeper_long_ones_one_behind_and_a_short_call_is_spread():
+    pool = WorkerPool([sys.executable, "-c", _WORKER], size=2, startup_timeout_s=30, pipeline=8)
+    writes = []
+    try:
+        pool.map([{"n": n} for n in range(40)], 30)
+        assert pool.depth() > 2  # a task takes far less than the queued work aimed at
+        send = type(pool._workers[0]).send
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(
+                type(pool._workers[0]),
+                "send",
+                lambda worker, *tasks: writes.append(len(tasks)) or send(worker, *tasks),
+            )
+            answers = pool.map([{"n": n} for n in range(4)], 30)
+        assert [answer["n"] for answer in answers] == [0, 1, 2, 3]
+        assert len({answer["pid"] for answer in answers}) == 2 and writes == [2, 2]  # both workers, one write each
+        pool.map([{"n": n, "sleep": 0.15} for n in range(6)], 30)
+        assert pool.depth() == 2  # long tasks: one queued behind the current one
+    finally:
+        pool.close()

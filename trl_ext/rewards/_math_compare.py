@@ -329,9 +329,11 @@ def fraction_verdict(gold: tuple[str, ...], answer: tuple[str, ...], ordered: bo
     values, or the same sequence when ``ordered``; when the answer has more parts than the gold, a value it
     restates in another form (``2, 4/2``) counts once, unless ordered; written twice alike (``2, 2``) it is two
     parts unless the gold has one), else None (the workers decide)."""
+    answer_values = [plain_fraction(part) for part in answer]  # first: an answer with a decimal stops here
+    if None in answer_values:
+        return None
     gold_values = [plain_fraction(part) for part in gold]
-    answer_values = [plain_fraction(part) for part in answer]
-    if None in gold_values or None in answer_values:
+    if None in gold_values:
         return None
     if len(answer_values) > len(gold_values) and not ordered:  # a sequence written with an extra entry is another
         forms: dict[Fraction, set[str]] = {}

@@ -195,6 +195,9 @@ def gold_parts(gold: str, ordered_lists: bool = False) -> tuple[tuple[str, ...],
     Every ``\\boxed{}`` of the gold is a part (all are required); without a box the whole gold is one answer.
     The parts are a multiset (``1, 1, 2`` needs two 1s). ``ordered`` is True when ``ordered_lists`` is or when the
     parts are assignments to different variables (``a = 2, b = 3``): then bare values are taken in order."""
+    plain = len(gold) <= MAX_ANSWER_CHARS and gold.isascii() and _PLAIN_NUMBER.fullmatch(gold)
+    if FAST_PATHS and plain:  # the usual gold: one plain number
+        return (gold.strip(),), False
     gold = number_sets(gold_answer(gold))  # GSM8K's "#### 72", "**72**"; \mathbb{R}^+ (no final operator)
     if not balanced_braces(gold):
         return None

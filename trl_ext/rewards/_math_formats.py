@@ -31,7 +31,10 @@ _LOOK_OPTIONS = ("group-", "mode", "text-", "math-", "detect-", "color", "font",
 _SI_PREFIXES = {"kilo", "centi", "milli", "micro", "nano", "mega", "giga", "deci", "hecto", "deca", "pico", "tera"}
 _SI_POWERS = {"squared": "^2", "cubed": "^3"}
 # \mathbb{R}, \mathbb R, \Bbb{R}, \Bbb R: the blackboard letter of a number set
-_BLACKBOARD = re.compile(r"\\(?:mathbb|Bbb)\s*(?:\{\s*([RQZN])\s*\}|([RQZN])(?![A-Za-z]))")
+_BLACKBOARD = re.compile(r"\\(?:mathbb|Bbb)\s*(?:\{\s*([RQZNC])\s*\}|([RQZNC])(?![A-Za-z]))")
+# a power of a number set (the set of n-tuples): \mathbb{R}^2, \mathbb{R}^{n}; a product of one set with itself
+_SET_POWER = re.compile(r"\\mathbb\{([RQZNC])\}\s*\^\s*(?:\{\s*(\d+|[A-Za-z])\s*\}|(\d|[A-Za-z]))(?![\w{])")
+_SET_PRODUCT = re.compile(r"\\mathbb\{([RQZNC])\}(?:\s*\\times\s*\\mathbb\{\1\})+(?!\s*\^)")
 _SCRIPT = r"(?:\{{\s*(?P<{0}>[^{{}}]*?)\s*\}}|(?P<{0}1>[-+0-9]))"
 # the set's sub- and superscripts: ^+, _+, _{>0}, ^{+}_{0}, _0^+, _{\ge 1}
 _QUALIFIED = re.compile(
@@ -165,7 +168,25 @@ def number_sets(content: str) -> str:
     if "bb" not in content:  # \mathbb, \Bbb
         return content
     content = _BLACKBOARD.sub(lambda match: "\\mathbb{" + (match.group(1) or match.group(2)) + "}", content)
-    return _QUALIFIED.sub(_number_set, content) if "\\mathbb{" in content else content
+    if "\\mathbb{" not in content:
+        return content
+    content = set_powers(content) if "^" in content or "\\times" in content else content
+    return _QUALIFIED.sub(_number_set, content)
+
+
+def set_powers(content: str) -> str:
+    """Powers of a number set written one way: ``\\mathbb{R}^{2}`` for ``\\mathbb{R}^2``, ``\\mathbb{R} \\times
+    \\mathbb{R}`` and ``\\mathbb{R}^{ 2 }``; ``\\mathbb{R}^1`` is ``\\mathbb{R}``. A set of tuples has no value a parser
+    reads (``\\mathbb{R}^2`` is no interval squared): such a part is compared as written, in this one form."""
+    content = _SET_PRODUCT.sub(
+        lambda match: f"\\mathbb{{{match.group(1)}}}^{{{match.group(0).count('mathbb')}}}", content
+    )
+
+    def power(match: re.Match) -> str:
+        exponent = match.group(2) or match.group(3)
+        return f"\\mathbb{{{match.group(1)}}}" + ("" if exponent == "1" else f"^{{{exponent}}}")
+
+    return _SET_POWER.sub(power, content)
 
 
 def _number_set(match: re.Match) -> str:

@@ -55,6 +55,9 @@ UNREAD = re.compile(
     r"\\%|\\(?:boxed|f?box|framebox|f?colorbox|bbox)(?![A-Za-z])|['\"\u2032\u2033\u2034\u2019]"
     r"|\\[lc]?dots[bcimo]?(?![A-Za-z])|\.\.|\u2026"  # 3.14\ldots is cut: not the value 3.14 (math-verify drops it)
 )
+# a number set that ``number_sets`` leaves as written: a power (\mathbb{R}^{2}, the set of tuples) or one with
+# an index (\mathbb{Z}_5, the integers modulo 5); no parser gives it a value: compared as written
+SET_POWER = re.compile(r"\\mathbb\{[RQZNC]\}\s*(?:\^\s*\{|_)")
 CHAIN = re.compile(r"(?<![<>!\\:])=(?!=)")  # sides of x = 4 = 3
 
 

@@ -92,6 +92,7 @@ class Grader:
             value = percent.group(1) if percent else self.parts.PERCENT_NUMBER.sub(r"\\frac{\1}{100}", value)
         unread = self.parts.NOT_A_NUMBER.search(value) or self.parts.UNREAD.search(value)
         unread = unread or (not gold and self.answers.separated(value))  # 3 \quad 4: two answers, read as 7
+        unread = unread or ("mathbb" in value and self.parts.SET_POWER.search(value))  # \mathbb{R}^{2}: no value
         value = None if word_or_option or unread else self._exact(value, gold, timeout)
         if value is None or not self._consistent(value, gold, timeout):
             return [self.parts.Part(text, None, self.answers, gold)]  # compared as a string only
@@ -177,8 +178,8 @@ class Grader:
         only when the parses ended well within the timeout (a parse that timed out is not a verdict)."""
         if part.word or part.option or part.time or part.fraction is not None or "\\begin" in text:
             return False
-        if self.answers.is_name(text):
-            return False
+        if self.answers.is_name(text) or ("mathbb" in text and self.parts.SET_POWER.search(text)):
+            return False  # a name; a set of tuples (compared as written)
         if part.expr is not None:
             return False
         from math_verify import ExprExtractionConfig, LatexExtractionConfig

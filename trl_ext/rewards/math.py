@@ -53,8 +53,9 @@ def shared_pool(num_workers: int) -> WorkerPool:
     with _POOLS_LOCK:
         if num_workers not in _POOLS:
             argv = [sys.executable, "-c", _WORKER_SOURCE, _ANSWERS_PATH]
-            # two tasks queued per worker: it starts the next while this process reads its answer
-            _POOLS[num_workers] = WorkerPool(argv, size=num_workers, pipeline=2)
+            # tasks queued per worker: it starts the next while this process reads its answer (several when they
+            # are short: a decimal's verification takes about a millisecond)
+            _POOLS[num_workers] = WorkerPool(argv, size=num_workers, pipeline=8)
         return _POOLS[num_workers]
 
 

@@ -87,11 +87,12 @@ class _Worker:
                 raise RuntimeError(f"worker {self.argv} did not start within {self.startup_timeout_s:.0f} s")
             self.ready = True
 
-    def send(self, task: dict) -> None:
-        """Start the worker if it is not running, and write ``task``; ``WorkerDied`` if it exited meanwhile."""
+    def send(self, *tasks: dict) -> None:
+        """Start the worker if it is not running, and write ``tasks`` (one write: one wake-up of the worker, one
+        system call); ``WorkerDied`` if it exited meanwhile."""
         self._ensure_ready()
         try:
-            self.proc.stdin.write(json.dumps(task).encode() + b"\n")
+            self.proc.stdin.write("".join(json.dumps(task) + "\n" for task in tasks).encode())
         except BrokenPipeError:
             self.kill()
             raise WorkerDied(f"worker {self.argv[:1]} exited without answering") from None
@@ -124,7 +125,17 @@ class WorkerPool:
 
     ``pipeline`` > 1 queues up to that many tasks per worker (for workers that read one task line at a time and
     answer in order): a worker starts its next task without waiting for the caller to read its answer and write
-    the next one. Only for workers whose tasks may sit in their stdin (not a sandbox's evaluation workers)."""
+    the next one. Only for workers whose tasks may sit in their stdin (not a sandbox's evaluation workers).
+    How many are queued follows the tasks' running duration: about ``QUEUED_WORK_S`` of work beyond the current
+    task (at least one task, at most ``pipeline``), so that short tasks are written several per system call and
+    their answers read several per wake-up of this process (it waits ``COALESCE_S`` before reading when the
+    workers hold enough work meanwhile): each wake-up of the calling process costs more CPU than the
+    dispatching itself, which bounds the speed-up of more workers when the tasks take a millisecond. Long tasks
+    keep one queued behind the current one (a deep queue would end a call with one worker busy, the others idle).
+    """
+
+    QUEUED_WORK_S = 0.064
+    COALESCE_S = 0.016
 
     def __init__(
         self,
@@ -139,6 +150,7 @@ class WorkerPool:
         if pipeline < 1:
             raise ValueError(f"`pipeline` must be >= 1, got {pipeline}.")
         self.size, self.pipeline = size, pipeline
+        self.task_s: float | None = None  # running mean of a task's duration (pipelined pools), set by map
         self._argv = argv
         self._spawn = spawn
         self._startup_timeout_s = startup_timeout_s
@@ -164,6 +176,12 @@ class WorkerPool:
             self._idle = queue.Queue()
             for worker in self._workers:
                 self._idle.put(worker)
+
+    def depth(self) -> int:
+        """Tasks to queue per worker now (see the class's docstring)."""
+        if self.pipeline == 1 or self.task_s is None:
+            return min(self.pipeline, 2)
+        return min(self.pipeline, 2 + int(self.QUEUED_WORK_S / max(self.task_s, 1e-6)))
 
     def _launch(self, start: Callable[[], None]) -> None:
         self._executor.submit(start).result()
@@ -209,11 +227,14 @@ class _Dispatch:
         try:
             while self.pending or self.owed:
                 self._hold_more()
+                depth, share = self.pool.depth(), -(-len(self.pending) // len(self.held))  # a short call: spread
                 for worker in self.held:
-                    while self.pending and len(self.owed.get(worker, ())) < self.pool.pipeline:
-                        self._send(worker, *self.pending.popleft())
+                    room = min(depth - len(self.owed.get(worker, ())), share, len(self.pending))
+                    if room > 0:
+                        self._send(worker, [self.pending.popleft() for _ in range(room)])
                 self._release_idle()
                 if self.owed:
+                    self._coalesce()
                     self._wait()
         finally:
             for worker in self.owed:  # only after an error: answers are still owed, never read as another's
@@ -237,27 +258,43 @@ class _Dispatch:
                 self.held.remove(worker)
                 self.pool._idle.put(worker)
 
-    def _send(self, worker: _Worker, index: int, retry: bool) -> None:
+    def _send(self, worker: _Worker, sending: list[tuple[int, bool]]) -> None:
         try:
-            worker.send(self.tasks[index])
+            worker.send(*(self.tasks[index] for index, _ in sending))
         except WorkerDied:
-            return self._died(worker, (index, retry))
+            return self._died(worker, sending)
         owed = self.owed.setdefault(worker, deque())
         if not owed:
             self.deadline[worker] = time.monotonic() + self.deadline_s
-        owed.append((index, retry))
+        owed.extend(sending)
 
-    def _died(self, worker: _Worker, sending: tuple[int, bool] | None = None) -> None:
+    def _coalesce(self) -> None:
+        """Wait a little before reading when the tasks are short and every busy worker holds work for longer:
+        their answers are then read several per wake-up of this process (see ``WorkerPool``)."""
+        task_s = self.pool.task_s
+        if self.pool.pipeline == 1 or task_s is None or task_s > self.pool.COALESCE_S:
+            return
+        pause = min(self.pool.COALESCE_S, (min(map(len, self.owed.values())) - 1) * task_s / 2)
+        if pause > 0.0002:
+            time.sleep(pause)
+
+    def _died(self, worker: _Worker, sending: list[tuple[int, bool]] | None = None) -> None:
         """``worker`` exited (or wrote more than asked) and was killed: the task it was working on is asked once
         more (a second time raises ``WorkerDied``), the tasks queued behind it go back to the pending ones."""
         owed = self.owed.pop(worker, deque())
         self.deadline.pop(worker, None)
-        if sending is not None:
-            owed.append(sending)
+        owed.extend(sending or ())
         index, retry = owed.popleft()
         if retry:
             raise WorkerDied(f"worker {worker.argv[:1]} exited without answering, twice")
         self.pending.extendleft(reversed([(index, True), *owed]))
+
+    def _timed(self, worker: _Worker, answered: int) -> None:
+        """Update the pool's running task duration with ``answered`` answers of ``worker`` (busy since its
+        deadline's start; the answers may have waited in the pipe: an estimate on the long side)."""
+        if self.pool.pipeline > 1:
+            sample = (time.monotonic() - self.deadline[worker] + self.deadline_s) / answered
+            self.pool.task_s = sample if self.pool.task_s is None else 0.8 * self.pool.task_s + 0.2 * sample
 
     def _wait(self) -> None:
         """Read the answers that came; kill the workers past their task's deadline (the task's answer: None)."""
@@ -273,6 +310,8 @@ class _Dispatch:
                 continue
             for answer in answers:
                 self.answers[owed.popleft()[0]] = answer
+            if answers:
+                self._timed(worker, len(answers))
             if not owed:
                 del self.owed[worker], self.deadline[worker]
             elif answers:
