@@ -5,6 +5,7 @@ string literal. Used by tests/test_layout.py to hold the layout rules (no import
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -57,9 +58,15 @@ def _is_dynamic_import(func: ast.expr) -> bool:
 
 
 def module_graph() -> dict[str, set[str]]:
-    """module -> the trl_ext modules it imports (the most specific existing module of each imported name)."""
+    """module -> the trl_ext modules it imports (the most specific existing module of each imported name); a copy
+    of the graph read once per test process (the layout tests read it several times)."""
+    return {name: set(targets) for name, targets in _read_module_graph().items()}
+
+
+@functools.cache
+def _read_module_graph() -> dict[str, frozenset[str]]:
     known = modules()
-    graph: dict[str, set[str]] = {}
+    graph: dict[str, frozenset[str]] = {}
     for name, path in known.items():
         tree = ast.parse(path.read_text(), filename=str(path))
         targets = set()
@@ -71,7 +78,7 @@ def module_graph() -> dict[str, set[str]]:
                 imported = imported.rpartition(".")[0]
             if imported and imported != name:
                 targets.add(imported)
-        graph[name] = targets
+        graph[name] = frozenset(targets)
     return graph
 
 

@@ -12,6 +12,7 @@ Used by tests/test_layout.py to hold the rule that every touch lives in a ``trl_
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 from collections.abc import Iterator
@@ -48,12 +49,17 @@ def _defined_and_read(tree: ast.AST) -> Iterator[str]:
 
 
 def third_party_private_names() -> set[str]:
+    return set(_third_party_private_names())
+
+
+@functools.cache  # the tests read these several times; TRL's source and trl_ext's classes do not change meanwhile
+def _third_party_private_names() -> frozenset[str]:
     files = list(Path(trl.__file__).parent.rglob("*.py"))
     files += [Path(transformers.__file__).parent / name for name in TRANSFORMERS_FILES]
     names = set()
     for path in files:
         names.update(name for name in _defined_and_read(ast.parse(path.read_text())) if is_private(name))
-    return names
+    return frozenset(names)
 
 
 def _is_third_party(cls: type) -> bool:
@@ -101,6 +107,11 @@ def _static_class_names(path: Path) -> set[str]:
 def trl_users() -> set[str]:
     """Modules that import TRL or transformers, directly or through other trl_ext modules: only their classes can
     derive from TRL's."""
+    return set(_trl_users())
+
+
+@functools.cache
+def _trl_users() -> frozenset[str]:
     graph, paths = module_graph(), modules()
     users = {module for module, path in paths.items() if _imports_third_party(path)}
     grown = True
@@ -110,19 +121,26 @@ def trl_users() -> set[str]:
             if module not in users and targets & users:
                 users.add(module)
                 grown = True
-    return users
+    return frozenset(users)
 
 
 def classes_of_trl_users() -> list[tuple[str, type]]:
     """(module, class) of every class defined in a module that uses TRL or transformers (those are imported; the
     others, e.g. the sandbox's scripts, are read as source only)."""
+    return list(_classes_of_trl_users())
+
+
+@functools.cache
+def _classes_of_trl_users() -> tuple[tuple[str, type], ...]:
     users = trl_users()
-    return [
-        (module, cls)
-        for module in modules()
-        if not module.endswith("__main__") and module in users
-        for cls in _own_classes(module)
-    ]
+    return tuple(
+        [
+            (module, cls)
+            for module in modules()
+            if not module.endswith("__main__") and module in users
+            for cls in _own_classes(module)
+        ]
+    )
 
 
 def is_trl_module(module: str) -> bool:

@@ -9,6 +9,9 @@ import pytest
 
 from tests.import_graph import circles, module_graph, part_graph
 
+# one xdist worker runs them all: the source scans (tests/import_graph.py, tests/private_touches.py) are read once
+pytestmark = pytest.mark.xdist_group("layout")
+
 
 def test_the_import_graph_sees_function_level_and_importlib_imports(tmp_path):
     graph = module_graph()

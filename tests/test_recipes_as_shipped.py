@@ -47,7 +47,7 @@ def _overrides(recipe: str, models: dict, use_vllm: bool = False) -> tuple[list[
     if recipe in ("rloo", "magistral"):
         return SMALL_RL, _math_rows(8)
     if recipe == "prorl":  # 520 rows: the recipe holds out the first 512 (train[:512]) and trains on the rest
-        evaluation = ["--per_device_eval_batch_size", "4", "--num_generations_eval", "4"]
+        evaluation = ["--per_device_eval_batch_size", "64", "--num_generations_eval", "4"]
         return [*SMALL_RL, *no_vllm, *evaluation], _math_rows(520)
     if recipe == "ppo":
         reward_model = str(models["reward_model"])
