@@ -116,6 +116,20 @@ def test_every_change_of_a_dict_moves_its_version_and_reading_does_not():
         assert (view.value, modules_view.value) == (before, modules_before)
 
 
+def test_one_read_of_many_namespaces_gives_each_version_and_moves_with_each():
+    modules = [types.ModuleType(f"probe{k}") for k in range(40)]  # spread over the heap as they come
+    views = [dict_versions.watch(module.__dict__) for module in modules]
+    read = dict_versions.reader(views)
+    assert read() == tuple(view.value for view in views)
+    for k in (0, 17, 39):
+        before = read()
+        vars(modules[k])["x"] = k  # past the module's own __setattr__
+        after = read()
+        assert [j for j in range(40) if after[j] != before[j]] == [k]
+        assert after == tuple(view.value for view in views)
+    assert dict_versions.reader(views[:1])() == (views[0].value,) and dict_versions.reader([])() == ()
+
+
 def test_the_plain_cpython_verdicts():
     assert not any(cpython_passes(PROGRAM, test) for test in CHANGED.values())
     assert all(cpython_passes(PROGRAM, test) for test in [*REFUSED_ANYWAY.values(), *PUT_BACK])

@@ -89,10 +89,10 @@ _MODULE_VERSIONS: dict[int, tuple[Any, int]] = {}
 _MODULES_VERSION: list = [None, None, None]  # [sys.modules as remembered, a view of its version, that version]
 # (name, module) of sys.modules as remembered where the module is watched for good (or never is): not scanned again
 _SETTLED: set[tuple[str, Any]] = set()
-# every module remembered but ``_UNCHECKED``: [modules], [views of their namespaces' versions] (None: versions
-# cannot be read here), [the versions as remembered]; compared before every call (``ModuleChecks._check_loaded``)
-_LOADED: list = [[], None, []]
-_VALUE = operator.attrgetter("value")
+# every module remembered but ``_UNCHECKED``: [modules], a function reading their namespaces' versions as a tuple
+# (``dict_versions.reader``; None: versions cannot be read here), (the versions as remembered); compared before
+# every call (``ModuleChecks._check_loaded``)
+_LOADED: list = [[], None, ()]
 
 
 def remember_modules() -> None:
@@ -120,9 +120,10 @@ def remember_modules() -> None:
     ]
     views = [_MODULE_VERSIONS.get(id(module), (None,))[0] for module in loaded]
     if None in views:  # versions cannot be read: every entry of every module is compared before every call
-        _LOADED[:] = [loaded, None, []]
+        _LOADED[:] = [loaded, None, ()]
     else:
-        _LOADED[:] = [loaded, views, list(map(_VALUE, views))]
+        read = dict_versions.reader(views)
+        _LOADED[:] = [loaded, read, read()]
 
 
 def remembered() -> bool:
@@ -191,7 +192,7 @@ class ModuleChecks:
         self.namespace_view = _view(namespace)  # one per evaluation: read without an id() (see _MODULE_VERSIONS)
         # ``_LOADED``'s versions as this evaluation began (before the test's prefix ran; changes an earlier
         # evaluation of this process left are not this test's), each moved on to one found clean since
-        self.loaded_versions = list(map(_VALUE, _LOADED[1])) if _LOADED[1] is not None else []
+        self.loaded_versions = _LOADED[1]() if _LOADED[1] is not None else ()
 
     def start(self, ours: set[tuple[int, str]], modules_before: int | None) -> None:
         """``ours``: (id(owner), name) the evaluation patched; ``modules_before``: the version of ``sys.modules``
@@ -201,7 +202,7 @@ class ModuleChecks:
         if not remembered():  # not in a worker that remembered them before forking: as the evaluation found them
             remember_modules()
         if _len(self.loaded_versions) != _len(_LOADED[0]):  # remembered only now: as they are now
-            self.loaded_versions = list(_LOADED[2])
+            self.loaded_versions = _LOADED[2]
         as_remembered = modules_before is not None and modules_before == _MODULES_VERSION[2]
         if as_remembered and len(_SETTLED) == len(_PRISTINE_MODULES):  # all watched for good: no scan to make
             self.scanned, self.modules_version = True, modules_version_now()
@@ -289,11 +290,11 @@ class ModuleChecks:
         write that bypasses ``_Watched`` (``vars(__import__('heapq'))[...]``, ``types.ModuleType.__setattr__``,
         ``sys.modules[m].__dict__.update``) moves its namespace's version (red team R8-10: a test forbidding
         ``heapq`` that patched it so passed a program using it). One C comparison a call while none moved."""
-        modules, views, _ = _LOADED
-        if views is None:
+        modules, read, _ = _LOADED
+        if read is None:
             moved = range(_len(modules))
         else:
-            now = list(map(_VALUE, views))
+            now = read()
             if now == self.loaded_versions:
                 return
             moved = [k for k, (a, b) in enumerate(zip(now, self.loaded_versions)) if a != b]
@@ -302,8 +303,8 @@ class ModuleChecks:
             if changed:
                 where = _getattr(modules[k], "__name__", "a module")
                 raise Unsupported(f"the test changed {where}.{changed[0]}, which the program may use")
-            if views is not None:
-                self.loaded_versions[k] = now[k]
+        if read is not None:  # each moved one found clean: compared again once its version moves again
+            self.loaded_versions = now
 
     def namespace_version_now(self) -> int | None:
         """The version of the test's globals now: equal readings mean no change in between; None: cannot tell."""
