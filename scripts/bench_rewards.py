@@ -241,6 +241,21 @@ def compare_math_with_baseline(
             print(f"    {kind:9s} best wall rate: {now:8.1f}/s vs {then:8.1f}/s -> {now / then:.2f}x")
         speedups = sorted(run[mix][f"{workers} workers"] / run[mix]["1 worker"] for run in runs["current"])
         print(f"    this checkout, {workers} workers / 1 worker (wall, per round): {speedups}")
+        for side in ("current", "baseline"):
+            bound = statistics.median(_cpu_bound_speedup(run[mix], workers) for run in runs[side])
+            print(
+                f"    {side}: {workers} workers / 1 worker on {workers} free cores, from the CPU times: {bound:.2f}x"
+            )
+
+
+def _cpu_bound_speedup(figures: dict[str, float], workers: int) -> float:
+    """The speed-up of ``workers`` workers over one that the CPU times allow when ``workers`` cores are free: one
+    worker runs beside this process (a verification takes the longer of the two), more share the cores with it
+    (``workers`` verifications take all their CPU time over ``workers`` cores). A loaded machine does not change
+    it much, unlike the wall-time ratio, which needs the cores free."""
+    parent = figures["parent_us"]
+    worker = figures["cpu_us"] - parent
+    return max(worker, parent) / max((worker + parent) / workers, parent)
 
 
 def compare_with_baseline(baseline: str, problems: int, rounds: int) -> None:
