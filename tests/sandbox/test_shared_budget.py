@@ -8,14 +8,25 @@ run ("0") and through its fork server ("1")."""
 from __future__ import annotations
 
 import os
+import random
 import shutil
 
 import pytest
 
 from tests.sandbox.test_process_budgets import _report_as_uid
 from trl_ext.sandbox import Limits
+from trl_ext.sandbox.limits import _uids_with_processes
 
-UID = 4261  # no other process of the suite runs as it
+pytestmark = pytest.mark.xdist_group("shared-budget")  # the real-uid scenarios, one at a time on one worker
+
+
+def _idle_uid() -> int:
+    """A uid no process runs as now, drawn per launch (below the sandbox's own uids, from 61000): RLIMIT_NPROC and
+    the admission count every task of the uid, so two launches (two pytest sessions on one host) must not share
+    one."""
+    busy = _uids_with_processes()
+    return random.SystemRandom().choice([uid for uid in range(20000, 60000) if uid not in busy])
+
 
 needs_setpriv = pytest.mark.skipif(
     os.geteuid() != 0 or not (shutil.which("unshare") and shutil.which("setpriv")),
@@ -30,9 +41,32 @@ if sys.argv[1] == "off":  # no user namespace per run, as where none can be crea
 report = {"userns": True}
 """
 
-HOG_AND_SIBLING = (
+WITHOUT_NAMESPACES = (  # two scenarios in one launch, one after the other
     PRELUDE
     + r'''
+import logging
+base = admission.uid_tasks()
+warnings = []
+logging.getLogger("trl_ext.sandbox").addHandler(logging.Handler())
+logging.getLogger("trl_ext.sandbox").handlers[-1].emit = lambda record: warnings.append(record.getMessage())
+os.environ["TRL_EXT_SANDBOX_FORKSERVER"] = "1"
+HOG = "import os, time\ntime.sleep(0.5)\nkids = 0\nwhile kids < 64:\n    try:\n        pid = os.fork()\n    except OSError:\n        break\n    if pid == 0:\n        time.sleep(4)\n        os._exit(0)\n    kids += 1\nprint(kids, flush=True)\ntime.sleep(3)"
+RIGHT = "import threading, time\ntime.sleep(1.5)\ndef f(x):\n    out = []\n    t = threading.Thread(target=out.append, args=(x,)); t.start(); t.join()\n    return out[0] * 2"
+SPEC = {"kind": "call", "fn_name": "f", "cases": [{"args": [3], "expected": 6}]}
+limits = Limits(timeout_s=12.0, nproc=16)
+got = {}
+victim = threading.Thread(target=lambda: got.setdefault("v", run_tests(RIGHT, SPEC, limits=limits, backend="bwrap")))
+victim.start()
+time.sleep(0.2)
+hog = run(HOG, limits=limits, backend="bwrap")
+victim.join()
+run("pass", limits=limits, backend="bwrap")
+report["got"] = [got["v"].passed, hog.status, hog.stdout.strip()]
+report["sharing"] = sum("would share one process budget" in w for w in warnings)
+forkserver.close_all()
+deadline = time.monotonic() + 30
+while admission.uid_tasks() > base + 2 and time.monotonic() < deadline:  # the first scenario's tasks are gone
+    time.sleep(0.05)
 HOG = """
 import os, time
 kids = []
@@ -64,13 +98,30 @@ print(json.dumps(report))
 )
 
 
+@pytest.fixture(scope="module")
+def without_namespaces() -> dict:
+    return _report_as_uid(_idle_uid(), WITHOUT_NAMESPACES, "off")
+
+
 @needs_setpriv
-def test_without_a_namespace_a_hog_is_killed_past_nproc_and_its_sibling_passes():
+def test_without_a_namespace_a_hog_is_killed_past_nproc_and_its_sibling_passes(without_namespaces):
     """The hog's RLIMIT_NPROC is the uid-wide ceiling, not "the uid's tasks now + nproc": it forks past its own
     ``nproc`` and its watcher kills it (a failure of its own); the sibling launched just before it starts its
     thread (before: "can't start new thread", score 0)."""
-    report = _report_as_uid(UID, HOG_AND_SIBLING, "off")
-    assert report == {"0": ["runtime_error", "ok", "[1]"], "1": ["runtime_error", "ok", "[1]"]}
+    report = {fork: without_namespaces[fork] for fork in ("0", "1")}
+    assert report == {"0": ["runtime_error", "ok", "[1]"], "1": ["runtime_error", "ok", "[1]"]}, without_namespaces
+
+
+@needs_setpriv
+def test_a_bubblewrap_fork_server_without_namespaces_per_child_is_not_used(without_namespaces):
+    """Where the bubblewrap fork server's children get no user namespace of their own (forced off here), they
+    would share one RLIMIT_NPROC in the server's namespace and the refused flag would stay in their tmpfs (red team
+    round 8, R2: a hog took a right sibling's thread, no rerun). Its runs go through a bubblewrap sandbox each
+    instead, logged once: the hog gets a budget of its own and the right sibling passes."""
+    report = without_namespaces
+    passed, hog_status, hog_children = report["got"]
+    assert passed == 1 and hog_status == "ok" and report["sharing"] == 1, report
+    assert int(hog_children) >= 16 - 2, report  # its own budget (bubblewrap's init counts there; shared: 7)
 
 
 RERUN = (
@@ -78,45 +129,59 @@ RERUN = (
     + r'''
 limit = admission.uid_tasks() + 100  # a trainer's `ulimit -u`: the runs' ceiling is a quarter below it
 resource.setrlimit(resource.RLIMIT_NPROC, (limit, resource.getrlimit(resource.RLIMIT_NPROC)[1]))
-HOLDER = "import time\ntime.sleep(1.5)"
 SCRIPT = "import threading, time\ntime.sleep(0.6)\nt = threading.Thread(target=print, args=(1,)); t.start(); t.join()"
 CALL = "import threading, time\ntime.sleep(0.6)\ndef f(x):\n    out = []\n    t = threading.Thread(target=out.append, args=(x,)); t.start(); t.join()\n    return out[0] * 2"
 SPEC = {"kind": "call", "fn_name": "f", "cases": [{"args": [3], "expected": 6}]}
 FORGED_WRONG = "open('.trl-ext-refused', 'w').close()\ndef f(x):\n    return 0"
 FORGED_RIGHT = "open('.trl-ext-refused', 'w').close()\ndef f(x):\n    return x * 2"
 FORGED_SCRIPT = "open('.trl-ext-refused', 'w').close()\nraise SystemExit(3)"
+decide_rerun = admission._count_rerun
+burst = {}
+
+
+def lift_burst_then_count_rerun():
+    """The rerun is decided: the sibling's burst ends, and is gone, before the rerun starts (no clock involved)."""
+    if "lift" in burst:
+        burst.pop("lift")()
+    decide_rerun()
+
+
+admission._count_rerun = lift_burst_then_count_rerun
 
 
 def starved(grade):
-    """``grade()`` while a holder run is in flight and the uid's tasks are at the runs' ceiling (a sibling's burst,
-    played by this trainer's threads, which its own higher limit allows), released once the holder ends."""
-    release, fillers, got = threading.Event(), [], {}
-    def hold():
-        got["holder"] = run(HOLDER, limits=Limits(timeout_s=10.0, nproc=8), backend="landlock").status
-        release.set()
-    holder = threading.Thread(target=hold)
-    holder.start()
-    time.sleep(0.3)
+    """``grade()`` while the uid's tasks sit above the runs' ceiling (a sibling's burst, played by this trainer's
+    threads, which its own higher limit allows) from before the run starts until the rerun alone is decided (or
+    ``grade()`` returns without one). Returns whether the burst was in place, and the verdict."""
+    release, filled, fillers = threading.Event(), threading.Event(), []
 
-    def fill():  # kept above the ceiling (the trainer's own tasks come and go) until the holder ends
+    def fill():  # kept above the ceiling (the trainer's own tasks come and go) until released
         while not release.is_set():
             missing = admission.ceiling() + 6 - admission.uid_tasks()  # a /proc scan: slow on a busy host
             for _ in range(missing):
                 fillers.append(threading.Thread(target=release.wait))
                 fillers[-1].start()
             if missing <= 0:
-                got["filled"] = True
-                time.sleep(0.005)
+                filled.set()
+                release.wait(0.005)
+
+    def lift():
+        release.set()
+        filler.join()
+        for t in fillers:
+            t.join()
+        deadline = time.monotonic() + 30
+        while admission.uid_tasks() >= admission.ceiling() and time.monotonic() < deadline:
+            time.sleep(0.01)  # a joined thread's task may linger a moment
+
     filler = threading.Thread(target=fill)
     filler.start()
-    while "filled" not in got and not release.is_set():
-        time.sleep(0.01)
+    burst["lift"] = lift
+    in_place = filled.wait(120)
     result = grade()
-    filler.join()
-    holder.join()
-    for t in fillers:
-        t.join()
-    return got.get("filled", False) and got["holder"] == "ok", result
+    if "lift" in burst:  # no rerun was decided
+        burst.pop("lift")()
+    return in_place, result
 
 
 for fork in ("0", "1"):
@@ -150,50 +215,11 @@ def test_a_starved_run_is_run_again_alone_and_a_forged_flag_buys_no_rerun():
     (a script run, and a call test graded by the judge) is run once more alone and passes; a program that
     writes the harness's flag itself while the trainer saw no contention gets no rerun (before: one rerun alone,
     a second draw for a guessing program) and the verdict it earns (0 stays 0; a pass needs none)."""
-    report = _report_as_uid(UID + 1, RERUN, "off")
+    report = _report_as_uid(_idle_uid(), RERUN, "off")
     for fork, (script, call, forged_wrong, forged_right, forged_script) in report.items():
         assert script == [True, ["ok", "1"], 1], (fork, report)
         assert call == [True, 1, 1], (fork, report)
         assert forged_wrong == [0, 0] and forged_right == [1, 0] and forged_script == [3, 0], (fork, report)
-
-
-BWRAP_SERVER = (
-    PRELUDE
-    + r"""
-import logging
-warnings = []
-logging.getLogger("trl_ext.sandbox").addHandler(logging.Handler())
-logging.getLogger("trl_ext.sandbox").handlers[-1].emit = lambda record: warnings.append(record.getMessage())
-os.environ["TRL_EXT_SANDBOX_FORKSERVER"] = "1"
-HOG = "import os, time\ntime.sleep(0.5)\nkids = 0\nwhile kids < 64:\n    try:\n        pid = os.fork()\n    except OSError:\n        break\n    if pid == 0:\n        time.sleep(4)\n        os._exit(0)\n    kids += 1\nprint(kids, flush=True)\ntime.sleep(3)"
-RIGHT = "import threading, time\ntime.sleep(1.5)\ndef f(x):\n    out = []\n    t = threading.Thread(target=out.append, args=(x,)); t.start(); t.join()\n    return out[0] * 2"
-SPEC = {"kind": "call", "fn_name": "f", "cases": [{"args": [3], "expected": 6}]}
-limits = Limits(timeout_s=12.0, nproc=16)
-got = {}
-victim = threading.Thread(target=lambda: got.setdefault("v", run_tests(RIGHT, SPEC, limits=limits, backend="bwrap")))
-victim.start()
-time.sleep(0.2)
-hog = run(HOG, limits=limits, backend="bwrap")
-victim.join()
-run("pass", limits=limits, backend="bwrap")
-report["got"] = [got["v"].passed, hog.status, hog.stdout.strip()]
-report["sharing"] = sum("would share one process budget" in w for w in warnings)
-forkserver.close_all()
-print(json.dumps(report))
-"""
-)
-
-
-@needs_setpriv
-def test_a_bubblewrap_fork_server_without_namespaces_per_child_is_not_used():
-    """Where the bubblewrap fork server's children get no user namespace of their own (forced off here), they
-    would share one RLIMIT_NPROC in the server's namespace and the refused flag would stay in their tmpfs (red team
-    round 8, R2: a hog took a right sibling's thread, no rerun). Its runs go through a bubblewrap sandbox each
-    instead, logged once: the hog gets a budget of its own and the right sibling passes."""
-    report = _report_as_uid(UID, BWRAP_SERVER, "off")
-    passed, hog_status, hog_children = report["got"]
-    assert passed == 1 and hog_status == "ok" and report["sharing"] == 1, report
-    assert int(hog_children) >= 16 - 2, report  # its own budget (bubblewrap's init counts there; shared: 7)
 
 
 BATCH = (
@@ -236,7 +262,7 @@ def test_a_batch_under_a_small_ulimit_admits_what_fits_and_every_right_program_p
     that start a thread) with ``nproc`` 16: together they would pass the runs' ceiling (before: the last runs could
     not start a thread, right program 0). Admitted as the ceiling holds, every right program passes and the
     trainer still starts its threads and a process."""
-    report = _report_as_uid(UID + 2, BATCH, namespace)
+    report = _report_as_uid(_idle_uid(), BATCH, namespace)
     for fork, (rights, trainer_fork, _) in report.items():
         assert rights == [1, 1, 1, 1] and trainer_fork == 0, (fork, namespace, report)
 
