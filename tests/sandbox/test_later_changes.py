@@ -22,6 +22,7 @@ BAG = "class Bag(list):\n    pass\n_bag = Bag()\ndef bag():\n    return _bag\nde
 POINT = "import collections\nP = collections.namedtuple('P', 'x y')\ndef mk():\n    return P(1, 2)\n"
 COUNTS = "import collections\ndef counts(s):\n    return collections.Counter(s)\n"
 MODULE = "class Tag(str):\n    __module__ = 'lib'\ndef make(s):\n    return Tag(s)\n"
+DICT = "class D(dict):\n    pass\ndef mkd():\n    return D(a=1)\n"
 OWN_MODULE = "class Tag(str):\n    pass\ndef make(s):\n    t = Tag(s)\n    t.__module__ = 'lib'\n    return t\n"
 
 
@@ -29,6 +30,7 @@ def _with(program: str, body: str) -> str:
     return program + "def hack():\n" + "".join(f"    {line}\n" for line in body.split(";")) + "    return 0\n"
 
 
+SWAP = _with(TAG, "class Evil(str):;    def upper(self):;        return 'no';_last[0].__class__ = Evil")
 CASES = [  # (program, test, CPython's verdict): the wrong ones must score 0, the right ones 1
     (
         _with(TAG, "_last[0].upper = lambda: 'no'"),
@@ -44,11 +46,17 @@ CASES = [  # (program, test, CPython's verdict): the wrong ones must score 0, th
     (_with(TAG, "Tag.__eq__ = lambda self, o: False"), "ts = [make('a')]\nhack()\nassert 'a' in ts\n", False),
     (_with(MONEY, "Money.__radd__ = lambda self, o: 0"), "ms = [price(5)]\nhack()\nassert 1 + ms[0] == 6\n", False),
     (
-        _with(TAG, "class Evil(str):;    def upper(self):;        return 'no';_last[0].__class__ = Evil"),
+        SWAP,
         "ts = [make('abc')]\nhack()\nassert ts[0].upper() == 'ABC'\n",
         False,
     ),
     (LABELLED, "ts = [make('a')]\nrelabel('y')\nassert repr(ts[0]) == 'xa'\n", False),
+    (SWAP, "ts = [make('abc')]\nhack()\nassert type(ts[0]).__name__ == 'Tag'\n", False),  # type() is not guarded
+    (
+        _with(TAG, "Tag.upper = lambda self: 'no'"),
+        "t = [make('a')]\nhack()\nassert type(t[0]).upper(t[0]) == 'A'\n",
+        False,
+    ),
     (_with(TAG, "Tag.upper = lambda self: 'no'"), "assert (make('abc'), hack())[0].upper() == 'ABC'\n", False),
     (BAG, "xs = [bag()]\nput(3)\nassert xs[0] == []\n", False),
     (_with(POINT, "P.__repr__ = lambda self: 'no'"), "p = mk()\nhack()\nassert repr(p) == 'P(x=1, y=2)'\n", False),
@@ -67,6 +75,11 @@ CASES = [  # (program, test, CPython's verdict): the wrong ones must score 0, th
     (TAG, "ts = [make('abc')]\nassert ts[0] == 'abc' and repr(ts[0]) == \"'abc'\"\nassert make('x') == 'x'\n", True),
     (_with(POINT, "Q = 1"), "p = mk()\nhack()\nassert repr(p) == 'P(x=1, y=2)' and p.x == 1\n", True),
     (_with(COUNTS, "Q = 1"), "c = counts('aab')\nhack()\nassert c.most_common(1) == [('a', 2)]\n", True),
+    (
+        DICT,
+        "d = mkd()\nassert d['a'] == 1 and d == {'a': 1} and d.get('b') is None and type(d).__name__ == 'D'\n",
+        True,
+    ),
 ]
 REFUSED = [  # CPython passes each; the judge cannot know the answer after the program's next call: refused
     (TAG, "ts = [make('abc')]\nnoop()\nassert ts[0].upper() == 'ABC'\n"),

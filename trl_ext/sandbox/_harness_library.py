@@ -77,6 +77,8 @@ def _require_as_loaded(value, kind):
 _CROSSED = {}  # library class -> its MRO's dicts when its first value crossed (as loaded: _AS_LOADED)
 _CROSSED_VALUES = []  # (value, its class's __dict__ slot): crossed values that may gain attributes of their own
 _MAX_CROSSED = 256  # values watched; a record past them is unencodable (the program fails that call)
+_CROSSED_SUBCLASS = {}  # id -> (a builtin-subclass value that crossed, its class then): ``type()`` is not guarded
+_MAX_CROSSED_SUBCLASS = 4096  # judge-side (``program_sets``), so a swapped ``__class__`` must fail the call
 
 
 def _watch_library(kind, value, slot):
@@ -92,14 +94,17 @@ def _watch_library(kind, value, slot):
 
 def _library_changed():
     """Whether a call changed the class of a library value that crossed before (``P.__repr__ = ...``,
-    ``Counter.most_common = ...``, a namedtuple field made a property) or gave such a value attributes of its
-    own: the test's copy would answer as before, so the call that changed it cannot be answered (its record is
-    unencodable: the program fails it). Classes are compared by the identity of every attribute."""
+    ``Counter.most_common = ...``, a namedtuple field made a property), gave such a value attributes of its own,
+    or swapped the ``__class__`` of a builtin-subclass value that crossed (``type(x).__name__``): the test's copy
+    would answer as before, so the call that changed it cannot be answered (its record is unencodable: the
+    program fails it). Classes are compared by the identity of every attribute."""
     for dicts in _CROSSED.values():
         for klass, kept in dicts:
             now = _CLASS["__dict__"](klass)
             if len(now) != len(kept) or any(now.get(name) is not item for name, item in kept.items()):
                 return True
+    if any(_type(value) is not kind for value, kind in _CROSSED_SUBCLASS.values()):
+        return True
     return any(slot.__get__(value) for value, slot in _CROSSED_VALUES)
 
 
@@ -153,6 +158,10 @@ def _library_text(value, kind, depth):
     base = _value_base(kind)
     if base is None or _own_attributes_shadow(value, kind, base) or _class_not_rebuilt(kind, base):
         raise TypeError("not plain data")
+    if id(value) not in _CROSSED_SUBCLASS:  # kept, by id: a later call must not swap its __class__
+        if len(_CROSSED_SUBCLASS) >= _MAX_CROSSED_SUBCLASS:
+            raise TypeError("too many subclass values to watch")
+        _CROSSED_SUBCLASS[id(value)] = (value, kind)
     return _subclass_text(value, kind, base, depth)
 
 

@@ -8,6 +8,7 @@ Stdlib only and no trl_ext import: loaded like ``plain_data.py`` (see there).
 from __future__ import annotations
 
 import ast
+import types
 from typing import Any
 
 
@@ -124,12 +125,17 @@ def subclass_value(classes: dict | None, shape: Any, texts: list, value: Any, li
         kind = classes[("sub", shape[0])] = (shape + [base], *made_class)
     if kind[0] != shape + [base]:
         raise ValueError("a class changed its shape")
-    made = kind[1](value)
+    made = kind[1].__new__(kind[1], value)  # an immutable base holds it now; a mutable one is filled below
     if not _frozen(value):  # the test may change it: the texts are of the value as it was (red team R8b-4)
         texts = [None, None, None]
     now = classes.get("now", _never)()  # the program's calls so far: the value is true until its next one
     kind[2][id(made)] = (made, tuple(texts), now)  # alive with the evaluation: its id stays its own
+    if base in _FILLED:
+        base.__init__(made, value)  # through its guarded __setitem__ (a dict's): registered first
     return made
+
+
+_FILLED = (list, dict, set, bytearray)  # made empty by __new__
 
 
 def _never() -> int:
@@ -151,6 +157,16 @@ _UNGUARDED = {"__new__", "__init__", "__init_subclass__", "__subclasshook__", "_
 _UNGUARDED |= {"__getattribute__", "__getattr__", "__repr__", "__str__", "__format__", "__setattr__", "__delattr__"}
 _REFLECTED = ("__radd__", "__rmul__", "__rmod__", "__rand__", "__ror__", "__rxor__", "__rsub__")
 _CLASS_ONLY = {"__slots__", "__module__", "__dict__", "__weakref__", "__doc__"}  # the judge class's (R9-10)
+
+
+def _instance_methods(base: type) -> list[str]:
+    """The methods of ``base`` an instance answers (its own and ``object``'s; ``type(x).upper(x)`` included), but
+    those in ``_UNGUARDED`` and its class and static methods (``dict.fromkeys``)."""
+    found = {}
+    for klass in reversed(base.__mro__):
+        found.update(vars(klass))
+    kinds = (types.MethodDescriptorType, types.WrapperDescriptorType)
+    return [name for name, raw in found.items() if type(raw) in kinds and name not in _UNGUARDED]
 
 
 def _subclass(shape: tuple, base: type, refuse: Any, now: Any) -> tuple[type, dict]:
@@ -198,8 +214,7 @@ def _subclass(shape: tuple, base: type, refuse: Any, now: Any) -> tuple[type, di
 
     texts: dict = {}
     judge_only = _CLASS_ONLY | {"__getattr__"} | {n for n in _REFLECTED if not hasattr(base, n)}
-    names = [n for n in dir(base) if n[:2] == n[-2:] == "__" and n not in _UNGUARDED and callable(getattr(base, n))]
-    namespace = {n: guarded(n) for n in [*names, *_REFLECTED]}
+    namespace = {n: guarded(n) for n in [*_instance_methods(base), *_REFLECTED]}
     namespace.update(
         {
             "__slots__": (),
