@@ -71,6 +71,41 @@ def _require_as_loaded(value, kind):
     slot = _special(kind, "__dict__")  # the instance's own attributes (read through the class, as loaded)
     if slot is not None and slot.__get__(value):
         raise TypeError("a library value with attributes of its own")
+    _watch_library(kind, value if slot is not None else None, slot)
+
+
+_CROSSED = {}  # library class -> its MRO's dicts when its first value crossed (as loaded: _AS_LOADED)
+_CROSSED_VALUES = []  # (value, its class's __dict__ slot): crossed values that may gain attributes of their own
+_MAX_CROSSED = 256  # values watched; a record past them is unencodable (the program fails that call)
+_CROSSED_SUBCLASS = {}  # id -> (a builtin-subclass value that crossed, its class then): ``type()`` is not guarded
+_MAX_CROSSED_SUBCLASS = 4096  # judge-side (``program_sets``), so a swapped ``__class__`` must fail the call
+
+
+def _watch_library(kind, value, slot):
+    """Keep what a later call must not change in a library value that crossed (red team R9-1b): the judge's
+    copy answers with the class as it was (a namedtuple class rebuilt, the judge's own Counter)."""
+    if kind not in _CROSSED:
+        _CROSSED[kind] = _AS_LOADED.get(kind) or _class_dicts(kind)
+    if value is not None and all(kept is not value for kept, _ in _CROSSED_VALUES):
+        if len(_CROSSED_VALUES) >= _MAX_CROSSED:
+            raise TypeError("too many library values to watch")
+        _CROSSED_VALUES.append((value, slot))
+
+
+def _library_changed():
+    """Whether a call changed the class of a library value that crossed before (``P.__repr__ = ...``,
+    ``Counter.most_common = ...``, a namedtuple field made a property), gave such a value attributes of its own,
+    or swapped the ``__class__`` of a builtin-subclass value that crossed (``type(x).__name__``): the test's copy
+    would answer as before, so the call that changed it cannot be answered (its record is unencodable: the
+    program fails it). Classes are compared by the identity of every attribute."""
+    for dicts in _CROSSED.values():
+        for klass, kept in dicts:
+            now = _CLASS["__dict__"](klass)
+            if len(now) != len(kept) or any(now.get(name) is not item for name, item in kept.items()):
+                return True
+    if any(_type(value) is not kind for value, kind in _CROSSED_SUBCLASS.values()):
+        return True
+    return any(slot.__get__(value) for value, slot in _CROSSED_VALUES)
 
 
 def _library_text(value, kind, depth):
@@ -95,6 +130,7 @@ def _library_text(value, kind, depth):
         maxlen = "null" if value.maxlen is None else _int_repr(value.maxlen)
         return '{"dq": [' + _encode_items(list(value), depth) + "," + maxlen + "]}"
     if isinstance(value, tuple) and _namedtuple_fields(value, kind) is not None:
+        _watch_library(kind, None, None)
         fields = _str_join(",", [_json_str(f) for f in kind._fields])
         head = '{"nt": [' + _json_str(kind.__name__) + ",[" + fields + "],"
         tail = "," + _int_repr(_number(_CLASSES, kind)) + "," + _json_str(kind.__dict__["__module__"]) + "]}"
@@ -120,8 +156,12 @@ def _library_text(value, kind, depth):
     if value is Ellipsis:
         return '{"E": "..."}'
     base = _value_base(kind)
-    if base is None or _own_attributes_shadow(value, kind, base):
+    if base is None or _own_attributes_shadow(value, kind, base) or _class_not_rebuilt(kind, base):
         raise TypeError("not plain data")
+    if id(value) not in _CROSSED_SUBCLASS:  # kept, by id: a later call must not swap its __class__
+        if len(_CROSSED_SUBCLASS) >= _MAX_CROSSED_SUBCLASS:
+            raise TypeError("too many subclass values to watch")
+        _CROSSED_SUBCLASS[id(value)] = (value, kind)
     return _subclass_text(value, kind, base, depth)
 
 
@@ -143,6 +183,15 @@ def _own_attributes_shadow(value, kind, base):
         return True
     names = _BASE_NAMES[base]
     return _type(own) is not dict or any(_type(n) is not str or n in names for n in _dict_iter(own))
+
+
+def _class_not_rebuilt(kind, base):
+    """Whether the judge's class for ``kind`` would answer ``type(x).__module__`` or ``__slots__`` otherwise than
+    the program's (red team R9-10): it is a class of ``__main__`` with no ``__slots__`` of its own."""
+    if _CLASS["__dict__"](kind).get("__module__") != "__main__":
+        return True
+    mro = _CLASS["__mro__"](kind)
+    return any("__slots__" in _CLASS["__dict__"](k) for k in mro[: mro.index(base)])
 
 
 def _namedtuple_fields(value, kind):

@@ -302,6 +302,8 @@ def _live_record(value, raised, held, step=False):
     try:
         if _raised_changed():  # noqa: F821 - in _harness_program.py: an earlier raised exception changed since
             raise TypeError("the program changed an exception it raised to the test")
+        if _library_changed():  # noqa: F821 - in _harness_library.py: a library value's class, since it crossed
+            raise TypeError("the program changed a library value's class since it crossed")
         made = raised is None and not step and isinstance(value, BaseException)  # returned, not raised
         exc = value if made else raised
         record = '{"ok": true' if exc is None else '{"ok": false, "raised": "' + _exception_name(exc) + '"'

@@ -128,6 +128,7 @@ def _numbered_class(classes: list, k: int, order: dict, table: dict) -> type:
     members.update(_trl_ext_refuse=table.get("refuse"), __getattr__=_refused_attribute)
     if own:
         members.update(dict.fromkeys(_OWN_DUNDERS, _refused_operation))
+        members["__class__"] = property(_refused_operation)  # its own may answer isinstance (red team R9-12)
     try:
         made = type(name, tuple(parents), members)
     except TypeError:

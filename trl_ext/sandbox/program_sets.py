@@ -8,6 +8,7 @@ Stdlib only and no trl_ext import: loaded like ``plain_data.py`` (see there).
 from __future__ import annotations
 
 import ast
+import types
 from typing import Any
 
 
@@ -128,14 +129,25 @@ def subclass_value(classes: dict | None, shape: Any, texts: list, value: Any, li
     if kind is None and len(classes) >= limit:
         raise ValueError(f"more than {limit} classes")
     if kind is None:
-        kind = classes[("sub", shape[0])] = (shape + [base], *_subclass(tuple(shape), base, classes.get("refuse")))
+        made_class = _subclass(tuple(shape), base, classes.get("refuse"), classes.get("now", _never))
+        kind = classes[("sub", shape[0])] = (shape + [base], *made_class)
     if kind[0] != shape + [base]:
         raise ValueError("a class changed its shape")
-    made = kind[1](value)
+    made = kind[1].__new__(kind[1], value)  # an immutable base holds it now; a mutable one is filled below
     if not _frozen(value):  # the test may change it: the texts are of the value as it was (red team R8b-4)
         texts = [None, None, None]
-    kind[2][id(made)] = (made, tuple(texts))  # alive with the evaluation: its id stays its own
+    now = classes.get("now", _never)()  # the program's calls so far: the value is true until its next one
+    kind[2][id(made)] = (made, tuple(texts), now)  # alive with the evaluation: its id stays its own
+    if base in _FILLED:
+        base.__init__(made, value)  # through its guarded __setitem__ (a dict's): registered first
     return made
+
+
+_FILLED = (list, dict, set, bytearray)  # made empty by __new__
+
+
+def _never() -> int:
+    return -1  # no evaluation counts the calls: every read refuses (``_subclass``'s ``fresh``)
 
 
 def _frozen(value: Any) -> bool:
@@ -147,8 +159,31 @@ def _frozen(value: Any) -> bool:
     return issubclass(kind, (tuple, frozenset)) and all(_frozen(item) for item in value)
 
 
-def _subclass(shape: tuple, base: type, refuse: Any) -> tuple[type, dict]:
-    """(the judge class, its instances' texts by id)."""
+# what the judge's class answers from its base's C code only while the value is fresh (red team R9-1): every
+# method of the base but these, and the reflected operators the base lacks (the program's class may add them)
+_UNGUARDED = {"__new__", "__init__", "__init_subclass__", "__subclasshook__", "__class_getitem__", "__class__"}
+_UNGUARDED |= {"__getattribute__", "__getattr__", "__repr__", "__str__", "__format__", "__setattr__", "__delattr__"}
+_REFLECTED = ("__radd__", "__rmul__", "__rmod__", "__rand__", "__ror__", "__rxor__", "__rsub__")
+_CLASS_ONLY = {"__slots__", "__module__", "__dict__", "__weakref__", "__doc__"}  # the judge class's (R9-10)
+
+
+def _instance_methods(base: type) -> list[str]:
+    """The methods of ``base`` an instance answers (its own and ``object``'s; ``type(x).upper(x)`` included), but
+    those in ``_UNGUARDED`` and its class and static methods (``dict.fromkeys``)."""
+    found = {}
+    for klass in reversed(base.__mro__):
+        found.update(vars(klass))
+    kinds = (types.MethodDescriptorType, types.WrapperDescriptorType)
+    return [name for name, raw in found.items() if type(raw) in kinds and name not in _UNGUARDED]
+
+
+def _subclass(shape: tuple, base: type, refuse: Any, now: Any) -> tuple[type, dict]:
+    """(the judge class, its instances' (instance, texts, the program's calls when made) by id). An instance is
+    the program's value as it was at its record: a later call of the program may have changed its class, its
+    own attributes or what its ``repr`` reads (red team R9-1), so after the program's next call every read of it
+    through the class (its methods, operators, ``hash``, ``==``, texts, attributes) refuses the test; what the
+    base's C code reads from its storage without the class (``str.upper(x)``) is CPython's answer too, as the
+    storage of an immutable value cannot change."""
     _, name, qualname, plain_format = shape
 
     def refused(what: str) -> Any:
@@ -157,22 +192,52 @@ def _subclass(shape: tuple, base: type, refuse: Any) -> tuple[type, dict]:
             refuse(why)
         raise TypeError(why)
 
-    def text(self: Any, which: int, what: str) -> str:
+    def fresh(self: Any, what: str) -> tuple:
         found = texts.get(id(self))
-        if found is None or found[0] is not self or found[1][which] is None:
+        if found is None or found[0] is not self:
             return refused(what)
-        return found[1][which]
+        if found[2] != now():
+            return refused(f"{what} after a later call of the program, which may have changed it,")
+        return found
+
+    def text(self: Any, which: int, what: str) -> str:
+        found = fresh(self, what)
+        return refused(what) if found[1][which] is None else found[1][which]
+
+    def guarded(method_name: str) -> Any:
+        method = getattr(base, method_name, None)
+
+        def guard(self: Any, *args: Any, **kwargs: Any) -> Any:
+            fresh(self, method_name)
+            return NotImplemented if method is None else method(self, *args, **kwargs)
+
+        guard.__name__ = guard.__qualname__ = method_name
+        return guard
+
+    def attribute(self: Any, attribute: str) -> Any:
+        fresh(self, f"{attribute!r}")
+        if attribute in judge_only:
+            return refused(f"{attribute!r}")
+        return base.__getattribute__(self, attribute)
 
     texts: dict = {}
-    namespace = {
-        "__slots__": (),
-        "__module__": "__main__",
-        "__qualname__": qualname,
-        "__repr__": lambda self: text(self, 0, "repr()"),
-        "__str__": lambda self: text(self, 1, "str()"),
-        "__getattr__": lambda self, attribute: refused(f"{attribute!r}"),
-        "__class__": property(lambda self: refused("__class__ (isinstance of another class)")),
-    }
+    judge_only = _CLASS_ONLY | {"__getattr__"} | {n for n in _REFLECTED if not hasattr(base, n)}
+    namespace = {n: guarded(n) for n in [*_instance_methods(base), *_REFLECTED]}
+    namespace.update(
+        {
+            "__slots__": (),
+            "__module__": "__main__",
+            "__qualname__": qualname,
+            "__repr__": lambda self: text(self, 0, "repr()"),
+            "__str__": lambda self: text(self, 1, "str()"),
+            "__getattribute__": attribute,
+            "__getattr__": lambda self, attribute: refused(f"{attribute!r}"),
+            "__class__": property(lambda self: refused("__class__ (isinstance of another class)")),
+        }
+    )
+    namespace["__format__"] = guarded("__format__")
     if not plain_format:
         namespace["__format__"] = lambda self, spec: text(self, 2, "format()") if spec == "" else refused("format()")
-    return type(name, (base,), namespace), texts
+    made = type(name, (base,), namespace)
+    del made.__slots__  # the layout stays; the program's class has none of its own (``_harness_library``)
+    return made, texts

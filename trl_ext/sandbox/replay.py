@@ -133,6 +133,7 @@ class _Session:
         self.unsupported = ""  # the test's: an argument that is no plain data, too many calls
         self.nans: dict[int, float] = {}  # the run's NaN objects, one each (identity decides `[x] == [x]`)
         self.classes: dict = {"refuse": self.refuse}  # the program's namedtuple and builtin-subclass classes
+        self.classes["now"] = self.calls.__len__  # a subclass value is true until the program's next call
         self.exception_classes: dict = {"refuse": self.refuse}  # stand-ins of its exception classes, by chain
         self.live = LiveObjects()  # the run's numbered objects, as the program last saw them (``live.py``)
         self.live.graph[0]["nans"] = self.nans  # a NaN argument crosses by its number (``plain_encode.encode``)
