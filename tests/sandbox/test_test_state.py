@@ -9,7 +9,8 @@ import pytest
 
 from tests.sandbox.assert_path import grade_asserts
 from tests.sandbox.test_test_environment import cpython_passes
-from trl_ext.sandbox.assert_plan import parse_python
+from trl_ext.sandbox import Limits, run_tests
+from trl_ext.sandbox.assert_plan import parse_python, unsupported_plan
 from trl_ext.sandbox.test_state import state_change
 
 COUNTER = "from collections import Counter\ndef mode(xs):\n    return Counter(xs).most_common(1)[0][0]\n"
@@ -62,3 +63,25 @@ def test_state_changing_tests_are_refused(launch, monkeypatch, request):
     scores, outcomes = grade_asserts(launch, programs, tests, monkeypatch, request)
     assert scores == [c[3] for c in CASES], list(zip(tests, scores))
     assert outcomes["code_tests/unsupported_test"] == 6 / 8 and outcomes["code_tests/infra_error"] == 0.0, outcomes
+
+
+SEED_PREFIX = "import random\n\n\ndef fresh_draw():\n    random.seed(0)\n    return random.random()\n\n\ndef roll():\n    'A draw.'\n"
+CLASS_PREFIX = "import collections\n\n\ndef forbid(c=collections.Counter):\n    c.most_common = None\n\n\ndef mode(xs):\n    'The mode.'\n"
+
+
+def test_the_prefix_helpers_are_read_with_the_test():
+    """The prefix's helpers run as the test's code (red team R9-5): a helper that seeds random or patches a library
+    class is refused like the same statement in the test; the program's function in the prefix is not read."""
+    assert unsupported_plan("fresh_draw()\nassert roll() < 1", ["roll"], SEED_PREFIX)
+    assert unsupported_plan("forbid()\nassert mode([2]) == 2", ["mode"], CLASS_PREFIX)
+    assert not unsupported_plan("assert roll() < 1", ["roll", "fresh_draw"], SEED_PREFIX)  # both the program's
+    assert not unsupported_plan("assert roll() < 1", ["roll"], "import random\n\n\ndef roll():\n    pass\n")
+
+
+def test_a_prefix_helper_changing_state_is_refused_through_the_judge():
+    completion = "    return random.random()\n"
+    test = "r = random.Random(0)\nr.random()\nsecond = r.random()\nfresh_draw()\nassert roll() != second\n"
+    assert not cpython_passes(SEED_PREFIX + completion, test)
+    spec = {"kind": "assert", "code": test, "prefix": SEED_PREFIX}
+    report = run_tests(SEED_PREFIX + completion, spec, limits=Limits(timeout_s=10.0))
+    assert report.passed == 0 and report.statuses == ["unsupported_test"], report
