@@ -9,8 +9,9 @@ import symtable
 import sys
 import threading
 
+from trl_ext.sandbox.program_random import program_state
 from trl_ext.sandbox.replay import ASSERT_HOOK
-from trl_ext.sandbox.test_state import state_change
+from trl_ext.sandbox.test_state import random_state, reads_random, state_change
 
 # CPython 3.11's ast.parse is not thread-safe: a garbage collection that switches threads while it builds the tree
 # raises SystemError ("AST constructor recursion depth mismatch"), out of the reward; the code reward grades in threads
@@ -164,10 +165,40 @@ def unsupported_plan(test: str, names: list[str], prefix: str | None = None) -> 
     they are read with the test, and the prefix's imports with them."""
     if not names:
         return "the test uses no function of the program (name it with `entry_point`)"
-    tree, helpers = parse_python(test), _prefix_helpers(prefix, names)
-    side = ast.Module(body=[*helpers, *tree.body], type_ignores=[])  # the test's side, in one scope
+    side, helpers = _test_side(test, prefix, tuple(names))
     helper_text = ast.unparse(ast.Module(body=[h for h in helpers if not _is_import(h)], type_ignores=[]))
     return introspection(test) or introspection(helper_text) or exception_identity(test) or state_change(side)
+
+
+@functools.lru_cache(maxsize=256)
+def _test_side(test: str, prefix: str | None, names: tuple[str, ...]) -> tuple[ast.Module, list[ast.stmt]]:
+    """The code the judge runs as the test's, in one module (the prefix's helpers, then the test), and the helpers."""
+    helpers = _prefix_helpers(prefix, list(names))
+    return ast.Module(body=[*helpers, *parse_python(test).body], type_ignores=[]), helpers
+
+
+@functools.lru_cache(maxsize=4096)
+def _program_state(program: str) -> tuple[bool, bool, bool]:
+    try:
+        return program_state(parse_python(program))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # a program that does not parse may do anything
+        return True, True, True
+
+
+def program_refusal(program: str, test: str, names: list[str], prefix: str | None = None) -> str:
+    """Why the test cannot judge this program ('' when it can) for state of random's generator or of int
+    conversion: the test seeds or reads random's hidden generator and the program may draw from it (red team
+    R9-3: a test seeding random to make its inputs judges a program that never draws), the program seeds it and
+    the test reads random, or the program lifts the int-digits limit (R9-16): each interpreter has its own."""
+    draws, seeds, digits = _program_state(program)
+    side = _test_side(test, prefix, tuple(names))[0] if draws else None
+    if digits:
+        return "the program sets the int-digits limit, which the test's interpreter does not share"
+    if draws and random_state(side):
+        return random_state(side)
+    if seeds and reads_random(side):
+        return "the program seeds random's generator, which the test's random does not share"
+    return ""
 
 
 def _is_import(node: ast.AST) -> bool:

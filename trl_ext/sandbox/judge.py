@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from trl_ext.sandbox import admission, replay
 from trl_ext.sandbox._process import Progress, RunResult
-from trl_ext.sandbox.assert_plan import refuse_shadowed, unsupported_plan
+from trl_ext.sandbox.assert_plan import program_refusal, refuse_shadowed, unsupported_plan
 from trl_ext.sandbox.backends import Backend, get_backend
 from trl_ext.sandbox.base import harness_runtime
 from trl_ext.sandbox.comparison import compare_stdio, values_equal
@@ -312,6 +312,7 @@ def _run_assert(runner, program, spec, limits) -> TestReport:
     report = TestReport(passed=0, total=1)
     # nothing of the program judged, or not as the program is
     why = _unsupported_plan(spec["code"], tuple(names), spec.get("prefix"))
+    why = why or program_refusal(program, spec["code"], names, spec.get("prefix"))  # the program's random state
     if why:
         report.statuses.append("unsupported_test")
         report.detail = why
