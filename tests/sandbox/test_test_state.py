@@ -89,6 +89,14 @@ def test_state_changes_are_found_in_the_test():
     assert not state_change(parse_python("x = [1]\nassert f(x) == 1 and f.__name__ == 'f'"))
     assert not state_change(parse_python("import io, sys\nsys.stdout = io.StringIO()\nf()"))  # a module's own
     assert state_change(parse_python("import io, sys\nsys = io.StringIO\nsys.x = 1"))  # not only a module
+    # standard modules the judge gives a test that does not import them are modules, not the program's functions
+    assert random_state(parse_python("random.seed(0)\nassert f()"))
+    assert state_change(parse_python("K = collections.Counter\nK.x = 1"))
+    assert not state_change(parse_python("m = Machine()\nm.get_state()\nm.v = 1"))  # a program result's own
+    assert state_change(parse_python("import collections\nc = collections.Counter()\ntype(c).most_common = None"))
+    assert unsupported_plan(
+        "R.x = 1\nassert mode([2]) == 2", ["mode"], "import collections\nR = collections.Counter\n"
+    )
 
 
 @pytest.mark.parametrize("launch", LAUNCHES, ids=["-".join(launch) for launch in LAUNCHES])

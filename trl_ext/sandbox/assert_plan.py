@@ -166,7 +166,8 @@ def unsupported_plan(test: str, names: list[str], prefix: str | None = None) -> 
     if not names:
         return "the test uses no function of the program (name it with `entry_point`)"
     side, helpers = _test_side(test, prefix, tuple(names))
-    helper_text = ast.unparse(ast.Module(body=[h for h in helpers if not _is_import(h)], type_ignores=[]))
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    helper_text = ast.unparse(ast.Module(body=[h for h in helpers if isinstance(h, defs)], type_ignores=[]))
     return introspection(test) or introspection(helper_text) or exception_identity(test) or state_change(side)
 
 
@@ -212,7 +213,10 @@ def _prefix_helpers(prefix: str | None, names: list[str]) -> list[ast.stmt]:
         return []
     defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     body = parse_python(prefix).body
-    return [s for s in body if _is_import(s) or (isinstance(s, defs) and s.name not in names)]
+    bindings = (ast.Assign, ast.AnnAssign)  # read for what they bind (``R = random``), run in both interpreters
+    return [
+        s for s in body if _is_import(s) or isinstance(s, bindings) or (isinstance(s, defs) and s.name not in names)
+    ]
 
 
 def exception_identity(test: str) -> str:

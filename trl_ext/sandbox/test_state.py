@@ -8,10 +8,9 @@ the program may draw from it (``random_state``, checked against the program's so
 from __future__ import annotations
 
 import ast
-import builtins
 import functools
 
-from trl_ext.sandbox.test_taint import bound_names, library_write
+from trl_ext.sandbox.test_taint import bound_names, free_name, library_write
 
 # the functions that set or read state of the interpreter, of a module's hidden instance (random's generator,
 # numpy's legacy one) or of the process (decimal's context, the environment), read as an attribute, imported by
@@ -30,7 +29,6 @@ _STAR_MODULES = frozenset({"random", "sys", "numpy", "decimal", "os"})
 _PROCESS = frozenset({"environ", "argv"})
 _MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__", "append"})
 _MUTATORS |= frozenset({"extend", "insert", "remove", "sort", "reverse"})
-_BUILTINS = frozenset(dir(builtins))
 
 
 def state_change(tree: ast.Module) -> str:
@@ -91,7 +89,7 @@ class _Facts:
 
     def _program_function(self, func: ast.AST) -> bool:
         """A name the test never binds and no builtin: the program's (its results cross as plain data)."""
-        return isinstance(func, ast.Name) and func.id not in self.bound and func.id not in _BUILTINS
+        return isinstance(func, ast.Name) and free_name(func.id, self.bound)
 
     def _fresh(self, base: ast.AST) -> bool:
         """Whether ``base`` holds no module: a name every binding of which is a fresh generator (``_FRESH``) or a
@@ -100,7 +98,7 @@ class _Facts:
             return False
         values = self.bound.get(base.id)
         if values is None:
-            return base.id not in _BUILTINS
+            return free_name(base.id, self.bound)  # not a module the judge gives the test (``random`` unimported)
         return all(
             isinstance(v, ast.Call) and (self._program_function(v.func) or self._fresh_class(v.func)) for v in values
         )

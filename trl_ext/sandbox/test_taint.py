@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import sys
 
 _ALWAYS = frozenset({"__import__", "importlib", "sys", "builtins", "__builtins__"})
 _BUILTINS = frozenset(dir(builtins))
@@ -28,7 +29,7 @@ def library_write(nodes: list[ast.AST], bound: dict[str, list]) -> bool:
         if isinstance(base, ast.Name):
             if base.id in tainted and base.id not in modules:  # ``sys.stdout = x``: the module watch's
                 return True
-        elif any(name in tainted or name in instances or _free(name, bound) for name in _reads(base)):
+        elif any(name in tainted or name in instances or free_name(name, bound) for name in _reads(base)):
             return True
     return False
 
@@ -43,8 +44,10 @@ def bound_names(target: ast.AST) -> set[str]:
     return set().union(*map(bound_names, elts))
 
 
-def _free(name: str, bound: dict) -> bool:
-    return name not in bound and name not in _BUILTINS  # the program's function: its results cross as data
+def free_name(name: str, bound: dict) -> bool:
+    """A name the test never binds, no builtin and no standard module (the judge gives the test those it uses
+    without importing them): the program's function, whose results cross as data."""
+    return name not in bound and name not in _BUILTINS and name not in sys.stdlib_module_names
 
 
 def _reads(node: ast.AST | None) -> frozenset[str]:
@@ -80,7 +83,7 @@ def _made(source: ast.AST, bound: dict, leaky: set[str]) -> bool:
     if not isinstance(func, ast.Name):
         return False
     library_class = func.id[:1].isupper() and all(v == "from" for v in bound.get(func.id, ["other"]))
-    return library_class or _free(func.id, bound) or func.id in leaky
+    return library_class or free_name(func.id, bound) or func.id in leaky
 
 
 def _alias(source: ast.AST) -> bool:
@@ -92,6 +95,9 @@ def _alias(source: ast.AST) -> bool:
 
 def _tiers(nodes: list[ast.AST], bound: dict) -> tuple[set[str], set[str]]:
     tainted = set(_ALWAYS) | {name for name, values in bound.items() if {"import", "from"} & set(map(str, values))}
+    tainted |= {
+        n.id for n in nodes if isinstance(n, ast.Name) and n.id not in bound and n.id in sys.stdlib_module_names
+    }
     instances: set[str] = set()
     sources = _sources(nodes)
     classes = [node for node in nodes if isinstance(node, ast.ClassDef)]
@@ -116,7 +122,7 @@ def _tiers(nodes: list[ast.AST], bound: dict) -> tuple[set[str], set[str]]:
                 (instances if _made(source, bound, leaky) else tainted).update(names)
             elif _made(source, bound, leaky) or (read & instances and _alias(source)):
                 instances.update(names)
-            elif read & instances or any(_free(name, bound) for name in read):
+            elif read & instances or any(free_name(name, bound) for name in read):
                 tainted.update(names)
         for f in functions:
             if bodies[id(f)] & tainted:
@@ -125,7 +131,7 @@ def _tiers(nodes: list[ast.AST], bound: dict) -> tuple[set[str], set[str]]:
             params = _params(f, skip_first=id(f) in methods)
             if given & tainted:
                 tainted.update(params)
-            elif given & instances or any(_free(name, bound) for name in given):
+            elif given & instances or any(free_name(name, bound) for name in given):
                 instances.update(params)
         for c in classes:  # ``self``/``cls`` of a library class's subclass or of a leaky class: an instance
             if c.name in tainted or c.name in leaky:
