@@ -91,6 +91,7 @@ def test_state_changes_are_found_in_the_test():
     assert state_change(parse_python("import io, sys\nsys = io.StringIO\nsys.x = 1"))  # not only a module
     # standard modules the judge gives a test that does not import them are modules, not the program's functions
     assert random_state(parse_python("random.seed(0)\nassert f()"))
+    assert random_state(parse_python("import random\nrandom._inst.__init__(0)\nassert f()"))
     assert state_change(parse_python("K = collections.Counter\nK.x = 1"))
     assert not state_change(parse_python("m = Machine()\nm.get_state()\nm.v = 1"))  # a program result's own
     assert state_change(parse_python("import collections\nc = collections.Counter()\ntype(c).most_common = None"))

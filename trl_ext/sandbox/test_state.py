@@ -15,7 +15,8 @@ from trl_ext.sandbox.test_taint import bound_names, free_name, library_write
 # the functions that set or read state of the interpreter, of a module's hidden instance (random's generator,
 # numpy's legacy one) or of the process (decimal's context, the environment), read as an attribute, imported by
 # name or named by a string an attribute lookup takes (``getattr(random, 'seed')``, ``vars(random)['seed']``)
-RANDOM_FUNCTIONS = frozenset({"seed", "setstate", "getstate", "set_state", "get_state"})
+RANDOM_FUNCTIONS = frozenset({"seed", "setstate", "getstate", "set_state", "get_state", "_inst"})  # _inst: the
+# module's hidden generator itself (``random._inst.__init__(0)`` re-seeds it, red team R9-11)
 STATE_FUNCTIONS = RANDOM_FUNCTIONS | frozenset(
     {"setrecursionlimit", "getrecursionlimit", "setswitchinterval", "getswitchinterval", "set_int_max_str_digits"}
     | {"get_int_max_str_digits", "settrace", "setprofile", "__setattr__", "__delattr__", "setattr", "delattr"}
