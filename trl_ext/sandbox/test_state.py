@@ -64,18 +64,25 @@ def reads_random(tree: ast.Module) -> bool:
 
 class _Facts:
     def __init__(self, tree: ast.Module):
-        self.nodes = list(ast.walk(tree))  # walked once: every rule reads this list
-        self.bound: dict[str, list] = {}  # name -> the values (or kinds) binding it
+        self.nodes = list(ast.walk(tree))  # walked once: every rule reads this list, or its nodes of some types
+        kinds = {kind: [] for kind in _KINDS}
         for node in self.nodes:
+            kinds.get(type(node), []).append(node)
+        self.bound: dict[str, list] = {}  # name -> the values (or kinds) binding it
+        for node in (node for kind in _BINDERS for node in kinds[kind]):
             for name, value in _bindings(node):
                 self.bound.setdefault(name, []).append(value)
-        self.state_names = set(self._state_names())
-        self.process = next((what for node in self.nodes for what in [_process_change(node)] if what), "")
-        self.random_read = any(_names_random(node) for node in self.nodes)
+        self.state_names = set(self._state_names(kinds))
+        changers = (node for kind in (ast.Attribute, ast.Subscript, ast.Call) for node in kinds[kind])
+        self.process = next((what for node in changers for what in [_process_change(node)] if what), "")
+        named = (node for kind in (ast.Name, ast.Import, ast.ImportFrom) for node in kinds[kind])
+        self.random_read = any(_names_random(node) for node in named)
         self.library_write = library_write(self.nodes, self.bound)
 
-    def _state_names(self):
-        for node in self.nodes:
+    def _state_names(self, kinds: dict):
+        for node in (
+            node for kind in (ast.ImportFrom, ast.Name, ast.Attribute, ast.Subscript, ast.Call) for node in kinds[kind]
+        ):
             if isinstance(node, ast.ImportFrom):
                 star = (node.module or "").partition(".")[0] in _STAR_MODULES
                 yield from (a.name for a in node.names if a.name in STATE_FUNCTIONS or (a.name == "*" and star))
@@ -108,6 +115,12 @@ class _Facts:
         if isinstance(func, ast.Attribute):
             return func.attr in _FRESH
         return isinstance(func, ast.Name) and func.id in _FRESH and all(v == "from" for v in self.bound[func.id])
+
+
+_BINDERS = (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension, ast.AugAssign)
+_BINDERS += (ast.withitem, ast.ImportFrom, ast.Import, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.arg)
+_BINDERS += (ast.ExceptHandler, ast.Global, ast.Nonlocal)
+_KINDS = frozenset(_BINDERS + (ast.Name, ast.Attribute, ast.Subscript, ast.Call))
 
 
 @functools.lru_cache(maxsize=64)  # keyed by the tree object: state_change and random_state read one analysis

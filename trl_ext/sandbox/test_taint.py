@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import builtins
 import sys
+from collections import Counter
 
 _ALWAYS = frozenset({"__import__", "importlib", "sys", "builtins", "__builtins__"})
 _BUILTINS = frozenset(dir(builtins))
@@ -103,13 +104,19 @@ def _tiers(nodes: list[ast.AST], bound: dict) -> tuple[set[str], set[str]]:
     classes = [node for node in nodes if isinstance(node, ast.ClassDef)]
     methods = {id(f) for c in classes for f in c.body if isinstance(f, _FUNCTIONS)}
     functions = [node for node in nodes if isinstance(node, _FUNCTIONS)]
-    calls = [node for node in nodes if isinstance(node, ast.Call)]
-    call_reads = [frozenset().union(*map(_reads, [*c.args, *(k.value for k in c.keywords)])) for c in calls]
-    called = {c.func.id for c in calls if isinstance(c.func, ast.Name)}
-    loaded = [n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
-    escaping = {name for name in called if loaded.count(name) > sum(_calls_by_name(calls, name))}
+    names = {f.name for f in functions}
+    direct_calls = [
+        n for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names
+    ]
+    passed: dict[str, set[str]] = {}  # a test function -> the names its direct calls' arguments read
+    for call in direct_calls:
+        passed.setdefault(call.func.id, set()).update(*map(_reads, [*call.args, *(k.value for k in call.keywords)]))
+    loaded = Counter(n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+    direct = Counter(call.func.id for call in direct_calls)
+    escaping = {name for name in names if loaded[name] > direct[name]}  # read as a value: called anywhere
     bodies = {id(f): _reads(ast.Module(body=f.body, type_ignores=[])) for f in functions}
     bases = {c.name: frozenset().union(*map(_reads, [*c.bases, *(k.value for k in c.keywords)])) for c in classes}
+    givens = {id(f): _given(f, passed, f.name in escaping or id(f) in methods, frozenset(loaded)) for f in functions}
     leaky: set[str] = set()
     for _ in range(4):
         for c in classes:  # a class deriving from a library class is one; a class reading library names may
@@ -127,7 +134,7 @@ def _tiers(nodes: list[ast.AST], bound: dict) -> tuple[set[str], set[str]]:
         for f in functions:
             if bodies[id(f)] & tainted:
                 tainted.add(f.name)  # what it returns may be a library object (``def get(): return Counter``)
-            given = _given(f, calls, call_reads, escaping, methods)
+            given = givens[id(f)]
             params = _params(f, skip_first=id(f) in methods)
             if given & tainted:
                 tainted.update(params)
@@ -139,23 +146,13 @@ def _tiers(nodes: list[ast.AST], bound: dict) -> tuple[set[str], set[str]]:
     return tainted, instances
 
 
-def _calls_by_name(calls: list[ast.Call], name: str):
-    return (1 for c in calls if isinstance(c.func, ast.Name) and c.func.id == name)
-
-
-def _given(f, calls, call_reads, escaping, methods) -> frozenset[str]:
-    """The names the arguments ``f`` may be given read: its defaults' and its direct calls' (every call's where
-    ``f`` escapes: a method, a function passed as a value)."""
+def _given(f, passed: dict, escaping: bool, everything: frozenset[str]) -> frozenset[str]:
+    """The names the arguments ``f`` may be given read: its defaults' and its direct calls' (every name the test
+    reads where ``f`` escapes: a method, a function passed as a value)."""
     given = frozenset().union(*map(_reads, [*f.args.defaults, *(d for d in f.args.kw_defaults if d is not None)]))
-    anywhere = (
-        f.name in escaping
-        or id(f) in methods
-        or f.name not in {c.func.id for c in calls if isinstance(c.func, ast.Name)}
-    )
-    for call, read in zip(calls, call_reads):
-        if anywhere or (isinstance(call.func, ast.Name) and call.func.id == f.name):
-            given |= read
-    return given
+    if escaping or f.name not in passed:
+        return given | everything
+    return given | passed[f.name]
 
 
 def _params(f, skip_first: bool) -> list[str]:
