@@ -92,6 +92,9 @@ def test_state_changes_are_found_in_the_test():
     # standard modules the judge gives a test that does not import them are modules, not the program's functions
     assert random_state(parse_python("random.seed(0)\nassert f()"))
     assert random_state(parse_python("import random\nrandom._inst.__init__(0)\nassert f()"))
+    assert state_change(parse_python("import random\ngetattr(random, 'dees'[::-1])(0)\nassert f()"))
+    assert not state_change(parse_python("for name in ('a', 'b'):\n    assert getattr(f(), name) == 1"))
+    assert state_change(parse_python("import gc, collections\ngc.get_referents(vars(collections.Counter))"))
     assert state_change(parse_python("K = collections.Counter\nK.x = 1"))
     assert not state_change(parse_python("m = Machine()\nm.get_state()\nm.v = 1"))  # a program result's own
     assert state_change(parse_python("import collections\nc = collections.Counter()\ntype(c).most_common = None"))

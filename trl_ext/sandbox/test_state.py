@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import sys
 
 from trl_ext.sandbox.test_taint import bound_names, free_name, library_write
 
@@ -21,6 +22,7 @@ STATE_FUNCTIONS = RANDOM_FUNCTIONS | frozenset(
     {"setrecursionlimit", "getrecursionlimit", "setswitchinterval", "getswitchinterval", "set_int_max_str_digits"}
     | {"get_int_max_str_digits", "settrace", "setprofile", "__setattr__", "__delattr__", "setattr", "delattr"}
     | {"setcontext", "localcontext", "putenv", "unsetenv"}
+    | {"get_referents", "get_referrers", "get_objects"}  # gc: any object, a library class's dict too (R9-11)
 )
 _SETTERS = frozenset({"setattr", "delattr", "__setattr__", "__delattr__"})  # builtins: refused wherever read
 # classes whose call makes a fresh generator (``rng = random.Random(1); rng.seed(2)`` seeds the test's own one)
@@ -94,6 +96,22 @@ class _Facts:
                 yield node.slice.value
             elif isinstance(node, ast.Call) and not self._program_function(node.func):
                 yield from (a.value for a in [*node.args, *(k.value for k in node.keywords)] if _state_string(a))
+                yield from self._computed_lookup(node)
+
+    def _computed_lookup(self, call: ast.Call):
+        """``getattr(module, name)`` with a name computed at run time (``'dees'[::-1]``): any function of it."""
+        named = isinstance(call.func, ast.Name) and call.func.id in ("getattr", "hasattr") and len(call.args) > 1
+        if named and not isinstance(call.args[1], ast.Constant) and self._module(call.args[0]):
+            yield "getattr"
+
+    def _module(self, node: ast.AST) -> bool:
+        """Whether ``node`` may be a module: a name an import binds, or a standard module the test did not import."""
+        if isinstance(node, ast.Call) and self._program_function(node.func):
+            return False  # a program function's result: plain data
+        if not isinstance(node, ast.Name):
+            return not isinstance(node, ast.Constant)
+        values = self.bound.get(node.id)
+        return node.id in sys.stdlib_module_names if values is None else any(v in ("import", "from") for v in values)
 
     def _program_function(self, func: ast.AST) -> bool:
         """A name the test never binds and no builtin: the program's (its results cross as plain data)."""
