@@ -54,7 +54,9 @@ def host(tmp_path, monkeypatch):
     """A secret in the environment and in a file, a listening socket on loopback, a path to (not) write. The judge's
     checks of a test's text (a test opening files is refused before it runs) are off here: what is tested is the
     worker's confinement, the line behind them."""
-    monkeypatch.setattr(judge, "unsupported_plan", lambda test, names: "")
+    monkeypatch.setattr(judge, "unsupported_plan", lambda test, names, prefix=None: "")
+    monkeypatch.setattr(judge, "program_refusal", lambda program, test, names, prefix=None: "")
+    judge.forget_tests()  # no refusal cached from an earlier test's text
     monkeypatch.setenv("HF_TOKEN", SECRET)
     secret_file = tmp_path / "token"
     secret_file.write_text(SECRET)

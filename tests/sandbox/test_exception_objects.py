@@ -31,6 +31,11 @@ CASES = [  # (program, test, CPython passes, judged score)
         1.0,
     ),
     ("def f():\n    return KeyError('bad')\n", "assert isinstance(f(), ValueError)", False, 0.0),
+    *(  # the caught exception's class compared by identity: judged (red team R9-13)
+        (ONE, f"try:\n    f()\nexcept Exception as e:\n    cls = e.__class__\nassert cls is {kind}", passes, score)
+        for kind, passes, score in (("ValueError", True, 1.0), ("KeyError", False, 0.0))
+    ),
+    (ONE, "try:\n    f()\nexcept Exception as e:\n    assert e.__class__ is ValueError", True, 1.0),
 ]
 
 

@@ -18,6 +18,20 @@ TESTS = [  # CPython fails each: the program leaves its file behind
     "import os\np = '/tmp/trl_ext_left_behind_probe'\nassert save(p)\nassert not os.path.exists(p)",
     "from os import path\np = '/tmp/trl_ext_left_behind_probe'\nassert save(p)\nassert not path.exists(p)",
     "from pathlib import Path\np = Path('/tmp/trl_ext_left_behind_probe')\nassert save(str(p))\nassert not p.exists()",
+    *(  # other spellings of opening a file (red team R9-14)
+        "import codecs, io, os\nimport io as i\nfrom io import open as o\ndef gone(p):\n    try:\n        "
+        + opens
+        + "\n        return False\n"
+        "    except FileNotFoundError:\n        return True\nassert save('/tmp/trl_ext_left_behind_probe')\n"
+        "assert gone('/tmp/trl_ext_left_behind_probe')"
+        for opens in (
+            "io.open(p).close()",
+            "codecs.open(p).close()",
+            "io.FileIO(p).close()",
+            "i.open(p).close()",
+            "o(p).close()",
+        )
+    ),
 ]
 
 
@@ -34,3 +48,7 @@ def test_a_test_touching_files_is_refused():
         report = run_tests(LEAVES, {"kind": "assert", "code": test}, limits=FAST)
         assert report.passed == 0 and report.statuses == ["unsupported_test"], (test, report)
     assert not introspection("import io, os\nbuf = io.StringIO()\nassert os.sep in '/'")
+    assert not introspection(
+        "import io\nclass Door:\n    def open(self):\n        return 1\nassert Door().open() == f()"
+    )
+    assert introspection("import os\nfd = os.open('x', os.O_RDONLY)") and introspection("f = open\nf('x')")

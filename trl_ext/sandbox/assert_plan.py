@@ -9,8 +9,9 @@ import symtable
 import sys
 import threading
 
+from trl_ext.sandbox.program_random import program_state
 from trl_ext.sandbox.replay import ASSERT_HOOK
-from trl_ext.sandbox.test_state import state_change
+from trl_ext.sandbox.test_state import random_state, reads_random, state_change
 
 # CPython 3.11's ast.parse is not thread-safe: a garbage collection that switches threads while it builds the tree
 # raises SystemError ("AST constructor recursion depth mismatch"), out of the reward; the code reward grades in threads
@@ -116,7 +117,13 @@ _INTROSPECTING = frozenset({"inspect", "dis"})
 # files do not cross between the test (the evaluation worker) and the program (its sandbox's scratch)
 _FILES = frozenset({"tempfile", "shutil", "pathlib", "glob", "fileinput"})
 _OS_FILES = frozenset({"path", "remove", "unlink", "listdir", "scandir", "stat", "lstat", "rename", "replace",
-                       "mkdir", "makedirs", "rmdir", "removedirs", "walk", "access", "open", "chdir", "getcwd"})  # fmt: skip
+                       "mkdir", "makedirs", "rmdir", "removedirs", "walk", "access", "open", "chdir", "getcwd",
+                       "fdopen", "truncate", "utime", "chmod", "link", "symlink", "readlink"})  # fmt: skip
+# what opens a file whichever module it is read from (``io.open``, ``codecs.open``, ``io.FileIO``, ``gzip.open``,
+# ``builtins.open``, ``from io import open``): red team R9-14
+_OPENERS = frozenset({"open", "FileIO", "open_code", "fdopen"})
+# modules the test reaches without importing them
+_ALWAYS_MODULES = frozenset({"__builtins__", "io", "_io", "codecs", "os", "gzip", "bz2", "lzma", "builtins"})
 # the judge's iterator of a program generator is no generator object: a test asking whether a result is one
 _GENERATOR_TYPES = frozenset({"GeneratorType", "Generator", "AsyncGeneratorType", "AsyncGenerator"})
 
@@ -125,7 +132,9 @@ _GENERATOR_TYPES = frozenset({"GeneratorType", "Generator", "AsyncGeneratorType"
 def introspection(test: str) -> str:
     """Why ``test`` reads what only the program's own function object holds ('' when it does not): an attribute of
     ``_INTROSPECTION`` (by name or as a string, ``getattr(f, "__code__")``), or the ``inspect``/``dis`` modules."""
-    for node in ast.walk(parse_python(test)):
+    nodes = list(ast.walk(parse_python(test)))
+    modules = _ALWAYS_MODULES.union(*(_import_names(node) for node in nodes if isinstance(node, ast.Import)))
+    for node in nodes:
         if isinstance(node, ast.Attribute) and node.attr in _INTROSPECTION:
             what = node.attr
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in _INTROSPECTION:
@@ -134,7 +143,7 @@ def introspection(test: str) -> str:
             what = "the inspect or dis module"
         elif _type_name(node) in _GENERATOR_TYPES:
             what = "whether a result is a generator"
-        elif _touches_files(node):
+        elif _touches_files(node, modules):
             what = "files (they do not cross between the test and the program's sandbox)"
         else:
             continue
@@ -149,12 +158,65 @@ def _imported_module(node: ast.AST) -> str:
     return next((name for name in names if name.partition(".")[0] in _INTROSPECTING), "")
 
 
-def unsupported_plan(test: str, names: list[str]) -> str:
+def unsupported_plan(test: str, names: list[str], prefix: str | None = None) -> str:
     """Why an assert test cannot judge the program ('' when it can): it names none of its functions, or it reads
-    what only the program's function objects hold (``introspection``), or state the program does not share."""
+    what only the program's function objects hold (``introspection``), or state the program does not share. The
+    prefix's helpers (its definitions other than the program's ``names``) run as the test's code (red team R9-5):
+    they are read with the test, and the prefix's imports with them."""
     if not names:
         return "the test uses no function of the program (name it with `entry_point`)"
-    return introspection(test) or exception_identity(test) or state_change(parse_python(test))
+    side, helpers = _test_side(test, prefix, tuple(names))
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    helper_text = ast.unparse(ast.Module(body=[h for h in helpers if isinstance(h, defs)], type_ignores=[]))
+    return introspection(test) or introspection(helper_text) or exception_identity(test) or state_change(side)
+
+
+@functools.lru_cache(maxsize=256)
+def _test_side(test: str, prefix: str | None, names: tuple[str, ...]) -> tuple[ast.Module, list[ast.stmt]]:
+    """The code the judge runs as the test's, in one module (the prefix's helpers, then the test), and the helpers."""
+    helpers = _prefix_helpers(prefix, list(names))
+    return ast.Module(body=[*helpers, *parse_python(test).body], type_ignores=[]), helpers
+
+
+@functools.lru_cache(maxsize=4096)
+def _program_state(program: str) -> tuple[bool, bool, bool]:
+    try:
+        return program_state(parse_python(program))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # a program that does not parse may do anything
+        return True, True, True
+
+
+def program_refusal(program: str, test: str, names: list[str], prefix: str | None = None) -> str:
+    """Why the test cannot judge this program ('' when it can) for state of random's generator or of int
+    conversion: the test seeds or reads random's hidden generator and the program may draw from it (red team
+    R9-3: a test seeding random to make its inputs judges a program that never draws), the program seeds it and
+    the test reads random, or the program lifts the int-digits limit (R9-16): each interpreter has its own."""
+    draws, seeds, digits = _program_state(program)
+    side = _test_side(test, prefix, tuple(names))[0] if draws else None
+    if digits:
+        return "the program sets the int-digits limit, which the test's interpreter does not share"
+    if draws and random_state(side):
+        return random_state(side)
+    if seeds and reads_random(side):
+        return "the program seeds random's generator, which the test's random does not share"
+    return ""
+
+
+def _is_import(node: ast.AST) -> bool:
+    return isinstance(node, (ast.Import, ast.ImportFrom))
+
+
+def _prefix_helpers(prefix: str | None, names: list[str]) -> list[ast.stmt]:
+    """The prefix's top-level imports and its definitions that are not the program's (``names``): the judge runs
+    those as the test's (the prefix's other top-level statements run in both interpreters)."""
+    if not prefix:
+        return []
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    body = parse_python(prefix).body
+    bindings = (ast.Assign, ast.AnnAssign)  # read for what they bind (``R = random``), run in both interpreters
+    return [
+        s for s in body if _is_import(s) or isinstance(s, bindings) or (isinstance(s, defs) and s.name not in names)
+    ]
 
 
 def exception_identity(test: str) -> str:
@@ -162,7 +224,8 @@ def exception_identity(test: str) -> str:
     ``is not`` where a side reads what a function of the test that returns a caught exception returns, or reads one
     caught exception (a name an ``except ... as`` binds, or a name bound from it: ``err = e``, ``c = e.__cause__``)
     while another side reads something else. Within one caught exception identity crosses (``c is
-    e.__context__``), as it does for its ``args`` (the run's objects); ``type(...)`` and a ``None``/``True``/
+    e.__context__``), as it does for its ``args`` (the run's objects); ``type(...)``, ``e.__class__`` and a
+    ``None``/``True``/
     ``False`` side compare no exception. The judge
     rebuilds a program's exception from each record, so one object raised twice is two objects here (red team
     R8-3): refused rather than judged either way."""
@@ -207,8 +270,8 @@ def _roots(side: ast.AST, roots: dict, catchers: set) -> set:
     """The caught exceptions ``side`` reads ("": one a catching function of the test returned), past ``type()``."""
     if isinstance(side, ast.Call) and isinstance(side.func, ast.Name) and side.func.id == "type":
         return set()
-    if isinstance(side, ast.Attribute) and side.attr == "args":  # the run's objects, numbered: identity crosses
-        return set()
+    if isinstance(side, ast.Attribute) and side.attr in ("args", "__class__"):  # the run's objects, numbered, and
+        return set()  # the class (as ``type()``; the judge rebuilds the program's class once a run): identity crosses
     if isinstance(side, ast.Name):
         return set(roots.get(side.id, ()))
     if isinstance(side, ast.Call) and isinstance(side.func, ast.Name) and side.func.id in catchers:
@@ -228,14 +291,20 @@ def _type_name(node: ast.AST) -> str:
     return next((alias.name for alias in getattr(node, "names", ()) if alias.name in _GENERATOR_TYPES), "")
 
 
-def _touches_files(node: ast.AST) -> bool:
-    """Whether ``node`` opens a file, uses ``os``'s file functions or imports a module about files."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
+def _import_names(node: ast.Import) -> set[str]:
+    return {alias.asname or alias.name.partition(".")[0] for alias in node.names}
+
+
+def _touches_files(node: ast.AST, modules: frozenset[str]) -> bool:
+    """Whether ``node`` opens a file (``open`` read by name, an opener of ``_OPENERS`` read from one of
+    ``modules`` or imported by name), uses ``os``'s file functions or imports a module about files."""
+    if isinstance(node, ast.Name) and node.id == "open" and isinstance(node.ctx, ast.Load):
         return True
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os":
-        return node.attr in _OS_FILES
-    if isinstance(node, ast.ImportFrom) and node.module == "os":
-        return any(alias.name in _OS_FILES for alias in node.names)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules:
+        return node.attr in _OPENERS or (node.value.id == "os" and node.attr in _OS_FILES)
+    files = (_OS_FILES if node.module == "os" else _OPENERS) if isinstance(node, ast.ImportFrom) else ()
+    if any(alias.name in files or alias.name == "*" and node.module == "os" for alias in getattr(node, "names", ())):
+        return True
     names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
     names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
     return any(name.partition(".")[0] in _FILES or name == "os.path" for name in names)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from trl_ext.sandbox import admission, replay
 from trl_ext.sandbox._process import Progress, RunResult
-from trl_ext.sandbox.assert_plan import refuse_shadowed, unsupported_plan
+from trl_ext.sandbox.assert_plan import program_refusal, refuse_shadowed, unsupported_plan
 from trl_ext.sandbox.backends import Backend, get_backend
 from trl_ext.sandbox.base import harness_runtime
 from trl_ext.sandbox.comparison import compare_stdio, values_equal
@@ -282,21 +282,21 @@ def _test_seed(test: str) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
-def _unsupported_plan(test: str, names: tuple[str, ...]) -> str:
+def _unsupported_plan(test: str, names: tuple[str, ...], prefix: str | None) -> str:
     """``unsupported_plan``, once per test text: its AST rules read the dataset's test alone (the names come from
     the test, its prefix and entry point), never a program, so every program graded against a test shares it. One
     thread at a time: the programs of a group graded at once wait for the first analysis instead of each making
     its own (the analysis holds the interpreter's lock throughout: the wait costs nothing)."""
     with _PLAN_LOCK:
-        return _cached_plan(test, names)
+        return _cached_plan(test, names, prefix)
 
 
 _PLAN_LOCK = threading.Lock()
 
 
 @functools.lru_cache(maxsize=4096)
-def _cached_plan(test: str, names: tuple[str, ...]) -> str:
-    return unsupported_plan(test, list(names))
+def _cached_plan(test: str, names: tuple[str, ...], prefix: str | None) -> str:
+    return unsupported_plan(test, list(names), prefix)
 
 
 def forget_tests() -> None:
@@ -311,7 +311,9 @@ def _run_assert(runner, program, spec, limits) -> TestReport:
     task.update(names=names, modules=modules, calls=[], results=[], seed=_test_seed(spec["code"]))
     deadline_s = limits.timeout_s + 5.0  # a trusted test on plain data; the margin covers a busy machine
     report = TestReport(passed=0, total=1)
-    why = _unsupported_plan(spec["code"], tuple(names))  # nothing of the program judged, or not as the program is
+    # nothing of the program judged, or not as the program is
+    why = _unsupported_plan(spec["code"], tuple(names), spec.get("prefix"))
+    why = why or program_refusal(program, spec["code"], names, spec.get("prefix"))  # the program's random state
     if why:
         report.statuses.append("unsupported_test")
         report.detail = why
