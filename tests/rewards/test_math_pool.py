@@ -3,6 +3,8 @@ order, a hard deadline per task that kills only the late worker, a dead worker r
 several threads sharing the pool, and tasks dispatched from the calling thread (no thread hand-off per task); with
 one task per worker and with several queued per worker (``pipeline``)."""
 
+import os
+import resource
 import sys
 import threading
 
@@ -19,6 +21,9 @@ out.write('{"ready": true}\n')
 for line in sys.stdin:
     task = json.loads(line)
     time.sleep(task.get("sleep", 0))
+    if task.get("garbage"):
+        out.write("not an answer\n")
+        continue
     if task.get("die") and (task.get("once") is None or not os.path.exists(task["once"])):
         if task.get("once"):
             open(task["once"], "w").close()
@@ -125,3 +130,30 @@ def test_short_tasks_are_queued_deeper_long_ones_one_behind_and_a_short_call_is_
         assert pool.depth() == 2  # long tasks: one queued behind the current one
     finally:
         pool.close()
+
+
+def test_a_worker_writing_a_line_that_is_not_json_is_replaced_and_asked_again_twice_raises(pool):
+    with pytest.raises(WorkerDied, match="not JSON|exited"):
+        pool.map([{"n": 0, "garbage": True}], 30)
+    assert [answer["n"] for answer in pool.map([{"n": n} for n in range(4)], 30)] == [0, 1, 2, 3]
+
+
+def test_the_pool_waits_on_descriptors_past_selects_limit():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1300:
+        pytest.skip(f"RLIMIT_NOFILE hard limit {hard} < 1300: no descriptor past 1024 can be opened here")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1300), hard))
+    held = []
+    try:
+        while not held or held[-1] < 1100:  # the pool's pipes come after these: past select's FD_SETSIZE
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        pool = WorkerPool([sys.executable, "-c", _WORKER], size=2, startup_timeout_s=30)
+        try:
+            assert [answer["n"] for answer in pool.map([{"n": n} for n in range(6)], 30)] == list(range(6))
+            assert min(w.proc.stdout.fileno() for w in pool._workers) > 1024
+        finally:
+            pool.close()
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

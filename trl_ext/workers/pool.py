@@ -21,6 +21,16 @@ _POOLS: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
 Spawn = Callable[[], "tuple[subprocess.Popen, Callable[[], None] | None]"]
 
 
+def _readable(fds: list[int], timeout_s: float) -> list[int]:
+    """The descriptors of ``fds`` with something to read (or at end of file) within ``timeout_s``. ``poll``, not
+    ``select``: a long-running trainer (data loaders, tokenizers, checkpoints) can hold descriptors past select's
+    FD_SETSIZE (1024), where ``select`` raises ValueError."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return [fd for fd, _ in poller.poll(max(0, int(timeout_s * 1000 + 0.999)))]
+
+
 class WorkerDied(RuntimeError):
     """A worker exited (or wrote output nobody asked for) instead of answering, twice in a row."""
 
@@ -64,7 +74,7 @@ class _Worker:
         fd = self.proc.stdout.fileno()
         while b"\n" not in self._buffer:
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            if remaining <= 0 or not _readable([fd], remaining):
                 return None
             chunk = os.read(fd, 1 << 16)
             if not chunk:
@@ -111,7 +121,11 @@ class _Worker:
         if len(lines) > owed or (self._buffer and len(lines) == owed):  # output nobody asked for
             self.kill()
             raise WorkerDied(f"worker {self.argv[:1]} wrote more than it was asked")
-        return [json.loads(line) for line in lines]
+        try:
+            return [json.loads(line) for line in lines]
+        except ValueError:  # not an answer (UnicodeDecodeError too): a worker out of step, never one task's result
+            self.kill()
+            raise WorkerDied(f"worker {self.argv[:1]} wrote a line that is not JSON") from None
 
 
 class WorkerPool:
@@ -119,7 +133,7 @@ class WorkerPool:
     safely by any number of threads. ``map`` runs tasks concurrently, one per idle worker.
 
     ``map`` dispatches from the calling thread: it takes the idle workers, sends each the next task as soon as
-    it has answered and waits on all their pipes at once (``select``). No thread hand-off per task: with a
+    it has answered and waits on all their pipes at once (``poll``). No thread hand-off per task: with a
     thread per task (futures) the calling process spent more CPU per task than the JSON round trip itself,
     which bounds the speed-up of more workers on a machine whose cores are all busy.
 
@@ -300,7 +314,7 @@ class _Dispatch:
         """Read the answers that came; kill the workers past their task's deadline (the task's answer: None)."""
         by_fd = {worker.proc.stdout.fileno(): worker for worker in self.owed}
         timeout = max(0.0, min(self.deadline.values()) - time.monotonic())
-        for fd in select.select(list(by_fd), [], [], timeout)[0]:
+        for fd in _readable(list(by_fd), timeout):
             worker = by_fd[fd]
             owed = self.owed[worker]
             try:
