@@ -8,10 +8,13 @@ own. Through ``CodeTests`` on the assert path, the per-run bwrap launch and land
 
 from __future__ import annotations
 
+import operator
+
 import pytest
 
 from tests.sandbox.assert_path import grade_asserts
 from tests.sandbox.test_test_environment import cpython_passes
+from trl_ext.sandbox.program_sets import subclass_value
 
 TAG = "class Tag(str):\n    pass\n_last = []\ndef make(s):\n    t = Tag(s)\n    _last.append(t)\n    return t\n"
 TAG += "def noop():\n    return 0\n"
@@ -109,3 +112,37 @@ def test_a_later_change_of_a_crossed_value_never_passes(launch, monkeypatch):
     sources, tests = [program for program, _ in REFUSED], [test for _, test in REFUSED]
     scores, outcomes = grade_asserts(launch, sources, tests, monkeypatch)
     assert scores == [0.0] * len(REFUSED) and outcomes["code_tests/unsupported_test"] == 1.0, outcomes
+
+
+def test_a_subclass_value_is_answered_until_the_next_call_only():
+    calls, refused = [1], []
+
+    def refuse(why: str) -> None:
+        refused.append(why)
+        raise LookupError(why)
+
+    classes: dict = {"refuse": refuse, "now": lambda: calls[0]}
+    tag = subclass_value(classes, [0, "Tag", "Tag", True], ["'abc'", "abc", None], "abc", 64)
+    bag = subclass_value(classes, [1, "D", "D", True], ["{}", "{}", None], {"a": 1}, 64)
+    assert tag.upper() == type(tag).upper(tag) == "ABC" and tag == "abc" and operator.eq("abc", tag) and len(tag) == 3
+    assert bag == {"a": 1} and bag["a"] == 1 and list(bag) == ["a"] and repr(tag) == "'abc'"
+    for read in ("__slots__", "__module__", "__dict__", "__doc__"):
+        with pytest.raises(LookupError):
+            getattr(tag, read)
+    calls[0] += 1  # the program's next call
+    reads = [
+        lambda: tag.upper(),
+        lambda: type(tag).upper(tag),
+        lambda: tag == "abc",
+        lambda: operator.eq("abc", tag),
+        lambda: hash(tag),
+    ]
+    reads += [lambda: len(tag), lambda: repr(tag), lambda: f"{tag}", lambda: "x" + tag, lambda: "abc" in [tag]]
+    reads += [lambda: bag["a"], lambda: list(bag), lambda: operator.eq({"a": 1}, bag), lambda: dict(bag)]
+    for read in reads:
+        with pytest.raises(LookupError):
+            read()
+    assert all("after a later call" in why for why in refused[-len(reads) :])
+    assert str.upper(tag) == "ABC"  # the storage, read without the class: CPython's answer too
+    fresh = subclass_value(classes, [0, "Tag", "Tag", True], ["'abc'", "abc", None], "abc", 64)
+    assert type(fresh) is type(tag) and fresh.upper() == "ABC"  # a value of this call's record is answered
