@@ -112,13 +112,20 @@ CHANNEL_ATTACK = r"""
 import gc, os, sys
 def _markers():
     found = set()
-    frame = sys._getframe()
+    try:  # the harness's audit hook denies frames and gc.get_objects (FrameDenied, a ValueError): nothing found
+        frame = sys._getframe()
+    except ValueError:
+        frame = None
     while frame is not None:
         for value in list(frame.f_locals.values()) + list(frame.f_globals.values()):
             if isinstance(value, (bytes, str)) and str(value if isinstance(value, str) else value.decode("latin-1")).startswith("@@trl-ext-"):
                 found.add(value if isinstance(value, str) else value.decode())
         frame = frame.f_back
-    for obj in gc.get_objects():
+    try:
+        objects = gc.get_objects()
+    except ValueError:
+        objects = []
+    for obj in objects:
         if isinstance(obj, dict) and isinstance(obj.get("marker"), str):
             found.add(obj["marker"])
     return found

@@ -61,20 +61,37 @@ def _found(text, prefix, own):
 def later(arg):
     prefix, own = arg.split("|")[0], int(arg.split("|")[1])
     found = set()
-    frame = sys._getframe()
+    try:  # the harness's audit hook denies frames, the gc and ctypes calls (FrameDenied, a ValueError)
+        frame = sys._getframe()
+    except ValueError:
+        frame = None
     while frame is not None:
         found |= _found(repr(list(frame.f_locals.values())), prefix, own)
         frame = frame.f_back
-    for obj in gc.get_objects():
+    try:
+        objects = gc.get_objects()
+    except ValueError:
+        objects = []
+    for obj in objects:
         try:
             found |= _found(repr(obj), prefix, own)
         except Exception:
             pass
     raw = prefix.encode()
-    for start, end in _pages() if ctypes is not None else ():
-        chunk = ctypes.string_at(start, end - start)
-        if raw in chunk:
-            found |= _found(chunk.decode("latin-1"), prefix, own)
+    try:  # raw memory through /proc/self/mem where it opens, else ctypes
+        mem = os.open("/proc/self/mem", os.O_RDONLY)
+    except OSError:
+        mem = None
+    try:
+        for start, end in _pages() if ctypes is not None or mem is not None else ():
+            try:
+                chunk = os.pread(mem, end - start, start) if mem is not None else ctypes.string_at(start, end - start)
+            except OSError:
+                continue
+            if raw in chunk:
+                found |= _found(chunk.decode("latin-1"), prefix, own)
+    except ValueError:  # ctypes denied: no raw scan without /proc
+        pass
     return sorted(found)
 '''
 

@@ -101,7 +101,8 @@ def test_forged_class_relations_and_kept_builtins_never_pass(launch, monkeypatch
     scores, outcomes = grade_asserts(launch, sources, tests, monkeypatch)
     assert scores == [float(passes) for _, _, passes in CASES], list(zip(tests, scores))
     assert outcomes["code_tests/infra_error"] == 0.0
-    assert outcomes["code_tests/unsupported_test"] * len(CASES) >= 6  # the forgers and `pow`: refused, not judged
+    # `pow`: refused; the forgers fail to load (the harness's audit hook denies their frame walk: FrameDenied)
+    assert outcomes["code_tests/unsupported_test"] * len(CASES) >= 1
 
 
 def test_the_source_decides_each_class_relation():

@@ -186,7 +186,10 @@ def test_rounds_of_one_evaluation_replay_the_same_results(backend, forkserver, m
 FORGER = """
 import sys, time
 def f(n):
-    harness = sys._getframe(1).f_globals  # the caller is the harness's _call_record, in the program's process
+    try:
+        harness = sys._getframe(1).f_globals  # the caller is the harness's _call_record, in the program's process
+    except ValueError:  # the harness's audit hook denies frames (FrameDenied): nothing to forge, a slow call
+        harness = {}
     if "_call_record" in harness and "_real" not in harness:
         real = harness["_real"] = harness["_call_record"]
         harness["_call_record"] = lambda *args: (real(*args)[0][:-1] + ', "dt": 0.0}', real(*args)[1])

@@ -30,7 +30,6 @@ import os
 import select
 import socket
 import sys
-import traceback
 
 # ``_confinement.py``'s source comes first (``base.confined_source``): _import_bindings, _drop_root,
 # _drop_capabilities, _landlock, _seccomp, _check, _libc and the prctl constants are defined there.
@@ -141,13 +140,16 @@ def _child(run_sock):
         if "random" in sys.modules:  # a fork shares the server's state; random also reseeds at fork itself
             sys.modules["random"].seed()
         sys.argv = ["", str(payload_fd), str(ready_w), "-1"]
-        _HARNESS["_main"](runtime=_RUNTIME, confine=lambda: _confine(header))
+        harness_main, runtime = _HARNESS["_main"], _RUNTIME
+        for name in ("_HARNESS", "_RUNTIME"):  # out of ``sys.modules["__main__"]``: the program's reach (R9b-1)
+            del globals()[name]
+        harness_main(runtime=runtime, confine=lambda: _confine(header))
         status = 0
     except SystemExit as exc:
         status = _exit_status(exc)
     except BaseException:  # noqa: B036 - as python does: the traceback on stderr, exit status 1
-        with contextlib.suppress(BaseException):
-            traceback.print_exc()
+        with contextlib.suppress(BaseException):  # the C printer: ``traceback`` would read frames (audit hook)
+            sys.__excepthook__(*sys.exc_info())
     for finish in (lambda: sys.modules["threading"]._shutdown() if "threading" in sys.modules else None,
                    lambda: __import__("atexit")._run_exitfuncs(), sys.stdout.flush, sys.stderr.flush):  # fmt: skip
         with contextlib.suppress(BaseException):  # the program may have broken them: its output, its problem

@@ -163,6 +163,41 @@ def _poll_where_epoll_is_refused():
             sys.modules["selectors"].DefaultSelector = sys.modules["selectors"].PollSelector
 
 
+# Audit events that reach frames (and through them any function's globals: the harness's own), every object of
+# the process, or raw memory. Denied from the program's first instruction on (``_deny_frames``).
+_DENIED_EVENTS = frozenset(
+    {"sys._getframe", "sys._getframemodulename", "sys._current_frames", "sys.settrace", "sys.setprofile"}
+    | {"sys.addaudithook", "gc.get_objects", "gc.get_referrers", "gc.get_referents"}
+    | {"ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.call_function", "ctypes.cdata", "ctypes.cdata/buffer"}
+    | {"ctypes.string_at", "ctypes.wstring_at"}
+)
+_FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})  # CPython audits these reads
+
+
+class FrameDenied(ValueError, AttributeError):
+    """What the program gets instead of a frame: ``collections.namedtuple``, ``typing``, ``enum`` and ``logging``
+    fall back as on Pythons without frames (they catch ValueError/AttributeError)."""
+
+
+def _deny_frames():
+    """An audit hook (it cannot be removed from Python) that refuses, by raising, every event of
+    ``_DENIED_EVENTS``, a read of ``_FRAME_ATTRIBUTES`` and ``ctypes.dlopen`` of a library file (``import ctypes``
+    opens the process itself only). Without a first frame, ``f_back``/``f_globals`` lead nowhere: the harness's
+    namespaces stay out of the program's reach (red team R9b-1). It reads only its closure, never a global or a
+    builtin the program could rebind. Installed after ``_undumpable`` (which calls libc through ``_ctypes``), in the
+    judged modes only: a "script" run is plain Python (its tracebacks, ``ctypes``), and nothing judges it after."""
+
+    def hook(event, args, events=_DENIED_EVENTS, attributes=_FRAME_ATTRIBUTES, denied=FrameDenied):
+        if event in events:
+            raise denied(event + " is not available in the sandbox")
+        if event == "object.__getattr__" and args[1] in attributes:
+            raise denied(args[1] + " is not available in the sandbox")
+        if event == "ctypes.dlopen" and args[0] is not None:
+            raise denied("ctypes.dlopen is not available in the sandbox")
+
+    sys.addaudithook(hook)
+
+
 def _runtime_code(runtime):
     if runtime.get("tag") == sys.implementation.cache_tag + " " + sys.version:
         return marshal.loads(binascii.a2b_base64(runtime["bytecode"]))
@@ -190,6 +225,9 @@ def _main(runtime=None, confine=None):
     sys.argv = ["solution.py"]
     if nonce_fd >= 0:
         os.close(nonce_fd)
+    if payload["mode"] != "script":  # a judged mode: the harness describes the program after it ran
+        runtime["_undumpable"]()
+        _deny_frames()
     if payload["mode"] == "script":
         os.close(out_fd)
         os.close(payload_fd)

@@ -12,6 +12,18 @@ if False:  # never runs: compiled as one module with _harness_values.py and _har
     from trl_ext.sandbox._harness_values import _int_repr, _json_str, _str_join
 
 
+def _own_namespace(cls):
+    """``cls`` with its methods re-made over a namespace of their own: the program holds the instance (in its
+    ``sys.meta_path``) and through a method's ``__globals__`` reaches that namespace, never the runtime's, whose
+    functions describe the program to the judge (red team R9b-1: ``__globals__`` reads are not audited)."""
+    own, function = {"__builtins__": __builtins__, "sys": sys}, type(_own_namespace)
+    for name, value in list(vars(cls).items()):
+        if type(value) is function:
+            setattr(cls, name, function(value.__code__, own, name, value.__defaults__, value.__closure__))
+    return cls
+
+
+@_own_namespace
 class _SeedOnImport:
     """A finder in front of ``sys.meta_path`` that seeds ``random`` right after the program first imports it."""
 

@@ -353,8 +353,8 @@ def _stdio_mode(payload, out_fd, payload_fd, read_frame, parse):
 
 def main(payload, out_fd, payload_fd, read_frame, parse):
     """Run the payload's mode on the items of ``payload_fd`` (``read_frame`` reads one, ``parse`` decodes its
-    JSON); never returns (the harness process exits at the end of the mode)."""
-    _undumpable()
+    JSON); never returns (the harness process exits at the end of the mode). ``_harness._main`` made the process
+    undumpable (``_undumpable``) and installed the audit hook before this."""
     if payload["mode"] == "calls":
         _calls_mode(payload, out_fd, payload_fd, read_frame, parse)
     elif payload["mode"] == "stdio":

@@ -110,7 +110,10 @@ def _dynamic(tree: ast.Module) -> str:
     # or the program's module's (``sys.modules['builtins'].len = ...``); ``self.head.next = node`` is an object's:
     # a module reached by names needs a route this function refuses (an import, ``modules``, ``builtins``...)
     global_names = set(dir(builtins)) | {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    modules = _standard_modules(tree)
     for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _standard_function(node, modules):
+            continue  # ``re.compile``, ``ast.literal_eval``: a standard module's own function, never the builtin
         stored = isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load)
         if stored and node.attr in global_names and not isinstance(node.value, (ast.Name, ast.Attribute)):
             return f"writes an attribute named {node.attr}"
@@ -131,6 +134,26 @@ def _dynamic(tree: ast.Module) -> str:
         if isinstance(node, ast.Constant) and type(node.value) is str and node.value in _DYNAMIC_ATTRIBUTES:
             return f"names the attribute {node.value}"
     return ""
+
+
+def _standard_modules(tree: ast.Module) -> set[str]:
+    """Names the program binds only by ``import M`` (``as N``) of a standard module that reaches no namespace
+    (R9b-4): none of them holds a builtin of ``_DYNAMIC_NAMES`` under that name (tests/sandbox/test_frame_hook.py
+    checks it) and the ones that reach frames (``sys.settrace``...) are denied in the sandbox by the harness's
+    audit hook."""
+    imported: Counter = Counter()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                root = alias.name.partition(".")[0]
+                standard = root in sys.stdlib_module_names and root not in _DYNAMIC_MODULES
+                imported[(alias.asname or root) if standard and (alias.asname or "." not in alias.name) else ""] += 1
+    bindings = _bindings(tree)
+    return {name for name, count in imported.items() if name and bindings[name] == count}
+
+
+def _standard_function(node: ast.Attribute, modules: set[str]) -> bool:
+    return node.attr in _DYNAMIC_NAMES and not _dunder(node.attr) and getattr(node.value, "id", None) in modules
 
 
 def _dunder(name: str) -> bool:
