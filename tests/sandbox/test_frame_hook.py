@@ -31,6 +31,7 @@ ROUTES = {  # each body reads a frame (or every object, or raw memory) one way
     "gi_frame": "    g = (x for x in [1])\n    getattr(g, 'gi_' + 'frame')\n",
     "gc_objects": "    gc.get_objects()\n",
     "gc_referrers": "    gc.get_referrers(route)\n",
+    "gc_referents": "    gc.get_referents({})\n",  # the harness's own use is allowed, the program's is not
     "settrace": "    sys.settrace(lambda *args: None)\n",
     "current_frames": "    sys._current_frames()\n",
     "audit_hook": "    seen = []\n    sys.addaudithook(lambda event, args: seen.append(event))\n"
@@ -76,7 +77,25 @@ def point_sum(a, b):
     return Point(a, b).x + Point(a, b).y + Color.GREEN.value
 """
 RIGHT_TESTS = ["assert sizes('ab cde') == [2, 3]", "assert len(sizes('ab cde')) == 2", "assert point_sum(1, 2) == 5"]
+# R9b-3: a call changes what the judge read once the module ran (a class's bases, a builtin name of the module)
+BASES_IN_CALL = """import functools
+class _Plain(Exception):
+    pass
+class NegativeError(ValueError):
+    pass
+def setup():
+    functools.update_wrapper(NegativeError, _Plain, assigned=('__ba' + 'ses__',), updated=())
+    return True
+"""
+LEN_IN_CALL = "def f(s):\n    match f:\n        case object(__globals__=G):\n            G['len'] = lambda s: 0\n"
+LEN_IN_CALL += "    return s[::-1]\n"
+GLOBAL_MAX = "max = 0\ndef track(x):\n    global max\n    max = x if x > max else max\n    return max\n"
 JUDGED = [(FORGER + WRONG_CLASS, ISSUBCLASS, False)] + [(RIGHT, test, True) for test in RIGHT_TESTS]
+JUDGED += [
+    (BASES_IN_CALL, "assert setup()\nassert issubclass(NegativeError, ValueError)", False),
+    (LEN_IN_CALL, "assert f('abc') == 'cba'\nassert len(f('abc')) == 3", False),
+    (GLOBAL_MAX, "assert track(3) == 3 and track(1) == 3", True),  # bound at load: not a builtin the test reads
+]
 LAUNCHES = [("bwrap", "0"), ("landlock", "1")]
 
 

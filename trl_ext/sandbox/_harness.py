@@ -17,6 +17,7 @@ record per case in order (``records.py``): a record a program manages to inject 
 
 import _json
 import binascii
+import gc
 import marshal
 import posix as os  # os itself is a Python module with imports of its own
 import resource
@@ -185,17 +186,28 @@ def _deny_frames():
     opens the process itself only). Without a first frame, ``f_back``/``f_globals`` lead nowhere: the harness's
     namespaces stay out of the program's reach (red team R9b-1). It reads only its closure, never a global or a
     builtin the program could rebind. Installed after ``_undumpable`` (which calls libc through ``_ctypes``), in the
-    judged modes only: a "script" run is plain Python (its tracebacks, ``ctypes``), and nothing judges it after."""
+    judged modes only: a "script" run is plain Python (its tracebacks, ``ctypes``), and nothing judges it after.
+    Returns the harness's own ``gc.get_referents`` (a dict view's dict, ``_harness_live``): allowed by a flag that
+    only the hook's and this function's closures hold, set for that one C call."""
+    allowed = []
 
-    def hook(event, args, events=_DENIED_EVENTS, attributes=_FRAME_ATTRIBUTES, denied=FrameDenied):
-        if event in events:
+    def hook(event, args, events=_DENIED_EVENTS, attributes=_FRAME_ATTRIBUTES, denied=FrameDenied, own=allowed):
+        if event in events and not (own and event == "gc.get_referents"):
             raise denied(event + " is not available in the sandbox")
         if event == "object.__getattr__" and args[1] in attributes:
             raise denied(args[1] + " is not available in the sandbox")
         if event == "ctypes.dlopen" and args[0] is not None:
             raise denied("ctypes.dlopen is not available in the sandbox")
 
+    def referents(*objects, get=gc.get_referents, own=allowed):
+        own.append(True)
+        try:
+            return get(*objects)
+        finally:
+            own.pop()
+
     sys.addaudithook(hook)
+    return referents
 
 
 def _runtime_code(runtime):
@@ -227,7 +239,7 @@ def _main(runtime=None, confine=None):
         os.close(nonce_fd)
     if payload["mode"] != "script":  # a judged mode: the harness describes the program after it ran
         runtime["_undumpable"]()
-        _deny_frames()
+        runtime["_referents"] = _deny_frames()
     if payload["mode"] == "script":
         os.close(out_fd)
         os.close(payload_fd)

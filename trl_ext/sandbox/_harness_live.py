@@ -20,7 +20,7 @@ import sys
 
 if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harness_values.py as one module
     from trl_ext.sandbox._harness_library import _library_text
-    from trl_ext.sandbox._harness_program import _MAX_CHAIN
+    from trl_ext.sandbox._harness_program import _MAX_CHAIN, _ORIGINAL_BUILTINS
     from trl_ext.sandbox._harness_values import (
         _CLASS,
         _CLASSES,
@@ -270,7 +270,38 @@ def _live_call(name, args, kwargs, sync, namespace, functions):
     except BaseException as exc:  # noqa: B036 - SystemExit in a call is that call's failure
         value, raised = None, exc
     record = _live_record(value, raised, held, name == "")
+    if _module_changed(namespace):  # the judge read the source and the load-time description: stale now
+        return '{"ok": false, "unencodable": true}'
     return record[:-1] + ', "dc": true}' if _decimal_changed() else record
+
+
+_LOADED = []  # (builtin names its module left unbound, builtins' values, [(class, its __bases__)]) once loaded
+_BASES = type.__dict__["__bases__"].__get__
+
+
+def _module_state(namespace):
+    """What a call of the program must leave as its module's code left it (red team R9b-3): the builtin names its
+    module did not bind (a test's read of one is trusted as the builtin), the objects ``builtins`` holds, each
+    class's bases (the module's classes and the classes in their bodies). Taken in ``_calls_child`` right after
+    the module ran; compared after each assert-test call (``_module_changed``)."""
+    unbound = tuple(name for name in _ORIGINAL_BUILTINS if name not in namespace)
+    held = tuple(vars(sys.modules["builtins"]).get(name, _LOADED) for name in _ORIGINAL_BUILTINS)
+    classes = [value for value in list(namespace.values()) if isinstance(value, type)]
+    classes += [inner for outer in classes for inner in list(vars(outer).values()) if isinstance(inner, type)]
+    return unbound, held, [(cls, _BASES(cls)) for cls in classes]
+
+
+def _module_changed(namespace):
+    try:
+        unbound, held, classes = _LOADED[0]
+        builtins_now = vars(sys.modules["builtins"])
+        return (
+            any(name in namespace for name in unbound)
+            or any(builtins_now.get(name, _LOADED) is not value for name, value in zip(_ORIGINAL_BUILTINS, held))
+            or any(_BASES(cls) is not bases for cls, bases in classes)
+        )
+    except BaseException:  # noqa: B036 - a state that cannot be read is a changed one: the call fails
+        return True
 
 
 _DECIMAL_DEFAULTS = (28, "ROUND_HALF_EVEN", -999999, 999999, 1, 0)  # decimal's context as a thread starts with it

@@ -29,7 +29,7 @@ _perf_counter = time.perf_counter
 
 if False:  # never runs: ``judge.harness_runtime`` compiles _harness_values.py and this file as one module
     from trl_ext.sandbox._harness_env import _redirect, _seed_random, _with_streams
-    from trl_ext.sandbox._harness_live import _live_call
+    from trl_ext.sandbox._harness_live import _LOADED, _live_call, _module_state
     from trl_ext.sandbox._harness_program import _describe
     from trl_ext.sandbox._harness_values import (
         _b64,
@@ -180,6 +180,10 @@ def _calls_child(payload, call_fd, write_fd, read_frame, parse):
         exec(compile(code, "solution.py", "exec"), namespace)
     except BaseException:  # noqa: B036 - SystemExit at import time is a failure, not an exit
         _exit(1)
+    try:  # noqa: SIM105 - contextlib would cost start-up time
+        _LOADED.append(_module_state(namespace))
+    except BaseException:  # noqa: B036 - unreadable: every assert-test call then fails (_module_changed)
+        pass
     if describe is not None:
         _write_all(write_fd, str.encode(_describe(namespace, describe)) + b"\n")
     functions = {}
