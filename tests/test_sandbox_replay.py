@@ -26,6 +26,13 @@ def _harness_codec() -> dict:
     return namespace
 
 
+def _loaded(harness: dict, namespace: dict) -> dict:
+    """``namespace`` as the program's module, with what the harness notes once the module ran (``_calls_child``:
+    each call is then checked against it, red team R9b-3)."""
+    harness["_LOADED"][:] = [harness["_module_state"](namespace)]
+    return namespace
+
+
 def _evaluate_with(test, fn, entry_point=None, prefix=None, rounds=5):
     """Evaluate ``test`` in this process, answering every call the stand-ins ask for with ``fn`` (a stand-in
     sandbox that runs each round's calls with the harness's own functions, fresh for each round); returns the final
@@ -40,7 +47,7 @@ def _evaluate_with(test, fn, entry_point=None, prefix=None, rounds=5):
         task.update(calls=answer["calls"], results=[])  # the whole sequence, run again in order
         harness, functions = _harness_codec(), {}
         for name, args, kwargs, sync in answer["calls"]:
-            record = harness["_live_call"](name, args, kwargs, sync, {name: fn}, functions)
+            record = harness["_live_call"](name, args, kwargs, sync, _loaded(harness, {name: fn}), functions)
             task["results"].append(json.loads(record))
     return answer, rounds
 
@@ -168,13 +175,14 @@ def test_the_runs_objects_stay_one_graph_on_both_sides_across_calls():
     for seed in range(30):
         harness, rng, live, functions, sent = _harness_codec(), random.Random(seed), LiveObjects(), {}, []
         program, holds = _program_changing(rng, sent), []
+        module = _loaded(harness, {"f": program})
         for _ in range(10):
             args = _random_graph(rng)
             holds.append(args)
             sync = live.test_changes()
             encoded_args, encoded_kwargs, _ = encode_call(args, {"kw": args[0]}, live.graph)
             frame = json.loads(json.dumps(["f", encoded_args, encoded_kwargs, sync]))
-            record = json.loads(harness["_live_call"](*frame, {"f": program}, functions))
+            record = json.loads(harness["_live_call"](*frame, module, functions))
             decoded = live.apply(record, sync, {"nans": {}, "live": None})
             assert record["ok"] or "exc" in record, record  # never "unencodable": both sides agree on every number
             returned = [decoded, sent[-1]] if record["ok"] else [decoded[0], sent[-1][0]]
