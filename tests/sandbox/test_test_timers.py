@@ -1,6 +1,6 @@
 """Class 9/1: a replayed call takes no time and allocates nothing in the evaluation, so a test that bounds a call
 with what only the real call trips (an armed timer, a wait with a timeout in a thread of its own, tracemalloc) is
-``unsupported_test``; the clocks a test reads (``time.clock_gettime``, ``os.times`` too) advance by the call's
+``unsupported_test``; the clocks a test reads (``time.clock_gettime``, ``os.times``, ``resource.getrusage`` too) advance by the call's
 measured duration. Never a pass for a program plain CPython fails."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from trl_ext.sandbox import Limits, run_tests
 
 FAST = Limits(timeout_s=10.0)
 SLOW = "import time\ndef double(n):\n    time.sleep(1.5)\n    return 2 * n\n"
+BURN = "import time\ndef double(n):\n    t = time.process_time()\n    while time.process_time() - t < 1.5:\n        pass\n    return 2 * n\n"
 HUGE = "def double(n):\n    block = bytearray(50 << 20)\n    return 2 * n\n"
 REFUSED = [  # (program, test): CPython fails each
     (SLOW, "import signal\ndef stop(*a):\n    raise TimeoutError\nsignal.signal(signal.SIGALRM, stop)\n"
@@ -23,6 +24,8 @@ TIMED = [
     (SLOW, "import time\nt = time.clock_gettime(time.CLOCK_MONOTONIC)\nassert double(2) == 4\n"
      "assert time.clock_gettime(time.CLOCK_MONOTONIC) - t < 1"),
     (SLOW, "import os\nt = os.times().elapsed\nassert double(2) == 4\nassert os.times().elapsed - t < 1"),
+    (BURN, "import resource\ncpu = lambda: sum(resource.getrusage(resource.RUSAGE_SELF)[:2])\nt = cpu()\n"
+     "assert double(2) == 4\nassert cpu() - t < 1"),
 ]  # fmt: skip
 
 

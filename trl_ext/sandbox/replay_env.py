@@ -8,7 +8,8 @@ interpreter shares between a test and the program it calls, carried across the s
 - ``sys.stdin``: when the test has replaced it by an ``io.StringIO``, what is left of it (at most ``MAX_STDIN``
   characters) goes with the call as the program's ``sys.stdin``, and the test's stream is advanced by what the
   program read; any other replacement: ``unsupported``.
-- Clocks: ``time.time``/``perf_counter``/``monotonic``/``process_time``/``thread_time`` (and ``_ns``),
+- Clocks: ``time.time``/``perf_counter``/``monotonic``/``process_time``/``thread_time`` (and ``_ns``), ``os.times``,
+  ``resource.getrusage``,
   ``time.localtime``/``gmtime``/``ctime``/``strftime`` and ``datetime.datetime.now``/``utcnow``/``today`` read the
   real clock plus the wall time every replayed call took in the sandbox (measured by the harness), so a test
   timing a call sees the program's duration, not the instant replay (CPU clocks advance by the wall time too).
@@ -30,6 +31,7 @@ import io
 import json
 import logging
 import os
+import resource
 import signal
 import sys
 import threading
@@ -90,6 +92,8 @@ def _virtual_clocks(elapsed: Callable[[], float]) -> list[tuple[Any, str, Any]]:
         (time, "clock_gettime_ns", _like(gettime_ns, lambda clock: gettime_ns(clock) + int(elapsed() * 1e9)))
     )
     patches.append((os, "times", _like(times, lambda: _later_times(times(), elapsed()))))
+    usage = resource.getrusage  # red team round 9: a CPU bound read through getrusage saw no replayed call's cost
+    patches.append((resource, "getrusage", _like(usage, lambda who: _later_usage(usage(who), who, elapsed()))))
     now = patches[0][2]  # time.time
     for name in ("localtime", "gmtime", "ctime"):
         real = getattr(time, name)
@@ -106,6 +110,14 @@ def _later_times(real: Any, seconds: float) -> Any:
     return _type(real)(
         (real.user + seconds, real.system, real.children_user, real.children_system, real.elapsed + seconds)
     )
+
+
+def _later_usage(real: Any, who: int, seconds: float) -> Any:
+    """``resource.getrusage(who)`` ``seconds`` later: this process's (or thread's) user CPU time advanced, as the
+    CPU clocks are; the children's usage as it is (a replayed call runs no child of the test)."""
+    if who == resource.RUSAGE_CHILDREN:
+        return real
+    return _type(real)((real.ru_utime + seconds, *real[1:]))
 
 
 def _virtual_datetime(elapsed: Callable[[], float]) -> type:
