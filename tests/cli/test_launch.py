@@ -130,6 +130,11 @@ for ((i = 0; i < ntasks; i++)); do SLURM_PROCID=$i "$@"; done
 FAKE_RECORDER = """#!/bin/bash
 printf '%s\\n' "$@" > "$RECORD_DIR/$(basename "$0")-${SLURM_PROCID:-server}"
 """
+# Read by every non-interactive bash (BASH_ENV): the scripts' `kill "$SERVER"` of the background vLLM server first
+# waits for the fake server, which records its command line and exits; on a loaded host the kill could otherwise
+# end it before it had recorded anything (the real server runs until killed).
+FAKE_KILL = """kill() { wait "$@" 2>/dev/null; builtin kill "$@" 2>/dev/null; }
+"""
 
 
 def _fake_slurm(tmp_path, nodes: list[str]) -> dict[str, str]:
@@ -140,7 +145,9 @@ def _fake_slurm(tmp_path, nodes: list[str]) -> dict[str, str]:
     for name, text in scripts.items():
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
+    (tmp_path / "bash_env").write_text(FAKE_KILL)
     return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "RECORD_DIR": str(tmp_path),
+            "BASH_ENV": str(tmp_path / "bash_env"),
             "SLURM_NNODES": str(len(nodes)), "SLURM_JOB_NODELIST": ",".join(nodes), "MODEL": "org/policy"}  # fmt: skip
 
 
