@@ -85,6 +85,3 @@ def pytest_collection_modifyitems(config, items):
     if unrunnable:
         config.hook.pytest_deselected(items=unrunnable)
         items[:] = [item for item in items if runnable(item)]
-    # the `slow` tests (each a minute or more of one core) first, so that xdist's workers finish together instead
-    # of one running a long test alone at the end; the order is otherwise the collection's
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
