@@ -40,6 +40,8 @@ RIGHT = [  # CPython passes each: what crosses exactly
     CATCH + "e = catch(f)\nassert isinstance(e, ValueError) and type(e) in (ValueError, TypeError)\n"
     "assert {ValueError: 1}[type(e)] == 1 and type(e).__name__ == 'ValueError' and type(e).__mro__[1] is Exception\n",
     CATCH + "e = catch(g)\nassert type(e) is Mine and str(e) == 'm' and e == e\n",
+    CATCH + "import weakref\ne = catch(f)\ntry:\n    weakref.ref(e)\nexcept TypeError:\n    e = None\n"
+    "assert e is None and not hasattr(catch(f), '__slots__')\n",
     "import pytest\nwith pytest.raises(ValueError, match='bad'):\n    f()\n",
     UNITTEST.format(check="self.assertEqual(str(c1.exception), str(c2.exception))"),
     "try:\n    try:\n        f()\n    except ValueError as e:\n        raise KeyError('k') from e\nexcept KeyError as k:\n"

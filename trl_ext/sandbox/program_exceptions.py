@@ -183,9 +183,11 @@ def _shadow(kind: Any, classes: dict) -> Any:
     made = classes.get(("shadow", kind))
     if made is None:
         members = {"__module__": kind.__module__, "__qualname__": kind.__qualname__, "_trl_ext_base": kind}
+        members["__slots__"] = ()  # no __weakref__ of its own (CPython's builtin exceptions have none)
         made = classes[("shadow", kind)] = _ShadowClass(
             kind.__name__, (kind,), {**_identity_members(classes), **members}
         )
+        type.__delattr__(made, "__slots__")  # as the builtin, which has no __slots__ to read
     return made
 
 
