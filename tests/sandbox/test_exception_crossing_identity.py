@@ -32,6 +32,7 @@ REFUSED = [  # CPython fails each (one object raised twice); each passed the jud
     "import sys\ntry:\n    f()\nexcept ValueError:\n    a = sys.exc_info()[1]\ntry:\n    f()\nexcept ValueError:\n"
     "    b = sys.exc_info()[1]\nassert a is not b\n",
     UNITTEST.format(check="self.assertIsNot(c1.exception, c2.exception)"),
+    TWICE + "import operator\nassert operator.is_not(errs[0], errs[1])\n",
 ]
 RIGHT = [  # CPython passes each: what crosses exactly
     CATCH + "e = catch(f)\nassert e == e and not e != e and e != 'bad' and e in [e]\n",
@@ -42,8 +43,12 @@ RIGHT = [  # CPython passes each: what crosses exactly
     CATCH + "e = catch(g)\nassert type(e) is Mine and str(e) == 'm' and e == e\n",
     CATCH + "import weakref\ne = catch(f)\ntry:\n    weakref.ref(e)\nexcept TypeError:\n    e = None\n"
     "assert e is None and not hasattr(catch(f), '__slots__')\n",
+    CATCH + "import copy, pickle\ne = catch(f)\nc = copy.deepcopy(e)\n"
+    "assert type(c) is ValueError and c.args == ('bad',) and b'ValueError' in pickle.dumps(e)\n",
     "import pytest\nwith pytest.raises(ValueError, match='bad'):\n    f()\n",
     UNITTEST.format(check="self.assertEqual(str(c1.exception), str(c2.exception))"),
+    UNITTEST.format(check="self.assertIs(type(c1.exception), ValueError)"),
+    CATCH + "import operator\ne = catch(f)\nassert operator.is_(e, e) and operator.is_not(e, None)\n",
     "try:\n    try:\n        f()\n    except ValueError as e:\n        raise KeyError('k') from e\nexcept KeyError as k:\n"
     "    assert type(k.__cause__) is ValueError and str(k.__cause__) == 'bad'\n",
     "import traceback\ntry:\n    f()\nexcept ValueError as e:\n    text = ''.join(traceback.format_exception_only(e))\n"

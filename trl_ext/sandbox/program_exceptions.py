@@ -143,7 +143,7 @@ def _identity_members(classes: dict) -> dict:
     other side answers as in CPython. ``a is b`` is the identity hook's (``program_sets.identical``)."""
 
     def __eq__(self: BaseException, other: Any) -> Any:
-        if other is self or not isinstance(other, BaseException):
+        if other is self or not issubclass(type(other), BaseException):  # type(): no __class__ read
             return other is self or NotImplemented
         _refuse(classes, "the test compares the program's exceptions (==, in, count), which compare by identity")
 
@@ -184,6 +184,7 @@ def _shadow(kind: Any, classes: dict) -> Any:
     if made is None:
         members = {"__module__": kind.__module__, "__qualname__": kind.__qualname__, "_trl_ext_base": kind}
         members["__slots__"] = ()  # no __weakref__ of its own (CPython's builtin exceptions have none)
+        members["__reduce__"] = lambda self: (kind, self.args, self.__dict__ or None)  # pickle, copy: the builtin
         made = classes[("shadow", kind)] = _ShadowClass(
             kind.__name__, (kind,), {**_identity_members(classes), **members}
         )
