@@ -92,9 +92,17 @@ GENERATORS = tuple(os.path.join(os.path.dirname(os.__file__), name) for name in 
                                                                                   "dataclasses.py"))
 class Refused(BaseException):
     pass
+REBUILT = sys.modules["trl_ext_program_exceptions"].REBUILT  # the evaluation's rebuilt exceptions, by id()
+unshadow = sys.modules["trl_ext_program_exceptions"].unshadow
 def hook(event, args):
-    # every id() raises builtins.id (tens per call of the program, in the judge's own code): never refused, out first
-    if event == "builtins.id" or not state["armed"] or state.get("inside"):
+    # every id() raises builtins.id (tens per call of the program, in the judge's own code): out first, refused
+    # only for a rebuilt exception (a new object per record: its id() is not the program's, red team R9-2)
+    if event == "builtins.id":
+        if args[0] in REBUILT and state["armed"] and not state.get("inside") and under_test(getframe(1), False):
+            state["refused"], state["event"] = True, event
+            raise Refused(event)
+        return
+    if not state["armed"] or state.get("inside"):
         return
     state["inside"] = True  # what the hook itself does raises events too
     try:
@@ -187,6 +195,24 @@ for _module in PRELOAD:  # the standard modules a fork server preloads: imported
         __import__(_module)
     except ImportError:
         pass
+import operator, _operator, unittest  # identity read in their own code, past the test's identity hook
+def identity_guard(function):
+    # a rebuilt exception is a new object per record (red team R9-2): "another object" is refused, "the same" holds
+    def guarded(*args, **kwargs):
+        start = 0 if function.__name__.startswith("is") else 1  # past a TestCase's self
+        args = (*args[:start], *map(unshadow, args[start:start + 2]), *args[start + 2:])  # type(e) is ValueError
+        first, second = args[start:start + 2]
+        both = issubclass(type(first), BaseException) and issubclass(type(second), BaseException)  # else distinct
+        if both and first is not second and (id(first) in REBUILT or id(second) in REBUILT):
+            state["refused"], state["event"] = True, "identity of the program's exceptions"
+            raise Refused(function.__name__)
+        return function(*args, **kwargs)
+    guarded.__name__, guarded.__qualname__, guarded.__doc__ = function.__name__, function.__qualname__, function.__doc__
+    return guarded
+for _name in ("assertIs", "assertIsNot"):
+    setattr(unittest.TestCase, _name, identity_guard(getattr(unittest.TestCase, _name)))
+for _module in (operator, _operator):  # operator.is_(a, b), is_not
+    _module.is_, _module.is_not = identity_guard(_operator.is_), identity_guard(_operator.is_not)
 import gc  # before the modules are remembered: an evaluation that finds sys.modules as remembered scans nothing
 replay["replay_env"].watch_modules()  # once here, not in every evaluation's process (about 1 ms each)
 gc.freeze()  # what is loaded now is never collected: a fork does not copy every page it sits on to walk it

@@ -35,7 +35,7 @@ def _program_exception(
     chain, attributes = details or (None, {})
     classes = {} if classes is None else classes
     values = args if type(args) is list else [f"raised by the program's {name}()"]
-    kind = _exception_class(chain, None, classes) if chain else _EXCEPTIONS.get(raised)
+    kind = _exception_class(chain, None, classes) if chain else _shadow(_EXCEPTIONS.get(raised), classes)
     try:
         exc = type.__call__(kind, *values)  # past a stand-in's refusal to be made by the test
     except (TypeError, ValueError, OverflowError):
@@ -51,6 +51,8 @@ def _program_exception(
         elif isinstance(exc, _ATTRIBUTES[attribute]):
             setattr(exc, _STR if attribute == "__str__" else attribute, value)
     exc.__suppress_context__ = attributes.get("__suppress_context__") is True  # setting __cause__ set it
+    if not __package__:  # the evaluation worker's fork (one evaluation): its audit hook refuses the test's id()
+        REBUILT[id(exc)] = exc  # kept alive, so no other object takes its id
     return exc
 
 
@@ -66,6 +68,7 @@ def _refuse(classes: dict, why: str) -> None:
 _ATTRIBUTES = {"name": (AttributeError, NameError, ImportError), "obj": AttributeError, "path": ImportError}
 _ATTRIBUTES.update(filename=OSError, filename2=OSError, __str__=BaseException, __suppress_context__=BaseException)
 _ATTRIBUTES.update(__cause__=BaseException, __context__=BaseException, __dict__=BaseException)
+REBUILT: dict[int, BaseException] = {}  # every exception rebuilt in this process (one evaluation a worker fork)
 _STR, _MAX_CLASSES = "_trl_ext_program_str", 256  # the program's own str() of an exception; classes per evaluation
 _MAX_CLASS_NUMBER = 1 << 20  # the classes a run numbers (a record naming a bigger number is malformed)
 
@@ -122,6 +125,7 @@ def _stand_in(entry: list, entries: dict, classes: dict, doc: str | None = None)
         return text if type(text) is str else super(made[0], self).__str__()
 
     members = {"__module__": "__main__", "__qualname__": qualname, "__doc__": doc, "__str__": __str__}
+    members.update(_identity_members(classes))
     inherited = any(getattr(parent, "_trl_ext_own", False) for parent in parents)  # a base's __init__ runs too
     members.update(_trl_ext_own=own or inherited, _trl_ext_refuse=classes.get("refuse"))
     try:  # CPython made this layout, so type() makes it too; a forged record may name one it refuses
@@ -130,6 +134,67 @@ def _stand_in(entry: list, entries: dict, classes: dict, doc: str | None = None)
         _refuse(classes, f"the program's class {name} has bases the judge cannot combine")
     classes[number] = (made[0], (name, own, bases, qualname))
     return made[0]
+
+
+def _identity_members(classes: dict) -> dict:
+    """``==``/``!=``/``hash`` of a rebuilt exception (red team R9-2): it is a new object per record, so its identity
+    is not the program's (one object raised twice is two here): comparing it with another exception or hashing it
+    (a set, a dict key, ``list.count``, ``in``) refuses the test; ``e == e`` holds, and against a non-exception the
+    other side answers as in CPython. ``a is b`` is the identity hook's (``program_sets.identical``)."""
+
+    def __eq__(self: BaseException, other: Any) -> Any:
+        if other is self or not issubclass(type(other), BaseException):  # type(): no __class__ read
+            return other is self or NotImplemented
+        _refuse(classes, "the test compares the program's exceptions (==, in, count), which compare by identity")
+
+    def __ne__(self: BaseException, other: Any) -> Any:
+        equal = __eq__(self, other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self: BaseException) -> int:
+        _refuse(classes, "the test hashes the program's exception (a set, a dict key): its identity does not cross")
+        return 0
+
+    return {"__eq__": __eq__, "__ne__": __ne__, "__hash__": __hash__, "_trl_ext_rebuilt": True}
+
+
+class _ShadowClass(type):
+    """The metaclass of the judge's subclass of a builtin exception class that a rebuilt exception is made of (for
+    ``_identity_members``): the class equals and hashes as the builtin it stands for, and its ``__mro__``/
+    ``__bases__`` are the builtin's; ``type(e) is ValueError`` holds through the identity hook."""
+
+    def __eq__(cls, other: Any) -> bool:
+        return other is cls or other is vars(cls).get("_trl_ext_base", cls)
+
+    def __ne__(cls, other: Any) -> bool:
+        return not _ShadowClass.__eq__(cls, other)
+
+    def __hash__(cls) -> int:
+        return hash(vars(cls).get("_trl_ext_base", cls))
+
+    __mro__ = property(lambda cls: vars(cls).get("_trl_ext_base", type).__mro__)
+    __bases__ = property(lambda cls: vars(cls).get("_trl_ext_base", type).__bases__)
+
+
+def _shadow(kind: Any, classes: dict) -> Any:
+    """The evaluation's subclass of the builtin exception class ``kind`` (None: None), named as it."""
+    if kind is None:
+        return None
+    made = classes.get(("shadow", kind))
+    if made is None:
+        members = {"__module__": kind.__module__, "__qualname__": kind.__qualname__, "_trl_ext_base": kind}
+        members["__slots__"] = ()  # no __weakref__ of its own (CPython's builtin exceptions have none)
+        members["__reduce__"] = lambda self: (kind, self.args, self.__dict__ or None)  # pickle, copy: the builtin
+        made = classes[("shadow", kind)] = _ShadowClass(
+            kind.__name__, (kind,), {**_identity_members(classes), **members}
+        )
+        type.__delattr__(made, "__slots__")  # as the builtin, which has no __slots__ to read
+    return made
+
+
+def unshadow(value: Any) -> Any:
+    """The builtin exception class a shadow class stands for (anything else as it is)."""
+    return vars(value).get("_trl_ext_base", value) if type(value) is _ShadowClass else value
 
 
 def _base_qualname(base: Any, entries: dict) -> Any:

@@ -93,6 +93,14 @@ def identical(a: Any, b: Any, refuse: Any) -> bool:
     its identity crosses (``plain_encode``)."""
     if any(issubclass(type(side), _IMMUTABLE) and not _numbered(side) for side in (a, b)):
         refuse("the test compares numbers, text or tuples by identity (is), which does not cross the sandbox")
+    # type() only: isinstance reads ``__class__``, which a program subclass value refuses (``subclass_value``)
+    a, b = (
+        vars(s)["_trl_ext_base"] if issubclass(type(s), type) and "_trl_ext_base" in vars(s) else s for s in (a, b)
+    )
+    rebuilt = any(getattr(type(side), "_trl_ext_rebuilt", 0) for side in (a, b))
+    rebuilt = rebuilt and all(issubclass(type(side), BaseException) for side in (a, b))  # else distinct in CPython
+    if rebuilt and a is not b:  # a new object per record (red team R9-2): "the same" holds, "another" is unknown
+        refuse("the test compares the program's exceptions by identity (is), which does not cross the sandbox")
     return a is b
 
 
