@@ -312,10 +312,11 @@ def test_stdio_expected_output_is_not_reachable(secrets_on_host):
 
 @EACH_BACKEND
 def test_assert_tests_allow_ordinary_introspection(secrets_on_host):
+    # reading frames (traceback.format_exc, inspect.stack) is refused in judged runs: docs/sandbox.md, class 1
     program = (
         "import collections, inspect, logging, traceback, typing\n"
         "Point = collections.namedtuple('Point', 'x y')\nT = typing.TypeVar('T')\nlogging.getLogger().info('ok')\n"
-        "def f(x):\n    try:\n        raise ValueError\n    except ValueError:\n        traceback.format_exc()\n"
+        "def f(x):\n    try:\n        raise ValueError\n    except ValueError as e:\n        traceback.format_exception_only(e)\n"
         "    return Point(x, 3).y + len(inspect.signature(f).parameters) + 1\n"
     )
     assert run_tests(program, ASSERT_TESTS, limits=LIMITS).all_passed
