@@ -24,6 +24,16 @@ def parse_python(source: str) -> ast.Module:
         return ast.parse(source)
 
 
+@functools.lru_cache(maxsize=64)
+def program_tree(program: str) -> ast.Module | None:
+    """The program's AST, parsed once for the judge's readers of one program (``program_source``, the random-state
+    rule); None where it does not parse. Shared: readers only walk it."""
+    try:
+        return parse_python(program)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+
+
 def _bound_names(tree: ast.AST) -> set[str]:
     names: set[str] = set()
     for node in ast.walk(tree):
@@ -180,9 +190,12 @@ def _test_side(test: str, prefix: str | None, names: tuple[str, ...]) -> tuple[a
 
 @functools.lru_cache(maxsize=4096)
 def _program_state(program: str) -> tuple[bool, bool, bool]:
+    tree = program_tree(program)
+    if tree is None:  # a program that does not parse may do anything
+        return True, True, True
     try:
-        return program_state(parse_python(program))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):  # a program that does not parse may do anything
+        return program_state(tree)
+    except RecursionError:
         return True, True, True
 
 

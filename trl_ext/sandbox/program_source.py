@@ -29,7 +29,7 @@ import functools
 import sys
 from collections import Counter
 
-from trl_ext.sandbox.assert_plan import parse_python
+from trl_ext.sandbox.assert_plan import program_tree
 
 _EXCEPTION_NAMES = frozenset(
     name for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, BaseException)
@@ -69,9 +69,8 @@ def program_facts(program: str) -> dict:
 
 @functools.lru_cache(maxsize=512)
 def _facts_cached(program: str) -> tuple:
-    try:
-        tree = parse_python(program)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+    tree = program_tree(program)
+    if tree is None:
         return ("the program's source does not parse", (), (), ())
     try:
         why = _dynamic(tree)
