@@ -183,3 +183,21 @@ def test_a_function_of_the_source_described_as_an_exception_class_is_refused():
         answers.append(evaluate(task))
     assert answers[0]["verdict"] == "unsupported" and "its source does not show" in answers[0]["detail"]
     assert answers[1]["verdict"] == "passed", answers[1]
+
+
+def test_each_class_body_is_read_once_whatever_its_dotted_bases(monkeypatch):
+    """Red team R10J-5: a class statement with thousands of bases ``X.Y`` next to a long body of ``X`` re-walked
+    that body once per base (seconds of the trainer's CPU for a 10 KB program). Each body is read once now, and
+    the dotted bases still resolve."""
+    import trl_ext.sandbox.program_source as program_source
+
+    walked = []
+    real = program_source._body_bindings
+    monkeypatch.setattr(program_source, "_body_bindings", lambda node: walked.append(node.name) or real(node))
+    body = "".join(f"    a{i} = {i}\n" for i in range(300))
+    bases = ", ".join(["X.Y"] * 400)
+    program = f"class X:\n{body}    class Y(Exception):\n        pass\nif 0:\n    class Z({bases}):\n        pass\n"
+    facts = program_facts(program + "\n# R10J-5\n")  # a text no other test has cached
+    assert sorted(walked) == ["X", "Y", "Z"]
+    assert facts["classes"]["X.Y"] == [["b:Exception"], []]
+    assert facts["classes"]["Z"][0] == ["c:X.Y"] * 400

@@ -260,14 +260,17 @@ def _classes(tree: ast.Module, bindings: Counter) -> dict[str, tuple | None]:
     for qualname, node in _qualnames(tree.body, ""):
         statements.setdefault(qualname, []).append(node)
         by_name.setdefault(node.name, []).append(qualname)
+    # each body counted once: a dotted base looks its names up here, never walks a body again (red team R10J-5:
+    # thousands of bases ``X.Y`` re-walking a long body of ``X`` cost seconds of the trainer's CPU)
+    bodies = {qualname: Counter(_body_bindings(nodes[0])) for qualname, nodes in statements.items() if len(nodes) == 1}
     facts: dict[str, tuple | None] = {}
     for qualname, nodes in statements.items():
         node = nodes[0]
         if len(nodes) > 1 or node.decorator_list or node.keywords:
             facts[qualname] = None
             continue
-        bases = tuple(_base(base, bindings, by_name, statements) for base in node.bases) or ("b:object",)
-        facts[qualname] = (bases, _members(node))
+        bases = tuple(_base(base, bindings, by_name, bodies) for base in node.bases) or ("b:object",)
+        facts[qualname] = (bases, tuple(sorted(bodies[qualname])))
     return facts
 
 
@@ -296,9 +299,9 @@ def _statements(statement: ast.stmt):
             )
 
 
-def _base(base: ast.expr, bindings: Counter, by_name: dict[str, list[str]], statements: dict) -> str | None:
+def _base(base: ast.expr, bindings: Counter, by_name: dict[str, list[str]], bodies: dict) -> str | None:
     if isinstance(base, ast.Attribute):
-        return _dotted_base(base, bindings, statements)
+        return _dotted_base(base, bindings, bodies)
     if not isinstance(base, ast.Name):
         return None
     if base.id in _BUILTIN_BASES and not bindings[base.id] and not bindings["*"]:
@@ -309,29 +312,24 @@ def _base(base: ast.expr, bindings: Counter, by_name: dict[str, list[str]], stat
     return None
 
 
-def _dotted_base(base: ast.Attribute, bindings: Counter, statements: dict) -> str | None:
+def _dotted_base(base: ast.Attribute, bindings: Counter, bodies: dict[str, Counter]) -> str | None:
     """``Errors.B``: the program's class of that qualname, where ``Errors`` is bound once in the whole program (by
     its class statement), each later name once in its class's body, and none of them is ever written as an
     attribute (``Errors.B = ...``: ``bindings["." + name]``)."""
     names: list[str] = []
     node: ast.expr = base
     while isinstance(node, ast.Attribute):
-        names.insert(0, node.attr)
+        names.append(node.attr)
         node = node.value
+    names.reverse()
     if not isinstance(node, ast.Name) or bindings[node.id] != 1 or any(bindings["." + n] for n in names):
         return None
     qualname = node.id
     for name in names:
-        parent = statements.get(qualname, [])
-        if len(parent) != 1 or _body_bindings(parent[0]).count(name) != 1:
+        if qualname not in bodies or bodies[qualname][name] != 1:  # one class statement, binding ``name`` once
             return None
         qualname += "." + name
-    return "c:" + qualname if len(statements.get(qualname, [])) == 1 else None
-
-
-def _members(node: ast.ClassDef) -> tuple[str, ...]:
-    """The names the class body binds in the class's namespace (methods, attributes; bare annotations bind none)."""
-    return tuple(sorted(set(_body_bindings(node))))
+    return "c:" + qualname if qualname in bodies else None
 
 
 def _body_bindings(node: ast.ClassDef) -> list[str]:
