@@ -125,6 +125,7 @@ def test_the_source_decides_each_class_relation():
         "class E(Exception):\n    pass\nglobals()['E'] = ValueError",
         "class E(Exception):\n    pass\nexec('x = 1')",
         "class E(Exception):\n    pass\nx = getattr(E, name)",
+        "class E(Exception):\n    pass\nmatch E:\n    case type(__bases__=b):\n        pass",  # R10J-3's spelling
         "def f(:",
     ):
         assert source_mismatch(program_facts(program), "E", "E", False, ["b:Exception"]), program
@@ -201,3 +202,12 @@ def test_each_class_body_is_read_once_whatever_its_dotted_bases(monkeypatch):
     assert sorted(walked) == ["X", "Y", "Z"]
     assert facts["classes"]["X.Y"] == [["b:Exception"], []]
     assert facts["classes"]["Z"][0] == ["c:X.Y"] * 400
+
+
+def test_a_class_pattern_reads_attributes_as_an_attribute_does():
+    """``case C(name=x)`` reads ``subject.name``: a name of the refused list makes the source unreadable (R10J-3
+    reached ``__subclasses__`` and ``__globals__`` this way), any other keeps it readable."""
+    for attribute in ("__subclasses__", "__globals__", "__dict__", "f_back"):
+        program = f"match object:\n    case type({attribute}=x):\n        pass\n"
+        assert attribute in program_facts(program)["dynamic"], attribute
+    assert program_facts("match 3:\n    case int(real=r, imag=0):\n        pass\n")["dynamic"] == ""

@@ -126,6 +126,10 @@ def _dynamic(tree: ast.Module) -> str:
             node.attr in _DYNAMIC_ATTRIBUTES or (not isinstance(node.ctx, ast.Load) and _dunder(node.attr))
         ):
             return f"uses the attribute {node.attr}"
+        # ``case type(__subclasses__=s)`` reads the attribute as ``type.__subclasses__`` would (red team R10J-3)
+        read = [attr for attr in getattr(node, "kwd_attrs", ()) if attr in _DYNAMIC_ATTRIBUTES]
+        if isinstance(node, ast.MatchClass) and read:
+            return f"uses the attribute {read[0]} in a class pattern"
         if isinstance(node, (ast.Import, ast.ImportFrom)) and _dynamic_import(node):
             return "imports a module that reaches namespaces, frames or classes"
         if isinstance(node, ast.Call) and _dynamic_call(node):
