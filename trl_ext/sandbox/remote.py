@@ -224,6 +224,7 @@ class RemoteBackend(Backend):
         if self.protocol not in ("auto", "bootstrap"):
             raise ValueError(f"remote `protocol` (or {PROTOCOL_ENV}) must be auto or bootstrap, got {self.protocol!r}")
         self._speaks_payload, self._asked_at, self._probe_lock = False, -math.inf, threading.Lock()
+        self._max_body: float = math.inf  # the service's request limit, where its ``/health`` names one
         secret = secret if secret is not None else os.environ.get(SECRET_ENV)
         self._headers = {"Content-Type": "application/json"}
         if secret:
@@ -256,10 +257,15 @@ class RemoteBackend(Backend):
             request.update(
                 code=bootstrap(payload, nonce, limits, progress), run_timeout=limits.timeout_s + _START_SLACK_S
             )
+        body = json.dumps(request).encode()
+        if len(body) > self._max_body:  # the service would refuse it: see ``_too_large``
+            return _too_large(len(body), self._max_body)
         start = time.monotonic()
         with self._slots:
-            response, error = self._post(json.dumps(request).encode(), start + limits.timeout_s + _START_SLACK_S)
+            response, error = self._post(body, start + limits.timeout_s + _START_SLACK_S)
         wall = time.monotonic() - start
+        if error.startswith("HTTP 413"):
+            return _too_large(len(body), None)
         if response is None:
             return RunResult("infra_error", "", f"execution service {self.url}: {error}", None, wall)
         result = (payload_run_result if native else to_run_result)(response, limits, wall)
@@ -275,7 +281,10 @@ class RemoteBackend(Backend):
         with self._probe_lock:
             if not self._speaks_payload and time.monotonic() - self._asked_at > _PROBE_AGAIN_S:
                 self._asked_at = time.monotonic()
-                self._speaks_payload = self._health().get(native_payload.HEALTH_KEY) == harness_digest()
+                health = self._health()
+                self._speaks_payload = health.get(native_payload.HEALTH_KEY) == harness_digest()
+                limit = health.get(native_payload.LIMIT_KEY)
+                self._max_body = limit if type(limit) is int and limit > 0 else math.inf
         return self._speaks_payload
 
     def _health(self) -> dict:
@@ -321,6 +330,15 @@ class RemoteBackend(Backend):
             if attempt < self.retries and time.monotonic() + pause < deadline:
                 time.sleep(pause)
         return None, f"{error} (gave up after the retries or the deadline)"
+
+
+def _too_large(size: int, limit: int | None) -> RunResult:
+    """A request the service refuses for its size fails the program ("output_limit", never ``infra_error``): its
+    size comes from the program's own values, sent back by value in each call of an assert test (red team
+    R10J-7: a 900 KB string passed to 20 calls made an 18 MB request and a None for a wrong program). A test
+    whose own request is that large fails every program: raise the service's ``--max-request-bytes``."""
+    over = f"over the service's limit of {limit} bytes" if limit else "refused by the service as too large (413)"
+    return RunResult("output_limit", "", f"the run's request of {size} bytes is {over}", None, 0.0)
 
 
 def _until_stop(stdout: str, progress: Progress) -> str:

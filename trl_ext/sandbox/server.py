@@ -173,6 +173,7 @@ def make_server(config: ServeConfig, backend: Backend | None = None) -> BoundedH
         def do_GET(self) -> None:
             if self.path in ("/health", "/v1/ping"):
                 health = {"status": "ok", "backend": runner.name, native_payload.HEALTH_KEY: harness_digest()}
+                health[native_payload.LIMIT_KEY] = config.max_request_bytes
                 self._reply(200, health if self.path == "/health" else "pong")
             else:
                 self._reply(404, {"detail": f"no such endpoint {self.path[:200]}"})
