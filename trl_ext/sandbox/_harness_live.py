@@ -36,6 +36,7 @@ if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harn
         _exception_name,
         _int_repr,
         _json_str,
+        _len,
         _number,
         _plain_iterator,
         _str_join,
@@ -270,7 +271,7 @@ def _live_call(name, args, kwargs, sync, namespace, functions):
     except BaseException as exc:  # noqa: B036 - SystemExit in a call is that call's failure
         value, raised = None, exc
     record = _live_record(value, raised, held, name == "")
-    if _module_changed(namespace):  # the judge read the source and the load-time description: stale now
+    if _module_changed(namespace) or _interpreter_changed():  # what the judge read or the test shares: stale
         return '{"ok": false, "unencodable": true}'
     return record[:-1] + ', "dc": true}' if _decimal_changed() else record
 
@@ -300,6 +301,42 @@ def _module_changed(namespace):
             or any(builtins_now.get(name, _LOADED) is not value for name, value in zip(_ORIGINAL_BUILTINS, held))
             or any(_BASES(cls) is not bases for cls, bases in classes)
         )
+    except BaseException:  # noqa: B036 - a state that cannot be read is a changed one: the call fails
+        return True
+
+
+_WATCHED = []  # (name, module, its namespace's items) of each standard module the test uses
+_recursion_limit, _module_dict = sys.getrecursionlimit, type(sys).__dict__["__dict__"].__get__
+_items, _get, _import = dict.items, dict.get, __import__  # the genuine ones: taken before the program runs
+
+
+def _watch_modules(names):
+    """Before the program runs: the namespace of each standard module the test imports or reads (``assert_plan.
+    watched_modules``), loaded now if it is not yet, which the test would read as the program left it in one
+    interpreter (red team R10J-6: ``math.isclose = ...``, at load or in a call). Compared after each call."""
+    for name in names:
+        try:
+            module = sys.modules.get(name) or (_import(name) and sys.modules.get(name))
+            _WATCHED.append((name, module, tuple(_items(_module_dict(module)))))
+        except BaseException:  # noqa: B036 - not importable here: the test's own import fails alike
+            pass
+
+
+def _interpreter_changed():
+    """Whether the program left state the test shares in one interpreter and the judge's does not: a recursion
+    limit under CPython's default (the test's own nested comparisons would raise), or a watched module changed."""
+    try:
+        if _recursion_limit() < 1000:
+            return True
+        modules = _module_dict(sys)["modules"]
+        for name, module, items in _WATCHED:
+            now = _module_dict(module)
+            if _get(modules, name) is not module or _len(now) != _len(items):
+                return True
+            for key, value in items:
+                if _get(now, key, _WATCHED) is not value:
+                    return True
+        return False
     except BaseException:  # noqa: B036 - a state that cannot be read is a changed one: the call fails
         return True
 

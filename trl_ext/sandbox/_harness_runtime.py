@@ -29,7 +29,7 @@ _perf_counter = time.perf_counter
 
 if False:  # never runs: ``judge.harness_runtime`` compiles _harness_values.py and this file as one module
     from trl_ext.sandbox._harness_env import _redirect, _seed_random, _with_streams
-    from trl_ext.sandbox._harness_live import _LOADED, _live_call, _module_state
+    from trl_ext.sandbox._harness_live import _LOADED, _live_call, _module_state, _watch_modules
     from trl_ext.sandbox._harness_program import _describe
     from trl_ext.sandbox._harness_values import (
         _b64,
@@ -175,7 +175,9 @@ def _calls_child(payload, call_fd, write_fd, read_frame, parse):
     os.dup2(devnull, 2)
     os.close(devnull)
     _seed_random(payload.get("seed"))
+    watch = [name for name in payload.get("watch") or () if _type(name) is str]
     del payload
+    _watch_modules(watch)
     try:
         exec(compile(code, "solution.py", "exec"), namespace)
     except BaseException:  # noqa: B036 - SystemExit at import time is a failure, not an exit

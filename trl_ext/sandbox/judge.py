@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from trl_ext.sandbox import admission, replay
 from trl_ext.sandbox._process import Progress, RunResult
-from trl_ext.sandbox.assert_plan import program_refusal, refuse_shadowed, unsupported_plan
+from trl_ext.sandbox.assert_plan import program_refusal, refuse_shadowed, unsupported_plan, watched_modules
 from trl_ext.sandbox.backends import Backend, get_backend
 from trl_ext.sandbox.base import harness_runtime
 from trl_ext.sandbox.comparison import compare_stdio, values_equal
@@ -354,6 +354,7 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
             return {"verdict": "unsupported", "detail": _CYCLE}
         frontier = frontier if describing else answer.get("frontier", 0)
         payload = {**_calls_payload(program, calls, False, seed), "describe": task["names"]}
+        payload["watch"] = watched_modules(task["test"], task["prefix"])  # modules the test shares with the program
         payload["halts"] = answer.get("halts", [])
         stream = RecordStream(payload["marker"], "live", len(calls), described=True)
         if time_left <= 0:
