@@ -40,6 +40,14 @@ def processes() -> list[Proc]:
     return found
 
 
+def running(proc: Proc) -> bool:
+    """Whether ``proc`` still runs code: not a zombie, or a zombie LEADER whose other threads live on (its main
+    thread exited alone, ``SYS_exit``: /proc shows it ``Z`` with its thread count still over 1). Red team round 10:
+    a run process that left the run's process group and made itself a zombie leader was skipped by the clean-up
+    and its thread outlived the run, unwatched. ``kill`` of a zombie leader reaches its live threads."""
+    return proc.state not in "ZX" or proc.threads > 1
+
+
 def adopts_orphans() -> bool:
     """Whether orphans are re-parented to this process: it is PID 1 (a container's init) or a child subreaper."""
     if os.getpid() == 1:
@@ -62,10 +70,10 @@ def reap_run(sid: int, orphans: tuple[int, ...] | list[int] = (), timeout_s: flo
         if not left:
             break
         for proc in left:
-            if proc.state in "ZX" and proc.ppid == me:
-                reaped += _reap(proc.pid)
-            elif proc.state not in "ZX":
+            if running(proc):
                 _kill(proc.pid)
+            elif proc.ppid == me:
+                reaped += _reap(proc.pid)
         time.sleep(0.001)
     return reaped
 
@@ -89,7 +97,7 @@ def kill_session(sid: int, timeout_s: float = 5.0) -> int:
     """SIGKILL every live process of session ``sid`` until none is left; returns how many were killed."""
     killed, deadline = 0, time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        alive = [p.pid for p in processes() if p.sid == sid and p.state not in "ZX"]
+        alive = [p.pid for p in processes() if p.sid == sid and running(p)]
         if not alive:
             break
         for pid in alive:
