@@ -107,12 +107,14 @@ def children(obj):
         return
     if isinstance(obj, BaseException):
         yield from (obj.args, obj.__cause__, obj.__context__)
-        tb = obj.__traceback__
-        while tb is not None:
-            tb = tb.tb_next
     yield kind
     with contextlib.suppress(TypeError):
         yield vars(obj)
+    for owner in type.__dict__["__mro__"].__get__(kind):  # __slots__ values
+        for member in type.__dict__["__dict__"].__get__(owner).values():
+            if type(member) is types.MemberDescriptorType:
+                with contextlib.suppress(AttributeError):
+                    yield member.__get__(obj, kind)
     with contextlib.suppress(TypeError):
         yield from weakref.getweakrefs(obj)
 

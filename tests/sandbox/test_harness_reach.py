@@ -15,16 +15,20 @@ import pytest
 
 from tests.sandbox.assert_path import grade_asserts
 from tests.sandbox.test_test_environment import cpython_passes
+from trl_ext.rewards import CodeTests
 
 SANDBOX = Path(__file__).resolve().parents[2] / "trl_ext" / "sandbox"
 HARNESS_FILES = ["_harness.py", "_harness_values.py", "_harness_library.py", "_harness_program.py"]
 HARNESS_FILES += ["_harness_env.py", "_harness_live.py", "_harness_runtime.py"]
+# the fork server's: its namespace is the harness's too, but its ctypes structures (confinement, used before the
+# program only, no method) stay listed by object.__subclasses__() (docs/sandbox.md, class 1)
+SERVER_FILES = ["_forkserver_main.py", "_confinement.py"]
 HOOKS = ["wrapper", "mark", "find_spec", "exec_module", "wrap", "wrap_all"]  # reachable by design, own namespace
 
 
-def _defined(kinds: tuple[type, ...]) -> list[str]:
+def _defined(kinds: tuple[type, ...], files: list[str]) -> list[str]:
     names = []
-    for name in HARNESS_FILES:
+    for name in files:
         for node in ast.walk(ast.parse((SANDBOX / name).read_text())):
             if isinstance(node, kinds) and node.name not in HOOKS and not node.name.startswith("__"):
                 names.append(node.name)
@@ -32,8 +36,9 @@ def _defined(kinds: tuple[type, ...]) -> list[str]:
 
 
 WALKER = Path(__file__).with_name("_harness_walker.py").read_text()
-WALKER += f"HARNESS_NAMES = frozenset({_defined((ast.FunctionDef,))!r})\n"
-WALKER += f"HARNESS_CLASSES = frozenset({[*_defined((ast.ClassDef,)), 'Probe']!r})\nHOOKS = frozenset({HOOKS!r})\n"
+WALKER += f"HARNESS_NAMES = frozenset({_defined((ast.FunctionDef,), HARNESS_FILES + SERVER_FILES)!r})\n"
+WALKER += f"HARNESS_CLASSES = frozenset({[*_defined((ast.ClassDef,), HARNESS_FILES), 'Probe']!r})\n"
+WALKER += f"HOOKS = frozenset({HOOKS!r})\n"
 ROOTS = ["classes", "modules", "hooks", "raised"]
 # harness-like objects planted in each root the control walks: a namespace with harness names, a harness class
 PLANT = """
@@ -104,3 +109,8 @@ def test_no_harness_object_is_reachable(launch, monkeypatch, request):
     names = [*ROOTS, *(f"control {root}" for root in ROOTS[:3]), *CHECKS]
     assert scores == [1.0] * (len(ROOTS) + 3) + [0.0] * len(WRONG), list(zip(names, scores))
     assert outcomes["code_tests/infra_error"] == 0.0
+    # stdio: the program runs as __main__ in a fork of the harness (grade_asserts pointed CodeTests at the launch)
+    stdio = {"kind": "stdio", "cases": [{"input": "", "output": "[]"}]}
+    walk = "print(reached('classes') + reached('hooks'))\n"
+    programs = [f"```python\n{source}\n```" for source in (WALKER + walk, WALKER + PLANT + walk)]
+    assert CodeTests(timeout_s=10.0, mode="binary")(programs, tests=[stdio, stdio]) == [1.0, 0.0]
