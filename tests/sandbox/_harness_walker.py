@@ -3,6 +3,7 @@ graph from one kind of root a program can name without frames, gc or ctypes and 
 (a namespace, a harness function's code, a harness class). The test appends the harness's names."""
 
 import builtins
+import collections
 import contextlib
 import copyreg
 import functools
@@ -62,13 +63,22 @@ def children(obj):
         yield from type.__dict__["__mro__"].__get__(obj)
         yield kind
         return
-    if kind is dict or kind is types.MappingProxyType:
+    if kind is types.MappingProxyType:
         yield from obj.keys()
         yield from obj.values()
         return
-    if kind in (list, tuple, set, frozenset):
-        yield from obj
-        return
+    if isinstance(obj, dict):  # OrderedDict, defaultdict, Counter too: their items as the base holds them
+        yield from dict.keys(obj)
+        yield from dict.values(obj)
+        if kind is dict:
+            return
+    for base in (list, tuple, set, frozenset, collections.deque):
+        if isinstance(obj, base):
+            yield from base.__iter__(obj)
+            if kind is base:
+                return
+    if isinstance(obj, collections.defaultdict):
+        yield obj.default_factory
     if kind is types.FunctionType:
         yield obj.__globals__
         yield obj.__code__
