@@ -89,12 +89,21 @@ CHECKS = {  # a check of the runtime, a wrong program it fails, the test (red te
     ),
 }
 WRONG = [(OPEN + f"_open({check!r})\n" + program, test) for check, (program, test) in CHECKS.items()]
+# the checks' builtins: rebound in the builtins module (reached through a builtin's __self__) before they run
+REBIND = "def _rebind():\n    match print:\n        case object(__self__=B):\n            B.all = lambda *a: True\n"
+REBIND += "            B.any = lambda *a: False\n_rebind()\n"
+REVERSE = "def total(a):\n    a.reverse()\n    return sum(a)\n"
+WRONG += [
+    (REBIND + REVERSE, CHECKS["_unchanged"][1]),
+    (REBIND + CHECKS["_module_changed"][0], CHECKS["_module_changed"][1]),
+]
 LAUNCHES = [("bwrap", "0"), ("landlock", "0"), ("landlock", "1"), ("remote", "1")]
 
 
 def test_the_plain_cpython_verdicts():
     assert [cpython_passes(program, test) for program, test in WRONG] == [False] * len(WRONG)
     assert [cpython_passes(program, test) for program, test in CHECKS.values()] == [False] * len(CHECKS)
+    assert cpython_passes(REVERSE, "assert total([1, 2, 3]) == 6")  # wrong only in what it does to its argument
     planted = WALKER + PLANT + "\nassert reached('classes') and reached('modules') and reached('hooks')\n"
     assert cpython_passes(planted, "")
 
@@ -106,7 +115,7 @@ def test_no_harness_object_is_reachable(launch, monkeypatch, request):
     tests += [f"assert reached({root!r}) != []" for root in ROOTS[:3]]  # the control: the walk finds the plants
     tests += [test for _, test in WRONG]
     scores, outcomes = grade_asserts(launch, sources, tests, monkeypatch, request)
-    names = [*ROOTS, *(f"control {root}" for root in ROOTS[:3]), *CHECKS]
+    names = [*ROOTS, *(f"control {root}" for root in ROOTS[:3]), *CHECKS, "rebound all", "rebound any"]
     assert scores == [1.0] * (len(ROOTS) + 3) + [0.0] * len(WRONG), list(zip(names, scores))
     assert outcomes["code_tests/infra_error"] == 0.0
     # stdio: the program runs as __main__ in a fork of the harness (grade_asserts pointed CodeTests at the launch)

@@ -17,6 +17,7 @@ record per case in order (``records.py``): a record a program manages to inject 
 
 import _json
 import binascii
+import builtins
 import gc
 import marshal
 import posix as os  # os itself is a Python module with imports of its own
@@ -24,6 +25,12 @@ import resource
 import sys
 
 # Imports are kept to C modules: the start-up of every run pays for each import (and for compiling this file).
+
+# Builtins as the harness found them, before any program: the functions defined below, and the runtime's (run over
+# this dict too), read builtin names from this copy, so a program that rebinds one in the builtins module
+# (``builtins.all = ...``, reached through any builtin's ``__self__``) changes its own lookups, never the judge's
+# checks (red team round 10). Nothing the program reaches holds it.
+__builtins__ = dict(vars(builtins))
 
 
 # What the C scanner of ``json`` reads from its decoder (importing ``json`` itself pulls in ``re``): read once, when
@@ -94,7 +101,7 @@ def _note_refusals():
 def _own_namespace(function, **names):
     """``function`` over a namespace holding only the builtins, ``sys`` and ``names`` (the functions it makes
     inherit it): what a program reads or rewrites there is its own (red team R10J-1)."""
-    space = {"__builtins__": __builtins__, "sys": sys, **names}
+    space = {"__builtins__": builtins, "sys": sys, **names}  # the program's own builtins
     return type(_own_namespace)(function.__code__, space, function.__name__, function.__defaults__)
 
 
@@ -265,7 +272,7 @@ def _main(runtime=None, confine=None):
         os.close(payload_fd)
         del payload_fd, ready_fd, nonce_fd, out_fd
         code = payload.pop("code")
-        exec(compile(code, "solution.py", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+        exec(compile(code, "solution.py", "exec"), {"__name__": "__main__", "__builtins__": builtins})
     else:
         runtime["main"](payload, out_fd, payload_fd, _read_frame, _parse_json)
 

@@ -6,6 +6,7 @@ stdlib C modules only, no trl_ext import.
 """
 
 import _io
+import builtins
 import sys
 
 if False:  # never runs: compiled as one module with _harness_values.py and _harness_runtime.py
@@ -17,7 +18,7 @@ def _own_namespace(function):
     program holds what it makes (a finder in its ``sys.meta_path``) and through ``__globals__`` reaches that
     namespace, never the runtime's, whose functions describe the program to the judge (red team R9b-1, R10J-1:
     ``__globals__`` reads are not audited)."""
-    space = {"__builtins__": __builtins__, "sys": sys}
+    space = {"__builtins__": builtins, "sys": sys}  # the program's builtins, not the runtime's copy
     return type(_own_namespace)(function.__code__, space, function.__name__, function.__defaults__)
 
 
