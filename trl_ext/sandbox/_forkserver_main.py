@@ -65,7 +65,7 @@ _FILTERS = {key: bytes.fromhex(value) for key, value in _CONFIG["seccomp"].items
 
 _HARNESS = {"__name__": "_harness", "__builtins__": __builtins__}
 exec(compile(_CONFIG["harness"], "_harness.py", "exec"), _HARNESS)
-_RUNTIME = {"__name__": "_harness_runtime", "__builtins__": __builtins__}
+_RUNTIME = {"__name__": "_harness_runtime", "__builtins__": _HARNESS["__builtins__"]}  # its copy
 exec(_HARNESS["_runtime_code"](_CONFIG["runtime"]), _RUNTIME)  # before any program: genuine builtins captured
 
 

@@ -17,6 +17,7 @@ record per case in order (``records.py``): a record a program manages to inject 
 
 import _json
 import binascii
+import builtins
 import gc
 import marshal
 import posix as os  # os itself is a Python module with imports of its own
@@ -25,16 +26,25 @@ import sys
 
 # Imports are kept to C modules: the start-up of every run pays for each import (and for compiling this file).
 
+# Builtins as the harness found them, before any program: the functions defined below, and the runtime's (run over
+# this dict too), read builtin names from this copy, so a program that rebinds one in the builtins module
+# (``builtins.all = ...``, reached through any builtin's ``__self__``) changes its own lookups, never the judge's
+# checks (red team round 10). Nothing the program reaches holds it.
+__builtins__ = dict(vars(builtins))
 
-class _JsonContext:
-    """What the C scanner of ``json`` reads from its decoder (importing ``json`` itself pulls in ``re``)."""
 
-    strict, object_hook, object_pairs_hook, memo = True, None, None, None
-    parse_float, parse_int, parse_constant = float, int, float
+# What the C scanner of ``json`` reads from its decoder (importing ``json`` itself pulls in ``re``): read once, when
+# the scanner is made. No class of the harness's: every class is listed by ``object.__subclasses__()``.
+_SCAN = _json.make_scanner(
+    type(sys.implementation)(  # types.SimpleNamespace, a C type
+        strict=True, object_hook=None, object_pairs_hook=None, memo=None,
+        parse_float=float, parse_int=int, parse_constant=float,
+    )
+)  # fmt: skip
 
 
 def _parse_json(text):
-    value, end = _json.make_scanner(_JsonContext())(text, 0)
+    value, end = _SCAN(text, 0)
     if text[end:].strip():
         raise ValueError("trailing data after the payload")
     return value
@@ -82,7 +92,20 @@ def _note_refusals():
     process limit, which runs sharing one uid's budget share) leaves ``.trl-ext-refused`` in the run's scratch
     (the working directory now): the trainer then runs a failed program once more, alone
     (``trl_ext.sandbox.admission``). A program that forges or hides the file only changes its own reruns.
-    ``_posixsubprocess`` (subprocess's fork) is wrapped when first imported: loading it costs milliseconds."""
+    ``_posixsubprocess`` (subprocess's fork) is wrapped when first imported: loading it costs milliseconds.
+    The wrappers and the finder are the program's to call, so they are made over a namespace of their own
+    (``_own_namespace``): through their globals and cells it reaches builtins and them, never the harness."""
+    _own_namespace(_wrap_spawners, os=os, _SPAWNERS=_SPAWNERS)(_own_namespace(_wrap_on_import))
+
+
+def _own_namespace(function, **names):
+    """``function`` over a namespace holding only the builtins, ``sys`` and ``names`` (the functions it makes
+    inherit it): what a program reads or rewrites there is its own (red team R10J-1)."""
+    space = {"__builtins__": builtins, "sys": sys, **names}  # the program's own builtins
+    return type(_own_namespace)(function.__code__, space, function.__name__, function.__defaults__)
+
+
+def _wrap_spawners(finder_for):
     import _thread
 
     flag = os.getcwd() + "/.trl-ext-refused"
@@ -121,31 +144,33 @@ def _note_refusals():
     ):
         wrap_all(module)
     if "_posixsubprocess" not in sys.modules:
-        sys.meta_path.insert(0, _WrapOnImport("_posixsubprocess", wrap_all))
+        sys.meta_path.insert(0, finder_for("_posixsubprocess", wrap_all))
 
 
-class _WrapOnImport:
-    """A finder in front of ``sys.meta_path`` that hands module ``name`` to ``wrap`` once it is loaded."""
+def _wrap_on_import(name, wrap):
+    """A finder for the front of ``sys.meta_path`` that hands module ``name`` to ``wrap`` once it is loaded: a
+    namespace object (no class of the harness's) whose ``find_spec`` closes over ``name``, ``wrap`` and itself."""
+    finder = type(sys.implementation)()
 
-    def __init__(self, name, wrap):
-        self.name, self.wrap = name, wrap
-
-    def find_spec(self, name, path=None, target=None):
-        if name != self.name:
+    def find_spec(wanted, path=None, target=None):
+        if wanted != name:
             return None
         try:  # noqa: SIM105 - contextlib would cost start-up time
-            sys.meta_path.remove(self)
+            sys.meta_path.remove(finder)
         except BaseException:  # noqa: B036 - the program may have replaced sys.meta_path
             pass
-        for finder in sys.meta_path:
-            spec = finder.find_spec(name, path, target)
+        for other in sys.meta_path:
+            spec = other.find_spec(wanted, path, target)
             if spec is not None:
                 break
         else:
             return None
-        load, wrap = spec.loader.exec_module, self.wrap
+        load = spec.loader.exec_module
         spec.loader.exec_module = lambda module: wrap(module) if load(module) is None else None
         return spec
+
+    finder.find_spec = find_spec
+    return finder
 
 
 def _poll_where_epoll_is_refused():
@@ -196,6 +221,8 @@ def _deny_frames():
             raise denied(event + " is not available in the sandbox")
         if event == "object.__getattr__" and args[1] in attributes:
             raise denied(args[1] + " is not available in the sandbox")
+        if event == "object.__setattr__" and args[1] == "__code__":  # a function's behaviour swapped (R10J)
+            raise denied("setting __code__ is not available in the sandbox")
         if event == "ctypes.dlopen" and args[0] is not None:
             raise denied("ctypes.dlopen is not available in the sandbox")
 
@@ -245,7 +272,7 @@ def _main(runtime=None, confine=None):
         os.close(payload_fd)
         del payload_fd, ready_fd, nonce_fd, out_fd
         code = payload.pop("code")
-        exec(compile(code, "solution.py", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+        exec(compile(code, "solution.py", "exec"), {"__name__": "__main__", "__builtins__": builtins})
     else:
         runtime["main"](payload, out_fd, payload_fd, _read_frame, _parse_json)
 

@@ -6,44 +6,42 @@ stdlib C modules only, no trl_ext import.
 """
 
 import _io
+import builtins
 import sys
 
 if False:  # never runs: compiled as one module with _harness_values.py and _harness_runtime.py
     from trl_ext.sandbox._harness_values import _int_repr, _json_str, _str_join
 
 
-def _own_namespace(cls):
-    """``cls`` with its methods re-made over a namespace of their own: the program holds the instance (in its
-    ``sys.meta_path``) and through a method's ``__globals__`` reaches that namespace, never the runtime's, whose
-    functions describe the program to the judge (red team R9b-1: ``__globals__`` reads are not audited)."""
-    own, function = {"__builtins__": __builtins__, "sys": sys}, type(_own_namespace)
-    for name, value in list(vars(cls).items()):
-        if type(value) is function:
-            setattr(cls, name, function(value.__code__, own, name, value.__defaults__, value.__closure__))
-    return cls
+def _own_namespace(function):
+    """``function`` over a namespace of its own (the builtins and ``sys``; the functions it makes inherit it): the
+    program holds what it makes (a finder in its ``sys.meta_path``) and through ``__globals__`` reaches that
+    namespace, never the runtime's, whose functions describe the program to the judge (red team R9b-1, R10J-1:
+    ``__globals__`` reads are not audited)."""
+    space = {"__builtins__": builtins, "sys": sys}  # the program's builtins, not the runtime's copy
+    return type(_own_namespace)(function.__code__, space, function.__name__, function.__defaults__)
 
 
-@_own_namespace
-class _SeedOnImport:
-    """A finder in front of ``sys.meta_path`` that seeds ``random`` right after the program first imports it."""
+def _seed_on_import(seed):
+    """A finder for the front of ``sys.meta_path`` that seeds ``random`` right after the program first imports it:
+    a namespace object (no class: ``object.__subclasses__()`` lists every class) whose ``find_spec`` closes over
+    the seed and itself."""
+    finder = type(sys.implementation)()
 
-    def __init__(self, seed):
-        self.seed = seed
-
-    def find_spec(self, name, path=None, target=None):
+    def find_spec(name, path=None, target=None):
         if name != "random":
             return None
         try:  # noqa: SIM105 - contextlib would cost start-up time
-            sys.meta_path.remove(self)
+            sys.meta_path.remove(finder)
         except BaseException:  # noqa: B036 - the program may have replaced sys.meta_path
             pass
-        for finder in sys.meta_path:
-            spec = finder.find_spec(name, path, target)
+        for other in sys.meta_path:
+            spec = other.find_spec(name, path, target)
             if spec is not None:
                 break
         else:
             return None
-        load, seed = spec.loader.exec_module, self.seed
+        load = spec.loader.exec_module
 
         def exec_module(module):
             load(module)
@@ -51,6 +49,9 @@ class _SeedOnImport:
 
         spec.loader.exec_module = exec_module
         return spec
+
+    finder.find_spec = find_spec
+    return finder
 
 
 def _seed_random(seed):
@@ -62,7 +63,7 @@ def _seed_random(seed):
     if "random" in sys.modules:
         sys.modules["random"].seed(seed)
     else:
-        sys.meta_path.insert(0, _SeedOnImport(seed))
+        sys.meta_path.insert(0, _own_namespace(_seed_on_import)(seed))
 
 
 _MAX_CAPTURE = 1 << 16  # characters a call may print into a test's captured stream (the run's stdout is capped)

@@ -165,8 +165,7 @@ def _library_text(value, kind, depth):
     return _subclass_text(value, kind, base, depth)
 
 
-_DICT_SLOT = _CLASS["__dict__"](_type("Probe", (), {}))["__dict__"]  # an instance dict's C getter, as loaded
-_GETSET, _dict_iter = _type(_DICT_SLOT), dict.__iter__
+_GETSET, _dict_iter = _type(BaseException.__dict__["args"]), dict.__iter__  # an instance dict's C getter's type
 _get_slot, _BASE_NAMES = _GETSET.__get__, {base: frozenset(dir(base)) for base in _BASE_COPY}
 
 

@@ -26,6 +26,7 @@ _SIGKILL, _SIGXCPU = 9, 24
 # Captured before the program runs: patching builtins, json or os afterwards does not reach the harness.
 _write, _exit = os.write, os._exit
 _perf_counter = time.perf_counter
+_module_type = type(sys)
 
 if False:  # never runs: ``judge.harness_runtime`` compiles _harness_values.py and this file as one module
     from trl_ext.sandbox._harness_env import _redirect, _seed_random, _with_streams
@@ -66,7 +67,13 @@ def _flush_stdout():
 
 
 def _new_namespace():
-    return {"__name__": "__main__", "__builtins__": builtins}
+    """The program's module, as ``python solution.py`` makes it, and ``sys.modules["__main__"]`` from now on in
+    place of the harness's (``python -c`` made the harness ``__main__``: its namespace is out of the program's
+    reach, red team R10J-1)."""
+    module = _module_type("__main__")
+    module.__builtins__ = builtins
+    sys.modules["__main__"] = module
+    return module.__dict__
 
 
 def _resolve(namespace, fn_name):
@@ -228,13 +235,8 @@ def _undumpable():
         os.close(os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY))  # PermissionError under Landlock
         import _ctypes
 
-        class _Int(_ctypes._SimpleCData):
-            _type_ = "i"
-
-        class _Function(_ctypes.CFuncPtr):
-            _flags_, _restype_ = _ctypes.FUNCFLAG_CDECL, _Int
-
-        _Function(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"))(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+        # no ctypes class (every class stays listed by object.__subclasses__()): a C call with int arguments
+        _ctypes.call_function(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"), (4, 0, 0, 0, 0))  # PR_SET_DUMPABLE
     except BaseException:  # noqa: B036
         return
 

@@ -234,6 +234,9 @@ def source_mismatch(
     return ""
 
 
+_MAX_NESTED = 8  # chained exceptions inside an exception's attributes (the harness stops at 4)
+
+
 def exception_details(record: dict, memo: dict) -> tuple[list | None, dict]:
     """(the program classes of a raised exception, its builtin attributes) from a raised record's "cls" and
     "attrs", decoded on their own (an attribute naming one of the run's objects crosses as a copy). ValueError if
@@ -242,22 +245,29 @@ def exception_details(record: dict, memo: dict) -> tuple[list | None, dict]:
     if chain is not None and not _is_chain(chain):
         raise ValueError("an exception's classes are [[name, own, number], ...]")
     own = {"nans": memo.get("nans", {}), "classes": memo.get("classes")}  # numbered on their own (the harness's too)
+    pairs = attributes.get("d") if type(attributes) is dict else None
     attributes = {} if attributes is None else decode(attributes, 0, own)
+    if type(pairs) is list and type(attributes) is dict and len(pairs) != len(attributes):
+        raise ValueError("an exception's attributes name one attribute twice")  # what the judge reads is one pair
     if not _attributes_ok(attributes):
         raise ValueError("an exception's attributes are builtin ones")
     return chain, attributes
 
 
-def _attributes_ok(attributes: Any) -> bool:
+def _attributes_ok(attributes: Any, depth: int = 0) -> bool:
     """Builtin attributes of plain data; ``__str__`` a str; a chained exception a tuple (builtin name, args or None,
-    chain or None, attributes); ``__context__`` "__cause__" when it is that one; ``__suppress_context__`` a bool."""
+    chain or None, attributes), at most ``_MAX_NESTED`` deep (the harness writes 4; decoded aliases can make a
+    cycle, which is malformed, never a recursion: red team R10J-4); ``__context__`` "__cause__" when it is that
+    one; ``__suppress_context__`` a bool."""
     if type(attributes) is not dict or not all(type(k) is str and k in _ATTRIBUTES for k in attributes):
+        return False
+    if depth > _MAX_NESTED:
         return False
     for key in ("__cause__", "__context__"):
         value = attributes.get(key)
         if type(value) is tuple and len(value) == 4 and _identifier(value[0]) and type(value[1]) is list:
             chain = value[2] if value[2] is None or _tuples(value[2]) else ()
-            if not _attributes_ok(value[3]) or not (chain is None or _is_chain([list(c) for c in chain])):
+            if not _attributes_ok(value[3], depth + 1) or not (chain is None or _is_chain([list(c) for c in chain])):
                 return False
         elif value is not None and (key, value) != ("__context__", "__cause__"):
             return False

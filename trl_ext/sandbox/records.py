@@ -118,7 +118,7 @@ def _exception_args(record: dict, memo: dict) -> bool:
         program_exceptions.exception_details(
             record, memo
         )  # the program classes and builtin attributes ("cls", "attrs")
-    except ValueError:
+    except Exception:  # noqa: BLE001 - the program's data: whatever fails in reading it makes it malformed
         return False
     return "exc" not in record or type(args) is list
 
@@ -314,7 +314,7 @@ def _renumbered(record: dict, number: Any) -> dict | None:
         if "attrs" in out:
             out["attrs"] = _attributes_renumbered(out["attrs"], number)
         return out
-    except (TypeError, KeyError, IndexError, AttributeError):
+    except (TypeError, KeyError, IndexError, AttributeError, ValueError, RecursionError):
         return None
 
 
