@@ -16,6 +16,7 @@ record per case in order (``records.py``): a record a program manages to inject 
 """
 
 import _json
+import _struct
 import binascii
 import gc
 import marshal
@@ -164,6 +165,62 @@ def _poll_where_epoll_is_refused():
             sys.modules["selectors"].DefaultSelector = sys.modules["selectors"].PollSelector
 
 
+# rt_sigaction(2) by machine: the kernel's audit architecture and the syscall's numbers (<linux/audit.h>,
+# <asm/unistd.h>; x86_64 also has x32's, 512 with the x32 bit). ``tests/sandbox/test_signal_and_garbage_routes.py``
+# checks them against libseccomp's tables.
+_SIGACTION = {"x86_64": (0xC000003E, (13, 0x40000000 | 512)), "aarch64": (0xC00000B7, (134,))}
+
+
+def _sigaction_filter(machine):
+    """A classic BPF seccomp program (``struct sock_filter`` entries) that refuses rt_sigaction with a new action
+    (EPERM; a query, with none, stays allowed) and, on another architecture, every syscall."""
+    arch, numbers = _SIGACTION[machine]
+    count = len(numbers)
+    check, allow, deny = 3 + count, 7 + count, 8 + count
+    code = [(0x20, 0, 0, 4), (0x15, 0, deny - 2, arch), (0x20, 0, 0, 0)]  # A = arch; foreign: deny; A = nr
+    for at, number in enumerate(numbers, start=3):
+        code.append((0x15, check - at - 1, allow - at - 1 if at == check - 1 else 0, number))
+    # args[1] (the new action's pointer), low then high word: NULL (a query) is allowed
+    code += [(0x20, 0, 0, 24), (0x15, 0, deny - check - 2, 0), (0x20, 0, 0, 28), (0x15, 0, 1, 0)]
+    code += [(0x06, 0, 0, 0x7FFF0000), (0x06, 0, 0, 0x00050000 | 1)]  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO|EPERM
+    return b"".join(_struct.pack("<HBBI", *entry) for entry in code)
+
+
+def _no_signal_handlers():
+    """From here on no process of the run can install a signal handler: CPython calls a Python handler with the
+    interrupted frame (the harness's own, between the program's calls), with no audit event, and
+    ``signal.signal`` calls sigaction(2) before it stores the handler, failing with OSError where that fails.
+    A second seccomp filter (filters stack; NO_NEW_PRIVS is set) refuses rt_sigaction with a new action. SIGINT
+    goes back to SIG_DFL first: its C handler stays otherwise, and asyncio replaces a default SIGINT handler
+    (it leaves SIG_DFL alone). Judged modes only; raises where the filter cannot be loaded (an unknown machine,
+    no ``_ctypes``): the run then never reports ready, so the program never runs unguarded."""
+    import _ctypes
+    import _signal
+
+    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+    program = _sigaction_filter(os.uname().machine)
+
+    class _Long(_ctypes._SimpleCData):
+        _type_ = "l"
+
+    class _Char(_ctypes._SimpleCData):
+        _type_ = "c"
+
+    class _Function(_ctypes.CFuncPtr):
+        _flags_, _restype_ = _ctypes.FUNCFLAG_CDECL, _Long
+
+    def buffer(data):
+        return type("_Buffer", (_ctypes.Array,), {"_type_": _Char, "_length_": len(data)}).from_buffer_copy(data)
+
+    filters = buffer(program)
+    fprog = buffer(_struct.pack("<HxxxxxxQ", len(program) // 8, _ctypes.addressof(filters)))
+    prctl = _Function(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"))
+    if prctl(_Long(38), _Long(1), _Long(0), _Long(0), _Long(0)) != 0:  # PR_SET_NO_NEW_PRIVS
+        raise RuntimeError("could not set no_new_privs")
+    if prctl(_Long(22), _Long(2), _Long(_ctypes.addressof(fprog)), _Long(0), _Long(0)) != 0:  # SECCOMP_MODE_FILTER
+        raise RuntimeError("could not load the signal-handler filter")
+
+
 # Audit events that reach frames (and through them any function's globals: the harness's own), every object of
 # the process, or raw memory. Denied from the program's first instruction on (``_deny_frames``).
 _DENIED_EVENTS = frozenset(
@@ -171,6 +228,7 @@ _DENIED_EVENTS = frozenset(
     | {"sys.addaudithook", "gc.get_objects", "gc.get_referrers", "gc.get_referents"}
     | {"ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.call_function", "ctypes.cdata", "ctypes.cdata/buffer"}
     | {"ctypes.string_at", "ctypes.wstring_at"}
+    | {"cpython.PyInterpreterState_New"}  # a subinterpreter runs under no hook of this one: ctypes there reads ours
 )
 _FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})  # CPython audits these reads
 
@@ -188,8 +246,10 @@ def _deny_frames():
     builtin the program could rebind. Installed after ``_undumpable`` (which calls libc through ``_ctypes``), in the
     judged modes only: a "script" run is plain Python (its tracebacks, ``ctypes``), and nothing judges it after.
     Returns the harness's own ``gc.get_referents`` (a dict view's dict, ``_harness_live``): allowed by a flag that
-    only the hook's and this function's closures hold, set for that one C call."""
+    only the hook's and this function's closures hold, set for that one C call. Also keeps ``gc.DEBUG_SAVEALL``
+    from the program (``_collector_saves_nothing``)."""
     allowed = []
+    guarded = _collector_saves_nothing()
 
     def hook(event, args, events=_DENIED_EVENTS, attributes=_FRAME_ATTRIBUTES, denied=FrameDenied, own=allowed):
         if event in events and not (own and event == "gc.get_referents"):
@@ -198,6 +258,8 @@ def _deny_frames():
             raise denied(args[1] + " is not available in the sandbox")
         if event == "ctypes.dlopen" and args[0] is not None:
             raise denied("ctypes.dlopen is not available in the sandbox")
+        if event in guarded:
+            guarded[event](*args)
 
     def referents(*objects, get=gc.get_referents, own=allowed):
         own.append(True)
@@ -208,6 +270,48 @@ def _deny_frames():
 
     sys.addaudithook(hook)
     return referents
+
+
+class _BuiltinSpec:
+    """The spec ``_imp.create_builtin`` is given by the guard below: a name only, read once from the program's."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+
+def _collector_saves_nothing():
+    """With ``gc.DEBUG_SAVEALL`` the collector keeps every unreachable object in ``gc.garbage``: frames of the
+    program's own that an exception held, whose ``f_back`` leads to the harness's, with no audited event. So
+    ``gc.set_debug`` and ``_imp.create_builtin`` (which makes a fresh ``gc`` module, or ``_imp`` with the genuine
+    ``create_builtin``) become stand-ins that raise an event; the audit hook (``_deny_frames``) holds the genuine
+    ones and calls them, refusing DEBUG_SAVEALL and a fresh ``gc`` or ``_imp``. The stand-ins hold nothing of
+    the harness (globals: ``sys.audit`` only); a program that raises the events itself meets the same refusals.
+    Returns the hook's handlers by event."""
+    import _imp
+
+    set_debug, create_builtin, save_all = gc.set_debug, _imp.create_builtin, gc.DEBUG_SAVEALL
+
+    def debug(flags, denied=FrameDenied):
+        if type(flags) is not int or flags & save_all:
+            raise denied("gc.DEBUG_SAVEALL is not available in the sandbox")
+        set_debug(flags)
+
+    def create(name, made, denied=FrameDenied):
+        if type(name) is not str or type(made) is not list:  # exact types: no code of the program's runs here
+            raise denied("_imp.create_builtin takes a spec whose name is a str")
+        if name in ("gc", "_imp"):
+            raise denied("a fresh " + name + " module is not available in the sandbox")
+        made.append(create_builtin(_BuiltinSpec(name)))
+
+    stand_ins = {"__builtins__": {}, "audit": sys.audit}
+    gc.set_debug = eval("lambda flags: audit('trl_ext.gc.set_debug', flags)", stand_ins)
+    _imp.create_builtin = eval(
+        "lambda spec: (lambda made: audit('trl_ext._imp.create_builtin', spec.name, made) or made[0])([])",
+        stand_ins,
+    )
+    return {"trl_ext.gc.set_debug": debug, "trl_ext._imp.create_builtin": create}
 
 
 def _runtime_code(runtime):
@@ -227,6 +331,8 @@ def _main(runtime=None, confine=None):
             exec(_runtime_code(payload.pop("runtime")), runtime)  # before the program exists: genuine builtins
     if confine is not None:
         confine()
+    if payload["mode"] != "script":  # before "ready" (a run whose filter did not load never runs the program) and
+        _no_signal_handlers()  # before the uid drops (the rlimit backend's uid may not reach the C modules then)
     _apply_limits(payload["limits"], payload["uid"])
     _note_refusals()
     _poll_where_epoll_is_refused()
