@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -187,7 +188,9 @@ def test_forgers_score_zero_and_programs_without_handlers_pass(launch, monkeypat
     cases = [
         (FORGE_BY_SIGNAL + LEN_IN_CALL, LEN_TEST, 0.0),
         (FORGE_BY_GARBAGE + LEN_IN_CALL, LEN_TEST, 0.0),
-        (RIGHT_ASYNC, "assert double(2) == 4", 1.0),  # asyncio.run leaves a SIGINT at SIG_DFL alone
+        # asyncio.run leaves a SIGINT at SIG_DFL alone; its loop needs socketpair, allowed only with a memory
+        # cgroup (root here; class 6, test_kernel_objects.py)
+        (RIGHT_ASYNC, "assert double(2) == 4", float(os.geteuid() == 0)),
         (RIGHT_WITH_ALARM, "assert double(2) == 4", 0.0),  # fails closed: signal.signal raises PermissionError
         (HANDLERS, "assert handlers() == []", 1.0),  # no handler of the harness's, Python or C, when it starts
     ]
