@@ -272,46 +272,51 @@ def _deny_frames():
     return referents
 
 
-class _BuiltinSpec:
-    """The spec ``_imp.create_builtin`` is given by the guard below: a name only, read once from the program's."""
+class _ModuleSpec:
+    """The spec ``_imp``'s module makers are given by the guard below: what they read, each read once from the
+    program's."""
 
-    __slots__ = ("name",)
+    __slots__ = ("name", "origin")
 
-    def __init__(self, name):
-        self.name = name
+    def __init__(self, name, origin):
+        self.name, self.origin = name, origin
 
 
 def _collector_saves_nothing():
     """With ``gc.DEBUG_SAVEALL`` the collector keeps every unreachable object in ``gc.garbage``: frames of the
     program's own that an exception held, whose ``f_back`` leads to the harness's, with no audited event. So
-    ``gc.set_debug`` and ``_imp.create_builtin`` (which makes a fresh ``gc`` module, or ``_imp`` with the genuine
-    ``create_builtin``) become stand-ins that raise an event; the audit hook (``_deny_frames``) holds the genuine
-    ones and calls them, refusing DEBUG_SAVEALL and a fresh ``gc`` or ``_imp``. The stand-ins hold nothing of
-    the harness (globals: ``sys.audit`` only); a program that raises the events itself meets the same refusals.
-    Returns the hook's handlers by event."""
+    ``gc.set_debug`` and ``_imp``'s module makers (a fresh ``gc`` module, or ``_imp`` with the genuine makers:
+    ``create_builtin``, and ``create_dynamic`` given libpython, which holds ``PyInit_gc``) become stand-ins that
+    raise an event; the audit hook (``_deny_frames``) holds the genuine ones and calls them, refusing
+    DEBUG_SAVEALL and a fresh ``gc`` or ``_imp`` (by the name the maker looks up: the last part). The stand-ins
+    hold nothing of the harness (globals: ``sys.audit`` only); a program that raises the events itself meets the
+    same refusals. Returns the hook's handlers by event."""
     import _imp
 
-    set_debug, create_builtin, save_all = gc.set_debug, _imp.create_builtin, gc.DEBUG_SAVEALL
+    set_debug, save_all = gc.set_debug, gc.DEBUG_SAVEALL
+    makers = {"trl_ext._imp.create_builtin": _imp.create_builtin, "trl_ext._imp.create_dynamic": _imp.create_dynamic}
 
     def debug(flags, denied=FrameDenied):
         if type(flags) is not int or flags & save_all:
             raise denied("gc.DEBUG_SAVEALL is not available in the sandbox")
         set_debug(flags)
 
-    def create(name, made, denied=FrameDenied):
-        if type(name) is not str or type(made) is not list:  # exact types: no code of the program's runs here
-            raise denied("_imp.create_builtin takes a spec whose name is a str")
-        if name in ("gc", "_imp"):
-            raise denied("a fresh " + name + " module is not available in the sandbox")
-        made.append(create_builtin(_BuiltinSpec(name)))
+    def maker(event):
+        def create(name, origin, made, denied=FrameDenied, genuine=makers[event]):
+            if type(name) is not str or type(made) is not list or not (origin is None or type(origin) is str):
+                raise denied("a module spec's name and origin must be a str")  # exact types: no program code runs
+            if name.rpartition(".")[2] in ("gc", "_imp"):
+                raise denied("a fresh " + name + " module is not available in the sandbox")
+            made.append(genuine(_ModuleSpec(name, origin)))
+
+        return create
 
     stand_ins = {"__builtins__": {}, "audit": sys.audit}
     gc.set_debug = eval("lambda flags: audit('trl_ext.gc.set_debug', flags)", stand_ins)
-    _imp.create_builtin = eval(
-        "lambda spec: (lambda made: audit('trl_ext._imp.create_builtin', spec.name, made) or made[0])([])",
-        stand_ins,
-    )
-    return {"trl_ext.gc.set_debug": debug, "trl_ext._imp.create_builtin": create}
+    for event in makers:
+        make = "lambda spec, *file: (lambda made: audit(EVENT, spec.name, spec.origin, made) or made[0])([])"
+        setattr(_imp, event.rpartition(".")[2], eval(make.replace("EVENT", repr(event)), stand_ins))
+    return {"trl_ext.gc.set_debug": debug, **{event: maker(event) for event in makers}}
 
 
 def _runtime_code(runtime):
