@@ -73,6 +73,20 @@ def _fresh_gcs():  # gc modules with a set_debug of their own: the built-in make
         except (ValueError, ImportError):
             pass
     return fresh
+def _native():  # a shared object the program wrote: a copy of one of the interpreter's own
+    import _imp, posix
+    try:
+        import _json
+        with open(_json.__file__, "rb") as source, open("mine.so", "wb") as copy:
+            copy.write(source.read())
+    except (ImportError, AttributeError, OSError):  # rlimit as root: its uid cannot read the installation
+        return set()
+    spec = sys.modules["_frozen_importlib"].ModuleSpec("_json", None, origin=posix.getcwd() + "/mine.so")
+    try:
+        _imp.create_dynamic(spec)
+    except (ValueError, ImportError):
+        return set()
+    return {{"native"}}
 def _handler_names():
     found = set()
     try:
@@ -99,7 +113,7 @@ def reached():
     dying = _Collected()
     dying.cycle = dying
     del dying
-    found = _garbage_names(gc) | _handler_names() | _subinterpreter()
+    found = _garbage_names(gc) | _handler_names() | _subinterpreter() | _native()
     for fresh in _fresh_gcs():
         found |= _garbage_names(fresh) | {{"fresh gc"}}
     return sorted(found | AT_IMPORT | AT_DEL)
@@ -108,14 +122,16 @@ HARNESS = str(Path(__file__).parents[2] / "trl_ext" / "sandbox" / "_harness.py")
 REFUSED = [f"refused {errno.EPERM}"]  # what every route gives in a judged run: signal.signal's EPERM, nothing else
 
 
-def test_each_route_reaches_a_harness_namespace_in_plain_cpython():
+def test_each_route_reaches_a_harness_namespace_in_plain_cpython(tmp_path):
     """The positive control: called from a namespace that holds the harness's names (as the harness's frames'
     globals do), the program's search finds them through each route."""
     fake = "_describe = _module_changed = None\ndef _call(fn):\n    return fn()\nprogram = {}\n"
     script = fake + f"exec({SEARCH!r}, program)\nprint(__import__('json').dumps(_call(program['reached'])))\n"
-    done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == ["_describe", "_module_changed", "fresh gc", "subinterpreter"]
+    assert json.loads(done.stdout) == ["_describe", "_module_changed", "fresh gc", "native", "subinterpreter"]
 
 
 LAUNCHES = [("bwrap", "0"), ("bwrap", "1"), ("landlock", "0"), ("landlock", "1"), ("rlimit", "0"), ("remote", "1")]

@@ -282,13 +282,31 @@ class _ModuleSpec:
         self.name, self.origin = name, origin
 
 
+_PREFIXES = tuple({sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix})  # read before any program
+
+
+def _installed(origin, prefixes=_PREFIXES):
+    """Whether ``origin`` (an exact str) names a file of the interpreter's installation, which no run can write: an
+    absolute path under its prefix with no ``.`` or ``..`` part (a symlink in it is the installation's own). A
+    shared object the program wrote in its scratch would be native code in the harness's process."""
+    parts = origin.split("/")
+    return (
+        origin[:1] == "/"
+        and "." not in parts
+        and ".." not in parts
+        and "" not in parts[1:]
+        and any(origin.startswith(prefix + "/") for prefix in prefixes)
+    )
+
+
 def _collector_saves_nothing():
     """With ``gc.DEBUG_SAVEALL`` the collector keeps every unreachable object in ``gc.garbage``: frames of the
     program's own that an exception held, whose ``f_back`` leads to the harness's, with no audited event. So
     ``gc.set_debug`` and ``_imp``'s module makers (a fresh ``gc`` module, or ``_imp`` with the genuine makers:
     ``create_builtin``, and ``create_dynamic`` given libpython, which holds ``PyInit_gc``) become stand-ins that
     raise an event; the audit hook (``_deny_frames``) holds the genuine ones and calls them, refusing
-    DEBUG_SAVEALL and a fresh ``gc`` or ``_imp`` (by the name the maker looks up: the last part). The stand-ins
+    DEBUG_SAVEALL and a fresh ``gc`` or ``_imp`` (by the name the maker looks up: the last part), and any shared
+    object but the interpreter's own (``_installed``): native code loaded in the process reaches it all. The stand-ins
     hold nothing of the harness (globals: ``sys.audit`` only); a program that raises the events itself meets the
     same refusals. Returns the hook's handlers by event."""
     import _imp
@@ -302,12 +320,14 @@ def _collector_saves_nothing():
         set_debug(flags)
 
     def maker(event):
-        def create(name, origin, made, denied=FrameDenied, genuine=makers[event]):
+        def create(name, origin, made, denied=FrameDenied, genuine=makers[event], spec=_ModuleSpec, own=_installed):
             if type(name) is not str or type(made) is not list or not (origin is None or type(origin) is str):
                 raise denied("a module spec's name and origin must be a str")  # exact types: no program code runs
             if name.rpartition(".")[2] in ("gc", "_imp"):
                 raise denied("a fresh " + name + " module is not available in the sandbox")
-            made.append(genuine(_ModuleSpec(name, origin)))
+            if event.endswith("dynamic") and (origin is None or not own(origin)):
+                raise denied("only the interpreter's own extension modules load in the sandbox")
+            made.append(genuine(spec(name, origin)))
 
         return create
 
