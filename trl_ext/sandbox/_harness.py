@@ -295,7 +295,7 @@ def _installed(origin, prefixes=_PREFIXES):
         and "." not in parts
         and ".." not in parts
         and "" not in parts[1:]
-        and any(origin.startswith(prefix + "/") for prefix in prefixes)
+        and any(origin.startswith(prefix.rstrip("/") + "/") for prefix in prefixes)
     )
 
 
