@@ -134,19 +134,23 @@ def test_each_route_reaches_a_harness_namespace_in_plain_cpython(tmp_path):
     assert json.loads(done.stdout) == ["_describe", "_module_changed", "fresh gc", "native", "subinterpreter"]
 
 
+# remote: sandbox-serve given the payload itself ("1"), or the SandboxFusion program that execs the harness
 LAUNCHES = [("bwrap", "0"), ("bwrap", "1"), ("landlock", "0"), ("landlock", "1"), ("rlimit", "0"), ("remote", "1")]
+LAUNCHES += [("remote", "bootstrap")]
 
 
 @pytest.fixture(params=LAUNCHES, ids=["-".join(launch) for launch in LAUNCHES])
 def launch(request, monkeypatch):
     from trl_ext.sandbox import forkserver
     from trl_ext.sandbox.backends import BACKEND_ENV, URL_ENV
+    from trl_ext.sandbox.remote import PROTOCOL_ENV
 
     backend, fork = request.param
     if backend == "remote":
         monkeypatch.setenv(URL_ENV, request.getfixturevalue("sandbox_server"))
+        monkeypatch.setenv(PROTOCOL_ENV, "bootstrap" if fork == "bootstrap" else "auto")
     monkeypatch.setenv(BACKEND_ENV, backend)
-    monkeypatch.setenv(forkserver.FORKSERVER_ENV, fork)
+    monkeypatch.setenv(forkserver.FORKSERVER_ENV, "1" if fork == "bootstrap" else fork)
     return request.param
 
 
