@@ -16,6 +16,7 @@ record per case in order (``records.py``): a record a program manages to inject 
 """
 
 import _json
+import _struct
 import binascii
 import builtins
 import gc
@@ -189,6 +190,62 @@ def _poll_where_epoll_is_refused():
             sys.modules["selectors"].DefaultSelector = sys.modules["selectors"].PollSelector
 
 
+# rt_sigaction(2) by machine: the kernel's audit architecture and the syscall's numbers (<linux/audit.h>,
+# <asm/unistd.h>; x86_64 also has x32's, 512 with the x32 bit). ``tests/sandbox/test_signal_and_garbage_routes.py``
+# checks them against libseccomp's tables.
+_SIGACTION = {"x86_64": (0xC000003E, (13, 0x40000000 | 512)), "aarch64": (0xC00000B7, (134,))}
+
+
+def _sigaction_filter(machine):
+    """A classic BPF seccomp program (``struct sock_filter`` entries) that refuses rt_sigaction with a new action
+    (EPERM; a query, with none, stays allowed) and, on another architecture, every syscall."""
+    arch, numbers = _SIGACTION[machine]
+    count = len(numbers)
+    check, allow, deny = 3 + count, 7 + count, 8 + count
+    code = [(0x20, 0, 0, 4), (0x15, 0, deny - 2, arch), (0x20, 0, 0, 0)]  # A = arch; foreign: deny; A = nr
+    for at, number in enumerate(numbers, start=3):
+        code.append((0x15, check - at - 1, allow - at - 1 if at == check - 1 else 0, number))
+    # args[1] (the new action's pointer), low then high word: NULL (a query) is allowed
+    code += [(0x20, 0, 0, 24), (0x15, 0, deny - check - 2, 0), (0x20, 0, 0, 28), (0x15, 0, 1, 0)]
+    code += [(0x06, 0, 0, 0x7FFF0000), (0x06, 0, 0, 0x00050000 | 1)]  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO|EPERM
+    return b"".join(_struct.pack("<HBBI", *entry) for entry in code)
+
+
+def _no_signal_handlers():
+    """From here on no process of the run can install a signal handler: CPython calls a Python handler with the
+    interrupted frame (the harness's own, between the program's calls), with no audit event, and
+    ``signal.signal`` calls sigaction(2) before it stores the handler, failing with OSError where that fails.
+    A second seccomp filter (filters stack; NO_NEW_PRIVS is set) refuses rt_sigaction with a new action. SIGINT
+    goes back to SIG_DFL first: its C handler stays otherwise, and asyncio replaces a default SIGINT handler
+    (it leaves SIG_DFL alone). Judged modes only; raises where the filter cannot be loaded (an unknown machine,
+    no ``_ctypes``): the run then never reports ready, so the program never runs unguarded."""
+    import _ctypes
+    import _signal
+
+    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+    program = _sigaction_filter(os.uname().machine)
+
+    class _Long(_ctypes._SimpleCData):
+        _type_ = "l"
+
+    class _Char(_ctypes._SimpleCData):
+        _type_ = "c"
+
+    class _Function(_ctypes.CFuncPtr):
+        _flags_, _restype_ = _ctypes.FUNCFLAG_CDECL, _Long
+
+    def buffer(data):
+        return type("_Buffer", (_ctypes.Array,), {"_type_": _Char, "_length_": len(data)}).from_buffer_copy(data)
+
+    filters = buffer(program)
+    fprog = buffer(_struct.pack("<HxxxxxxQ", len(program) // 8, _ctypes.addressof(filters)))
+    prctl = _Function(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"))
+    if prctl(_Long(38), _Long(1), _Long(0), _Long(0), _Long(0)) != 0:  # PR_SET_NO_NEW_PRIVS
+        raise RuntimeError("could not set no_new_privs")
+    if prctl(_Long(22), _Long(2), _Long(_ctypes.addressof(fprog)), _Long(0), _Long(0)) != 0:  # SECCOMP_MODE_FILTER
+        raise RuntimeError("could not load the signal-handler filter")
+
+
 # Audit events that reach frames (and through them any function's globals: the harness's own), every object of
 # the process, or raw memory. Denied from the program's first instruction on (``_deny_frames``).
 _DENIED_EVENTS = frozenset(
@@ -196,6 +253,7 @@ _DENIED_EVENTS = frozenset(
     | {"sys.addaudithook", "gc.get_objects", "gc.get_referrers", "gc.get_referents"}
     | {"ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.call_function", "ctypes.cdata", "ctypes.cdata/buffer"}
     | {"ctypes.string_at", "ctypes.wstring_at"}
+    | {"cpython.PyInterpreterState_New"}  # a subinterpreter runs under no hook of this one: ctypes there reads ours
 )
 _FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})  # CPython audits these reads
 
@@ -213,8 +271,10 @@ def _deny_frames():
     builtin the program could rebind. Installed after ``_undumpable`` (which calls libc through ``_ctypes``), in the
     judged modes only: a "script" run is plain Python (its tracebacks, ``ctypes``), and nothing judges it after.
     Returns the harness's own ``gc.get_referents`` (a dict view's dict, ``_harness_live``): allowed by a flag that
-    only the hook's and this function's closures hold, set for that one C call."""
+    only the hook's and this function's closures hold, set for that one C call. Also keeps ``gc.DEBUG_SAVEALL``
+    from the program (``_collector_saves_nothing``)."""
     allowed = []
+    guarded = _collector_saves_nothing()
 
     def hook(event, args, events=_DENIED_EVENTS, attributes=_FRAME_ATTRIBUTES, denied=FrameDenied, own=allowed):
         if event in events and not (own and event == "gc.get_referents"):
@@ -225,6 +285,8 @@ def _deny_frames():
             raise denied("setting __code__ is not available in the sandbox")
         if event == "ctypes.dlopen" and args[0] is not None:
             raise denied("ctypes.dlopen is not available in the sandbox")
+        if event in guarded:
+            guarded[event](*args)
 
     def referents(*objects, get=gc.get_referents, own=allowed):
         own.append(True)
@@ -235,6 +297,73 @@ def _deny_frames():
 
     sys.addaudithook(hook)
     return referents
+
+
+class _ModuleSpec:
+    """The spec ``_imp``'s module makers are given by the guard below: what they read, each read once from the
+    program's."""
+
+    __slots__ = ("name", "origin")
+
+    def __init__(self, name, origin):
+        self.name, self.origin = name, origin
+
+
+_PREFIXES = tuple({sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix})  # read before any program
+
+
+def _installed(origin, prefixes=_PREFIXES):
+    """Whether ``origin`` (an exact str) names a file of the interpreter's installation, which no run can write: an
+    absolute path under its prefix with no ``.`` or ``..`` part (a symlink in it is the installation's own). A
+    shared object the program wrote in its scratch would be native code in the harness's process."""
+    parts = origin.split("/")
+    return (
+        origin[:1] == "/"
+        and "." not in parts
+        and ".." not in parts
+        and "" not in parts[1:]
+        and any(origin.startswith(prefix.rstrip("/") + "/") for prefix in prefixes)
+    )
+
+
+def _collector_saves_nothing():
+    """With ``gc.DEBUG_SAVEALL`` the collector keeps every unreachable object in ``gc.garbage``: frames of the
+    program's own that an exception held, whose ``f_back`` leads to the harness's, with no audited event. So
+    ``gc.set_debug`` and ``_imp``'s module makers (a fresh ``gc`` module, or ``_imp`` with the genuine makers:
+    ``create_builtin``, and ``create_dynamic`` given libpython, which holds ``PyInit_gc``) become stand-ins that
+    raise an event; the audit hook (``_deny_frames``) holds the genuine ones and calls them, refusing
+    DEBUG_SAVEALL and a fresh ``gc`` or ``_imp`` (by the name the maker looks up: the last part), and any shared
+    object but the interpreter's own (``_installed``): native code loaded in the process reaches it all. The stand-ins
+    hold nothing of the harness (globals: ``sys.audit`` only); a program that raises the events itself meets the
+    same refusals. Returns the hook's handlers by event."""
+    import _imp
+
+    set_debug, save_all = gc.set_debug, gc.DEBUG_SAVEALL
+    makers = {"trl_ext._imp.create_builtin": _imp.create_builtin, "trl_ext._imp.create_dynamic": _imp.create_dynamic}
+
+    def debug(flags, denied=FrameDenied):
+        if type(flags) is not int or flags & save_all:
+            raise denied("gc.DEBUG_SAVEALL is not available in the sandbox")
+        set_debug(flags)
+
+    def maker(event):
+        def create(name, origin, made, denied=FrameDenied, genuine=makers[event], spec=_ModuleSpec, own=_installed):
+            if type(name) is not str or type(made) is not list or not (origin is None or type(origin) is str):
+                raise denied("a module spec's name and origin must be a str")  # exact types: no program code runs
+            if name.rpartition(".")[2] in ("gc", "_imp"):
+                raise denied("a fresh " + name + " module is not available in the sandbox")
+            if event.endswith("dynamic") and (origin is None or not own(origin)):
+                raise denied("only the interpreter's own extension modules load in the sandbox")
+            made.append(genuine(spec(name, origin)))
+
+        return create
+
+    stand_ins = {"__builtins__": {}, "audit": sys.audit}
+    gc.set_debug = eval("lambda flags: audit('trl_ext.gc.set_debug', flags)", stand_ins)
+    for event in makers:
+        make = "lambda spec, *file: (lambda made: audit(EVENT, spec.name, spec.origin, made) or made[0])([])"
+        setattr(_imp, event.rpartition(".")[2], eval(make.replace("EVENT", repr(event)), stand_ins))
+    return {"trl_ext.gc.set_debug": debug, **{event: maker(event) for event in makers}}
 
 
 def _runtime_code(runtime):
@@ -254,6 +383,8 @@ def _main(runtime=None, confine=None):
             exec(_runtime_code(payload.pop("runtime")), runtime)  # before the program exists: genuine builtins
     if confine is not None:
         confine()
+    if payload["mode"] != "script":  # before "ready" (a run whose filter did not load never runs the program) and
+        _no_signal_handlers()  # before the uid drops (the rlimit backend's uid may not reach the C modules then)
     _apply_limits(payload["limits"], payload["uid"])
     _note_refusals()
     _poll_where_epoll_is_refused()
