@@ -3,8 +3,9 @@
 An allow-list: every syscall of the kernel's table is classified below, and one the table gained later (unknown to
 this list) fails with ENOSYS, which libc treats as "not supported here". The classes:
 - ``TARGETS_SELF_ONLY``: the syscall names a process by pid; only pid 0 (the caller) is allowed, any other pid
-  fails with EPERM, so no run can act on the trainer, the server or another run (prlimit, affinity, scheduling,
-  robust lists).
+  fails with EPERM, so no run can act on, or read anything of, the trainer, the server or another run (prlimit,
+  affinity, scheduling, robust lists, session and process group ids). A reading syscall whose pid hides in a
+  struct (``capget``) is ``DENIED``.
 - ``WHICH_WHO``: ``setpriority``/``getpriority`` and ``ioprio_set``/``ioprio_get`` name a process, a process group
   or a user: only the caller itself or its own process group, with who = 0 (never PRIO_USER / IOPRIO_WHO_USER).
 - ``KERNEL_CONFINED``: the kernel itself limits the target to the caller's own tree or the run's reach: wait only
@@ -39,6 +40,10 @@ uid owns, the trainer's Python installation under landlock as non-root, stalls e
 (inotify's twin), signal delivery to a chosen process (``F_SETOWN``...), a bigger pipe (``F_SETPIPE_SZ``: pipe buffers
 count towards the bound) and write-life hints on inodes; any other command, and one with bits above the kernel's
 32-bit ``cmd`` (the kernel ignores them, so ``F_SETLEASE | 1 << 32`` is ``F_SETLEASE``), fails with ENOSYS.
+``prctl`` is an allow-list of options too (``PRCTL_ALLOWED``: the caller's own name, dumpability, parent-death
+signal, no_new_privs and reads of its own state); ``PRCTL_REFUSED`` (every other option the kernel knows) gives
+EPERM, any other ENOSYS: PR_FUTEX_HASH sized a kernel hash at will, PR_SET_VMA names mappings, PR_SCHED_CORE
+names other pids.
 ``ioctl`` is an allow-list of requests too (``IOCTL_ALLOWED``): terminal queries, FIONREAD, FIONBIO, FIOCLEX and
 FIONCLEX; any other (inode flags, fs-verity, clones, encryption policies...) fails with ENOSYS.
 ``fallocate`` fails with EOPNOTSUPP
@@ -70,6 +75,8 @@ TARGETS_SELF_ONLY = {
     "sched_getattr": 0,
     "sched_rr_get_interval": 0,
     "get_robust_list": 0,
+    "getsid": 0,  # reading another process's session or group told which pids were runs' harnesses (round 10)
+    "getpgid": 0,
 }
 # name -> the allowed values of ``which`` (argument 0), each only with who (argument 1) = 0
 WHICH_WHO = {
@@ -79,7 +86,7 @@ WHICH_WHO = {
     "ioprio_get": (1, 2),
 }
 KERNEL_CONFINED = frozenset(
-    """kill tkill tgkill rt_sigqueueinfo rt_tgsigqueueinfo wait4 waitid setpgid getpgid getsid capget capset""".split()  # noqa: SIM905 - a table, one name per word
+    """kill tkill tgkill rt_sigqueueinfo rt_tgsigqueueinfo wait4 waitid setpgid capset""".split()  # noqa: SIM905 - a table, one name per word
 )
 DENIED = frozenset(
     """ptrace process_vm_readv process_vm_writev kcmp pidfd_open pidfd_getfd pidfd_send_signal process_madvise
@@ -95,7 +102,7 @@ DENIED = frozenset(
     chmod fchmod fchmodat fchmodat2 chown fchown lchown fchownat utime utimes utimensat futimesat
     inotify_init inotify_init1 inotify_add_watch inotify_rm_watch io_setup io_destroy io_getevents io_submit
     io_cancel io_pgetevents mincore cachestat fadvise64 readahead migrate_pages move_pages landlock_create_ruleset
-    landlock_add_rule landlock_restrict_self""".split()  # noqa: SIM905 - a table, one name per word
+    landlock_add_rule landlock_restrict_self capget""".split()  # noqa: SIM905 - a table, one name per word
 )
 MODE_CHECKED = {"mkdir": 1, "mkdirat": 2}
 NO_PROCESS_TARGET = frozenset(
@@ -107,7 +114,7 @@ NO_PROCESS_TARGET = frozenset(
     getrlimit getrusage sysinfo times getuid getgid setuid setgid geteuid getegid getppid getpgrp setreuid setregid
     getgroups setgroups setresuid getresuid setresgid getresgid setfsuid setfsgid rt_sigpending rt_sigtimedwait
     rt_sigsuspend sigaltstack mknod personality ustat statfs fstatfs sysfs sched_get_priority_max
-    sched_get_priority_min mlock munlock mlockall munlockall prctl arch_prctl setrlimit sync gettid
+    sched_get_priority_min mlock munlock mlockall munlockall arch_prctl setrlimit sync gettid
     getxattr lgetxattr fgetxattr listxattr llistxattr flistxattr time futex set_thread_area
     get_thread_area remap_file_pages getdents64 set_tid_address
     restart_syscall timer_create timer_settime timer_gettime timer_getoverrun timer_delete clock_gettime
@@ -120,10 +127,10 @@ NO_PROCESS_TARGET = frozenset(
     futex_requeue""".split()  # noqa: SIM905 - a table, one name per word
 )
 # checked by argument below: clone (namespace flags, CLONE_PARENT), clone3 (ENOSYS: flags hidden in a struct, libc falls back to
-# clone), open/openat (O_TMPFILE), fcntl and ioctl (allow-lists of commands), umask, madvise (not MADV_COLD or
+# clone), open/openat (O_TMPFILE), fcntl, ioctl and prctl (allow-lists of commands), umask, madvise (not MADV_COLD or
 # MADV_PAGEOUT), preadv2/pwritev2 (not RWF_NOWAIT): see "page cache" in the module's docstring
 ARGUMENT_CHECKED = frozenset(
-    {"clone", "clone3", "open", "openat", "fcntl", "ioctl", "umask", "madvise", "preadv2", "pwritev2"}
+    {"clone", "clone3", "open", "openat", "fcntl", "ioctl", "umask", "madvise", "preadv2", "pwritev2", "prctl"}
 )
 # EOPNOTSUPP always (as on a file system without it; glibc's posix_fallocate then writes the blocks itself):
 # fallocate reserves up to RLIMIT_FSIZE on disk in one instant call, so a run with several processes could
@@ -201,6 +208,92 @@ FCNTL_REFUSED = {
     "F_SET_RW_HINT": 1036,  # changes an inode's write-life hint (its owner's files: the trainer's under landlock)
     "F_GET_FILE_RW_HINT": 1037,
     "F_SET_FILE_RW_HINT": 1038,
+}
+# prctl options (linux/prctl.h), name -> value: what the runtime and ordinary programs use (thread names, the
+# parent-death signal, dumpability, no_new_privs, reading its own state) and no more
+PRCTL_ALLOWED = {
+    "PR_SET_PDEATHSIG": 1,
+    "PR_GET_PDEATHSIG": 2,
+    "PR_GET_DUMPABLE": 3,
+    "PR_SET_DUMPABLE": 4,  # the harness makes itself non-dumpable
+    "PR_GET_KEEPCAPS": 7,
+    "PR_SET_NAME": 15,  # glibc's pthread_setname_np on the calling thread
+    "PR_GET_NAME": 16,
+    "PR_GET_SECCOMP": 21,
+    "PR_SET_SECCOMP": 22,  # a further filter only narrows (no_new_privs is set)
+    "PR_CAPBSET_READ": 23,
+    "PR_GET_SECUREBITS": 27,
+    "PR_GET_TIMERSLACK": 30,
+    "PR_GET_CHILD_SUBREAPER": 37,
+    "PR_SET_NO_NEW_PRIVS": 38,
+    "PR_GET_NO_NEW_PRIVS": 39,
+    "PR_GET_TID_ADDRESS": 40,
+    "PR_GET_THP_DISABLE": 42,
+    "PR_GET_FP_MODE": 46,
+    "PR_CAP_AMBIENT": 47,  # is-set, lower, clear; raising needs the capability permitted and inheritable already
+    "PR_GET_SPECULATION_CTRL": 52,
+    "PR_SET_SPECULATION_CTRL": 53,  # the caller's own mitigations only
+    "PR_GET_TAGGED_ADDR_CTRL": 56,
+    "PR_GET_MDWE": 66,
+    "PR_GET_MEMORY_MERGE": 68,
+    "PR_GET_SHADOW_STACK_STATUS": 74,
+    "PR_GET_AUXV": 0x41555856,
+}
+# EPERM, every other option the kernel knows; any option not in either table (one the kernel gained later, or with
+# bits above the kernel's 32-bit ``option``) fails with ENOSYS. Red team round 10: PR_FUTEX_HASH allocated a
+# futex hash of any size (256 MiB for one process) in vmalloc memory no process's RSS or rlimit counts
+PRCTL_REFUSED = {
+    "PR_GET_UNALIGN": 5,  # 5-14, 19, 20: other architectures' or obsolete
+    "PR_SET_UNALIGN": 6,
+    "PR_SET_KEEPCAPS": 8,
+    "PR_GET_FPEMU": 9,
+    "PR_SET_FPEMU": 10,
+    "PR_GET_FPEXC": 11,
+    "PR_SET_FPEXC": 12,
+    "PR_GET_TIMING": 13,
+    "PR_SET_TIMING": 14,
+    "PR_GET_ENDIAN": 19,
+    "PR_SET_ENDIAN": 20,
+    "PR_CAPBSET_DROP": 24,
+    "PR_GET_TSC": 25,
+    "PR_SET_TSC": 26,
+    "PR_SET_SECUREBITS": 28,
+    "PR_SET_TIMERSLACK": 29,
+    "PR_TASK_PERF_EVENTS_DISABLE": 31,
+    "PR_TASK_PERF_EVENTS_ENABLE": 32,
+    "PR_MCE_KILL": 33,
+    "PR_MCE_KILL_GET": 34,
+    "PR_SET_MM": 35,
+    "PR_SET_CHILD_SUBREAPER": 36,  # would hide the run's orphans from the launcher's reaping
+    "PR_SET_THP_DISABLE": 41,
+    "PR_MPX_ENABLE_MANAGEMENT": 43,
+    "PR_MPX_DISABLE_MANAGEMENT": 44,
+    "PR_SET_FP_MODE": 45,
+    "PR_SVE_SET_VL": 50,
+    "PR_SVE_GET_VL": 51,
+    "PR_PAC_RESET_KEYS": 54,
+    "PR_SET_TAGGED_ADDR_CTRL": 55,
+    "PR_SET_IO_FLUSHER": 57,
+    "PR_GET_IO_FLUSHER": 58,
+    "PR_SET_SYSCALL_USER_DISPATCH": 59,
+    "PR_PAC_SET_ENABLED_KEYS": 60,
+    "PR_PAC_GET_ENABLED_KEYS": 61,
+    "PR_SCHED_CORE": 62,  # names other processes by pid
+    "PR_SME_SET_VL": 63,
+    "PR_SME_GET_VL": 64,
+    "PR_SET_MDWE": 65,
+    "PR_SET_MEMORY_MERGE": 67,
+    "PR_RISCV_V_SET_CONTROL": 69,
+    "PR_RISCV_V_GET_CONTROL": 70,
+    "PR_RISCV_SET_ICACHE_FLUSH_CTX": 71,
+    "PR_PPC_GET_DEXCR": 72,
+    "PR_PPC_SET_DEXCR": 73,
+    "PR_SET_SHADOW_STACK_STATUS": 75,
+    "PR_LOCK_SHADOW_STACK_STATUS": 76,
+    "PR_TIMER_CREATE_RESTORE_IDS": 77,
+    "PR_FUTEX_HASH": 78,  # kernel memory outside every bound
+    "PR_SET_VMA": 0x53564D41,  # names of anonymous mappings: kernel memory per mapping
+    "PR_SET_PTRACER": 0x59616D61,
 }
 _OWNER_RX = 0o500
 
@@ -285,6 +378,10 @@ def _add_argument_rules(rules, sc, allow, deny) -> None:
         rules.add_rule(allow, "ioctl", sc.Arg(1, sc.EQ, request))
     for command in FCNTL_REFUSED.values():
         rules.add_rule(deny, "fcntl", sc.Arg(1, sc.EQ, command))
+    for option in PRCTL_ALLOWED.values():
+        rules.add_rule(allow, "prctl", sc.Arg(0, sc.EQ, option))
+    for option in PRCTL_REFUSED.values():
+        rules.add_rule(deny, "prctl", sc.Arg(0, sc.EQ, option))
     # by value on the whole register: the kernel reads ``advice`` as an int, so 1 << 32 | MADV_COLD is MADV_COLD
     rules.add_rule(allow, "madvise", sc.Arg(2, sc.LT, _MADV_COLD))
     for advice in _MADV_LATER:
