@@ -11,7 +11,7 @@ import pytest
 
 from tests.sandbox.assert_path import grade_asserts
 from tests.sandbox.test_test_environment import cpython_passes
-from trl_ext.sandbox.program_exceptions import _exception_class, shadowed_reads, source_mismatch
+from trl_ext.sandbox.program_exceptions import _exception_class, read_entries, shadowed_reads, source_mismatch
 from trl_ext.sandbox.program_source import program_facts
 from trl_ext.sandbox.replay import evaluate
 
@@ -183,3 +183,25 @@ def test_a_function_of_the_source_described_as_an_exception_class_is_refused():
         answers.append(evaluate(task))
     assert answers[0]["verdict"] == "unsupported" and "its source does not show" in answers[0]["detail"]
     assert answers[1]["verdict"] == "passed", answers[1]
+
+
+def test_the_worker_gets_the_description_entries_an_evaluation_reads():
+    """The judge sends the evaluation only the description's entries of the test's names and of the names the test
+    (or its prefix) reads unbound (``read_entries``); the other kept builtins change no verdict: each evaluation
+    answers as with the whole description (a refused shadowed builtin included), and a kept entry it reads counts."""
+    kept = [[name, ["builtin"]] for name in ("abs", "all", "max", "min", "sorted", "sum")]
+    described = [["f", ["fn", "f", None]], ["len", ["shadow"]], *kept]
+    prefix = "def helper():\n    return abs(-1)\n"
+    assert read_entries(described, "assert len(f()) == 1\nx = 1\n", prefix, ["f"]) == described[:3]
+    assert read_entries(described, "assert sorted(f(", None, ["f"]) == described  # does not parse: all
+    source = program_facts("len = lambda s: 0\ndef f():\n    return 1\n")
+    tests = {"assert len([f()]) == 1": "unsupported", "assert sorted([f()]) == [1]": "passed"}
+    tests.update({"assert max(f(), 0) == 1 and helper() == 1": "passed", "assert max(f(), 0) == 2": "failed"})
+    for test, verdict in tests.items():
+        answers = []
+        for entries in (described, read_entries(described, test, prefix, ["f"]), described[:1]):
+            task = {"test": test, "prefix": prefix, "entry_point": None, "names": ["f"], "modules": [], "seed": 1}
+            task.update(calls=[["f", [], {"d": []}, []]], results=[{"ok": True, "upd": [], "value": 1, "halt": False}])
+            answers.append(evaluate({**task, "source": source, "program": entries}))
+        assert answers[0] == answers[1] and answers[0]["verdict"] == verdict, (test, answers)
+        assert answers[2]["verdict"] == "unsupported" and "may rebind" in answers[2]["detail"]  # abs: not kept

@@ -21,6 +21,7 @@ from trl_ext.sandbox.base import harness_runtime
 from trl_ext.sandbox.comparison import compare_stdio, values_equal
 from trl_ext.sandbox.eval_worker import evaluation_pool
 from trl_ext.sandbox.limits import Limits
+from trl_ext.sandbox.program_exceptions import read_entries
 from trl_ext.sandbox.program_source import program_facts
 from trl_ext.sandbox.records import RERUN_DETAIL, RecordStream, RunHistory
 from trl_ext.sandbox.test_specs import _assert_plan, parse_tests
@@ -378,7 +379,8 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
             results += [{"ok": False, "missing": True}] * (len(calls) - len(results))
         if history.conflicts(calls, results):
             return {"verdict": "unsupported", "detail": RERUN_DETAIL}
-        task = {**task, "calls": calls, "results": results, "program": stream.names or []}
+        described = read_entries(stream.names or [], task["test"], task["prefix"], task["names"])
+        task = {**task, "calls": calls, "results": results, "program": described}
         task["source"] = program_facts(program)  # what the judge trusts of its classes and names (cached per text)
         answer = EVALUATORS.evaluate(task, deadline_s)
     if answer is None or answer["verdict"] != "incomplete":
