@@ -328,18 +328,6 @@ def shadowed_reads(test: str, prefix: str | None, program: list, source: Any = N
     return sorted(name for name in reads if kinds.get(name) != {"builtin"} or name in rebound)
 
 
-def read_entries(program: list, test: str, prefix: str | None, names: list) -> list:
-    """The entries of the program's description (``records._described_names``) an evaluation reads: those of the
-    test's names (``stand_ins``) and of the names it reads unbound (``shadowed_reads``). The rest (~140 kept
-    builtins) change no verdict, so the judge sends the worker these only; all of them where the test does not
-    parse (the evaluation reports that)."""
-    try:
-        keep = {*names, *_free_reads(test, prefix or "")}
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return program
-    return [entry for entry in program if entry[0] in keep]
-
-
 @functools.lru_cache(maxsize=256)
 def _free_reads(test: str, prefix: str) -> frozenset:
     read, bound = set(), set()
