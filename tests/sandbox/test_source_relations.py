@@ -7,10 +7,16 @@ and landlock's fork server (one launch each, every program in one batch)."""
 
 from __future__ import annotations
 
+import gc
+import secrets
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from tests.sandbox.assert_path import grade_asserts
 from tests.sandbox.test_test_environment import cpython_passes
+from trl_ext.sandbox.judge import read_entries
 from trl_ext.sandbox.program_exceptions import _exception_class, shadowed_reads, source_mismatch
 from trl_ext.sandbox.program_source import program_facts
 from trl_ext.sandbox.replay import evaluate
@@ -211,3 +217,58 @@ def test_a_class_pattern_reads_attributes_as_an_attribute_does():
         program = f"match object:\n    case type({attribute}=x):\n        pass\n"
         assert attribute in program_facts(program)["dynamic"], attribute
     assert program_facts("match 3:\n    case int(real=r, imag=0):\n        pass\n")["dynamic"] == ""
+
+
+def test_the_worker_gets_the_description_entries_an_evaluation_reads():
+    """The judge sends the evaluation only the description's entries of the test's names and of the names the test
+    (or its prefix) reads unbound (``read_entries``); the other kept builtins change no verdict: each evaluation
+    answers as with the whole description (a refused shadowed builtin included), and a kept entry it reads counts."""
+    kept = [[name, ["builtin"]] for name in ("abs", "all", "max", "min", "sorted", "sum")]
+    described = [["f", ["fn", "f", None]], ["len", ["shadow"]], *kept]
+    prefix = "def helper():\n    return abs(-1)\n"
+    assert read_entries(described, "assert len(f()) == 1\nx = 1\n", prefix, ["f"]) == described[:3]
+    assert read_entries(described, "assert sorted(f(", None, ["f"]) == described  # does not parse: all
+    source = program_facts("len = lambda s: 0\ndef f():\n    return 1\n")
+    tests = {"assert len([f()]) == 1": "unsupported", "assert sorted([f()]) == [1]": "passed"}
+    tests.update({"assert max(f(), 0) == 1 and helper() == 1": "passed", "assert max(f(), 0) == 2": "failed"})
+    for test, verdict in tests.items():
+        answers = []
+        for entries in (described, read_entries(described, test, prefix, ["f"]), described[:1]):
+            task = {"test": test, "prefix": prefix, "entry_point": None, "names": ["f"], "modules": [], "seed": 1}
+            task.update(calls=[["f", [], {"d": []}, []]], results=[{"ok": True, "upd": [], "value": 1, "halt": False}])
+            answers.append(evaluate({**task, "source": source, "program": entries}))
+        assert answers[0] == answers[1] and answers[0]["verdict"] == verdict, (test, answers)
+        assert answers[2]["verdict"] == "unsupported" and "may rebind" in answers[2]["detail"]  # abs: not kept
+
+
+class _SlowFinalizer:
+    def __del__(self):
+        time.sleep(0.0001)  # run by the collector inside whatever allocates next: this thread lets another run
+
+
+def test_the_entries_are_read_in_threads_at_once():
+    """The code reward grades in threads, and CPython 3.11's ast.parse is not thread-safe: a collection inside it
+    that lets another thread parse raises SystemError out of the reward. ``read_entries`` parses one test at a
+    time (this raised without the judge's parse lock)."""
+    described = [["f", ["fn", "f", None]], ["len", ["builtin"]], ["abs", ["builtin"]]]
+    body, token = "    x = [[len(y) for y in z] for z in w if z]\n" * 40, secrets.token_hex(4)  # tests not read yet
+
+    def read(k: int) -> list:
+        entries = []
+        for i in range(10):
+            gc.collect(0)
+            for _ in range(100):
+                cycle = _SlowFinalizer()
+                cycle.me = cycle  # garbage once the name is bound again: collected inside the next parse
+            test = f"def h_{token}_{k}_{i}(w):\n{body}assert len(f({i}))"
+            entries.append(read_entries(described, test, None, ["f"]))
+        return entries
+
+    threshold = gc.get_threshold()
+    gc.set_threshold(1000)
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            read_all = [entry for entries in pool.map(read, range(4)) for entry in entries]
+    finally:
+        gc.set_threshold(*threshold)
+    assert read_all == [described[:2]] * 40

@@ -10,6 +10,7 @@ import pytest
 
 from tests.sandbox.assert_path import grade_asserts
 from tests.sandbox.test_test_environment import cpython_passes
+from trl_ext.sandbox import replay
 from trl_ext.sandbox.program_exceptions import real_types
 
 IT = "    def __iter__(self):\n        return self\n    def __next__(self):\n        raise StopIteration\n"
@@ -67,3 +68,17 @@ def test_the_tests_that_can_hold_a_real_builtin_iterator_type_are_found():
     judged += ["for row in f():\n    assert type(row) == list", "assert all(type(x) is int for x in f())"]
     assert all(real_types(test, "", ("f",)) for test in held)
     assert not any(real_types(test, "", ("f",)) for test in judged)
+
+
+def test_an_evaluation_finds_the_rule_the_worker_prepared_before_its_fork():
+    """The evaluation worker reads the rule in its parent, before each fork (``replay.prepare`` with the task's
+    names): the evaluation finds it computed for its very test, prefix and names instead of parsing the test again
+    in every forked evaluation."""
+    task = {"test": "assert type(f()) is not map\n", "prefix": None, "entry_point": None, "names": ["f"]}
+    task.update(modules=[], seed=1, calls=[], results=[])
+    real_types.cache_clear()
+    replay.prepare(task["test"], task["prefix"], task["names"])
+    prepared = real_types.cache_info()
+    answer = replay.evaluate(task)
+    assert answer["verdict"] == "incomplete" and answer["calls"], answer
+    assert prepared.misses == 1 and real_types.cache_info().misses == 1 and real_types.cache_info().hits > 0

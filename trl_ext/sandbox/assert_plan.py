@@ -34,6 +34,14 @@ def program_tree(program: str) -> ast.Module | None:
         return None
 
 
+@functools.lru_cache(maxsize=64)
+def program_nodes(program: str) -> tuple[ast.AST, ...] | None:
+    """Every node of ``program_tree``, in ``ast.walk``'s order (the module first), walked once for all its
+    readers; None where the program does not parse."""
+    tree = program_tree(program)
+    return None if tree is None else tuple(ast.walk(tree))
+
+
 def _bound_names(tree: ast.AST) -> set[str]:
     names: set[str] = set()
     for node in ast.walk(tree):
@@ -212,11 +220,11 @@ def _test_side(test: str, prefix: str | None, names: tuple[str, ...]) -> tuple[a
 
 @functools.lru_cache(maxsize=4096)
 def _program_state(program: str) -> tuple[bool, bool, bool]:
-    tree = program_tree(program)
-    if tree is None:  # a program that does not parse may do anything
+    nodes = program_nodes(program)
+    if nodes is None:  # a program that does not parse may do anything
         return True, True, True
     try:
-        return program_state(tree)
+        return program_state(nodes)
     except RecursionError:
         return True, True, True
 

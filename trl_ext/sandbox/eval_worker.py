@@ -162,7 +162,7 @@ def in_a_fresh_process(task):
     # The test's code objects are compiled here first, and the builtins it reads found (pure functions of the
     # dataset's test and prefix, never of a program's data): every fork finds them ready (~3 + 1.5 ms an evaluation)
     try:
-        prepare(task["test"], task.get("prefix"))
+        prepare(task["test"], task.get("prefix"), task["names"])
     except BaseException:
         pass  # the evaluation itself reports it
     read_end, write_end = os.pipe()

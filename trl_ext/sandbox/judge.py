@@ -15,12 +15,13 @@ from collections.abc import Callable
 
 from trl_ext.sandbox import admission, replay
 from trl_ext.sandbox._process import Progress, RunResult
-from trl_ext.sandbox.assert_plan import program_refusal, refuse_shadowed, unsupported_plan, watched_modules
+from trl_ext.sandbox.assert_plan import _AST_LOCK, program_refusal, refuse_shadowed, unsupported_plan, watched_modules
 from trl_ext.sandbox.backends import Backend, get_backend
 from trl_ext.sandbox.base import harness_runtime
 from trl_ext.sandbox.comparison import compare_stdio, values_equal
 from trl_ext.sandbox.eval_worker import evaluation_pool
 from trl_ext.sandbox.limits import Limits
+from trl_ext.sandbox.program_exceptions import _free_reads
 from trl_ext.sandbox.program_source import program_facts
 from trl_ext.sandbox.records import RERUN_DETAIL, RecordStream, RunHistory
 from trl_ext.sandbox.test_specs import _assert_plan, parse_tests
@@ -299,6 +300,19 @@ def _cached_plan(test: str, names: tuple[str, ...], prefix: str | None) -> str:
     return unsupported_plan(test, list(names), prefix)
 
 
+def read_entries(program: list, test: str, prefix: str | None, names: list) -> list:
+    """The entries of the program's description (``records._described_names``) an evaluation reads: those of the
+    test's names (``stand_ins``) and of the names the test or its prefix reads unbound (``shadowed_reads``). The
+    rest (~140 kept builtins) change no verdict, so the worker is sent these only; all where the test does not
+    parse (the evaluation reports that). Parsed one thread at a time (``assert_plan.parse_python``)."""
+    try:
+        with _AST_LOCK:
+            reads = _free_reads(test, prefix or "")
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return program
+    return [entry for entry in program if entry[0] in reads or entry[0] in names]
+
+
 def forget_tests() -> None:
     """Drop what the judge keeps per test (first passes, AST refusals): a benchmark round's fresh start."""
     _first_pass.cache_clear()
@@ -379,7 +393,8 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
             results += [{"ok": False, "missing": True}] * (len(calls) - len(results))
         if history.conflicts(calls, results):
             return {"verdict": "unsupported", "detail": RERUN_DETAIL}
-        task = {**task, "calls": calls, "results": results, "program": stream.names or []}
+        described = read_entries(stream.names or [], task["test"], task["prefix"], task["names"])
+        task = {**task, "calls": calls, "results": results, "program": described}
         task["source"] = program_facts(program)  # what the judge trusts of its classes and names (cached per text)
         answer = EVALUATORS.evaluate(task, deadline_s)
     if answer is None or answer["verdict"] != "incomplete":

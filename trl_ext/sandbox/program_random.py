@@ -20,10 +20,9 @@ _REACHING = frozenset({"__import__", "import_module", "modules", "exec", "eval",
 _SEEDS = frozenset({"seed", "setstate", "set_state"})
 
 
-def program_state(tree: ast.Module) -> tuple[bool, bool, bool]:
+def program_state(nodes: tuple[ast.AST, ...]) -> tuple[bool, bool, bool]:
     """(whether the program may draw from random's module generator, whether it may seed it, whether it may set
-    the int-digits limit)."""
-    nodes = list(ast.walk(tree))
+    the int-digits limit), of the program's nodes (``assert_plan.program_nodes``)."""
     draws = seeds = digits = False
     for node in nodes:
         modules = [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []

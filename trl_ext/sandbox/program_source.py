@@ -29,7 +29,7 @@ import functools
 import sys
 from collections import Counter
 
-from trl_ext.sandbox.assert_plan import program_tree
+from trl_ext.sandbox.assert_plan import program_nodes
 
 _EXCEPTION_NAMES = frozenset(
     name for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, BaseException)
@@ -69,13 +69,14 @@ def program_facts(program: str) -> dict:
 
 @functools.lru_cache(maxsize=512)
 def _facts_cached(program: str) -> tuple:
-    tree = program_tree(program)
-    if tree is None:
+    nodes = program_nodes(program)  # every reader walks these, in ast.walk's order
+    if nodes is None:
         return ("the program's source does not parse", (), (), ())
+    tree = nodes[0]  # the module: ast.walk's first node
     try:
-        why = _dynamic(tree)
-        bindings = _bindings(tree)
-        rebound = _module_bindings(tree, bindings)
+        bindings = _bindings(nodes)
+        why = _dynamic(nodes, bindings)
+        rebound = _module_bindings(tree, nodes, bindings)
         classes = _classes(tree, bindings)
     except RecursionError:  # a tree nested past the walker's depth: nothing is read from it
         return ("the program's source is nested too deeply to read", (), (), ())
@@ -101,16 +102,17 @@ def _copy(fact: tuple | None) -> list | None:
     return None if fact is None else [list(fact[0]), list(fact[1])]
 
 
-def _dynamic(tree: ast.Module) -> str:
+def _dynamic(nodes: tuple[ast.AST, ...], bindings: Counter) -> str:
     """Why the program may change its namespace, a class's relations or the builtins by code the AST does not
-    show ('' when it cannot): a fail-closed list (a right program using one is refused, never a wrong one passed)."""
-    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    show ('' when it cannot): a fail-closed list (a right program using one is refused, never a wrong one passed).
+    ``nodes``: the program's, in ``ast.walk``'s order (the first reason met is the one given)."""
+    called = {id(node.func) for node in nodes if isinstance(node, ast.Call)}
     # an attribute written under a builtin's or a class's name on a subscript or call may be the builtins module's
     # or the program's module's (``sys.modules['builtins'].len = ...``); ``self.head.next = node`` is an object's:
     # a module reached by names needs a route this function refuses (an import, ``modules``, ``builtins``...)
-    global_names = set(dir(builtins)) | {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
-    modules = _standard_modules(tree)
-    for node in ast.walk(tree):
+    global_names = set(dir(builtins)) | {n.name for n in nodes if isinstance(n, ast.ClassDef)}
+    modules = _standard_modules(nodes, bindings)
+    for node in nodes:
         if isinstance(node, ast.Attribute) and _standard_function(node, modules):
             continue  # ``re.compile``, ``ast.literal_eval``: a standard module's own function, never the builtin
         stored = isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load)
@@ -139,19 +141,18 @@ def _dynamic(tree: ast.Module) -> str:
     return ""
 
 
-def _standard_modules(tree: ast.Module) -> set[str]:
+def _standard_modules(nodes: tuple[ast.AST, ...], bindings: Counter) -> set[str]:
     """Names the program binds only by ``import M`` (``as N``) of a standard module that reaches no namespace
     (R9b-4): none of them holds a builtin of ``_DYNAMIC_NAMES`` under that name (tests/sandbox/test_frame_hook.py
     checks it) and the ones that reach frames (``sys.settrace``...) are denied in the sandbox by the harness's
     audit hook."""
     imported: Counter = Counter()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 root = alias.name.partition(".")[0]
                 standard = root in sys.stdlib_module_names and root not in _DYNAMIC_MODULES
                 imported[(alias.asname or root) if standard and (alias.asname or "." not in alias.name) else ""] += 1
-    bindings = _bindings(tree)
     return {name for name, count in imported.items() if name and bindings[name] == count}
 
 
@@ -180,12 +181,12 @@ def _dynamic_call(node: ast.Call) -> bool:
     return any(not (isinstance(n, ast.Constant) and type(n.value) is str and not _dunder(n.value)) for n in names)
 
 
-def _bindings(tree: ast.Module) -> Counter:
+def _bindings(nodes: tuple[ast.AST, ...]) -> Counter:
     """How often each name is bound anywhere in the program (any scope; ``global``/``nonlocal`` and star imports
     count): a name bound once, by its ``class`` statement, is that class wherever it is read. "." + name: how often
     an attribute of that name is written (``x.name = ...``, ``del x.name``)."""
     count: Counter = Counter()
-    for node in ast.walk(tree):
+    for node in nodes:
         count.update(_bound_by(node))
         if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
             count["." + node.attr] += 1
@@ -227,12 +228,12 @@ def _star_names(node: ast.ImportFrom) -> list[str]:
     return [name for name in namespace if type(name) is str and not name.startswith("_")]
 
 
-def _module_bindings(tree: ast.Module, bindings: Counter) -> set[str]:
+def _module_bindings(tree: ast.Module, nodes: tuple[ast.AST, ...], bindings: Counter) -> set[str]:
     """The builtin names the module's namespace may hold another object for: bound at the top level (outside
     functions and classes; a comprehension's ``:=`` too), declared ``global`` anywhere, or "*" (a star import
     of a module the judge cannot list)."""
     names: set[str] = {"*"} if bindings["*"] else set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Global):
             names.update(node.names)
     stack: list[ast.AST] = list(tree.body)
