@@ -36,6 +36,10 @@ def _torchrun_two_processes(model_path: str, out_dir: Path) -> None:
     assert result.returncode == 0, result.stderr[-4000:]
 
 
+# every test here reads `runs`: on one xdist worker its launch runs once, not once per worker that got a test
+pytestmark = pytest.mark.xdist_group("trl-loss-runs")
+
+
 @pytest.fixture(scope="module")
 def runs(tiny_policy_path, tmp_path_factory):
     """{1: [rank-0 results], 2: [rank-0 results, rank-1 results]}; results: {loss_type: run(...)}."""

@@ -7,8 +7,10 @@ case the judge refuses is ``unsupported_test`` and never a pass."""
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -125,22 +127,30 @@ REFUSED = [
 ]
 
 
+@functools.cache  # a case's plain-CPython verdict is fixed: computed once per pytest process, for every backend
 def cpython_passes(program: str, test: str) -> bool:
     """One plain interpreter, program then test (our own trusted code): exit status 0."""
     done = subprocess.run([sys.executable, "-I", "-c", program + "\n" + test], capture_output=True, timeout=60)
     return done.returncode == 0
 
 
+def cpython_verdicts(cases: list[tuple[str, str]]) -> list[bool]:
+    """``cpython_passes`` of every case, the interpreters run side by side (one process each, as one at a time:
+    the SLOW cases' sleeps overlap instead of adding up)."""
+    with ThreadPoolExecutor(8) as pool:
+        return list(pool.map(lambda case: cpython_passes(*case), cases))
+
+
 def test_the_plain_cpython_verdicts_are_mixed():
-    verdicts = [cpython_passes(program, test) for program, test in SAME]
+    verdicts = cpython_verdicts(SAME)
     assert 0 < sum(verdicts) < len(verdicts)
 
 
 @pytest.mark.parametrize("backend", ISOLATED, indirect=True)
 def test_the_judge_gives_plain_cpythons_verdicts_around_calls(backend):
-    for program, test in SAME:
+    for (program, test), passes in zip(SAME, cpython_verdicts(SAME)):
         report = run_tests(program, {"kind": "assert", "code": test}, limits=FAST)
-        assert report.all_passed == cpython_passes(program, test), (program, test, report)
+        assert report.all_passed == passes, (program, test, report)
         assert "unsupported_test" not in report.statuses, (program, test, report)
 
 

@@ -15,6 +15,10 @@ from tests.trainers.test_grpo_distributed import _torchrun_two_processes_script
 G = script.G
 
 
+# every test here reads `pooled`: on one xdist worker its launch runs once, not once per worker that got a test
+pytestmark = pytest.mark.xdist_group("dynamic-sampling-pooled")
+
+
 @pytest.fixture(scope="module")
 def pooled(tiny_policy_path, tmp_path_factory):
     out = tmp_path_factory.mktemp("pooled") / "records.json"

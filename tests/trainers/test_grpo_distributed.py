@@ -32,6 +32,11 @@ def _torchrun_two_processes_script(script: str | Path, *args: str) -> None:
     assert result.returncode == 0, result.stderr[-4000:]
 
 
+# the tests that read `runs` go to one xdist worker, which launches its two runs once (split over two workers,
+# each worker launched them itself: the runs twice)
+SHARES_RUNS = pytest.mark.xdist_group("grpo-distributed-runs")
+
+
 @pytest.fixture(scope="module")
 def runs(tiny_policy_path, tmp_path_factory):
     one, two = tmp_path_factory.mktemp("one-process"), tmp_path_factory.mktemp("two-processes")
@@ -57,6 +62,7 @@ def test_resume_with_refills_and_prompt_skipping_is_exact_on_two_processes(tiny_
     assert report["max_weight_diff"] <= 1e-6
 
 
+@SHARES_RUNS
 @pytest.mark.parametrize("estimator", ["grpo", "dr_grpo", "rloo", "magistral"])
 def test_two_processes_give_the_advantages_of_one(runs, estimator):
     one, two = runs
@@ -67,6 +73,7 @@ def test_two_processes_give_the_advantages_of_one(runs, estimator):
         assert single["advantages"] == pytest.approx(double["advantages"], abs=1e-6)
 
 
+@SHARES_RUNS
 @pytest.mark.parametrize("recipe", ["dapo", "magistral_ds"])
 def test_dynamic_sampling_across_two_processes_keeps_informative_groups(runs, recipe):
     for records in runs:
