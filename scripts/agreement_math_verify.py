@@ -5,8 +5,8 @@
 
 Math-Verify's tests hold (gold, prediction, expected) cases in ``pytest.mark.parametrize`` tables. They are read
 at run time from the checkout's ``tests/*.py`` with ``ast`` (never copied here): every table whose names include
-``gold``, ``pred`` and ``expected`` (or ``result``), each case a tuple of literals (a case that is not, such as an
-f-string, is counted as unreadable). A pair labelled 1 under one Math-Verify option and 0 under another (its
+``gold``, ``pred`` and ``expected`` (or ``result``), each case a tuple of literals or of f-strings of ``math``
+functions of literals (any other case is listed as unreadable; nothing else is evaluated). A pair labelled 1 under one Math-Verify option and 0 under another (its
 ``strict=False``, ``allow_set_relation_comp=True``) has no single label: it is listed and left out. Repeated pairs
 count once.
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import math
 import re
 import sys
 from dataclasses import dataclass, field
@@ -79,6 +80,34 @@ def _call_options(function: ast.FunctionDef) -> dict:
     return options
 
 
+def _row_values(row: ast.expr) -> object:
+    """A row's values: literals, and f-strings of ``math`` functions of literals (``f"{math.sqrt(17):.15f}"``);
+    nothing else is evaluated (ValueError)."""
+    if isinstance(row, ast.Tuple):
+        return tuple(_row_values(element) for element in row.elts)
+    if isinstance(row, ast.JoinedStr):
+        return "".join(_fstring_piece(piece) for piece in row.values)
+    return ast.literal_eval(row)
+
+
+def _fstring_piece(piece: ast.expr) -> str:
+    if isinstance(piece, ast.Constant) and isinstance(piece.value, str):
+        return piece.value
+    if not isinstance(piece, ast.FormattedValue) or piece.conversion != -1:
+        raise ValueError("not a plain f-string piece")
+    spec = "" if piece.format_spec is None else _row_values(piece.format_spec)
+    call = piece.value
+    if isinstance(call, ast.Constant):
+        return format(call.value, spec)
+    is_math = isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+    if not (is_math and isinstance(call.func.value, ast.Name) and call.func.value.id == "math" and not call.keywords):
+        raise ValueError("only math functions of literals are evaluated")
+    function = getattr(math, call.func.attr, None)
+    if not callable(function):
+        raise ValueError(f"math.{call.func.attr} is no function")
+    return format(function(*(ast.literal_eval(arg) for arg in call.args)), spec)
+
+
 def read_tables(source: str, filename: str = "<table>") -> Table:
     """The labelled cases of every parametrized test in one test file's source."""
     table = Table()
@@ -97,7 +126,7 @@ def read_tables(source: str, filename: str = "<table>") -> Table:
             for row in rows.elts:
                 where = f"{filename}:{row.lineno} ({function.name})"
                 try:
-                    values = ast.literal_eval(row)
+                    values = _row_values(row)
                 except ValueError:
                     table.unreadable.append(f"{where}: not a tuple of literals")
                     continue

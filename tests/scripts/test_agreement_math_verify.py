@@ -22,6 +22,7 @@ import pytest
         ("$3$", "$\\\\frac{6}{2}$", 1),
         ("$3$", "$4$", 0),
         ("$x$", f"{1 + 1}", 1),
+        (f"{math.sqrt(4):.3f}", "$2$", 1),
         ("$3$", "$3$", 1, 7),
     ],
 )
@@ -45,12 +46,14 @@ def test_tables_are_read_with_their_options_and_bad_rows_reported():
     assert [(case.gold, case.pred, case.expected) for case in table.cases] == [
         ("$3$", "$\\frac{6}{2}$", 1),
         ("$3$", "$4$", 0),
+        ("2.000", "$2$", 1),
         ("a", "b", 1),
         ("a", "b", 0),
     ]
     assert table.cases[0].options == {"precision": 4}
-    assert table.cases[2].options == {"flag": True}  # the row's value wins over the call's non-literal keyword
+    assert table.cases[3].options == {"flag": True}  # the row's value wins over the call's non-literal keyword
     assert table.cases[0].where.startswith("test_synthetic.py:7 (test_one)")
+    assert table.cases[2].where.startswith("test_synthetic.py:10 (test_one)")  # an f-string of a math function
     assert len(table.unreadable) == 2
     assert "not a tuple of literals" in table.unreadable[0] and "test_synthetic.py:9" in table.unreadable[0]
     assert "another shape" in table.unreadable[1]
@@ -59,7 +62,7 @@ def test_tables_are_read_with_their_options_and_bad_rows_reported():
 def test_a_pair_labelled_both_ways_is_left_out_and_repeats_count_once():
     cases = agreement.read_tables(SOURCE, "t.py").cases
     kept, conflicts = agreement.unique_cases(cases + cases[:1])
-    assert [(case.gold, case.pred) for case in kept] == [("$3$", "$\\frac{6}{2}$"), ("$3$", "$4$")]
+    assert [(case.gold, case.pred) for case in kept] == [("$3$", "$\\frac{6}{2}$"), ("$3$", "$4$"), ("2.000", "$2$")]
     assert [(first.expected, other.expected) for first, other in conflicts] == [(1, 0)]
 
 
