@@ -55,6 +55,10 @@ _STATED_VALUE = re.compile(r"[-+\u2212]?\s*(?:\d|(?<!\\)\$|\\[(\[]|\(\s*[A-Za-z]
 # left in plain text is escaped (\$5): an unescaped one opens math
 _PLAIN_CHARS = re.compile(r"[A-Za-z0-9 +\-*/^()\[\]{}.,=\\_!%<>'$]+")
 _PERCENT_WORD = re.compile(r"\s*\b(?:percent|per\s+cent|pct)\b|\s*(?<!\\)%")
+# an anchor after the answer it names: "Thus $x \\le 2$ is our answer.", "Therefore $x \\ge 5$ is the solution."
+_TRAILING_ANCHOR = re.compile(
+    r"(?:(?<=\$)|(?<=\\\)))\s+(?:is|are)\s+(?:the|our|my)\s+(?:final\s+)?(?:answer|solution)s?\s*(?:\.|\n|$)", re.I
+)
 _IS_THE_ANSWER = re.compile(r"\s+(?:is|are)\s+(?:the|our|my)\s+(?:final\s+)?(?:solution|answer|result)s?\s*$", re.I)
 # what ends the lead of an answer sentence ("The largest $n$ is", "Here is a zero matrix:")
 _CONNECTOR = re.compile(r"\b(?:is|are|was|were|be|equals)\b|:")
@@ -130,12 +134,40 @@ def anchored_answer(region: str) -> str | None:
         anchors.append(anchor)
         if len(anchors) > MAX_ANCHORS:
             return None  # a repetition loop, not a stated answer
+    trailing = _last_trailing_anchor(region, anchors[-1].end() if anchors else 0)
+    if trailing is not None:
+        return _trailing_statement(region, anchors, trailing)
     if not anchors or not _framing_lead(region, anchors[-1].start()):
         return None  # "If n is even, the answer is 3", "My friend says the answer is 3"
     answer, end = _statement(region, anchors[-1].end())
     if answer is None or not _closing_only(region, end):
         return None  # "3. Or 4.", "$3$. Wait, no: four."
     return answer if _earlier_statements_agree(region, anchors, answer) else None
+
+
+def _last_trailing_anchor(region: str, after: int) -> re.Match | None:
+    """The last "<math> is the answer." anchor of ``region`` when it comes after every other anchor, else None."""
+    if "answer" not in region.lower() and "solution" not in region.lower():
+        return None
+    last = None
+    for last in _TRAILING_ANCHOR.finditer(region, after):  # noqa: B007 (the last one is kept)
+        pass
+    return last
+
+
+def _trailing_statement(region: str, anchors: list[re.Match], trailing: re.Match) -> str | None:
+    """The answer of a sentence that names it before its anchor ("Therefore $x \\ge 5$ is the solution."): the
+    same rules as after an anchor (framing words before the math, closing words after the sentence, no earlier
+    anchored answer that differs)."""
+    start = _sentence_start(region, trailing.start())
+    if start is None or region[start:].lstrip().startswith(">") or not _framing_label(region, start):
+        return None
+    if _MATH_SPAN.search(region, start, trailing.start() + 1) is None:
+        return None  # the anchor closes math that opened before this sentence
+    answer, end = _statement(region, start)
+    if answer is None or end > trailing.end() + 1 or not _closing_only(region, end):
+        return None
+    return answer if _earlier_statements_agree(region, [*anchors, trailing], answer) else None
 
 
 def _earlier_statements_agree(region: str, anchors: list[re.Match], answer: str) -> bool:
@@ -168,15 +200,22 @@ def _statement(region: str, start: int) -> tuple[str | None, int]:
 def _framing_lead(region: str, anchor_start: int) -> bool:
     """Whether the text from the start of the anchor's sentence to the anchor holds only framing words
     ("So, the final", "Final Answer: The"): no condition, attribution, negation, quote or number."""
-    window_start = max(0, anchor_start - _LEAD_MAX_CHARS)
-    breaks = list(_SENTENCE_BREAK.finditer(region, window_start, anchor_start))
-    if not breaks and window_start > 0:
+    sentence_start = _sentence_start(region, anchor_start)
+    if sentence_start is None:
         return False  # a sentence longer than any framing lead
-    sentence_start = breaks[-1].end() if breaks else window_start
     lead = region[sentence_start:anchor_start]
     if lead.lstrip().startswith(">"):
         return False  # a quoted line ("My friend wrote:\n> The answer is 5.")
     return _only_words(lead, _LEAD_WORDS, _LEAD_PUNCTUATION) and _framing_label(region, sentence_start)
+
+
+def _sentence_start(region: str, position: int) -> int | None:
+    """Where the sentence holding ``position`` starts, or None when it starts more than a lead's length before."""
+    window_start = max(0, position - _LEAD_MAX_CHARS)
+    breaks = list(_SENTENCE_BREAK.finditer(region, window_start, position))
+    if not breaks and window_start > 0:
+        return None
+    return breaks[-1].end() if breaks else window_start
 
 
 def _framing_label(region: str, sentence_start: int) -> bool:
