@@ -74,6 +74,10 @@ ANCHORED_TEXT = {
     "So f(12) is the answer.": None,  # no math before the anchor: nothing named
     "So \\[12\\] is the answer.": None,  # display math ends a sentence: the anchor names nothing
     "We find that $x < 12$.": None,  # no anchor at all
+    "So $13$ is the answer. Hmm. So $12$ is the answer.": None,  # two named answers
+    "So $13$ is the answer. The answer is 12.": None,  # a named answer before an anchored one
+    "My friend thinks $13$ is the answer. The answer is 12.": None,  # named, whoever names it
+    "So $12$ is the answer. The answer is 12.": "12",
 }
 
 

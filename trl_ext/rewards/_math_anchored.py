@@ -134,9 +134,20 @@ def anchored_answer(region: str) -> str | None:
         anchors.append(anchor)
         if len(anchors) > MAX_ANCHORS:
             return None  # a repetition loop, not a stated answer
-    trailing = _last_trailing_anchor(region, anchors[-1].end() if anchors else 0)
-    if trailing is not None:
-        return _trailing_statement(region, anchors, trailing)
+    trailing = _trailing_anchors(region)
+    if trailing is None:
+        return None  # a repetition loop
+    if trailing and (not anchors or trailing[-1].start() > anchors[-1].end()):
+        answer = _trailing_statement(region, anchors, trailing.pop())
+    else:
+        answer = _anchored_statement(region, anchors)
+    if answer is None:
+        return None
+    return answer if all(_same_answer(_math_before(region, match), answer) for match in trailing) else None
+
+
+def _anchored_statement(region: str, anchors: list[re.Match]) -> str | None:
+    """The answer stated after the last of ``anchors`` (see ``anchored_answer``), or None."""
     if not anchors or not _framing_lead(region, anchors[-1].start()):
         return None  # "If n is even, the answer is 3", "My friend says the answer is 3"
     answer, end = _statement(region, anchors[-1].end())
@@ -145,27 +156,50 @@ def anchored_answer(region: str) -> str | None:
     return answer if _earlier_statements_agree(region, anchors, answer) else None
 
 
-def _last_trailing_anchor(region: str, after: int) -> re.Match | None:
-    """The last "<math> is the answer." anchor of ``region`` when it comes after every other anchor, else None."""
-    if "answer" not in region.lower() and "solution" not in region.lower():
-        return None
-    last = None
-    for last in _TRAILING_ANCHOR.finditer(region, after):  # noqa: B007 (the last one is kept)
-        pass
-    return last
+def _trailing_anchors(region: str) -> list[re.Match] | None:
+    """The "<math> is the answer." anchors of ``region``, or None past ``MAX_ANCHORS``."""
+    if "answer" not in region and "solution" not in region and "ANSWER" not in region.upper():
+        return []
+    found = []
+    for match in _TRAILING_ANCHOR.finditer(region):
+        found.append(match)
+        if len(found) > MAX_ANCHORS:
+            return None
+    return found
+
+
+def _named_answer(region: str, trailing: re.Match) -> tuple[str | None, int]:
+    """(the answer a sentence names before its anchor, where the sentence ends), or None for the answer when the
+    sentence does not name one with framing words alone before it."""
+    start = _sentence_start(region, trailing.start())
+    if start is None or region[start:].lstrip().startswith(">") or not _framing_label(region, start):
+        return None, trailing.end()
+    if _MATH_SPAN.search(region, start, trailing.start() + 1) is None:
+        return None, trailing.end()  # the anchor closes math that opened before this sentence
+    answer, end = _statement(region, start)
+    return (answer, end) if end <= trailing.end() + 1 else (None, end)
+
+
+def _math_before(region: str, trailing: re.Match) -> str | None:
+    """The math an earlier "<math> is the answer." names, whatever the words before it ("My friend thinks $3$ is
+    the answer." states 3 as much as "The answer is 3." does); None when it is not closed math."""
+    named = None
+    for span in _MATH_SPAN.finditer(region, max(0, trailing.start() - MAX_ANSWER_CHARS), trailing.start()):
+        named = next(group for group in span.groups() if group is not None) if span.end() == trailing.start() else None
+    return named
+
+
+def _same_answer(earlier: str | None, answer: str) -> bool:
+    """Whether an earlier named answer (None: it names none) is ``answer``."""
+    return earlier is None or earlier == answer or sorted(split_parts(earlier)) == sorted(split_parts(answer))
 
 
 def _trailing_statement(region: str, anchors: list[re.Match], trailing: re.Match) -> str | None:
     """The answer of a sentence that names it before its anchor ("Therefore $x \\ge 5$ is the solution."): the
     same rules as after an anchor (framing words before the math, closing words after the sentence, no earlier
     anchored answer that differs)."""
-    start = _sentence_start(region, trailing.start())
-    if start is None or region[start:].lstrip().startswith(">") or not _framing_label(region, start):
-        return None
-    if _MATH_SPAN.search(region, start, trailing.start() + 1) is None:
-        return None  # the anchor closes math that opened before this sentence
-    answer, end = _statement(region, start)
-    if answer is None or end > trailing.end() + 1 or not _closing_only(region, end):
+    answer, end = _named_answer(region, trailing)
+    if answer is None or not _closing_only(region, end):
         return None
     return answer if _earlier_statements_agree(region, [*anchors, trailing], answer) else None
 
