@@ -58,6 +58,26 @@ ANCHORED_TEXT = {
     "The answer is $$\n12\n$$": "12",
     "I computed 12.": None,
     "The answer is \\boxed{} 12.": None,
+    # the anchor after the math it names: the same rules around it
+    "Therefore $x \\geq 12$ is the solution.": "x \\geq 12",
+    "Thus $12$ is our answer. I hope it is correct.": "12",
+    "Hence \\(12\\) is the final answer.": "12",
+    "Final Answer: $12$ is the answer.": "12",
+    "The answer is 12. So $12$ is the answer.": "12",
+    "The answer is 13. So $12$ is the answer.": None,  # two anchored answers
+    "If n is odd, $12$ is the answer.": None,
+    "My teacher says $12$ is the answer.": None,
+    "Then $12$ or $13$ is the answer.": None,
+    "So $12$ is the answer? No.": None,
+    "$12$ is the answer. Wait, it is $13$.": None,
+    "> $12$ is the answer.": None,
+    "So f(12) is the answer.": None,  # no math before the anchor: nothing named
+    "So \\[12\\] is the answer.": None,  # display math ends a sentence: the anchor names nothing
+    "We find that $x < 12$.": None,  # no anchor at all
+    "So $13$ is the answer. Hmm. So $12$ is the answer.": None,  # two named answers
+    "So $13$ is the answer. The answer is 12.": None,  # a named answer before an anchored one
+    "My friend thinks $13$ is the answer. The answer is 12.": None,  # named, whoever names it
+    "So $12$ is the answer. The answer is 12.": "12",
 }
 
 
@@ -94,6 +114,11 @@ ANCHORED_ROWS = {
         ["The answer is $x = 13 = 12$.", "The answer is $x = 2 + 3 = 12$."],
     ),
     "a negative answer": ("-12", ["The answer is −12.", "The answer is $-12$."], ["The answer is 12."]),
+    "the anchor after the answer": (
+        "x > 12",
+        ["Therefore $x > 12$ is the solution.", "Thus $(12, \\infty)$ is our answer."],
+        ["Therefore $x > 13$ is the solution.", "If $x$ is real, $x > 12$ is the solution."],
+    ),
     "two parts": ("4, 9", ["The answer is $4$ and $9$."], ["The answer is $4$ or $9$.", "The answer is $4$."]),
 }
 

@@ -63,6 +63,12 @@ CLASSES = {
         [r"\boxed{i(2-i)}", r"\boxed{2i+1}"],
         [r"\boxed{i(2+i)}", r"\boxed{1-2i}"],
     ),
+    "i on one side only is the imaginary unit": (
+        "-1",
+        [r"\boxed{i^2}", r"\boxed{e^{i\pi}}"],
+        [r"\boxed{i^4}", r"\boxed{i}", r"\boxed{I^2}", r"\boxed{j^2}", r"\boxed{x^2}"],
+    ),
+    "a gold with i, an answer without": ("i", [r"\boxed{\sqrt{-1}}"], [r"\boxed{-\sqrt{-1}}", r"\boxed{1}"]),
     "a long decimal gold equals the exact value": (
         r"2.314814814815 \times 10^{-3}",
         [r"\boxed{\frac{1}{432}}", r"\boxed{0.002314814814815}"],

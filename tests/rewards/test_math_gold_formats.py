@@ -319,3 +319,30 @@ def test_only_a_spaced_one_digit_log_base_is_braced():
     assert braced_log_base(r"\log_28") == r"\log_28"  # base 2 or 28: refused as ambiguous
     assert braced_log_base(r"\log_10 100") == r"\log_10 100"  # renders log_1 0 100
     assert REWARD([r"\boxed{\log_10 100}"], solution=["2"]) == [-1.0]
+
+
+# golds copied from a model's output that revise themselves: which box is the answer is not known
+# gold -> (first box, last box)
+RETRACTING_GOLDS = {
+    r"\boxed{1} no no \boxed{2}": ("1", "2"),
+    r"The answer is \boxed{3}. Wait, that is wrong: it is \boxed{4}.": ("3", "4"),
+    r"So \boxed{12}. Let me check again... Actually \boxed{10}.": ("12", "10"),
+    r"$\boxed{5}$ (a mistake) $\boxed{6}$": ("5", "6"),
+}
+
+
+def test_a_gold_whose_boxes_differ_across_a_retraction_scores_none(monkeypatch):
+    monkeypatch.setattr(math_reward, "_WARNED_GOLDS", set())
+    assert normalize_gold(r"\boxed{1} and \boxed{2}") == (("1", "2"), False)  # a connective: both parts required
+    rows, answers = [], []
+    for gold, (first, last) in RETRACTING_GOLDS.items():
+        rows += [gold] * 3
+        answers += [rf"\boxed{{{first}}} \boxed{{{last}}}", rf"\boxed{{{last}}}", rf"\boxed{{{first}}}"]
+    with pytest.warns(UserWarning, match="is not a parseable answer"):
+        assert REWARD(answers, solution=rows) == [None] * len(rows)
+
+
+def test_a_gold_restating_its_box_after_a_retraction_word_keeps_its_answer():
+    gold = r"So \boxed{17}. Wait, let me check: 317 = 20 \cdot 15 + 17, so \boxed{17}."
+    assert normalize_gold(gold) == (("17",), False)
+    assert REWARD([r"\boxed{17}", r"\boxed{15}", r"\boxed{17} \boxed{15}"], solution=[gold] * 3) == [1.0, -1.0, -1.0]

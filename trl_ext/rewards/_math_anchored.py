@@ -55,6 +55,10 @@ _STATED_VALUE = re.compile(r"[-+\u2212]?\s*(?:\d|(?<!\\)\$|\\[(\[]|\(\s*[A-Za-z]
 # left in plain text is escaped (\$5): an unescaped one opens math
 _PLAIN_CHARS = re.compile(r"[A-Za-z0-9 +\-*/^()\[\]{}.,=\\_!%<>'$]+")
 _PERCENT_WORD = re.compile(r"\s*\b(?:percent|per\s+cent|pct)\b|\s*(?<!\\)%")
+# an anchor after the answer it names: "Thus $x \\le 2$ is our answer.", "Therefore $x \\ge 5$ is the solution."
+_TRAILING_ANCHOR = re.compile(
+    r"(?:(?<=\$)|(?<=\\\)))\s+(?:is|are)\s+(?:the|our|my)\s+(?:final\s+)?(?:answer|solution)s?\s*(?:\.|\n|$)", re.I
+)
 _IS_THE_ANSWER = re.compile(r"\s+(?:is|are)\s+(?:the|our|my)\s+(?:final\s+)?(?:solution|answer|result)s?\s*$", re.I)
 # what ends the lead of an answer sentence ("The largest $n$ is", "Here is a zero matrix:")
 _CONNECTOR = re.compile(r"\b(?:is|are|was|were|be|equals)\b|:")
@@ -130,12 +134,74 @@ def anchored_answer(region: str) -> str | None:
         anchors.append(anchor)
         if len(anchors) > MAX_ANCHORS:
             return None  # a repetition loop, not a stated answer
+    trailing = _trailing_anchors(region)
+    if trailing is None:
+        return None  # a repetition loop
+    if trailing and (not anchors or trailing[-1].start() > anchors[-1].end()):
+        answer = _trailing_statement(region, anchors, trailing.pop())
+    else:
+        answer = _anchored_statement(region, anchors)
+    if answer is None:
+        return None
+    return answer if all(_same_answer(_math_before(region, match), answer) for match in trailing) else None
+
+
+def _anchored_statement(region: str, anchors: list[re.Match]) -> str | None:
+    """The answer stated after the last of ``anchors`` (see ``anchored_answer``), or None."""
     if not anchors or not _framing_lead(region, anchors[-1].start()):
         return None  # "If n is even, the answer is 3", "My friend says the answer is 3"
     answer, end = _statement(region, anchors[-1].end())
     if answer is None or not _closing_only(region, end):
         return None  # "3. Or 4.", "$3$. Wait, no: four."
     return answer if _earlier_statements_agree(region, anchors, answer) else None
+
+
+def _trailing_anchors(region: str) -> list[re.Match] | None:
+    """The "<math> is the answer." anchors of ``region``, or None past ``MAX_ANCHORS``."""
+    if "answer" not in region and "solution" not in region and "ANSWER" not in region.upper():
+        return []
+    found = []
+    for match in _TRAILING_ANCHOR.finditer(region):
+        found.append(match)
+        if len(found) > MAX_ANCHORS:
+            return None
+    return found
+
+
+def _named_answer(region: str, trailing: re.Match) -> tuple[str | None, int]:
+    """(the answer a sentence names before its anchor, where the sentence ends), or None for the answer when the
+    sentence does not name one with framing words alone before it."""
+    start = _sentence_start(region, trailing.start())
+    if start is None or region[start:].lstrip().startswith(">") or not _framing_label(region, start):
+        return None, trailing.end()
+    if _MATH_SPAN.search(region, start, trailing.start() + 1) is None:
+        return None, trailing.end()  # the anchor closes math that opened before this sentence
+    answer, end = _statement(region, start)
+    return (answer, end) if end <= trailing.end() + 1 else (None, end)
+
+
+def _math_before(region: str, trailing: re.Match) -> str | None:
+    """The math an earlier "<math> is the answer." names, whatever the words before it ("My friend thinks $3$ is
+    the answer." states 3 as much as "The answer is 3." does); None when it is not closed math."""
+    named = None
+    for span in _MATH_SPAN.finditer(region, max(0, trailing.start() - MAX_ANSWER_CHARS), trailing.start()):
+        named = next(group for group in span.groups() if group is not None) if span.end() == trailing.start() else None
+    return named
+
+
+def _same_answer(earlier: str | None, answer: str) -> bool:
+    """Whether an earlier named answer (None: it names none) is ``answer``."""
+    return earlier is None or earlier == answer or sorted(split_parts(earlier)) == sorted(split_parts(answer))
+
+
+def _trailing_statement(region: str, anchors: list[re.Match], trailing: re.Match) -> str | None:
+    """The answer of a sentence that names it before its anchor ("Therefore $x \\ge 5$ is the solution."): the
+    same rules as after an anchor (framing words before the math, closing words after the sentence, no earlier
+    anchored answer that differs)."""
+    answer, end = _named_answer(region, trailing)
+    if answer is None or not _closing_only(region, end):
+        return None
+    return answer if _earlier_statements_agree(region, [*anchors, trailing], answer) else None
 
 
 def _earlier_statements_agree(region: str, anchors: list[re.Match], answer: str) -> bool:
@@ -168,15 +234,22 @@ def _statement(region: str, start: int) -> tuple[str | None, int]:
 def _framing_lead(region: str, anchor_start: int) -> bool:
     """Whether the text from the start of the anchor's sentence to the anchor holds only framing words
     ("So, the final", "Final Answer: The"): no condition, attribution, negation, quote or number."""
-    window_start = max(0, anchor_start - _LEAD_MAX_CHARS)
-    breaks = list(_SENTENCE_BREAK.finditer(region, window_start, anchor_start))
-    if not breaks and window_start > 0:
+    sentence_start = _sentence_start(region, anchor_start)
+    if sentence_start is None:
         return False  # a sentence longer than any framing lead
-    sentence_start = breaks[-1].end() if breaks else window_start
     lead = region[sentence_start:anchor_start]
     if lead.lstrip().startswith(">"):
         return False  # a quoted line ("My friend wrote:\n> The answer is 5.")
     return _only_words(lead, _LEAD_WORDS, _LEAD_PUNCTUATION) and _framing_label(region, sentence_start)
+
+
+def _sentence_start(region: str, position: int) -> int | None:
+    """Where the sentence holding ``position`` starts, or None when it starts more than a lead's length before."""
+    window_start = max(0, position - _LEAD_MAX_CHARS)
+    breaks = list(_SENTENCE_BREAK.finditer(region, window_start, position))
+    if not breaks and window_start > 0:
+        return None
+    return breaks[-1].end() if breaks else window_start
 
 
 def _framing_label(region: str, sentence_start: int) -> bool:

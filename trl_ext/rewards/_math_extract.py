@@ -67,6 +67,12 @@ _ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+(?:_\{?\w+\}?
 # a part that is an option letter, with or without its text: (A), A, \text{(A)}, (A) 5
 _OPTION_PART = re.compile(r"\s*(?:\\text\w*\s*\{\s*)?(?:\([A-J]\)(?:\s.*)?|[A-J])\s*\}?\s*", re.DOTALL)
 _ALTERNATIVE = re.compile(r"(?<![A-Za-z\\])or(?![A-Za-z])|\\[lv]ee(?![A-Za-z])")
+# words that take back what was written before them (a gold copied from a model's output that revises itself)
+_RETRACTION = re.compile(
+    r"(?<![\\A-Za-z])(?:no|wait|wrong|incorrect|mistake|mistaken|actually|oops|sorry|correction|recheck|"
+    r"double-check|(?:let\s+me|let's|we)\s+(?:re-?)?check)(?![A-Za-z])",
+    re.IGNORECASE,
+)
 _OPTION_STARTS = ("A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "(")
 _PRIME_CHARS = re.compile("['\"\u2032\u2033\u2034]")
 # a plain number (5, -0.25, \frac{3}{4}, 6 / 8), which no reading of split_parts changes: its fast path (checked
@@ -203,6 +209,8 @@ def gold_parts(gold: str, ordered_lists: bool = False) -> tuple[tuple[str, ...],
         return None
     boxes = _boxes(gold)
     contents = list(dict.fromkeys(box for box in boxes if box.strip())) if boxes else [gold]  # a box twice: restated
+    if len(contents) > 1 and _retracted(gold):
+        return None  # "\boxed{1} no, \boxed{2}": the gold revises itself, no set of required parts
     if any(len(content) > MAX_ANSWER_CHARS or _broken_latex(content) for content in contents):
         return None
     parts = tuple(part for content in contents for part in split_parts(content, gold=True))
@@ -211,6 +219,14 @@ def gold_parts(gold: str, ordered_lists: bool = False) -> tuple[tuple[str, ...],
     names = [_ASSIGNMENT.match(part) for part in parts]
     named = len(parts) > 1 and all(names) and len({name.group(1) for name in names}) == len(parts)
     return parts, len(parts) > 1 and (ordered_lists or named)
+
+
+def _retracted(gold: str) -> bool:
+    """True when a retraction stands between the boxes of a gold whose boxes differ (``\\boxed{1} no \\boxed{2}``,
+    "Wait, that is wrong", "let me check again"): a later box may replace an earlier one or add a part, and which
+    is not known (math-verify keeps the last box: one part of a multi-part gold taken for the whole answer)."""
+    spans = _outer_spans(gold)
+    return _RETRACTION.search(gold, spans[0][1], spans[-1][0]) is not None
 
 
 def _option_alternatives(contents: list[str], parts: tuple[str, ...]) -> bool:
@@ -299,14 +315,19 @@ def boxed_spans(text: str) -> list[tuple[int, int]]:
     return sorted(spans)
 
 
-def _boxes(text: str) -> list[str]:
-    """Contents of the outermost boxes of ``text``, in order."""
-    contents, end = [], -1
+def _outer_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the content of the outermost boxes of ``text``, in order."""
+    spans, end = [], -1
     for start, close in boxed_spans(text):
         if start > end:
-            contents.append(text[start:close])
+            spans.append((start, close))
             end = close
-    return contents
+    return spans
+
+
+def _boxes(text: str) -> list[str]:
+    """Contents of the outermost boxes of ``text``, in order."""
+    return [text[start:end] for start, end in _outer_spans(text)]
 
 
 def is_assignment(part: str) -> bool:

@@ -168,18 +168,21 @@ def _rounded(value: Decimal, printed: Decimal) -> bool:
 
 
 def same_complex(gold, answer, timeout: int) -> bool:
-    """``i(2-i)`` for ``1+2i``: both sides use the letter i and nothing else, read as the imaginary unit."""
+    """``i(2-i)`` for ``1+2i``, ``i^2`` for ``-1``: each side uses the letter i and nothing else, or no letter, and
+    one side uses it: i is read as the imaginary unit."""
     from math_verify import verify
     from sympy import I
 
     try:
         gold_symbols, answer_symbols = gold.free_symbols, answer.free_symbols
-        if len(gold_symbols) != 1 or len(answer_symbols) != 1:
+        if not (gold_symbols or answer_symbols) or not all(
+            symbol.name == "i" for symbol in (*gold_symbols, *answer_symbols)
+        ):
             return False
-        (gold_i,), (answer_i,) = gold_symbols, answer_symbols
-        if gold_i.name != "i" or answer_i.name != "i":
-            return False
-        return verify(gold.subs(gold_i, I), answer.subs(answer_i, I), timeout_seconds=timeout)
+        if len(gold_symbols) > 1 or len(answer_symbols) > 1:
+            return False  # two symbols both named i (a case-kept I and i, say): not one unit
+        gold = gold.subs({symbol: I for symbol in gold_symbols})
+        return verify(gold, answer.subs({symbol: I for symbol in answer_symbols}), timeout_seconds=timeout)
     except Exception:
         return False
 
