@@ -221,28 +221,18 @@ def _no_signal_handlers():
     no ``_ctypes``): the run then never reports ready, so the program never runs unguarded."""
     import _ctypes
     import _signal
+    import array
 
     _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
-    program = _sigaction_filter(os.uname().machine)
-
-    class _Long(_ctypes._SimpleCData):
-        _type_ = "l"
-
-    class _Char(_ctypes._SimpleCData):
-        _type_ = "c"
-
-    class _Function(_ctypes.CFuncPtr):
-        _flags_, _restype_ = _ctypes.FUNCFLAG_CDECL, _Long
-
-    def buffer(data):
-        return type("_Buffer", (_ctypes.Array,), {"_type_": _Char, "_length_": len(data)}).from_buffer_copy(data)
-
-    filters = buffer(program)
-    fprog = buffer(_struct.pack("<HxxxxxxQ", len(program) // 8, _ctypes.addressof(filters)))
-    prctl = _Function(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"))
-    if prctl(_Long(38), _Long(1), _Long(0), _Long(0), _Long(0)) != 0:  # PR_SET_NO_NEW_PRIVS
+    program = array.array("B", _sigaction_filter(os.uname().machine))
+    # no ctypes class (object.__subclasses__() lists every class, red team R10J-1): a C call whose small ints
+    # travel as ints and whose ``bytes`` travel as a pointer to their data (the sock_fprog, which holds the
+    # address of the program's buffer that ``array`` gives)
+    fprog = _struct.pack("<HxxxxxxQ", len(program) // 8, program.buffer_info()[0])
+    prctl = _ctypes.dlsym(_ctypes.dlopen(None), "prctl")
+    if _ctypes.call_function(prctl, (38, 1, 0, 0, 0)) != 0:  # PR_SET_NO_NEW_PRIVS
         raise RuntimeError("could not set no_new_privs")
-    if prctl(_Long(22), _Long(2), _Long(_ctypes.addressof(fprog)), _Long(0), _Long(0)) != 0:  # SECCOMP_MODE_FILTER
+    if _ctypes.call_function(prctl, (22, 2, fprog, 0, 0)) != 0:  # SECCOMP_MODE_FILTER
         raise RuntimeError("could not load the signal-handler filter")
 
 
@@ -281,8 +271,6 @@ def _deny_frames():
             raise denied(event + " is not available in the sandbox")
         if event == "object.__getattr__" and args[1] in attributes:
             raise denied(args[1] + " is not available in the sandbox")
-        if event == "object.__setattr__" and args[1] == "__code__":  # a function's behaviour swapped (R10J)
-            raise denied("setting __code__ is not available in the sandbox")
         if event == "ctypes.dlopen" and args[0] is not None:
             raise denied("ctypes.dlopen is not available in the sandbox")
         if event in guarded:
@@ -297,16 +285,6 @@ def _deny_frames():
 
     sys.addaudithook(hook)
     return referents
-
-
-class _ModuleSpec:
-    """The spec ``_imp``'s module makers are given by the guard below: what they read, each read once from the
-    program's."""
-
-    __slots__ = ("name", "origin")
-
-    def __init__(self, name, origin):
-        self.name, self.origin = name, origin
 
 
 _PREFIXES = tuple({sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix})  # read before any program
@@ -324,6 +302,13 @@ def _installed(origin, prefixes=_PREFIXES):
         and "" not in parts[1:]
         and any(origin.startswith(prefix.rstrip("/") + "/") for prefix in prefixes)
     )
+
+
+def _module_spec(name, origin):
+    """The spec ``_imp``'s module makers are given by the guard below (what they read, each read once from the
+    program's): a namespace object, as no class of the harness's may be (``object.__subclasses__()`` lists every
+    class, and a method's ``__globals__`` would be this namespace: red team R10J-1)."""
+    return type(sys.implementation)(name=name, origin=origin)
 
 
 def _collector_saves_nothing():
@@ -347,7 +332,7 @@ def _collector_saves_nothing():
         set_debug(flags)
 
     def maker(event):
-        def create(name, origin, made, denied=FrameDenied, genuine=makers[event], spec=_ModuleSpec, own=_installed):
+        def create(name, origin, made, denied=FrameDenied, genuine=makers[event], spec=_module_spec, own=_installed):
             if type(name) is not str or type(made) is not list or not (origin is None or type(origin) is str):
                 raise denied("a module spec's name and origin must be a str")  # exact types: no program code runs
             if name.rpartition(".")[2] in ("gc", "_imp"):
