@@ -68,10 +68,11 @@ def _fresh_gcs():  # gc modules with a set_debug of their own: the built-in make
     except OSError:  # the rlimit backend as root: its uid cannot read the installation
         shared = []
     for origin in shared[:1]:
-        try:
-            fresh.append(_imp.create_dynamic(spec("gc", None, origin=origin)))
-        except (ValueError, ImportError):
-            pass
+        for name in ("gc", "fresh.gc\\x00"):  # C reads the name up to a NUL: PyInit_gc (R10bJ-6)
+            try:
+                fresh.append(_imp.create_dynamic(spec(name, None, origin=origin)))
+            except (ValueError, ImportError):
+                pass
     return fresh
 def _native():  # a shared object the program wrote: a copy of one of the interpreter's own
     import _imp, posix

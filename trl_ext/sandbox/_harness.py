@@ -335,6 +335,9 @@ def _collector_saves_nothing():
         def create(name, origin, made, denied=FrameDenied, genuine=makers[event], spec=_module_spec, own=_installed):
             if type(name) is not str or type(made) is not list or not (origin is None or type(origin) is str):
                 raise denied("a module spec's name and origin must be a str")  # exact types: no program code runs
+            for part in name.split("."):  # C looks up PyInit_<last part> up to a NUL: "gc\x00" was gc (R10bJ-6)
+                if not (part.isascii() and part.isidentifier()):
+                    raise denied("a module name must be ASCII identifiers joined by dots in the sandbox")
             if name.rpartition(".")[2] in ("gc", "_imp"):
                 raise denied("a fresh " + name + " module is not available in the sandbox")
             if event.endswith("dynamic") and (origin is None or not own(origin)):
