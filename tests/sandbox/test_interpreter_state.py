@@ -13,6 +13,7 @@ from tests.sandbox.assert_path import grade_asserts
 from tests.sandbox.test_test_environment import cpython_passes
 from trl_ext.sandbox.assert_plan import watched_modules
 
+DIGITS = "assert double(3) == 6\nassert len(str(10 ** 700)) == 701"
 NESTED = "a = b = []\nfor _ in range(60):\n    a, b = [a], [b]\n"
 CASES = [  # (program, test, CPython's verdict)
     ("import sys\ndef double(x):\n    sys.setrecursionlimit(40)\n    return x * 2\n", NESTED + "assert double(3) == 6\nassert a == b", False),
@@ -23,6 +24,14 @@ CASES = [  # (program, test, CPython's verdict)
     ("def twice(x):\n    import string\n    string.digits = 'x'\n    return 2 * x\n", "assert twice(1) == 2\nassert string.digits == '0123456789'", False),
     ("import math\ndef twice(x):\n    return 2 * x * math.cos(0)\n", "import math\nassert math.isclose(twice(0.1), 0.2)", True),
     ("def twice(x):\n    import fractions\n    return 2 * x\n", "import fractions\nassert twice(3) == 6\nassert fractions.Fraction(1, 2) * 2 == 1", True),
+    # the int-digits limit lowered, at load or in a call, however spelled (R10bJ-2); raised, it is judged (R10bJ-8)
+    ("import sys\ndef double(x):\n    sys.set_int_max_str_digits(640)\n    return x * 2\n", DIGITS, False),
+    ("import sys\nmatch sys:\n    case object(set_int_max_str_digits=s):\n        s(640)\ndef double(x):\n    return x * 2\n", DIGITS, False),
+    ("import sys\nsys.set_int_max_str_digits(0)\ndef double(x):\n    return x * 2\n", DIGITS, True),
+    # submodules: the test's are watched (R10bJ-3); a package gaining a submodule the program loads is no change (R10bJ-4)
+    ("import collections.abc\ndef twice(x):\n    collections.abc.Sequence = dict\n    return 2 * x\n", "from collections import abc\nassert twice(1) == 2\nassert isinstance([], abc.Sequence)", False),
+    ("import sys\ndef twice(x):\n    sys.modules['urllib.parse'] = None\n    return 2 * x\n", "assert twice(1) == 2\nimport urllib.parse\nassert urllib.parse.quote(' ') == '%20'", False),
+    ("def twice(x):\n    import email.utils\n    return 2 * x\n", "import email\nassert twice(1) == 2\nassert email.message_from_string('a: b')['a'] == 'b'", True),
 ]  # fmt: skip
 LAUNCHES = [("bwrap", "0"), ("landlock", "1")]
 
@@ -41,9 +50,5 @@ def test_shared_interpreter_state_is_judged_as_cpython_has_it(launch, monkeypatc
 
 def test_the_watched_modules_are_the_standard_ones_the_test_uses():
     test = "import math\nfrom os.path import join\nimport numpy\ncode = 1\nassert f(code) == string.digits\nsys.exit()"
-    assert watched_modules(test, "import collections\ndef f(x):\n    pass\n") == (
-        "collections",
-        "math",
-        "os",
-        "string",
-    )
+    watched = watched_modules(test, "import collections\ndef f(x):\n    pass\n")
+    assert watched == ("collections", "math", "os.path", "os.path.join", "string")

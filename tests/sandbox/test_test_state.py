@@ -83,7 +83,12 @@ def test_state_changes_are_found_in_the_test():
     assert program_refusal(SET_SEED, CASES[13][1], ["set_seed"]) and not program_refusal(
         SET_SEED, "set_seed(1)", ["set_seed"]
     )
-    assert program_refusal("import sys\nsys.set_int_max_str_digits(0)\ndef f():\n    return 1\n", "f()", ["f"])
+    # a raised int-digits limit is judged (R10bJ-8: a common preamble); a lowered one fails in the harness
+    assert not program_refusal("import sys\nsys.set_int_max_str_digits(0)\ndef f():\n    return 1\n", "f()", ["f"])
+    # a seed however spelled (R10bJ-7: a class pattern's keyword, a string)
+    for spelled in ("match random:\n    case object(seed=s):\n        s(1)", "getattr(random, 'seed')(1)"):
+        program = f"import random\ndef f():\n    {spelled.replace(chr(10), chr(10) + '    ')}\n    return 1\n"
+        assert program_refusal(program, "import random\nassert f() == 1\nx = random.random()", ["f"]), spelled
     assert state_change(parse_python("import heapq\nheapq.nlargest.__code__ = None"))  # a library function's
     assert state_change(parse_python("for k in [__import__('collections').deque]:\n    k.x = 1"))
     assert not state_change(parse_python("x = [1]\nassert f(x) == 1 and f.__name__ == 'f'"))

@@ -305,40 +305,56 @@ def _module_changed(namespace):
         return True
 
 
-_WATCHED = []  # (name, module, its namespace's items) of each standard module the test uses
+_WATCHED = []  # (name, module, {its namespace}) of each standard module the test uses
 _recursion_limit, _module_dict = sys.getrecursionlimit, type(sys).__dict__["__dict__"].__get__
+_digits_limit = getattr(sys, "get_int_max_str_digits", lambda: 0)  # Python 3.11+
+_DIGITS_DEFAULT = _digits_limit()  # the evaluation worker's (interpreters start alike)
 _items, _get, _import = dict.items, dict.get, __import__  # the genuine ones: taken before the program runs
 
 
 def _watch_modules(names):
     """Before the program runs: the namespace of each standard module the test imports or reads (``assert_plan.
-    watched_modules``), loaded now if it is not yet, which the test would read as the program left it in one
-    interpreter (red team R10J-6: ``math.isclose = ...``, at load or in a call). Compared after each call."""
+    watched_modules``: dotted names included), loaded now if it is not yet, which the test would read as the
+    program left it in one interpreter (red team R10J-6: ``math.isclose = ...``, at load or in a call; R10bJ-3:
+    ``collections.abc``, ``sys.modules["urllib.parse"]``). Compared after each call."""
     for name in names:
         try:
             module = sys.modules.get(name) or (_import(name) and sys.modules.get(name))
-            _WATCHED.append((name, module, tuple(_items(_module_dict(module)))))
-        except BaseException:  # noqa: B036 - not importable here: the test's own import fails alike
+            _WATCHED.append((name, module, dict(_items(_module_dict(module)))))
+        except BaseException:  # noqa: B036 - not importable here (or not a module): the test's own import fails
             pass
 
 
 def _interpreter_changed():
     """Whether the program left state the test shares in one interpreter and the judge's does not: a recursion
-    limit under CPython's default (the test's own nested comparisons would raise), or a watched module changed."""
+    limit under CPython's default (the test's own nested comparisons would raise), an int-digits limit lowered
+    (the test's own conversions would raise: R10bJ-2), or a watched module changed."""
     try:
-        if _recursion_limit() < 1000:
+        limit = _digits_limit()
+        if _recursion_limit() < 1000 or (limit and (limit < _DIGITS_DEFAULT or not _DIGITS_DEFAULT)):
             return True
         modules = _module_dict(sys)["modules"]
-        for name, module, items in _WATCHED:
+        for name, module, known in _WATCHED:
             now = _module_dict(module)
-            if _get(modules, name) is not module or _len(now) != _len(items):
+            if _get(modules, name) is not module or _namespace_changed(name, now, known, modules):
                 return True
-            for key, value in items:
-                if _get(now, key, _WATCHED) is not value:
-                    return True
         return False
     except BaseException:  # noqa: B036 - a state that cannot be read is a changed one: the call fails
         return True
+
+
+def _namespace_changed(name, now, known, modules):
+    """Whether a watched namespace lost, rebound or gained a name; a submodule the program loaded binds its name
+    in its package (``import email.utils`` adds ``utils`` to ``email``: R10bJ-4), which one interpreter shows too."""
+    for key, value in _items(known):
+        if _get(now, key, _WATCHED) is not value:
+            return True
+    if _len(now) == _len(known):
+        return False
+    for key, value in _items(now):
+        if key not in known and not (_type(key) is str and _get(modules, name + "." + key, _WATCHED) is value):
+            return True
+    return False
 
 
 _DECIMAL_DEFAULTS = (28, "ROUND_HALF_EVEN", -999999, 999999, 1, 0)  # decimal's context as a thread starts with it

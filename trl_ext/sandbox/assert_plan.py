@@ -64,20 +64,24 @@ _UNWATCHED = frozenset({"sys", "warnings", "builtins", "__main__"})  # the harne
 @functools.lru_cache(maxsize=4096)
 def watched_modules(test: str, prefix: str | None) -> tuple[str, ...]:
     """The standard modules the test's side imports (the test, the prefix's imports) or reads without importing:
-    the harness watches each for a change the program makes, which one interpreter would show the test (red team
-    R10J-6). Top-level names only (``os.path`` is ``os``)."""
+        the harness watches each for a change the program makes, which one interpreter would show the test (red team
+        R10J-6), with their dotted names (``os.path``; ``from collections import abc`` gives ``collections.abc``, which the
+    harness tries as a module)."""
     names: set[str] = set()
     for source in (test, prefix or ""):
         tree = parse_python(source)
         bound = _bound_names(tree)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
-                names.update(alias.name.partition(".")[0] for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-                names.add(node.module.partition(".")[0])
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:  # a name may be a submodule
+                names.update(
+                    [node.module, *(f"{node.module}.{alias.name}" for alias in node.names if alias.name != "*")]
+                )
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in bound:
                 names.add(node.id)
-    return tuple(sorted(n for n in names if n in sys.stdlib_module_names and n not in _UNWATCHED))
+    top = {name: name.partition(".")[0] for name in names}
+    return tuple(sorted(n for n in names if top[n] in sys.stdlib_module_names and top[n] not in _UNWATCHED))
 
 
 def program_names(test: str, prefix: str | None, entry_point: str | None) -> tuple[list[str], list[str]]:
@@ -219,25 +223,24 @@ def _test_side(test: str, prefix: str | None, names: tuple[str, ...]) -> tuple[a
 
 
 @functools.lru_cache(maxsize=4096)
-def _program_state(program: str) -> tuple[bool, bool, bool]:
+def _program_state(program: str) -> tuple[bool, bool]:
     nodes = program_nodes(program)
     if nodes is None:  # a program that does not parse may do anything
-        return True, True, True
+        return True, True
     try:
         return program_state(nodes)
     except RecursionError:
-        return True, True, True
+        return True, True
 
 
 def program_refusal(program: str, test: str, names: list[str], prefix: str | None = None) -> str:
-    """Why the test cannot judge this program ('' when it can) for state of random's generator or of int
-    conversion: the test seeds or reads random's hidden generator and the program may draw from it (red team
-    R9-3: a test seeding random to make its inputs judges a program that never draws), the program seeds it and
-    the test reads random, or the program lifts the int-digits limit (R9-16): each interpreter has its own."""
-    draws, seeds, digits = _program_state(program)
+    """Why the test cannot judge this program ('' when it can) for state of random's generator: the test seeds or
+    reads random's hidden generator and the program may draw from it (red team R9-3: a test seeding random to make
+    its inputs judges a program that never draws), or the program seeds it and the test reads random: each
+    interpreter has its own. (An int-digits limit the program lowers fails the call that leaves it so, in the
+    harness: ``_harness_live._interpreter_changed``; a raised one is judged, R10bJ-8.)"""
+    draws, seeds = _program_state(program)
     side = _test_side(test, prefix, tuple(names))[0] if draws else None
-    if digits:
-        return "the program sets the int-digits limit, which the test's interpreter does not share"
     if draws and random_state(side):
         return random_state(side)
     if seeds and reads_random(side):
