@@ -81,6 +81,7 @@ def children(obj):
         yield obj.default_factory
     if kind is types.FunctionType:
         yield obj.__globals__
+        yield obj.__builtins__
         yield obj.__code__
         yield obj.__defaults__
         yield obj.__kwdefaults__
@@ -131,6 +132,8 @@ def children(obj):
 
 def finding(obj):
     kind = type(obj)
+    if kind is dict and "__build_class__" in obj and obj is not vars(builtins):
+        return "a copy of the builtins"  # the harness's own: the checks' builtin names
     if kind is dict and harness_namespace(obj):
         return "namespace " + ",".join(sorted(HARNESS_NAMES & set(k for k in obj if type(k) is str)))[:80]
     if kind is types.CodeType:

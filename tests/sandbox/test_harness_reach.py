@@ -97,6 +97,10 @@ WRONG += [
     (REBIND + REVERSE, CHECKS["_unchanged"][1]),
     (REBIND + CHECKS["_module_changed"][0], CHECKS["_module_changed"][1]),
 ]
+# setting a function's __code__ stays allowed (types.coroutine sets it when asyncio is imported): no function the
+# program reaches is one a check depends on
+SET_CODE = "def g():\n    return 1\ndef route():\n    try:\n        g.__code__ = (lambda: 2).__code__\n"
+SET_CODE += "    except ValueError:\n        return 'denied'\n    return g()\n"
 LAUNCHES = [("bwrap", "0"), ("landlock", "0"), ("landlock", "1"), ("remote", "1")]
 
 
@@ -104,6 +108,7 @@ def test_the_plain_cpython_verdicts():
     assert [cpython_passes(program, test) for program, test in WRONG] == [False] * len(WRONG)
     assert [cpython_passes(program, test) for program, test in CHECKS.values()] == [False] * len(CHECKS)
     assert cpython_passes(REVERSE, "assert total([1, 2, 3]) == 6")  # wrong only in what it does to its argument
+    assert cpython_passes(SET_CODE, "assert route() == 2")
     planted = WALKER + PLANT + "\nassert reached('classes') and reached('modules') and reached('hooks')\n"
     assert cpython_passes(planted, "")
 
@@ -114,9 +119,11 @@ def test_no_harness_object_is_reachable(launch, monkeypatch, request):
     tests = [f"assert reached({root!r}) == []" for root in ROOTS]
     tests += [f"assert reached({root!r}) != []" for root in ROOTS[:3]]  # the control: the walk finds the plants
     tests += [test for _, test in WRONG]
-    scores, outcomes = grade_asserts(launch, sources, tests, monkeypatch, request)
-    names = [*ROOTS, *(f"control {root}" for root in ROOTS[:3]), *CHECKS, "rebound all", "rebound any"]
-    assert scores == [1.0] * (len(ROOTS) + 3) + [0.0] * len(WRONG), list(zip(names, scores))
+    scores, outcomes = grade_asserts(
+        launch, [*sources, SET_CODE], [*tests, "assert route() == 2"], monkeypatch, request
+    )
+    names = [*ROOTS, *(f"control {root}" for root in ROOTS[:3]), *CHECKS, "rebound all", "rebound any", "__code__"]
+    assert scores == [1.0] * (len(ROOTS) + 3) + [0.0] * len(WRONG) + [1.0], list(zip(names, scores))
     assert outcomes["code_tests/infra_error"] == 0.0
     # stdio: the program runs as __main__ in a fork of the harness (grade_asserts pointed CodeTests at the launch)
     stdio = {"kind": "stdio", "cases": [{"input": "", "output": "[]"}]}

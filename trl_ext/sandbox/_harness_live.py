@@ -15,6 +15,7 @@ effects and its exceptions come when the test asks.
 
 import _operator
 import _weakref
+import builtins  # the module itself: a program may put another in sys.modules
 import gc
 import sys
 
@@ -286,7 +287,7 @@ def _module_state(namespace):
     class's bases (the module's classes and the classes in their bodies). Taken in ``_calls_child`` right after
     the module ran; compared after each assert-test call (``_module_changed``)."""
     unbound = tuple(name for name in _ORIGINAL_BUILTINS if name not in namespace)
-    held = tuple(vars(sys.modules["builtins"]).get(name, _LOADED) for name in _ORIGINAL_BUILTINS)
+    held = tuple(vars(builtins).get(name, _LOADED) for name in _ORIGINAL_BUILTINS)
     classes = [value for value in list(namespace.values()) if isinstance(value, type)]
     classes += [inner for outer in classes for inner in list(vars(outer).values()) if isinstance(inner, type)]
     return unbound, held, [(cls, _BASES(cls)) for cls in classes]
@@ -295,7 +296,7 @@ def _module_state(namespace):
 def _module_changed(namespace):
     try:
         unbound, held, classes = _LOADED[0]
-        builtins_now = vars(sys.modules["builtins"])
+        builtins_now = vars(builtins)
         return (
             any(name in namespace for name in unbound)
             or any(builtins_now.get(name, _LOADED) is not value for name, value in zip(_ORIGINAL_BUILTINS, held))
