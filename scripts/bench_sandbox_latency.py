@@ -2,6 +2,9 @@
 
     python scripts/bench_sandbox_latency.py --baseline /path/to/old/checkout --runs 40 --backends bwrap,landlock
 
+``--judged``: a judged run instead (calls mode: one call of a one-line function, the harness's own guards, such
+as its audit hook and signal-handler filter, included).
+
 Each checkout runs in a long-lived worker process of its own (its package on PYTHONPATH); requests alternate
 between the two, so both see the same machine load. Prints the median and p90 per backend and the ratio
 current/baseline (below 1: faster now).
@@ -19,20 +22,24 @@ from pathlib import Path
 
 _WORKER = """
 import json, sys, time
-from trl_ext.sandbox import Limits, run
+from trl_ext.sandbox import Limits, run, run_tests
+CALL = {"kind": "call", "fn_name": "f", "cases": [{"args": [1], "expected": 2}]}
 for line in sys.stdin:
     backend = line.strip()
     start = time.perf_counter()
-    result = run("pass", backend=backend, limits=Limits(timeout_s=10))
-    print(json.dumps([time.perf_counter() - start, result.status]), flush=True)
+    if sys.argv[1] == "judged":
+        report = run_tests("def f(x):\\n    return 2 * x\\n", CALL, backend=backend, limits=Limits(timeout_s=10))
+        status = "ok" if report.all_passed else str(report.statuses)
+    else:
+        status = run("pass", backend=backend, limits=Limits(timeout_s=10)).status
+    print(json.dumps([time.perf_counter() - start, status]), flush=True)
 """
 
 
-def _worker(checkout: Path) -> subprocess.Popen:
+def _worker(checkout: Path, judged: bool) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(checkout), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    return subprocess.Popen(
-        [sys.executable, "-c", _WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd="/"
-    )
+    argv = [sys.executable, "-c", _WORKER, "judged" if judged else "script"]
+    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd="/")
 
 
 def _time(worker: subprocess.Popen, backend: str) -> float:
@@ -40,7 +47,7 @@ def _time(worker: subprocess.Popen, backend: str) -> float:
     worker.stdin.flush()
     seconds, status = json.loads(worker.stdout.readline())
     if status != "ok":
-        raise RuntimeError(f"a `pass` run on {backend} ended with status {status}")
+        raise RuntimeError(f"a run on {backend} ended with status {status}")
     return seconds
 
 
@@ -49,10 +56,11 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="a checkout of the code to compare with")
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--backends", default="bwrap,landlock")
+    parser.add_argument("--judged", action="store_true", help="a calls-mode run of one call instead of `pass`")
     args = parser.parse_args()
-    workers = {"current": _worker(Path(__file__).resolve().parent.parent)}
+    workers = {"current": _worker(Path(__file__).resolve().parent.parent, args.judged)}
     if args.baseline:
-        workers["baseline"] = _worker(args.baseline.resolve())
+        workers["baseline"] = _worker(args.baseline.resolve(), args.judged)
     for backend in args.backends.split(","):
         times: dict[str, list[float]] = {name: [] for name in workers}
         for worker in workers.values():

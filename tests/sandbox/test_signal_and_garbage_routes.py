@@ -270,3 +270,21 @@ def test_the_filter_numbers_are_libseccomps():
     for machine, abis in (("x86_64", x86), ("aarch64", arm)):
         numbers = tuple(sc.resolve_syscall(abi, "rt_sigaction") for abi in abis)
         assert harness["_SIGACTION"][machine] == (int(abis[0]), numbers)
+
+
+def test_only_files_of_the_installation_load_as_extension_modules():
+    harness = {"__name__": "_harness"}
+    exec(Path(HARNESS).read_text(), harness)
+    installed, prefix = harness["_installed"], sys.base_prefix.rstrip("/")
+    own = prefix + "/lib/python3/lib-dynload/_json.so"
+    assert installed(own)
+    for outside in (
+        "/tmp/scratch/mine.so",
+        "mine.so",  # relative: the working directory is the run's scratch
+        prefix + "/../../tmp/mine.so",
+        prefix + "/./lib/../../tmp/mine.so",
+        prefix + "//tmp/mine.so",
+        prefix + "-other/lib/mine.so",  # a sibling directory that shares the prefix's spelling
+        prefix,
+    ):
+        assert not installed(outside), outside
