@@ -5,11 +5,14 @@ under the trainer's own uid, so the result channel's protection (a non-dumpable 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.sandbox._non_root_selection import NON_ROOT_SELECTION
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,9 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_judge_suites_on_landlock_as_uid_1000_without_user_namespaces():
     inner = (
         "unshare -U true 2>/dev/null && exit 3; "  # the point of this test: no new user namespace here
-        # the PID-1 reaping tests need root to make a PID namespace: they run as root, outside this container
-        "exec python -m pytest -q -p no:cacheprovider tests/sandbox "
-        "-k 'landlock and not container and not orphans_come_to_the_trainer'"
+        # the landlock tests whose paths differ as non-root (_non_root_selection.py says which)
+        f"exec python -m pytest -q -p no:cacheprovider tests/sandbox -k {shlex.quote(NON_ROOT_SELECTION)}"
     )
     cmd = ["bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-user"]
     cmd += ["--disable-userns", "--uid", "1000", "--gid", "1000", "--die-with-parent", "--chdir", str(ROOT)]
