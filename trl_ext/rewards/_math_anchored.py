@@ -56,9 +56,11 @@ _STATED_VALUE = re.compile(r"[-+\u2212]?\s*(?:\d|(?<!\\)\$|\\[(\[]|\(\s*[A-Za-z]
 _PLAIN_CHARS = re.compile(r"[A-Za-z0-9 +\-*/^()\[\]{}.,=\\_!%<>'$]+")
 _PERCENT_WORD = re.compile(r"\s*\b(?:percent|per\s+cent|pct)\b|\s*(?<!\\)%")
 # an anchor after the answer it names: "Thus $x \\le 2$ is our answer.", "Therefore $x \\ge 5$ is the solution."
-_TRAILING_ANCHOR = re.compile(
-    r"(?:(?<=\$)|(?<=\\\)))\s+(?:is|are)\s+(?:the|our|my)\s+(?:final\s+)?(?:answer|solution)s?\s*(?:\.|\n|$)", re.I
-)
+# what stands before and after the noun of a "<math> is the answer." anchor (found from the noun: a scan of the
+# whole region for the pattern doubled the anchored extraction's time)
+_TRAILING_LEAD = re.compile(r"(?:\$|\\\))(\s+(?:is|are)\s+(?:the|our|my)\s+(?:final\s+)?)$", re.I)
+_TRAILING_WORDS = ("the", "our", " my", "nal")
+_TRAILING_NOUN = re.compile(r"(?:answer|solution)s?\s*(?:\.|\n|$)", re.I)
 _IS_THE_ANSWER = re.compile(r"\s+(?:is|are)\s+(?:the|our|my)\s+(?:final\s+)?(?:solution|answer|result)s?\s*$", re.I)
 # what ends the lead of an answer sentence ("The largest $n$ is", "Here is a zero matrix:")
 _CONNECTOR = re.compile(r"\b(?:is|are|was|were|be|equals)\b|:")
@@ -156,19 +158,40 @@ def _anchored_statement(region: str, anchors: list[re.Match]) -> str | None:
     return answer if _earlier_statements_agree(region, anchors, answer) else None
 
 
-def _trailing_anchors(region: str) -> list[re.Match] | None:
-    """The "<math> is the answer." anchors of ``region``, or None past ``MAX_ANCHORS``."""
-    if "answer" not in region and "solution" not in region and "ANSWER" not in region.upper():
-        return []
+class _Span:
+    """Where a "<math> is the answer." anchor lies, read as a match is (``start()``, ``end()``)."""
+
+    __slots__ = ("_start", "_end")
+
+    def __init__(self, start: int, end: int) -> None:
+        self._start, self._end = start, end
+
+    def start(self) -> int:
+        return self._start
+
+    def end(self) -> int:
+        return self._end
+
+
+def _trailing_anchors(region: str) -> list[_Span] | None:
+    """The "<math> is the answer." anchors of ``region`` in order, or None past ``MAX_ANCHORS``."""
+    lower = region.lower()
     found = []
-    for match in _TRAILING_ANCHOR.finditer(region):
-        found.append(match)
-        if len(found) > MAX_ANCHORS:
-            return None
-    return found
+    for noun in ("answer", "solution"):
+        position = lower.find(noun)
+        while position != -1:
+            word = lower[max(0, position - 8) : position].rstrip()[-3:]  # "the", "our", " my", "nal" (final) first
+            lead = word in _TRAILING_WORDS and _TRAILING_LEAD.search(region, max(0, position - 40), position)
+            tail = _TRAILING_NOUN.match(region, position) if lead else None
+            if tail:
+                found.append(_Span(lead.start(1), tail.end()))
+                if len(found) > MAX_ANCHORS:
+                    return None
+            position = lower.find(noun, position + 1)
+    return sorted(found, key=_Span.start)
 
 
-def _named_answer(region: str, trailing: re.Match) -> tuple[str | None, int]:
+def _named_answer(region: str, trailing: _Span) -> tuple[str | None, int]:
     """(the answer a sentence names before its anchor, where the sentence ends), or None for the answer when the
     sentence does not name one with framing words alone before it."""
     start = _sentence_start(region, trailing.start())
@@ -180,7 +203,7 @@ def _named_answer(region: str, trailing: re.Match) -> tuple[str | None, int]:
     return (answer, end) if end <= trailing.end() + 1 else (None, end)
 
 
-def _math_before(region: str, trailing: re.Match) -> str | None:
+def _math_before(region: str, trailing: _Span) -> str | None:
     """The math an earlier "<math> is the answer." names, whatever the words before it ("My friend thinks $3$ is
     the answer." states 3 as much as "The answer is 3." does); None when it is not closed math."""
     named = None
@@ -194,7 +217,7 @@ def _same_answer(earlier: str | None, answer: str) -> bool:
     return earlier is None or earlier == answer or sorted(split_parts(earlier)) == sorted(split_parts(answer))
 
 
-def _trailing_statement(region: str, anchors: list[re.Match], trailing: re.Match) -> str | None:
+def _trailing_statement(region: str, anchors: list[re.Match], trailing: _Span) -> str | None:
     """The answer of a sentence that names it before its anchor ("Therefore $x \\ge 5$ is the solution."): the
     same rules as after an anchor (framing words before the math, closing words after the sentence, no earlier
     anchored answer that differs)."""
