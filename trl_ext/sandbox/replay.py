@@ -98,8 +98,8 @@ def _compiled(test: str, prefix: str | None) -> tuple[Any, Any]:
 
 
 def prepare(test: str, prefix: str | None, names: list) -> None:
-    """Compute ahead what ``stand_ins`` reads of the dataset's test, prefix and names alone (code, unbound builtins,
-    real types): the worker calls it before each fork, so that every evaluation finds them cached (~3 ms each)."""
+    """Compute ahead what an evaluation reads of the dataset's test, prefix and names alone (code, unbound builtins,
+    real types): the worker calls it before each fork, so every evaluation finds them cached. Raises as they do."""
     _compiled(test, prefix)
     _exceptions._free_reads(test, prefix or "")
     _exceptions.real_types(test, prefix or "", tuple(names))
