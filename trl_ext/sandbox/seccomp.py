@@ -106,7 +106,7 @@ DENIED = frozenset(
 )
 MODE_CHECKED = {"mkdir": 1, "mkdirat": 2}
 NO_PROCESS_TARGET = frozenset(
-    """read write close stat fstat lstat poll lseek mmap mprotect munmap brk rt_sigaction rt_sigprocmask
+    """read write close stat fstat lstat poll lseek mprotect munmap brk rt_sigaction rt_sigprocmask
     rt_sigreturn pread64 pwrite64 readv writev access pipe select sched_yield mremap msync dup
     dup2 pause nanosleep getitimer alarm setitimer getpid connect accept sendto recvfrom sendmsg recvmsg shutdown
     bind listen getsockname getpeername setsockopt getsockopt fork vfork execve exit uname flock fsync fdatasync
@@ -127,10 +127,12 @@ NO_PROCESS_TARGET = frozenset(
     futex_requeue""".split()  # noqa: SIM905 - a table, one name per word
 )
 # checked by argument below: clone (namespace flags, CLONE_PARENT), clone3 (ENOSYS: flags hidden in a struct, libc falls back to
-# clone), open/openat (O_TMPFILE), fcntl, ioctl and prctl (allow-lists of commands), umask, madvise (not MADV_COLD or
+# clone), open/openat (O_TMPFILE), fcntl, ioctl and prctl (allow-lists of commands), mmap (shared anonymous memory
+# only where a memory cgroup bounds the run: ``_MAP_SHARED_ANONYMOUS``), umask, madvise (not MADV_COLD or
 # MADV_PAGEOUT), preadv2/pwritev2 (not RWF_NOWAIT): see "page cache" in the module's docstring
 ARGUMENT_CHECKED = frozenset(
     {"clone", "clone3", "open", "openat", "fcntl", "ioctl", "umask", "madvise", "preadv2", "pwritev2", "prctl"}
+    | {"mmap"}
 )
 # EOPNOTSUPP always (as on a file system without it; glibc's posix_fallocate then writes the blocks itself):
 # fallocate reserves up to RLIMIT_FSIZE on disk in one instant call, so a run with several processes could
@@ -156,6 +158,10 @@ OWN_UID_ONLY = frozenset({"epoll_create", "epoll_create1"})
 # sibling: under landlock a child of the trainer, a zombie nobody in the run can wait for)
 _CLONE_DENIED_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x8000)
 _O_TMPFILE = 0o20000000
+# MAP_SHARED (or MAP_SHARED_VALIDATE) with MAP_ANONYMOUS: a shmem object whose pages outlive the caller's page
+# tables (MADV_DONTNEED, a partial munmap, a fork's child that never touches them), so no process's RSS shows them
+# (red team round 10: 6 processes held 336 MiB against a 192 MiB bound); refused where no memory cgroup charges them
+_MAP_SHARED_ANONYMOUS = 0x21
 _MADV_COLD, _MADV_PAGEOUT = 20, 21  # deactivate or reclaim the pages of a range (file pages: the shared page cache)
 _MADV_LATER = (22, 23, 24, 25, 102, 103)  # POPULATE_READ/WRITE, DONTNEED_LOCKED, COLLAPSE, GUARD_INSTALL/REMOVE
 _RWF_NOWAIT = 0x8  # read only what is cached: a probe of the page cache that leaves it as it was
@@ -348,6 +354,10 @@ def _bpf(allow_memfd: bool, allow_socketpair: bool, own_uid: bool) -> bytes:
     for taken in (0o100, 0o400, 0o500):
         rules.add_rule(deny, "umask", sc.Arg(0, sc.MASKED_EQ, _OWNER_RX, taken))
     _add_argument_rules(rules, sc, allow, deny)
+    shared_anonymous = allow if allow_socketpair else deny  # as CGROUP_ONLY
+    rules.add_rule(shared_anonymous, "mmap", sc.Arg(3, sc.MASKED_EQ, _MAP_SHARED_ANONYMOUS, _MAP_SHARED_ANONYMOUS))
+    for kept in (0, 1, 0x20):
+        rules.add_rule(allow, "mmap", sc.Arg(3, sc.MASKED_EQ, _MAP_SHARED_ANONYMOUS, kept))
     for name in NOT_SUPPORTED:
         rules.add_rule(sc.ERRNO(errno.EOPNOTSUPP), name)
     for name in CGROUP_ONLY:
