@@ -35,7 +35,8 @@ this list) fails with ENOSYS, which libc treats as "not supported here". The cla
 - ``NO_PROCESS_TARGET``: everything else, reviewed as acting on the caller and its own resources only.
 ``fcntl`` is an allow-list of commands (``FCNTL_ALLOWED``: descriptors, flags, lock queries, seals, pipe size and
 owner queries); ``FCNTL_REFUSED`` gives EPERM and names why: a byte-range lock (``F_SETLK``, ``F_OFD_SETLK`` and
-their waiting forms: kernel memory no bound counts; ``flock`` stays), a lease (a run's write lease on a file its
+their waiting forms: kernel memory no bound counts; ``flock`` is ``DENIED``: a lock on a file every run may
+open was an exact covert channel between concurrent runs, red team round 10), a lease (a run's write lease on a file its
 uid owns, the trainer's Python installation under landlock as non-root, stalls every other process that opens it), dnotify
 (inotify's twin), signal delivery to a chosen process (``F_SETOWN``...), a bigger pipe (``F_SETPIPE_SZ``: pipe buffers
 count towards the bound) and write-life hints on inodes; any other command, and one with bits above the kernel's
@@ -102,14 +103,14 @@ DENIED = frozenset(
     chmod fchmod fchmodat fchmodat2 chown fchown lchown fchownat utime utimes utimensat futimesat
     inotify_init inotify_init1 inotify_add_watch inotify_rm_watch io_setup io_destroy io_getevents io_submit
     io_cancel io_pgetevents mincore cachestat fadvise64 readahead migrate_pages move_pages landlock_create_ruleset
-    landlock_add_rule landlock_restrict_self capget""".split()  # noqa: SIM905 - a table, one name per word
+    landlock_add_rule landlock_restrict_self capget flock""".split()  # noqa: SIM905 - a table, one name per word
 )
 MODE_CHECKED = {"mkdir": 1, "mkdirat": 2}
 NO_PROCESS_TARGET = frozenset(
     """read write close stat fstat lstat poll lseek mprotect munmap brk rt_sigaction rt_sigprocmask
     rt_sigreturn pread64 pwrite64 readv writev access pipe select sched_yield mremap msync dup
     dup2 pause nanosleep getitimer alarm setitimer getpid connect accept sendto recvfrom sendmsg recvmsg shutdown
-    bind listen getsockname getpeername setsockopt getsockopt fork vfork execve exit uname flock fsync fdatasync
+    bind listen getsockname getpeername setsockopt getsockopt fork vfork execve exit uname fsync fdatasync
     truncate ftruncate getdents getcwd chdir fchdir rename rmdir creat link unlink symlink readlink gettimeofday
     getrlimit getrusage sysinfo times getuid getgid setuid setgid geteuid getegid getppid getpgrp setreuid setregid
     getgroups setgroups setresuid getresuid setresgid getresgid setfsuid setfsgid rt_sigpending rt_sigtimedwait
@@ -195,7 +196,8 @@ FCNTL_REFUSED = {
     # POSIX and OFD byte-range locks: each lock is a kernel record (file_lock_cache) charged to no memory cgroup
     # (Linux >= 5.16) and to no process's RSS, and Linux bounds their number by nothing (RLIMIT_LOCKS is
     # ignored): one run held 1 M locks, 200 MiB of unreclaimable kernel memory, against a 128 MiB bound. flock(2)
-    # stays allowed: one record per open file description, so bounded by nproc x nofile
+    # is refused whole (DENIED): the files every run may open are the same inodes, so a lock held by one run and
+    # probed by another passed bits exactly between concurrent programs (red team round 10)
     "F_SETLK": 6,
     "F_SETLKW": 7,
     "F_OFD_SETLK": 37,
