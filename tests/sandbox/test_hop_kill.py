@@ -75,3 +75,69 @@ def test_a_run_that_hops_pids_ends_with_the_run():
     assert result.status == "ok" and result.stdout.strip() == "started", result.stderr
     time.sleep(0.3)
     assert _hoppers_named(marker) == []
+
+
+_ZOMBIE_LEADER = """
+import ctypes, os, threading, time
+libc = ctypes.CDLL(None, use_errno=True)
+deadline = time.time() + 8
+if os.fork() == 0:
+    os.closerange(0, 3)
+    os.setpgid(0, 0)  # out of the run's process group: no group kill reaches it
+    def linger():
+        libc.prctl(15, MARKER.encode(), 0, 0, 0)
+        while time.time() < deadline:
+            time.sleep(0.05)
+        os._exit(0)
+    threading.Thread(target=linger).start()
+    time.sleep(0.2)
+    libc.syscall(60, 0)  # SYS_exit: the main thread alone; /proc shows the process as a zombie
+time.sleep(0.5)
+print("started", flush=True)
+"""
+
+
+def _live_threads_named(marker: str) -> list[str]:
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            tids = os.listdir(f"/proc/{entry}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                stat = Path(f"/proc/{entry}/task/{tid}/stat").read_text()
+            except OSError:
+                continue
+            if f"({marker})" in stat and stat.rsplit(")", 1)[1].split()[0] not in "ZX":
+                found.append(f"{entry}/{tid}")
+    return found
+
+
+def test_killing_a_session_kills_a_zombie_leaders_live_threads():
+    # red team round 10: a process whose main thread exited alone shows 'Z' while its other threads run; the
+    # clean-up skipped zombies, so its thread outlived the run (every non-root landlock path, bwrap's fork server)
+    marker = f"zl{os.getpid() % 10**6}x{time.monotonic_ns() % 10**5}"
+    leader = subprocess.Popen(
+        [sys.executable, "-c", f"MARKER = {marker!r}\n" + _ZOMBIE_LEADER], start_new_session=True
+    )
+    try:
+        assert leader.wait(timeout=30) == 0
+        assert _live_threads_named(marker) != []  # the control: it is there, behind a zombie
+        from trl_ext.sandbox import reaper
+
+        reaper.kill_session(leader.pid)
+        time.sleep(0.3)
+        assert _live_threads_named(marker) == []
+    finally:
+        for found in _live_threads_named(marker):
+            os.kill(int(found.split("/")[0]), 9)
+
+
+@EACH_BACKEND
+def test_a_run_whose_process_leader_exited_alone_ends_with_the_run():
+    marker = f"zl{os.getpid() % 10**6}y{time.monotonic_ns() % 10**5}"
+    result = run(f"MARKER = {marker!r}\n" + _ZOMBIE_LEADER, limits=Limits(timeout_s=5.0))
+    assert result.status == "ok" and result.stdout.strip() == "started", result.stderr
+    time.sleep(0.3)
+    assert _live_threads_named(marker) == []
