@@ -4,8 +4,9 @@ An allow-list: every syscall of the kernel's table is classified below, and one 
 this list) fails with ENOSYS, which libc treats as "not supported here". The classes:
 - ``TARGETS_SELF_ONLY``: the syscall names a process by pid; only pid 0 (the caller) is allowed, any other pid
   fails with EPERM, so no run can act on, or read anything of, the trainer, the server or another run (prlimit,
-  affinity, scheduling, robust lists, session and process group ids). A reading syscall whose pid hides in a
-  struct (``capget``) is ``DENIED``.
+  affinity, scheduling, robust lists, session and process group ids). ``capget``'s pid hides in a struct the
+  filter cannot read: it stays (``KERNEL_CONFINED``), telling only capability sets (public in any
+  /proc/<pid>/status) and whether a pid exists, as ``kill(pid, 0)`` does.
 - ``WHICH_WHO``: ``setpriority``/``getpriority`` and ``ioprio_set``/``ioprio_get`` name a process, a process group
   or a user: only the caller itself or its own process group, with who = 0 (never PRIO_USER / IOPRIO_WHO_USER).
 - ``KERNEL_CONFINED``: the kernel itself limits the target to the caller's own tree or the run's reach: wait only
@@ -87,7 +88,7 @@ WHICH_WHO = {
     "ioprio_get": (1, 2),
 }
 KERNEL_CONFINED = frozenset(
-    """kill tkill tgkill rt_sigqueueinfo rt_tgsigqueueinfo wait4 waitid setpgid capset""".split()  # noqa: SIM905 - a table, one name per word
+    """kill tkill tgkill rt_sigqueueinfo rt_tgsigqueueinfo wait4 waitid setpgid capget capset""".split()  # noqa: SIM905 - a table, one name per word
 )
 DENIED = frozenset(
     """ptrace process_vm_readv process_vm_writev kcmp pidfd_open pidfd_getfd pidfd_send_signal process_madvise
@@ -103,7 +104,7 @@ DENIED = frozenset(
     chmod fchmod fchmodat fchmodat2 chown fchown lchown fchownat utime utimes utimensat futimesat
     inotify_init inotify_init1 inotify_add_watch inotify_rm_watch io_setup io_destroy io_getevents io_submit
     io_cancel io_pgetevents mincore cachestat fadvise64 readahead migrate_pages move_pages landlock_create_ruleset
-    landlock_add_rule landlock_restrict_self capget flock""".split()  # noqa: SIM905 - a table, one name per word
+    landlock_add_rule landlock_restrict_self flock""".split()  # noqa: SIM905 - a table, one name per word
 )
 MODE_CHECKED = {"mkdir": 1, "mkdirat": 2}
 NO_PROCESS_TARGET = frozenset(
