@@ -295,7 +295,7 @@ def _spawn_landlock():
     config = {
         "pid_fd": pid_w,
         "uid": uid if as_root else None,
-        "keep_read_search": as_root and not all(landlock.world_searchable(r) for r in [*roots, *_FILES]),
+        "keep_read_search": landlock.keep_read_search([*roots, *_FILES]),
         "read_only": [*landlock.read_only_paths(roots), *_FILES],
         "scratch": scratch,
         "min_abi": landlock.min_abi(),

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -34,6 +35,8 @@ from trl_ext.sandbox.base import Run, SandboxUnavailable, confined_source, pytho
 from trl_ext.sandbox.limits import SAFE_ENV, Limits
 from trl_ext.sandbox.reaper import kill_session
 from trl_ext.sandbox.scratch import ScratchWatch, remove_scratch
+
+_LOGGER = logging.getLogger("trl_ext.sandbox")
 
 _LAUNCHER_SOURCE = confined_source("_landlock_launcher.py")
 _READ_ONLY = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/ld.so.cache", "/etc/ld.so.conf")
@@ -79,6 +82,28 @@ def world_searchable(path: str) -> bool:
     """Whether every directory above ``path`` lets other users through (o+x)."""
     parts = Path(path).parts
     return all(os.stat(os.path.join(*parts[: i + 1])).st_mode & 0o001 for i in range(1, len(parts)))
+
+
+def keep_read_search(paths: list[str]) -> bool:
+    """Whether a run as root's sandbox uid keeps CAP_DAC_READ_SEARCH (ambient, its only capability): where one of
+    ``paths`` (the Python installation) sits under a directory other uids cannot search (/root/.pyenv), which the
+    run's every later import must pass. It cannot be dropped before the program starts: the program's own imports
+    need it too. It lets the run list and read files of other uids (root's 0700 directories) wherever its Landlock
+    domain grants reading (red team round 10): said once per process."""
+    kept = os.geteuid() == 0 and not all(world_searchable(path) for path in paths)
+    if kept:
+        _warn_read_search(tuple(path for path in paths if not world_searchable(path)))
+    return kept
+
+
+@functools.cache
+def _warn_read_search(closed: tuple[str, ...]) -> None:
+    _LOGGER.warning(
+        "landlock sandbox as root: runs keep CAP_DAC_READ_SEARCH because %s sits under a directory other users "
+        "cannot search; they can then read other users' files in the system and Python directories. Use "
+        "bubblewrap as root, or a Python under a searchable prefix (docs/sandbox.md, Known limits).",
+        ", ".join(closed),
+    )
 
 
 def make_scratch(uid: int | None) -> str:
@@ -149,7 +174,7 @@ class LandlockBackend(forked_run.ForkServedBackend):
         return forkserver.ServerCommand(
             argv=server_argv,
             read_only=read_only_paths(roots),
-            keep_read_search=os.geteuid() == 0 and not all(world_searchable(r) for r in roots),
+            keep_read_search=keep_read_search(roots),
             confine_self=True,
             label="landlock fork server",
         )
@@ -181,7 +206,7 @@ class LandlockBackend(forked_run.ForkServedBackend):
             "pid_fd": pid_w,
             "uid": run.uid if as_root else None,
             "user_namespace": own_user_namespace(run),
-            "keep_read_search": as_root and not all(world_searchable(r) for r in roots),
+            "keep_read_search": keep_read_search(roots),
             "read_only": read_only_paths(roots),
             "scratch": run.scratch,
             "min_abi": min_abi(),

@@ -17,12 +17,12 @@ import errno
 import functools
 import itertools
 import os
-import signal
 import threading
 import time
 from pathlib import Path
 
 from trl_ext.sandbox.limits import Limits
+from trl_ext.sandbox.reaper import stop_then_kill
 
 _COUNTER = itertools.count()
 _LOCK = threading.Lock()
@@ -165,18 +165,21 @@ def procs(cgroup: Path) -> list[int]:
 
 
 def release(cgroup: Path, timeout_s: float = 5.0) -> None:
-    """SIGKILL whatever is left in ``cgroup``; once it is empty it serves the next run."""
+    """Kill whatever is left in ``cgroup``; once it is empty it serves the next run. cgroup v2's ``cgroup.kill``
+    (Linux >= 5.14) kills every process in it at once, a child forked meanwhile included; elsewhere they are
+    stopped, then killed (``reaper.stop_then_kill``: a process that keeps forking and exiting is never where a
+    sweep by pid aims)."""
     deadline = time.monotonic() + timeout_s
     _OOM_BEFORE.pop(cgroup, None)
+    with contextlib.suppress(OSError):
+        _write(cgroup / "cgroup.kill", "1")
+    if procs(cgroup):
+        stop_then_kill(lambda proc: proc.pid in procs(cgroup), timeout_s)
     while time.monotonic() < deadline:
-        pids = [int(p) for p in _read(cgroup / "cgroup.procs").split()]
-        if not pids:
+        if not procs(cgroup):
             with _LOCK:
                 (_FREE_FORK if cgroup.name.startswith("fork-") else _FREE).append(cgroup)
             return
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
         time.sleep(0.002)
     _remove(cgroup)
 

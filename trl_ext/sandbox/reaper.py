@@ -4,11 +4,11 @@ re-parented here and would stay zombies (counting against the sandbox uid's RLIM
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import signal
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -24,28 +24,45 @@ class Proc(NamedTuple):
     ppid: int
 
 
-def processes() -> list[Proc]:
-    """Every process (pid, session id, state, threads, uid, parent); vanished ones are skipped."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
+def processes(pids: list[int] | None = None) -> list[Proc]:
+    """Every process (or those of ``pids``): pid, session id, state, threads, uid, parent; vanished ones are
+    skipped."""
+    return list(each_process(pids))
+
+
+def each_process(pids: list[int] | None = None) -> Iterator[Proc]:
+    """``processes``, each read as the listing reaches it (a caller acting on one acts while it is fresh)."""
+    names = (e.name for e in os.scandir("/proc") if e.name.isdigit()) if pids is None else map(str, pids)
+    for name in names:
         try:
-            stat = Path(entry.path, "stat").read_bytes()
-            uid = entry.stat().st_uid
+            stat = Path("/proc", name, "stat").read_bytes()
+            uid = os.stat(f"/proc/{name}").st_uid
         except OSError:
             continue
         fields = stat[stat.rfind(b")") + 2 :].split()
-        found.append(Proc(int(entry.name), int(fields[3]), fields[0].decode(), int(fields[17]), uid, int(fields[1])))
-    return found
+        state, threads = fields[0].decode(), int(fields[17])
+        if state == "Z" and threads > 1:
+            state = _live_thread_state(name)
+        yield Proc(int(name), int(fields[3]), state, threads, uid, int(fields[1]))
 
 
-def running(proc: Proc) -> bool:
-    """Whether ``proc`` still runs code: not a zombie, or a zombie LEADER whose other threads live on (its main
-    thread exited alone, ``SYS_exit``: /proc shows it ``Z`` with its thread count still over 1). Red team round 10:
-    a run process that left the run's process group and made itself a zombie leader was skipped by the clean-up
-    and its thread outlived the run, unwatched. ``kill`` of a zombie leader reaches its live threads."""
-    return proc.state not in "ZX" or proc.threads > 1
+def _live_thread_state(pid: str) -> str:
+    """The state of a live thread of ``pid``, whose main thread exited alone (``SYS_exit``): /proc shows the
+    process as a zombie while its other threads run on, and a clean-up that skips zombies left them running past
+    the run (red team round 10). "Z" where none is left."""
+    try:
+        tids = [tid for tid in os.listdir(f"/proc/{pid}/task") if tid != pid]
+    except OSError:
+        return "Z"
+    for tid in tids:
+        try:
+            stat = Path("/proc", pid, "task", tid, "stat").read_bytes()
+        except OSError:
+            continue
+        state = stat[stat.rfind(b")") + 2 :].split()[0].decode()
+        if state not in "ZX":
+            return state
+    return "Z"
 
 
 def adopts_orphans() -> bool:
@@ -64,15 +81,18 @@ def reap_run(sid: int, orphans: tuple[int, ...] | list[int] = (), timeout_s: flo
     if not adopts_orphans():
         return 0
     reaped, me, deadline = 0, os.getpid(), time.monotonic() + timeout_s
+
+    def of_the_run(proc: Proc) -> bool:  # the leader itself was waited for already
+        return (proc.sid == sid and proc.pid != sid) or proc.pid in orphans
+
     while time.monotonic() < deadline:
-        # the leader itself was waited for already
-        left = [p for p in processes() if (p.sid == sid and p.pid != sid) or p.pid in orphans]
+        left = [proc for proc in processes() if of_the_run(proc)]
         if not left:
             break
+        if any(proc.state not in "ZX" for proc in left):
+            stop_then_kill(of_the_run, deadline - time.monotonic())
         for proc in left:
-            if running(proc):
-                _kill(proc.pid)
-            elif proc.ppid == me:
+            if proc.state in "ZX" and proc.ppid == me:
                 reaped += _reap(proc.pid)
         time.sleep(0.001)
     return reaped
@@ -85,26 +105,74 @@ def _reap(pid: int) -> int:
         return 0
 
 
-def _kill(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, signal.SIGKILL)
+def _signal(pid: int, number: int) -> int:
+    try:
+        os.kill(pid, number)
+    except (ProcessLookupError, PermissionError):
+        return 0
+    return 1
 
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 def kill_session(sid: int, timeout_s: float = 5.0) -> int:
-    """SIGKILL every live process of session ``sid`` until none is left; returns how many were killed."""
-    killed, deadline = 0, time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        alive = [p.pid for p in processes() if p.sid == sid and running(p)]
-        if not alive:
+    """SIGKILL every live process of session ``sid`` until none is left; returns how many were killed. The
+    leader's process group first, in one kill: the kernel's fork hands a group signal to a child forked meanwhile."""
+    killed = _signal(-sid, signal.SIGKILL)
+    return killed + stop_then_kill(lambda proc: proc.sid == sid, timeout_s)
+
+
+def stop_then_kill(member: Callable[[Proc], bool], timeout_s: float = 5.0) -> int:
+    """SIGKILL every live process for which ``member`` holds, until none is left; returns how many SIGKILLs were
+    sent. A list-then-kill sweep misses a process that forks and exits over and over (its next pid was in no list,
+    red team round 10), but a stopped process cannot fork: each scan SIGSTOPs every member still running as it
+    reads it, and only a scan that finds all of them stopped SIGKILLs them. A scan reads /proc, then every pid
+    made since it began (``_scan``), so a hopper's next pid is read too. A process that continues another
+    (SIGCONT) is running at the next scan and stopped again. Past ``timeout_s`` (a process stuck in the kernel
+    never shows as stopped) every member is SIGKILLed anyway: none is left stopped."""
+    killed, clean, deadline = 0, 0, time.monotonic() + timeout_s
+    while clean < 2:
+        alive, running = [], False
+        for proc in _scan(deadline):
+            if not member(proc) or proc.state in "ZX":
+                continue
+            alive.append(proc.pid)
+            if proc.state not in "Tt":
+                running = True
+                _signal(proc.pid, signal.SIGSTOP)
+        if running and time.monotonic() > deadline:
             break
-        for pid in alive:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except (ProcessLookupError, PermissionError):
-                pass
-        time.sleep(0.001)
-    return killed
+        if not running:
+            killed += sum(_signal(pid, signal.SIGKILL) for pid in alive)
+        clean = 0 if alive else clean + 1
+        time.sleep(0.001 if running else 0)
+    return killed + sum(_signal(pid, signal.SIGKILL) for pid in alive)
+
+
+def _scan(deadline: float) -> Iterator[Proc]:
+    """Every process, then each pid allocated since the listing of /proc was read (``ns_last_pid``, wrapping
+    around at ``pid_max``), until none was made between two reads of it (or past ``deadline``)."""
+    top = 0
+    for proc in each_process():
+        top = max(top, proc.pid)
+        yield proc
+    while time.monotonic() < deadline:
+        try:
+            last = int(Path("/proc/sys/kernel/ns_last_pid").read_text())
+        except (OSError, ValueError):
+            return
+        if last == top:
+            return
+        if last < top:  # wrapped: a hopper's next pid is low again
+            yield from each_process([*range(top + 1, _pid_max() + 1), *range(1, last + 1)])
+        else:
+            yield from each_process(list(range(top + 1, last + 1)))
+        top = last
+
+
+def _pid_max() -> int:
+    try:
+        return int(Path("/proc/sys/kernel/pid_max").read_text())
+    except (OSError, ValueError):
+        return 1 << 22

@@ -4,8 +4,9 @@ An allow-list: every syscall of the kernel's table is classified below, and one 
 this list) fails with ENOSYS, which libc treats as "not supported here". The classes:
 - ``TARGETS_SELF_ONLY``: the syscall names a process by pid; only pid 0 (the caller) is allowed, any other pid
   fails with EPERM, so no run can act on, or read anything of, the trainer, the server or another run (prlimit,
-  affinity, scheduling, robust lists, session and process group ids). A reading syscall whose pid hides in a
-  struct (``capget``) is ``DENIED``.
+  affinity, scheduling, robust lists, session and process group ids). ``capget``'s pid hides in a struct the
+  filter cannot read: it stays (``KERNEL_CONFINED``), telling only capability sets (public in any
+  /proc/<pid>/status) and whether a pid exists, as ``kill(pid, 0)`` does.
 - ``WHICH_WHO``: ``setpriority``/``getpriority`` and ``ioprio_set``/``ioprio_get`` name a process, a process group
   or a user: only the caller itself or its own process group, with who = 0 (never PRIO_USER / IOPRIO_WHO_USER).
 - ``KERNEL_CONFINED``: the kernel itself limits the target to the caller's own tree or the run's reach: wait only
@@ -35,7 +36,8 @@ this list) fails with ENOSYS, which libc treats as "not supported here". The cla
 - ``NO_PROCESS_TARGET``: everything else, reviewed as acting on the caller and its own resources only.
 ``fcntl`` is an allow-list of commands (``FCNTL_ALLOWED``: descriptors, flags, lock queries, seals, pipe size and
 owner queries); ``FCNTL_REFUSED`` gives EPERM and names why: a byte-range lock (``F_SETLK``, ``F_OFD_SETLK`` and
-their waiting forms: kernel memory no bound counts; ``flock`` stays), a lease (a run's write lease on a file its
+their waiting forms: kernel memory no bound counts; ``flock`` is ``DENIED``: a lock on a file every run may
+open was an exact covert channel between concurrent runs, red team round 10), a lease (a run's write lease on a file its
 uid owns, the trainer's Python installation under landlock as non-root, stalls every other process that opens it), dnotify
 (inotify's twin), signal delivery to a chosen process (``F_SETOWN``...), a bigger pipe (``F_SETPIPE_SZ``: pipe buffers
 count towards the bound) and write-life hints on inodes; any other command, and one with bits above the kernel's
@@ -86,7 +88,7 @@ WHICH_WHO = {
     "ioprio_get": (1, 2),
 }
 KERNEL_CONFINED = frozenset(
-    """kill tkill tgkill rt_sigqueueinfo rt_tgsigqueueinfo wait4 waitid setpgid capset""".split()  # noqa: SIM905 - a table, one name per word
+    """kill tkill tgkill rt_sigqueueinfo rt_tgsigqueueinfo wait4 waitid setpgid capget capset""".split()  # noqa: SIM905 - a table, one name per word
 )
 DENIED = frozenset(
     """ptrace process_vm_readv process_vm_writev kcmp pidfd_open pidfd_getfd pidfd_send_signal process_madvise
@@ -102,14 +104,14 @@ DENIED = frozenset(
     chmod fchmod fchmodat fchmodat2 chown fchown lchown fchownat utime utimes utimensat futimesat
     inotify_init inotify_init1 inotify_add_watch inotify_rm_watch io_setup io_destroy io_getevents io_submit
     io_cancel io_pgetevents mincore cachestat fadvise64 readahead migrate_pages move_pages landlock_create_ruleset
-    landlock_add_rule landlock_restrict_self capget""".split()  # noqa: SIM905 - a table, one name per word
+    landlock_add_rule landlock_restrict_self flock""".split()  # noqa: SIM905 - a table, one name per word
 )
 MODE_CHECKED = {"mkdir": 1, "mkdirat": 2}
 NO_PROCESS_TARGET = frozenset(
-    """read write close stat fstat lstat poll lseek mmap mprotect munmap brk rt_sigaction rt_sigprocmask
+    """read write close stat fstat lstat poll lseek mprotect munmap brk rt_sigaction rt_sigprocmask
     rt_sigreturn pread64 pwrite64 readv writev access pipe select sched_yield mremap msync dup
     dup2 pause nanosleep getitimer alarm setitimer getpid connect accept sendto recvfrom sendmsg recvmsg shutdown
-    bind listen getsockname getpeername setsockopt getsockopt fork vfork execve exit uname flock fsync fdatasync
+    bind listen getsockname getpeername setsockopt getsockopt fork vfork execve exit uname fsync fdatasync
     truncate ftruncate getdents getcwd chdir fchdir rename rmdir creat link unlink symlink readlink gettimeofday
     getrlimit getrusage sysinfo times getuid getgid setuid setgid geteuid getegid getppid getpgrp setreuid setregid
     getgroups setgroups setresuid getresuid setresgid getresgid setfsuid setfsgid rt_sigpending rt_sigtimedwait
@@ -127,10 +129,12 @@ NO_PROCESS_TARGET = frozenset(
     futex_requeue""".split()  # noqa: SIM905 - a table, one name per word
 )
 # checked by argument below: clone (namespace flags, CLONE_PARENT), clone3 (ENOSYS: flags hidden in a struct, libc falls back to
-# clone), open/openat (O_TMPFILE), fcntl, ioctl and prctl (allow-lists of commands), umask, madvise (not MADV_COLD or
+# clone), open/openat (O_TMPFILE), fcntl, ioctl and prctl (allow-lists of commands), mmap (shared anonymous memory
+# only where a memory cgroup bounds the run: ``_MAP_SHARED_ANONYMOUS``), umask, madvise (not MADV_COLD or
 # MADV_PAGEOUT), preadv2/pwritev2 (not RWF_NOWAIT): see "page cache" in the module's docstring
 ARGUMENT_CHECKED = frozenset(
     {"clone", "clone3", "open", "openat", "fcntl", "ioctl", "umask", "madvise", "preadv2", "pwritev2", "prctl"}
+    | {"mmap"}
 )
 # EOPNOTSUPP always (as on a file system without it; glibc's posix_fallocate then writes the blocks itself):
 # fallocate reserves up to RLIMIT_FSIZE on disk in one instant call, so a run with several processes could
@@ -156,6 +160,10 @@ OWN_UID_ONLY = frozenset({"epoll_create", "epoll_create1"})
 # sibling: under landlock a child of the trainer, a zombie nobody in the run can wait for)
 _CLONE_DENIED_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x8000)
 _O_TMPFILE = 0o20000000
+# MAP_SHARED (or MAP_SHARED_VALIDATE) with MAP_ANONYMOUS: a shmem object whose pages outlive the caller's page
+# tables (MADV_DONTNEED, a partial munmap, a fork's child that never touches them), so no process's RSS shows them
+# (red team round 10: 6 processes held 336 MiB against a 192 MiB bound); refused where no memory cgroup charges them
+_MAP_SHARED_ANONYMOUS = 0x21
 _MADV_COLD, _MADV_PAGEOUT = 20, 21  # deactivate or reclaim the pages of a range (file pages: the shared page cache)
 _MADV_LATER = (22, 23, 24, 25, 102, 103)  # POPULATE_READ/WRITE, DONTNEED_LOCKED, COLLAPSE, GUARD_INSTALL/REMOVE
 _RWF_NOWAIT = 0x8  # read only what is cached: a probe of the page cache that leaves it as it was
@@ -189,7 +197,8 @@ FCNTL_REFUSED = {
     # POSIX and OFD byte-range locks: each lock is a kernel record (file_lock_cache) charged to no memory cgroup
     # (Linux >= 5.16) and to no process's RSS, and Linux bounds their number by nothing (RLIMIT_LOCKS is
     # ignored): one run held 1 M locks, 200 MiB of unreclaimable kernel memory, against a 128 MiB bound. flock(2)
-    # stays allowed: one record per open file description, so bounded by nproc x nofile
+    # is refused whole (DENIED): the files every run may open are the same inodes, so a lock held by one run and
+    # probed by another passed bits exactly between concurrent programs (red team round 10)
     "F_SETLK": 6,
     "F_SETLKW": 7,
     "F_OFD_SETLK": 37,
@@ -348,6 +357,10 @@ def _bpf(allow_memfd: bool, allow_socketpair: bool, own_uid: bool) -> bytes:
     for taken in (0o100, 0o400, 0o500):
         rules.add_rule(deny, "umask", sc.Arg(0, sc.MASKED_EQ, _OWNER_RX, taken))
     _add_argument_rules(rules, sc, allow, deny)
+    shared_anonymous = allow if allow_socketpair else deny  # as CGROUP_ONLY
+    rules.add_rule(shared_anonymous, "mmap", sc.Arg(3, sc.MASKED_EQ, _MAP_SHARED_ANONYMOUS, _MAP_SHARED_ANONYMOUS))
+    for kept in (0, 1, 0x20):
+        rules.add_rule(allow, "mmap", sc.Arg(3, sc.MASKED_EQ, _MAP_SHARED_ANONYMOUS, kept))
     for name in NOT_SUPPORTED:
         rules.add_rule(sc.ERRNO(errno.EOPNOTSUPP), name)
     for name in CGROUP_ONLY:
