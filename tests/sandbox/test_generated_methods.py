@@ -65,6 +65,9 @@ WRONG_PROGRAMS = [
     for change, _ in WRONG
 ]
 WRONG_TESTS = [test for _, test in WRONG]
+# the same change in a later call, after the value crossed (R9-1b's rule, now for a function's state too)
+WRONG_PROGRAMS.append(HEAD + CELLS + TAIL + "def spoil():\n    cells(P._asdict)[1].cell_contents = lambda n, v: []\n")
+WRONG_TESTS.append("p = f(1, 2)\nspoil()\nassert p._asdict() == {'x': 1, 'y': 2}")
 # namedtuples as programs use them: defaults, _replace, _make, typing.NamedTuple, one field, none; Counter, Fraction
 # (a renamed field, ``_1``, does not cross: the judge takes namedtuple's rules without ``rename``)
 RIGHT_PROGRAM = """import collections, fractions, typing
