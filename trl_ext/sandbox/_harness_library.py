@@ -14,6 +14,7 @@ import array as _array_module
 import collections as _collections_module
 import decimal as _decimal_module
 import fractions as _fractions_module
+from _operator import is_not as _is_not
 
 if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harness_values.py as one module
     from trl_ext.sandbox._harness_values import (
@@ -44,17 +45,103 @@ if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harn
 _COUNTER, _ORDERED_DICT = _collections_module.Counter, _collections_module.OrderedDict
 _DEFAULTDICT, _DEQUE = _collections_module.defaultdict, _collections_module.deque
 _DECIMAL, _FRACTION, _ARRAY = _decimal_module.Decimal, _fractions_module.Fraction, _array_module.array
-_REFERENCE = _collections_module.namedtuple("Reference", "a")  # the generated methods, for _namedtuple_fields
-_GENUINE = {k: getattr(v, "__func__", v) for k, v in _CLASS["__dict__"](_REFERENCE).items()}
 _METHOD_WRAPPERS = (classmethod, staticmethod)
 _IMMUTABLE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: a class whose attributes nobody can set (C types)
+_FUNCTION, _CODE, _EMPTY = _type(_b64), _type(_b64.__code__), object()  # _EMPTY: an empty cell, a missing name
+_dict_get, _dict_has, _dict_keys, _compile = dict.get, dict.__contains__, dict.__iter__, compile
+_str_isidentifier = str.isidentifier
+
+
+_NAMES = {}  # id(code) -> (code, _global_names(code)), a cache: a code object's names never change
+
+
+def _global_names(code, names):
+    """The names ``code`` and the code objects nested in it read (globals, builtins, attributes: all kept)."""
+    names.extend(code.co_names)
+    for const in code.co_consts:
+        if _type(const) is _CODE:
+            _global_names(const, names)
+    return names
+
+
+def _function_state(function):
+    """Everything but its arguments that decides what a Python function does, each item compared by identity
+    (red team R10bJ-5): its code, defaults (and the kw-only defaults dict's items: it is mutable), globals dict and
+    builtins dict, what they hold for each name its code reads, and its closure cells' contents. All of these are
+    writable from the program (``f.__code__ = ...``, ``cell.cell_contents = ...``, ``module.len = ...``) while the
+    function object stays the same."""
+    space, code, kw = function.__globals__, function.__code__, function.__kwdefaults__
+    state = [code, function.__defaults__, kw, space, function.__builtins__]
+    names = _dict_get(_NAMES, id(code))
+    if names is None or names[0] is not code:
+        names = (code, _global_names(code, []))  # the code kept with them: its id stays its own
+        if len(_NAMES) < 4096:
+            _NAMES[id(code)] = names
+    for name in names[1]:
+        space_of = space if _dict_has(space, name) else function.__builtins__
+        state.append(_dict_get(space_of, name, _EMPTY) if dict in _CLASS["__mro__"](_type(space_of)) else _EMPTY)
+    for key in _dict_keys(kw) if _type(kw) is dict else ():
+        state.extend((key, _dict_get(kw, key)))
+    for cell in function.__closure__ or ():
+        try:
+            state.append(cell.cell_contents)
+        except ValueError:
+            state.append(_EMPTY)
+    return state
+
+
+def _functions(dicts):
+    """(function, its state) for each Python function the class dicts hold (through classmethod, staticmethod and
+    property too) and for each one their cells or globals hold (Fraction's operator fallbacks)."""
+    found, seen = [], []
+    for _, items in dicts:
+        for item in items.values():
+            kind = _type(item)
+            parts = (item.fget, item.fset, item.fdel) if kind is property else (item,)
+            parts = (item.__func__,) if kind in _METHOD_WRAPPERS else parts
+            for function in parts:
+                found.extend(f for f in _with_cells(function, seen) if f is not None)
+    return [(f, _function_state(f)) for f in found]
+
+
+def _with_cells(function, seen):
+    """``function`` and the Python functions its state holds (in a cell, a global it reads, a default of its
+    kw-only ones; one level), each once (None for others)."""
+    if _type(function) is not _FUNCTION or any(s is function for s in seen):
+        return [None]
+    seen.append(function)
+    inner = [c for c in _function_state(function)[5:] if _type(c) is _FUNCTION and all(s is not c for s in seen)]
+    seen.extend(inner)
+    return [function, *inner]
+
+
+def _states_changed(functions):
+    """Whether a function of ``functions`` (from ``_functions``) no longer has the state it had then."""
+    for function, kept in functions:
+        now = _function_state(function)
+        if len(now) != len(kept) or any(map(_is_not, now, kept)):
+            return True
+    return False
 
 
 def _class_dicts(kind):
-    """(class, a copy of its dict) for each class of ``kind``'s MRO whose attributes a program can set."""
-    return [
+    """(class, a copy of its dict) for each class of ``kind``'s MRO whose attributes a program can set, and the
+    state of each Python function they hold (``_functions``)."""
+    dicts = [
         (k, dict(_CLASS["__dict__"](k))) for k in _CLASS["__mro__"](kind) if not _CLASS["__flags__"](k) & _IMMUTABLE
     ]
+    return dicts, _functions(dicts)
+
+
+def _dicts_changed(kept):
+    """Whether a class of ``kept`` (from ``_class_dicts``) gained, lost or changed an attribute, or one of its
+    functions changed what decides its behaviour."""
+    dicts, functions = kept
+    for klass, loaded in dicts:
+        now = _CLASS["__dict__"](klass)
+        if len(now) != len(loaded) or any(map(_is_not, map(now.get, loaded), loaded.values())):
+            return True
+    return _states_changed(functions)
 
 
 _AS_LOADED = {kind: _class_dicts(kind) for kind in (_COUNTER, _ORDERED_DICT, _FRACTION)}
@@ -64,10 +151,8 @@ def _require_as_loaded(value, kind):
     """Refuse a library value whose class the program changed since the harness loaded (``Counter.__eq__ = ...``,
     ``numbers.Number.__ne__ = ...``) or that holds attributes of its own (``od.keys = ...``): the judge would
     answer with the library's methods where CPython runs the program's."""
-    for klass, loaded in _AS_LOADED[kind]:
-        now = _CLASS["__dict__"](klass)
-        if len(now) != len(loaded) or any(now.get(name) is not item for name, item in loaded.items()):
-            raise TypeError("a library class the program changed")
+    if _dicts_changed(_AS_LOADED[kind]):
+        raise TypeError("a library class the program changed")
     slot = _special(kind, "__dict__")  # the instance's own attributes (read through the class, as loaded)
     if slot is not None and slot.__get__(value):
         raise TypeError("a library value with attributes of its own")
@@ -98,11 +183,8 @@ def _library_changed():
     or swapped the ``__class__`` of a builtin-subclass value that crossed (``type(x).__name__``): the test's copy
     would answer as before, so the call that changed it cannot be answered (its record is unencodable: the
     program fails it). Classes are compared by the identity of every attribute."""
-    for dicts in _CROSSED.values():
-        for klass, kept in dicts:
-            now = _CLASS["__dict__"](klass)
-            if len(now) != len(kept) or any(now.get(name) is not item for name, item in kept.items()):
-                return True
+    if any(_dicts_changed(kept) for kept in _CROSSED.values()):
+        return True
     if any(_type(value) is not kind for value, kind in _CROSSED_SUBCLASS.values()):
         return True
     return any(slot.__get__(value) for value, slot in _CROSSED_VALUES)
@@ -196,23 +278,110 @@ def _class_not_rebuilt(kind, base):
 def _namedtuple_fields(value, kind):
     """The fields of a class made by ``collections.namedtuple`` (or ``typing.NamedTuple``) whose every behaviour
     is the generated one (so the judge's namedtuple of the same name and fields behaves as it does: ``repr``,
-    ``str``, attribute access, ``_asdict``...); None for anything else (a subclass, an override)."""
+    ``str``, attribute access, ``_asdict``...); None for anything else (a subclass, an override, a generated
+    method whose closure cell, default or global the program re-pointed: red team R10bJ-5)."""
     if _type(kind) is not type or kind.__bases__ != (tuple,):
         return None
-    fields = kind.__dict__.get("_fields")
-    if _type(fields) is not tuple:
+    own = kind.__dict__
+    fields = own.get("_fields")
+    if _type(fields) is not tuple or own.get("__match_args__") is not fields:
         return None
-    if len(fields) != tuple.__len__(value) or _type(kind.__dict__.get("__module__")) is not str:
+    if len(fields) != tuple.__len__(value) or _type(own.get("__module__")) is not str:
         return None
-    for name in _behaviour(tuple) + ["__repr__", "__str__", "__format__", "_asdict", "_replace", "_make"]:
-        mine = kind.__dict__.get(name)
-        if mine is None:
-            continue
-        mine, reference = mine.__func__ if _type(mine) in _METHOD_WRAPPERS else mine, _GENUINE.get(name)
-        if _type(mine) is not _type(_b64) or getattr(reference, "__code__", None) is not mine.__code__:
-            return None
     for index, field in enumerate(fields):
-        getter = kind.__dict__.get(field) if _type(field) is str else None
+        getter = own.get(field) if _type(field) is str else None
         if _type(getter) is not _collections._tuplegetter or getter.__reduce__()[1][0] != index:
             return None
-    return fields
+    for name in _behaviour(tuple) + ["__str__", "__format__"]:
+        if own.get(name) is not None and name not in _GENUINE:
+            return None
+    extra = (n for n in own if _type(n) is not str or n[:2] == "__" == n[-2:] and n not in _NAMEDTUPLE_DUNDERS)
+    if next(extra, None) is not None or _new_differs(own, fields):
+        return None
+    return None if any(_generated_differs(own.get(n), n, fields) for n in _GENUINE) else fields
+
+
+def _per_class(function):
+    """The state indexes (``_function_state``) of ``function``'s closure cells that differ per namedtuple class."""
+    first, names = len(_function_state(function)) - len(function.__closure__ or ()), function.__code__.co_freevars
+    return [(first + i, n) for i, n in enumerate(names) if n in ("num_fields", "field_names", "repr_fmt")]
+
+
+def _generated_differs(item, name, fields):
+    """Whether ``item`` is not what ``collections.namedtuple`` generates as ``name`` for ``fields``: the same
+    wrapper and code, and every cell, default and global the same as the genuine one's, but for the cells that
+    are the class's own (its field names, their number, its repr format), which must be what they are for
+    ``fields``."""
+    wrapper, kept, per_class = _GENUINE[name]
+    function = item.__func__ if _type(item) is wrapper and wrapper is not _FUNCTION else item
+    if _type(item) is not wrapper or _type(function) is not _FUNCTION:
+        return True
+    now = _function_state(function)
+    if len(now) != len(kept):
+        return True
+    expected = {"num_fields": len(fields), "repr_fmt": "(" + _str_join(", ", [f + "=%r" for f in fields]) + ")"}
+    for index, cell in per_class:
+        mine, want = now[index], expected.get(cell, fields)
+        if mine is not want and (_type(mine) is not _type(want) or cell == "field_names" or mine != want):
+            return True
+        now[index] = kept[index]
+    return any(a is not b for a, b in zip(now, kept))
+
+
+def _new_differs(own, fields):
+    """Whether the class's ``__new__`` is not the one ``collections.namedtuple`` makes for ``fields``: its code
+    (compiled here from the same source, from checked identifiers), globals (``_tuple_new``), no closure, and
+    defaults that are the class's ``_field_defaults``."""
+    new, defaults = own.get("__new__"), own.get("_field_defaults")
+    function = new.__func__ if _type(new) is staticmethod else None
+    if _type(function) is not _FUNCTION or _type(defaults) is not dict or function.__closure__ is not None:
+        return True
+    space, code = function.__globals__, _new_code(fields)
+    if _type(space) is not dict or _dict_get(space, "_tuple_new") is not tuple.__new__ or code is None:
+        return True
+    if function.__kwdefaults__ is not None or function.__code__ != code:
+        return True
+    given, names = function.__defaults__, list(_dict_keys(defaults))
+    if given is None or _type(given) is not tuple:
+        return given is not None or len(names) != 0
+    if len(given) != len(names) or len(names) > len(fields):
+        return True
+    tail = fields[len(fields) - len(names) :]
+    return any(_type(a) is not str or a != b for a, b in zip(names, tail)) or any(
+        _dict_get(defaults, k) is not v for k, v in zip(names, given)
+    )
+
+
+_NEW_CODES = {}  # fields -> the code of the __new__ collections.namedtuple makes for them (_new_code)
+
+
+def _new_code(fields):
+    """The code object ``collections.namedtuple`` evaluates as ``__new__`` for ``fields`` (the same source,
+    compiled here: builtins' compile is C); None where a field is not an identifier or the source does not
+    compile (a keyword, a repeated name)."""
+    code = _dict_get(_NEW_CODES, fields)
+    if code is None:
+        if not all(_str_isidentifier(f) for f in fields):
+            return None
+        args = _str_join(", ", fields) + ("," if len(fields) == 1 else "")
+        try:
+            code = _compile("lambda _cls, " + args + ": _tuple_new(_cls, (" + args + "))", "<string>", "eval", 0, True)
+        except (SyntaxError, ValueError, MemoryError):
+            return None
+        code = next((c for c in code.co_consts if _type(c) is _CODE), None)
+        if len(_NEW_CODES) < 256:
+            _NEW_CODES[fields] = code
+    return code
+
+
+_REFERENCE = _collections_module.namedtuple("Reference", "a")  # the generated methods, for _namedtuple_fields
+_NAMEDTUPLE_DUNDERS = frozenset(  # what namedtuple and typing.NamedTuple put in a class dict
+    ("__doc__", "__slots__", "__new__", "__repr__", "__getnewargs__", "__match_args__", "__module__")
+    + ("__annotations__", "__orig_bases__", "__firstlineno__", "__static_attributes__")  # data of a class body
+)
+_GENUINE = {  # name -> (its wrapper type, the genuine function's state, its per-class cells)
+    name: (_type(item), _function_state(function), _per_class(function))
+    for name, item in _CLASS["__dict__"](_REFERENCE).items()
+    for function in [item.__func__ if _type(item) in _METHOD_WRAPPERS else item]
+    if _type(function) is _FUNCTION and name != "__new__"
+}
