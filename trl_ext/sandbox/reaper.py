@@ -128,11 +128,12 @@ def stop_then_kill(member: Callable[[Proc], bool], timeout_s: float = 5.0) -> in
     sent. A list-then-kill sweep misses a process that forks and exits over and over (its next pid was in no list,
     red team round 10), but a stopped process cannot fork: each scan SIGSTOPs every member still running as it
     reads it, and only a scan that finds all of them stopped SIGKILLs them. A scan reads /proc, then every pid
-    made since it began (``_scan``), so a hopper's next pid is read too. A process that continues another
-    (SIGCONT) is running at the next scan and stopped again. Past ``timeout_s`` (a process stuck in the kernel
-    never shows as stopped) every member is SIGKILLed anyway: none is left stopped."""
-    killed, clean, deadline = 0, 0, time.monotonic() + timeout_s
-    while clean < 2:
+    made since it began (``_scan``), so a hopper's next pid is read too; one scan finding none alive ends it
+    (two in a row once any was found). A process that continues another (SIGCONT) is running at the next scan
+    and stopped again. Past ``timeout_s`` (a process stuck in the kernel never shows as stopped) every member is
+    SIGKILLed anyway: none is left stopped."""
+    killed, clean, found, deadline = 0, 0, False, time.monotonic() + timeout_s
+    while clean < (2 if found else 1):  # once any was found, a second clean scan confirms none got away
         alive, running = [], False
         for proc in _scan(deadline):
             if not member(proc) or proc.state in "ZX":
@@ -145,30 +146,32 @@ def stop_then_kill(member: Callable[[Proc], bool], timeout_s: float = 5.0) -> in
             break
         if not running:
             killed += sum(_signal(pid, signal.SIGKILL) for pid in alive)
-        clean = 0 if alive else clean + 1
+        clean, found = (0 if alive else clean + 1), found or bool(alive)
         time.sleep(0.001 if running else 0)
     return killed + sum(_signal(pid, signal.SIGKILL) for pid in alive)
 
 
 def _scan(deadline: float) -> Iterator[Proc]:
-    """Every process, then each pid allocated since the listing of /proc was read (``ns_last_pid``, wrapping
-    around at ``pid_max``), until none was made between two reads of it (or past ``deadline``)."""
-    top = 0
-    for proc in each_process():
-        top = max(top, proc.pid)
-        yield proc
-    while time.monotonic() < deadline:
-        try:
-            last = int(Path("/proc/sys/kernel/ns_last_pid").read_text())
-        except (OSError, ValueError):
+    """Every process, then each pid allocated since the listing of /proc began (``ns_last_pid`` before it, and
+    wrapping around at ``pid_max``), until none was made between two reads of it (or past ``deadline``)."""
+    seen = _last_pid()
+    yield from each_process()
+    while seen is not None and time.monotonic() < deadline:
+        last = _last_pid()
+        if last is None or last == seen:
             return
-        if last == top:
-            return
-        if last < top:  # wrapped: a hopper's next pid is low again
-            yield from each_process([*range(top + 1, _pid_max() + 1), *range(1, last + 1)])
+        if last < seen:  # wrapped during the scan: a hopper's next pid is low again
+            yield from each_process([*range(seen + 1, _pid_max() + 1), *range(1, last + 1)])
         else:
-            yield from each_process(list(range(top + 1, last + 1)))
-        top = last
+            yield from each_process(list(range(seen + 1, last + 1)))
+        seen = last
+
+
+def _last_pid() -> int | None:
+    try:
+        return int(Path("/proc/sys/kernel/ns_last_pid").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _pid_max() -> int:
