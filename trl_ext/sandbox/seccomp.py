@@ -30,7 +30,10 @@ this list) fails with ENOSYS, which libc treats as "not supported here". The cla
   a ruleset and its rules are kernel memory outside every process's (no bound counts them where no memory cgroup
   exists), and a program has no use for them; every launcher enforces the run's Landlock domain before this
   filter is loaded (``_confinement.py``'s callers: the landlock launcher, the fork servers' children, the
-  evaluation worker), so refusing them takes nothing from the confinement.
+  evaluation worker), so refusing them takes nothing from the confinement. And ``ustat`` (the free blocks of any mounted file
+  system, other runs' scratch included) and the path forms of ``getxattr``/``listxattr`` (attributes of files
+  Landlock does not let a run open): red team round 10b. ``futex`` is checked by argument: a wake or requeue only
+  on the caller's private futexes (a shared one on a page of a file every run maps is keyed host-wide).
 - ``MODE_CHECKED``: a new directory's mode (or umask) that takes read or search away from its owner is refused, so
   the scratch accounting can always list what a run wrote; O_TMPFILE (an invisible file) is refused.
 - ``NO_PROCESS_TARGET``: everything else, reviewed as acting on the caller and its own resources only.
@@ -104,7 +107,7 @@ DENIED = frozenset(
     chmod fchmod fchmodat fchmodat2 chown fchown lchown fchownat utime utimes utimensat futimesat
     inotify_init inotify_init1 inotify_add_watch inotify_rm_watch io_setup io_destroy io_getevents io_submit
     io_cancel io_pgetevents mincore cachestat fadvise64 readahead migrate_pages move_pages landlock_create_ruleset
-    landlock_add_rule landlock_restrict_self flock""".split()  # noqa: SIM905 - a table, one name per word
+    landlock_add_rule landlock_restrict_self flock ustat getxattr lgetxattr listxattr llistxattr""".split()  # noqa: SIM905 - a table, one name per word
 )
 MODE_CHECKED = {"mkdir": 1, "mkdirat": 2}
 NO_PROCESS_TARGET = frozenset(
@@ -115,9 +118,9 @@ NO_PROCESS_TARGET = frozenset(
     truncate ftruncate getdents getcwd chdir fchdir rename rmdir creat link unlink symlink readlink gettimeofday
     getrlimit getrusage sysinfo times getuid getgid setuid setgid geteuid getegid getppid getpgrp setreuid setregid
     getgroups setgroups setresuid getresuid setresgid getresgid setfsuid setfsgid rt_sigpending rt_sigtimedwait
-    rt_sigsuspend sigaltstack mknod personality ustat statfs fstatfs sysfs sched_get_priority_max
+    rt_sigsuspend sigaltstack mknod personality statfs fstatfs sysfs sched_get_priority_max
     sched_get_priority_min mlock munlock mlockall munlockall arch_prctl setrlimit sync gettid
-    getxattr lgetxattr fgetxattr listxattr llistxattr flistxattr time futex set_thread_area
+    fgetxattr flistxattr time set_thread_area
     get_thread_area remap_file_pages getdents64 set_tid_address
     restart_syscall timer_create timer_settime timer_gettime timer_getoverrun timer_delete clock_gettime
     clock_getres clock_nanosleep exit_group epoll_wait epoll_ctl mbind set_mempolicy get_mempolicy mknodat
@@ -125,8 +128,7 @@ NO_PROCESS_TARGET = frozenset(
     sync_file_range epoll_pwait signalfd timerfd_create eventfd timerfd_settime timerfd_gettime accept4
     signalfd4 eventfd2 dup3 pipe2 preadv pwritev recvmmsg syncfs sendmmsg getcpu renameat2 seccomp
     getrandom execveat membarrier mlock2 copy_file_range pkey_mprotect pkey_alloc pkey_free statx
-    rseq close_range faccessat2 epoll_pwait2 futex_waitv set_mempolicy_home_node map_shadow_stack futex_wake futex_wait
-    futex_requeue""".split()  # noqa: SIM905 - a table, one name per word
+    rseq close_range faccessat2 epoll_pwait2 set_mempolicy_home_node map_shadow_stack futex_wait""".split()  # noqa: SIM905 - a table, one name per word
 )
 # checked by argument below: clone (namespace flags, CLONE_PARENT), clone3 (ENOSYS: flags hidden in a struct, libc falls back to
 # clone), open/openat (O_TMPFILE), fcntl, ioctl and prctl (allow-lists of commands), mmap (shared anonymous memory
@@ -134,8 +136,13 @@ NO_PROCESS_TARGET = frozenset(
 # MADV_PAGEOUT), preadv2/pwritev2 (not RWF_NOWAIT): see "page cache" in the module's docstring
 ARGUMENT_CHECKED = frozenset(
     {"clone", "clone3", "open", "openat", "fcntl", "ioctl", "umask", "madvise", "preadv2", "pwritev2", "prctl"}
-    | {"mmap"}
+    | {"mmap", "futex", "futex_wake", "futex_waitv", "futex_requeue"}
 )
+# futex: a wake or requeue only on the caller's private futexes (FUTEX_PRIVATE_FLAG); a shared futex on a page of
+# a file every run maps is keyed by the file, host-wide, so a waiter in one run and a wake in another passed bits
+# (red team round 10b). Waiting on a shared futex only blocks the caller (glibc's pthread_join does it) and stays.
+# futex_waitv and futex_requeue hide their flags in structs: ENOSYS (no rule), as clone3
+_FUTEX_PRIVATE, _FUTEX_COMMAND, _FUTEX_WAITS = 128, 127, (0, 9)  # FUTEX_WAIT, FUTEX_WAIT_BITSET
 # EOPNOTSUPP always (as on a file system without it; glibc's posix_fallocate then writes the blocks itself):
 # fallocate reserves up to RLIMIT_FSIZE on disk in one instant call, so a run with several processes could
 # reserve gigabytes between two polls of the scratch watcher; written bytes cost the writer time
@@ -380,7 +387,11 @@ def _add_argument_rules(rules, sc, allow, deny) -> None:
         refused |= flag
         rules.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
     rules.add_rule(allow, "clone", sc.Arg(0, sc.MASKED_EQ, refused, 0))
-    # clone3: no rule, the default (ENOSYS) applies
+    # clone3, futex_waitv, futex_requeue: no rule, the default (ENOSYS) applies
+    rules.add_rule(allow, "futex", sc.Arg(1, sc.MASKED_EQ, _FUTEX_PRIVATE, _FUTEX_PRIVATE))
+    for wait in _FUTEX_WAITS:
+        rules.add_rule(allow, "futex", sc.Arg(1, sc.MASKED_EQ, _FUTEX_PRIVATE | _FUTEX_COMMAND, wait))
+    rules.add_rule(allow, "futex_wake", sc.Arg(3, sc.MASKED_EQ, _FUTEX_PRIVATE, _FUTEX_PRIVATE))  # FUTEX2_PRIVATE
     for name, index in (("open", 1), ("openat", 2)):
         rules.add_rule(allow, name, sc.Arg(index, sc.MASKED_EQ, _O_TMPFILE, 0))
         rules.add_rule(deny, name, sc.Arg(index, sc.MASKED_EQ, _O_TMPFILE, _O_TMPFILE))
