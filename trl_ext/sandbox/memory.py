@@ -174,7 +174,8 @@ def release(cgroup: Path, timeout_s: float = 5.0) -> None:
     with contextlib.suppress(OSError):
         _write(cgroup / "cgroup.kill", "1")
     if procs(cgroup):
-        stop_then_kill(lambda proc: proc.pid in procs(cgroup), timeout_s)
+        # the cgroup lists its processes whole: a scan reads those, never all of /proc with a file read per process
+        stop_then_kill(lambda proc: True, timeout_s, listed=lambda: procs(cgroup))
     while time.monotonic() < deadline:
         if not procs(cgroup):
             with _LOCK:

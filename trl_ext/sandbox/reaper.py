@@ -123,7 +123,9 @@ def kill_session(sid: int, timeout_s: float = 5.0) -> int:
     return killed + stop_then_kill(lambda proc: proc.sid == sid, timeout_s)
 
 
-def stop_then_kill(member: Callable[[Proc], bool], timeout_s: float = 5.0) -> int:
+def stop_then_kill(
+    member: Callable[[Proc], bool], timeout_s: float = 5.0, listed: Callable[[], list[int]] | None = None
+) -> int:
     """SIGKILL every live process for which ``member`` holds, until none is left; returns how many SIGKILLs were
     sent. A list-then-kill sweep misses a process that forks and exits over and over (its next pid was in no list,
     red team round 10), but a stopped process cannot fork: each scan SIGSTOPs every member still running as it
@@ -131,11 +133,12 @@ def stop_then_kill(member: Callable[[Proc], bool], timeout_s: float = 5.0) -> in
     made since it began (``_scan``), so a hopper's next pid is read too; one scan finding none alive ends it
     (two in a row once any was found). A process that continues another (SIGCONT) is running at the next scan
     and stopped again. Past ``timeout_s`` (a process stuck in the kernel never shows as stopped) every member is
-    SIGKILLed anyway: none is left stopped."""
+    SIGKILLed anyway: none is left stopped. ``listed``: where the run's processes can be listed whole (a memory
+    cgroup's ``cgroup.procs``, which a child joins as it is forked), each scan reads those instead of all of /proc."""
     killed, clean, found, deadline = 0, 0, False, time.monotonic() + timeout_s
     while clean < (2 if found else 1):  # once any was found, a second clean scan confirms none got away
         alive, running = [], False
-        for proc in _scan(deadline):
+        for proc in each_process(listed()) if listed else _scan(deadline):
             if not member(proc) or proc.state in "ZX":
                 continue
             alive.append(proc.pid)
