@@ -77,3 +77,21 @@ def test_an_unnamed_loaded_module_patched_past_attribute_assignment_is_refused(l
     scores, outcomes = grade_asserts(launch, [HEAPQ] * len(tests), tests, monkeypatch)
     assert scores == [0.0] * len(UNNAMED) + [1.0, 0.0], list(zip(tests, scores))
     assert outcomes["code_tests/unsupported_test"] == len(UNNAMED) / len(tests)
+
+
+XML = "import xml.etree.ElementTree as ET\ndef tag(s):\n    return ET.fromstring(s).tag\n"
+
+
+def test_submodules_an_extension_registers_are_not_the_tests_own():
+    """Red team round 10b, R10bJ-4: ``import xml.etree.ElementTree`` in the test loads pyexpat, which registers its
+    own spec-less submodules ``pyexpat.errors`` and ``pyexpat.model``; they were taken for modules the test made,
+    and a right program scored 0. A spec-less module of the test's own, held by no parent, is still refused."""
+    right = (
+        "import xml.etree.ElementTree as ET\nassert tag('<a><b/></a>') == 'a'\nassert ET.fromstring('<c/>').tag == 'c'"
+    )
+    own = "import sys, types\nm = types.ModuleType('planted')\nm.__spec__ = None\nsys.modules['planted'] = m\n"
+    own += "assert tag('<a/>') == 'a'"
+    assert cpython_passes(XML, right) and cpython_passes(XML, own)
+    assert run_tests(XML, {"kind": "assert", "code": right}, limits=FAST).all_passed
+    report = run_tests(XML, {"kind": "assert", "code": own}, limits=FAST)
+    assert report.statuses[-1] == "unsupported_test" and "put its own sys.modules['planted']" in report.detail

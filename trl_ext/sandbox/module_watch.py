@@ -248,7 +248,8 @@ class ModuleChecks:
             new, found = None, list(items)
         for name, module in found:
             fresh = self.scanned and name not in _PRISTINE_MODULES and name not in _UNCHECKED
-            if fresh and (not _isinstance(module, types.ModuleType) or _getattr(module, "__spec__", 1) is None):
+            made = not _isinstance(module, types.ModuleType) or _getattr(module, "__spec__", 1) is None
+            if fresh and made and not _registered_by_parent(name, module):
                 raise Unsupported(f"the test put its own sys.modules[{name!r}], which the program may import")
             if name in _UNCHECKED or _type(module) is not types.ModuleType or not _watch(module):
                 continue
@@ -309,6 +310,20 @@ class ModuleChecks:
     def namespace_version_now(self) -> int | None:
         """The version of the test's globals now: equal readings mean no change in between; None: cannot tell."""
         return None if self.namespace_view is None else self.namespace_view.value
+
+
+def _registered_by_parent(name: str, module: Any) -> bool:
+    """A submodule an extension module made and registered itself as it was imported (``pyexpat.errors`` and
+    ``pyexpat.model``, which ``import xml.etree.ElementTree`` loads: no spec), held by its parent under its name: the
+    program's own import of the parent makes the same one (red team round 10b, R10bJ-4: a right program scored 0)."""
+    parent, _, child = name.rpartition(".")
+    owner = sys.modules.get(parent) if parent else None
+    return (
+        _type(module) is types.ModuleType
+        and _isinstance(owner, types.ModuleType)
+        and _getattr(owner, "__spec__", None) is not None
+        and owner.__dict__.get(child) is module
+    )
 
 
 def _check_replaced() -> None:
