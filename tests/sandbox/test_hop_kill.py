@@ -56,15 +56,21 @@ print("started", flush=True)
 """
 
 
-def _hoppers_named(marker: str) -> list[int]:
+def _live_threads_named(marker: str) -> list[str]:
+    """Every live task (a hopper's process, a zombie leader's thread) named ``marker``, as "pid/tid"."""
     found = []
     for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
+            tids = os.listdir(f"/proc/{entry}/task")
         except OSError:
             continue
-        if f"({marker})" in stat and stat.rsplit(")", 1)[1].split()[0] not in "ZX":
-            found.append(int(entry))
+        for tid in tids:
+            try:
+                stat = Path(f"/proc/{entry}/task/{tid}/stat").read_text()
+            except OSError:
+                continue
+            if f"({marker})" in stat and stat.rsplit(")", 1)[1].split()[0] not in "ZX":
+                found.append(f"{entry}/{tid}")
     return found
 
 
@@ -74,7 +80,7 @@ def test_a_run_that_hops_pids_ends_with_the_run():
     result = run(f"MARKER = {marker!r}\n" + _HOPPER, limits=Limits(timeout_s=5.0))
     assert result.status == "ok" and result.stdout.strip() == "started", result.stderr
     time.sleep(0.3)
-    assert _hoppers_named(marker) == []
+    assert _live_threads_named(marker) == []
 
 
 _ZOMBIE_LEADER = """
@@ -95,23 +101,6 @@ if os.fork() == 0:
 time.sleep(0.5)
 print("started", flush=True)
 """
-
-
-def _live_threads_named(marker: str) -> list[str]:
-    found = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            tids = os.listdir(f"/proc/{entry}/task")
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                stat = Path(f"/proc/{entry}/task/{tid}/stat").read_text()
-            except OSError:
-                continue
-            if f"({marker})" in stat and stat.rsplit(")", 1)[1].split()[0] not in "ZX":
-                found.append(f"{entry}/{tid}")
-    return found
 
 
 def test_killing_a_session_kills_a_zombie_leaders_live_threads():
