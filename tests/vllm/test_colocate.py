@@ -84,3 +84,16 @@ def test_ppo_trains_on_engine_completions(vllm_model_paths, engines, tmp_path):
         value_model_name_or_path=str(vllm_model_paths["reward_model"]), num_generations=1,
     )  # fmt: skip
     assert all(len(rows) == 8 for rows in watch.trained.values())
+
+
+def test_the_cpu_repacking_trl_ext_turns_off_is_where_it_expects_it():
+    """The engines above hold the trainer's weights only because the colocated CPU engine does not repack its layers
+    (trainers/_trl_vllm.py); a vLLM that moves or renames that function must fail here, not silently repack."""
+    import importlib
+    import inspect
+
+    from trl_ext.trainers._trl_vllm import CPU_GEMM_DISPATCH
+
+    module_name, function_name, parameters = CPU_GEMM_DISPATCH
+    function = getattr(importlib.import_module(module_name), function_name)
+    assert tuple(inspect.signature(function).parameters) == parameters

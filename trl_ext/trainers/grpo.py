@@ -28,6 +28,7 @@ from trl_ext.trainers._trl_hooks import (
     GRPOHookMixin,
     require_trl_hooks,
 )
+from trl_ext.trainers._trl_vllm import colocated_engine_keeps_weights
 from trl_ext.trainers.configs import resolve_config
 from trl_ext.trainers.dynamic_sampling import (  # is_shaping_reward: its old import path
     DYNAMIC_SAMPLING_STATE_FILE,  # noqa: F401
@@ -339,16 +340,17 @@ class GRPOTrainer(
             reward_funcs, reward_processing_classes = self._add_overlong_reward(
                 args, reward_funcs, reward_processing_classes
             )
-        super().__init__(
-            model,
-            reward_funcs,
-            args,
-            train_dataset,
-            eval_dataset,
-            processing_class,
-            reward_processing_classes,
-            **kwargs,
-        )
+        with colocated_engine_keeps_weights(args):
+            super().__init__(
+                model,
+                reward_funcs,
+                args,
+                train_dataset,
+                eval_dataset,
+                processing_class,
+                reward_processing_classes,
+                **kwargs,
+            )
         self._init_dynamic_sampling(train_dataset)
         self._init_reference_resets()
 
