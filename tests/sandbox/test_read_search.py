@@ -1,30 +1,91 @@
-"""Class 5: CAP_DAC_READ_SEARCH under landlock as root (red team round 10). It is kept only where the Python
-installation sits under a directory other uids cannot search (the run's imports must pass it), and said once,
-since it lets a run read other uids' files wherever its Landlock domain grants reading."""
+"""Class 5: no capability under landlock as root, even with Python under a directory other uids cannot search
+(red team round 10: CAP_DAC_READ_SEARCH used to be kept there, and let a run read other uids' files). Such roots
+are handed over as descriptors and named through /proc/self/fd (``held_roots.py``)."""
 
-import logging
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 
-from trl_ext.sandbox import landlock
+from trl_ext.sandbox import Limits, run
+from trl_ext.sandbox.base import python_roots
+from trl_ext.sandbox.held_roots import HELD_FDS_ENV, HeldRoots, closed
+
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="runs drop from root to a sandbox uid only as root")
+
+_READ_AS_NOBODY = r"""
+import os, sys
+os.setgroups([]); os.setresgid(65534, 65534, 65534); os.setresuid(65534, 65534, 65534)
+for path in sys.argv[1:]:
+    try:
+        print(open(path).read())
+    except OSError as error:
+        print("denied", error.errno)
+"""
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the capability is kept only by a root trainer")
-def test_read_search_is_kept_only_under_a_closed_directory_and_said_once(tmp_path, caplog):
-    closed = tmp_path / "closed"
-    (closed / "python").mkdir(parents=True)
+@pytest.fixture
+def closed_tree(tmp_path):
     tmp_path.chmod(0o755)
-    closed.chmod(0o700)
-    landlock._warn_read_search.cache_clear()
-    with caplog.at_level(logging.WARNING, logger="trl_ext.sandbox"):
-        assert landlock.keep_read_search(["/usr/lib"]) is False
-        assert caplog.records == []
-        assert landlock.keep_read_search(["/usr/lib", str(closed / "python")]) is True
-        assert landlock.keep_read_search([str(closed / "python")]) is True
-    said = [r.getMessage() for r in caplog.records if "CAP_DAC_READ_SEARCH" in r.getMessage()]
-    assert len(said) == 1 and str(closed / "python") in said[0] and "bubblewrap" in said[0]
+    (tmp_path / "closed" / "tree").mkdir(parents=True)
+    (tmp_path / "closed").chmod(0o700)
+    (tmp_path / "closed" / "tree" / "data.txt").write_text("inside")
+    (tmp_path / "closed" / "secret.txt").write_text("secret")
+    return tmp_path / "closed"
 
 
-def test_no_capability_is_kept_where_every_root_is_searchable():
-    assert landlock.keep_read_search(["/usr/lib", "/usr/bin"]) is False
+@as_root
+def test_a_closed_root_is_reached_through_its_descriptor_and_nothing_above_it(closed_tree):
+    tree, open_dir = str(closed_tree / "tree"), "/usr/lib"
+    assert closed(tree) and not closed(open_dir)
+    held = HeldRoots([tree, open_dir])
+    try:
+        assert list(held.fds) == [tree]  # only the closed one is held
+        fd = held.fds[tree]
+        assert held.path(tree + "/data.txt") == f"/proc/self/fd/{fd}/data.txt"
+        assert held.path(open_dir + "/x") == open_dir + "/x" and held.path(tree + "x") == tree + "x"
+        assert held.env()[HELD_FDS_ENV] == str(fd)
+        paths = [held.path(tree + "/data.txt"), tree + "/data.txt", held.path(tree) + "/../secret.txt"]
+        done = subprocess.run(
+            [sys.executable, "-c", _READ_AS_NOBODY, *paths], pass_fds=held.descriptors, capture_output=True, text=True
+        )
+    finally:
+        held.close()
+    assert done.stdout.split("\n")[:3] == ["inside", "denied 13", "denied 13"], done.stderr
+
+
+def test_nothing_is_held_where_no_directory_is_closed_or_not_as_root(closed_tree):
+    assert HeldRoots(["/usr/lib", "/usr/bin"]).fds == {}
+    if os.geteuid() != 0:
+        assert HeldRoots([str(closed_tree / "tree")]).fds == {}
+
+
+_PROBE = r"""
+import ctypes, json, os, sys
+import decimal, fractions, xml.etree.ElementTree  # imported only now: through the prefix, after the drop
+libc = ctypes.CDLL(None, use_errno=True)
+class Header(ctypes.Structure): _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+class Data(ctypes.Structure): _fields_ = [("e", ctypes.c_uint32), ("p", ctypes.c_uint32), ("i", ctypes.c_uint32)]
+data = (Data * 2)()
+assert libc.capget(ctypes.byref(Header(0x20080522, 0)), data) == 0
+caps = [data[0].e, data[0].p, data[0].i, data[1].e, data[1].p, data[1].i]
+print(json.dumps({"root": os.getuid() == 0, "capabilities": caps, "prefix": sys.prefix, "stdin": input()}))
+"""
+
+
+@pytest.mark.parametrize("fork_server", ["0", "1"])
+def test_a_landlock_run_keeps_no_capability_and_imports(fork_server, monkeypatch):
+    from trl_ext.sandbox.landlock import unavailable_reason
+
+    if unavailable_reason() is not None:
+        pytest.skip(unavailable_reason())
+    monkeypatch.setenv("TRL_EXT_SANDBOX_FORKSERVER", fork_server)
+    result = run(_PROBE, "echoed\n", limits=Limits(), backend="landlock")
+    assert result.status == "ok", result.stderr
+    seen = json.loads(result.stdout)
+    assert seen["root"] is False and seen["capabilities"] == [0] * 6 and seen["stdin"] == "echoed"
+    # as root on this project's CI machine (/root/.pyenv); as non-root the trainer's uid reaches its own Python
+    held = os.geteuid() == 0 and any(closed(root) for root in python_roots())
+    assert seen["prefix"].startswith("/proc/self/fd/") == held

@@ -303,9 +303,8 @@ for name, (path, flags, command, arg) in tries.items():
 def test_no_run_takes_a_lease_watches_a_directory_or_routes_signals():
     # A write lease on a file the run's uid owns (under landlock as non-root: the trainer's Python installation)
     # blocked every other open() of it, a sibling run's import or the trainer's, for the lease-break-time (45 s).
-    import datetime
-
-    code = f"INSTALLED = {datetime.__file__!r}\nPARENT = {os.getpid()}\n" + _LEASE
+    # the installation's file as the run names it (through a descriptor where it sits under a closed directory)
+    code = f"import datetime\nINSTALLED = datetime.__file__\nPARENT = {os.getpid()}\n" + _LEASE
     result = run(code, limits=LIMITS)
     assert result.status == "ok", result.stderr
     assert "ALLOWED" not in result.stdout, result.stdout
@@ -343,10 +342,8 @@ _FS_IOC = [0x80086601, 0x40086602, 0x40046602, 0x401C5820, 0x40806685, 0x4008760
 def test_ioctl_lets_through_only_its_allow_list():
     # FS_IOC_SETFLAGS needs only ownership, not a writable descriptor: under landlock as non-root a run set +S +A +d
     # on the trainer's (read-only opened) Python files; Landlock checks ioctls on device files only.
-    import colorsys
-
     wide = 1 << 32 | seccomp.IOCTL_ALLOWED["TCGETS"]  # the kernel reads cmd as 32 bits
-    code = f"INSTALLED = {colorsys.__file__!r}\nREFUSED = {[*_FS_IOC, wide]}\n" + _IOCTL
+    code = f"import colorsys\nINSTALLED = colorsys.__file__\nREFUSED = {[*_FS_IOC, wide]}\n" + _IOCTL
     result = run(code, limits=LIMITS)
     assert result.status == "ok", result.stderr
     refused, readable, inheritable, back, tty = json.loads(result.stdout)

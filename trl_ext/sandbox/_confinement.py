@@ -4,7 +4,7 @@
 with the standard library and the Landlock bindings only.
 
 ``_import_bindings`` (landlockpy, with the C libraries the trainer found), ``_drop_root`` (to the run's uid,
-optionally keeping CAP_DAC_READ_SEARCH), ``_drop_capabilities`` (every set emptied), ``_landlock`` (the domain:
+no capability left), ``_drop_capabilities`` (every set emptied), ``_landlock`` (the domain:
 read the system and Python directories, write one directory and /dev/null, no TCP, signals and abstract unix
 sockets scoped), ``_own_user_namespace`` (a non-root run's process budget of its own), ``_fork_retrying`` (the fork server's fork of a child)
 and ``_seccomp`` (the filter of ``trl_ext.sandbox.seccomp``, compiled by the trainer).
@@ -16,8 +16,7 @@ import resource
 import sys
 
 _libc = ctypes.CDLL(None, use_errno=True)
-_PR_SET_CHILD_SUBREAPER, _PR_SET_KEEPCAPS = 36, 8
-_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, _CAP_DAC_READ_SEARCH = 47, 2, 2
+_PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
 _CAPABILITY_VERSION_3 = 0x20080522
 _CLONE_NEWUSER, _PR_CAPBSET_READ, _PR_CAPBSET_DROP = 0x10000000, 23, 24
@@ -68,18 +67,13 @@ def _capset(bits):
     _check(_libc.capset(ctypes.byref(_CapHeader(_CAPABILITY_VERSION_3, 0)), data), "capset")
 
 
-def _drop_root(uid, keep_read_search):
-    """Every uid and gid to ``uid`` (all capabilities go), keeping only CAP_DAC_READ_SEARCH (as the only, ambient,
-    capability) where asked: a Python installation under a directory others cannot search (/root/.pyenv);
-    Landlock still limits what is readable."""
-    if keep_read_search:
-        _check(_libc.prctl(_PR_SET_KEEPCAPS, 1, 0, 0, 0), "PR_SET_KEEPCAPS")
+def _drop_root(uid):
+    """Every uid and gid to ``uid``; every capability goes (a Python installation under a directory others cannot
+    search is reached through a descriptor opened as root: ``held_roots.py``)."""
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
-    if keep_read_search:
-        _capset(1 << _CAP_DAC_READ_SEARCH)
-        _check(_libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, _CAP_DAC_READ_SEARCH, 0, 0), "ambient capability")
+    _capset(0)
     if 0 in os.getresuid() or 0 in os.getresgid():
         raise RuntimeError("could not drop root privileges")
 

@@ -69,10 +69,14 @@ _RUNTIME = {"__name__": "_harness_runtime", "__builtins__": _HARNESS["__builtins
 exec(_HARNESS["_runtime_code"](_CONFIG["runtime"]), _RUNTIME)  # before any program: genuine builtins captured
 
 
+# the Python installation's closed roots, reached through these descriptors (``held_roots.py``): every child keeps them
+_HELD_FDS = {int(fd) for fd in os.environ.get("TRL_EXT_HELD_FDS", "").split(",") if fd.isdigit()}
+
+
 def _keep_only(keep):
-    """Close every descriptor above 2 except ``keep``."""
+    """Close every descriptor above 2 except ``keep`` and the held roots."""
     low = 3
-    for fd in sorted(keep):
+    for fd in sorted({*keep, *_HELD_FDS}):
         os.closerange(low, fd)
         low = fd + 1
     os.closerange(low, 1 << 16)
@@ -86,9 +90,9 @@ def _confine(header):
     if header.get("user_namespace"):  # after the mount: it needs CAP_SYS_ADMIN over the server's namespaces
         _own_user_namespace()
     if header["uid"] is not None:
-        _drop_root(header["uid"], header["keep_read_search"])
-    if header["uid"] is None or not header["keep_read_search"]:
-        _drop_capabilities()  # the inheritable set too, which changing uids leaves
+        _drop_root(header["uid"])  # every capability goes, the inheritable set too
+    else:
+        _drop_capabilities()
     os.chdir(header["scratch"])  # as the run's uid: the directory is its own, mode 0700
     _landlock(_CONFIG["read_only"], header["scratch"], _CONFIG["min_abi"])
     _seccomp(_FILTERS[header["seccomp"]])

@@ -242,6 +242,17 @@ def _undumpable():
 
 
 _MEMORY_EXIT = 86  # exit code of a stdio case that ran out of memory
+# the Python installation's closed roots, reached through these descriptors (held_roots.py): the program keeps them
+_HELD_FDS = sorted(int(fd) for fd in os.environ.get(b"TRL_EXT_HELD_FDS", b"").split(b",") if fd.isdigit())
+
+
+def _close_descriptors():
+    """Every descriptor above 2 but the held roots'."""
+    low = 3
+    for fd in _HELD_FDS:
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 16)
 
 
 def _exit_code(exc):
@@ -260,7 +271,7 @@ def _case_child(code, stdin_fd, out_w, cpu_s):
         os.dup2(stdin_fd, 0)
         os.dup2(out_w, 1)
         _silence_stderr()
-        os.closerange(3, 1 << 16)  # the harness's own descriptors (its stdout copy included)
+        _close_descriptors()  # the harness's own (its stdout copy included)
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
         exec(compile(code, "solution.py", "exec"), _new_namespace())
         status = 0

@@ -8,9 +8,10 @@ argv: [config JSON, "--", harness argv...]. Steps, in order:
   1. report its pid (the run's session id) on ``pid_fd``: the parent kills every process of that session at the
      end; seccomp denies setsid(), so no descendant can leave the session, whatever process group it moves to;
   2. PR_SET_CHILD_SUBREAPER: orphans of the program stay children of the harness while it runs;
-  3. as root: drop to the run's unprivileged uid (per-run RLIMIT_NPROC, and no root-owned file or process is
-     reachable); where the Python installation sits under a directory other users cannot search (/root/.pyenv),
-     keep CAP_DAC_READ_SEARCH as the only (ambient) capability: Landlock still limits what is readable;
+  3. as root: drop to the run's unprivileged uid with no capability (per-run RLIMIT_NPROC, and no root-owned
+     file or process is reachable); where the Python installation sits under a directory other users cannot search
+     (/root/.pyenv), the parent hands that directory over as a descriptor, named through /proc/self/fd
+     (``held_roots.py``);
      as non-root, where the trainer found user namespaces usable (``userns.available``): a user namespace of its
      own (``_own_user_namespace``: the run's RLIMIT_NPROC budget is its own), every capability dropped;
   4. Landlock: read/execute on the system and Python directories, read/write on the scratch directory and
@@ -51,12 +52,12 @@ def main():
     os.close(config["pid_fd"])
     _check(_libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")
     if config["uid"] is not None:
-        _drop_root(config["uid"], config["keep_read_search"])
+        _drop_root(config["uid"])
     elif config.get("user_namespace"):
         _own_user_namespace()
     _landlock(config["read_only"], config["scratch"], config["min_abi"])
     _install_seccomp(config["seccomp_fd"])
-    os.execv(harness[0], harness)
+    os.execve(harness[0], harness, {**os.environ, **config["held_env"]})
 
 
 main()

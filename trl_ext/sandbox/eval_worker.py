@@ -32,6 +32,7 @@ from pathlib import Path
 from trl_ext.sandbox import forkserver, landlock, seccomp
 from trl_ext.sandbox._process import memfd_with
 from trl_ext.sandbox.base import SandboxUnavailable, python_roots, sandbox_interpreter
+from trl_ext.sandbox.held_roots import HeldRoots
 from trl_ext.sandbox.limits import SAFE_ENV, UIDS, Limits
 from trl_ext.sandbox.reaper import kill_session, reap_run
 from trl_ext.sandbox.scratch import remove_scratch
@@ -157,6 +158,7 @@ def guarded(task):
     return answer
 replay["worker_main"].__globals__["evaluate"] = guarded
 one_evaluation = replay["worker_main"].__globals__["evaluate"]
+HELD_FDS = {int(fd) for fd in os.environ.get("TRL_EXT_HELD_FDS", "").split(",") if fd.isdigit()}
 def in_a_fresh_process(task):
     # every evaluation in a fork of this process, which never ran a test: nothing one leaves reaches the next.
     # The test's code objects are compiled here first, the builtins it reads found and its real-types rule made
@@ -169,9 +171,13 @@ def in_a_fresh_process(task):
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
-        # the worker's task and answer pipes closed: nothing this evaluation writes reaches another's verdict
-        os.closerange(3, write_end)
-        os.closerange(write_end + 1, 1 << 16)
+        # the worker's task and answer pipes closed: nothing this evaluation writes reaches another's verdict. The
+        # Python installation's held roots stay (held_roots.py: its imports go through them)
+        low = 3
+        for fd in sorted({write_end, *HELD_FDS}):
+            os.closerange(low, fd)
+            low = fd + 1
+        os.closerange(low, 1 << 16)
         os.dup2(2, 0)
         try:
             answer = one_evaluation(task)
@@ -292,27 +298,28 @@ def _spawn_landlock():
     filter_fd = memfd_with(seccomp.bpf(allow_memfd=seccomp.memfd_allowed()), "eval-seccomp")
     pid_r, pid_w = os.pipe()
     roots = python_roots()
+    held = HeldRoots([*landlock.read_only_paths(roots), *_FILES], roots)
     config = {
         "pid_fd": pid_w,
         "uid": uid if as_root else None,
-        "keep_read_search": landlock.keep_read_search([*roots, *_FILES]),
         "read_only": [*landlock.read_only_paths(roots), *_FILES],
         "scratch": scratch,
         "min_abi": landlock.min_abi(),
         "seccomp_fd": filter_fd,
     }
-    argv = landlock.launcher_argv(config, _boot_args(_REPLAY, -1))
+    argv = landlock.launcher_argv(config, _boot_args(_REPLAY, -1), held)
     env = {**landlock.env(scratch), "PYTHONHASHSEED": "0"}
     try:
-        proc = _popen(argv, env, pass_fds=(filter_fd, pid_w), cwd=scratch)
+        proc = _popen(argv, env, pass_fds=(filter_fd, pid_w, *held.descriptors), cwd=scratch)
     finally:
         os.close(filter_fd)
         os.close(pid_w)
+        held.close()
     return proc, lambda: _finish(proc, uid, scratch, pid_r, info=False)
 
 
 def _spawn_unconfined():
-    # no uid drop: without Landlock's CAP_DAC_READ_SEARCH hand-over the interpreter may sit where others cannot read
+    # no uid drop: the interpreter may sit where other uids cannot reach it, and nothing confines this worker
     proc = _popen(_boot_args(_REPLAY, -1), _ENV, cwd="/")
     return proc, lambda: _finish(proc, -1, None)
 

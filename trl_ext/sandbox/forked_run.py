@@ -143,7 +143,6 @@ def _run_once(
     body.update(uid=-1 if uid is None else uid, limits=backend.rlimits(limits, run))
     header = {
         "uid": uid,
-        "keep_read_search": server.keep_read_search,
         "scratch": "/tmp" if server.private_scratch else scratch,
         "tmpfs_bytes": limits.scratch_mb << 20 if server.private_scratch else 0,
         "seccomp": "1" if cgroup is not None else "0",  # socketpair only where a cgroup bounds the run

@@ -27,7 +27,8 @@ from pathlib import Path
 
 from trl_ext.sandbox import memory, seccomp, userns
 from trl_ext.sandbox._process import memfd_with, readable
-from trl_ext.sandbox.base import confined_source, harness_runtime_source, sandbox_interpreter
+from trl_ext.sandbox.base import confined_source, harness_runtime_source, python_roots, sandbox_interpreter
+from trl_ext.sandbox.held_roots import HeldRoots
 from trl_ext.sandbox.limits import ISOLATED, SAFE_ENV, Limits
 from trl_ext.sandbox.reaper import kill_session, reap_run
 from trl_ext.sandbox.scratch import remove_scratch
@@ -98,7 +99,7 @@ class ServerCommand:
     argv: list[str]
     read_only: list[str]
     pass_fds: tuple[int, ...] = ()
-    keep_read_search: bool = False
+    hold_closed_roots: bool = False  # as root, reach read-only roots under closed directories by descriptor
     confine_self: bool = False
     info_fd: int | None = None  # bubblewrap's --info-fd: its namespace init, to reap
     private_scratch: bool = False  # each child mounts its own capped tmpfs at /tmp (a mount namespace of its own)
@@ -225,10 +226,13 @@ class ForkServer:
         config_fd = -1
         interpreter = [sandbox_interpreter(), ISOLATED if site_packages else ISOLATED + "S", "-c", _SOURCE]
         spec = command(interpreter, self.root)
-        self.keep_read_search, self._info_fd = spec.keep_read_search, spec.info_fd
+        self._info_fd = spec.info_fd
         self.private_scratch = spec.private_scratch
+        held = HeldRoots()
         try:
             import_paths, libraries = _bindings()
+            if spec.hold_closed_roots:
+                held = HeldRoots([*spec.read_only, *import_paths], python_roots())
             config = {
                 "ctl_fd": server_end.fileno(),
                 "import_paths": import_paths,
@@ -237,7 +241,7 @@ class ForkServer:
                 "harness": _HARNESS,
                 "runtime": {"source": harness_runtime_source()},
                 "seccomp": {str(k): seccomp.bpf(seccomp.memfd_allowed(), bool(k)).hex() for k in (0, 1)},
-                "read_only": [*spec.read_only, *import_paths],
+                "read_only": held.paths([*spec.read_only, *import_paths]),
                 "min_abi": MIN_ABI,
                 "confine_self": spec.confine_self,
                 "scratch_root": self.root,
@@ -247,13 +251,13 @@ class ForkServer:
             config_fd = memfd_with(json.dumps(config).encode(), "fork-server-config")
             self.proc = _SPAWNER.submit(  # a thread that lives as long as this process: see ``_SPAWNER``
                 subprocess.Popen,
-                [*spec.argv, str(config_fd)],
+                [*held.paths(spec.argv), str(config_fd)],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                env={**SAFE_ENV, "HOME": self.root, "TMPDIR": self.root},
+                env={**SAFE_ENV, "HOME": self.root, "TMPDIR": self.root, **held.env()},
                 cwd=self.root,
-                pass_fds=(config_fd, server_end.fileno(), *spec.pass_fds),
+                pass_fds=(config_fd, server_end.fileno(), *spec.pass_fds, *held.descriptors),
                 start_new_session=True,
             ).result()
         except BaseException:
@@ -266,6 +270,7 @@ class ForkServer:
                 if fd >= 0:
                     os.close(fd)
             server_end.close()
+            held.close()
         up = self.ctl.recv(16) if readable(self.ctl, _START_S) else b""
         if up not in (b"up", b"up+userns"):
             self.close()

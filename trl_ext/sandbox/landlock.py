@@ -32,6 +32,7 @@ from pathlib import Path
 from trl_ext.sandbox import admission, forked_run, forkserver, memory, seccomp, userns
 from trl_ext.sandbox._process import memfd_with
 from trl_ext.sandbox.base import Run, SandboxUnavailable, confined_source, python_roots
+from trl_ext.sandbox.held_roots import HeldRoots
 from trl_ext.sandbox.limits import SAFE_ENV, Limits
 from trl_ext.sandbox.reaper import kill_session
 from trl_ext.sandbox.scratch import ScratchWatch, remove_scratch
@@ -78,34 +79,6 @@ def read_only_paths(python_roots: list[str]) -> list[str]:
     return [p for p in (*_READ_ONLY, *python_roots) if os.path.exists(p)]
 
 
-def world_searchable(path: str) -> bool:
-    """Whether every directory above ``path`` lets other users through (o+x)."""
-    parts = Path(path).parts
-    return all(os.stat(os.path.join(*parts[: i + 1])).st_mode & 0o001 for i in range(1, len(parts)))
-
-
-def keep_read_search(paths: list[str]) -> bool:
-    """Whether a run as root's sandbox uid keeps CAP_DAC_READ_SEARCH (ambient, its only capability): where one of
-    ``paths`` (the Python installation) sits under a directory other uids cannot search (/root/.pyenv), which the
-    run's every later import must pass. It cannot be dropped before the program starts: the program's own imports
-    need it too. It lets the run list and read files of other uids (root's 0700 directories) wherever its Landlock
-    domain grants reading (red team round 10): said once per process."""
-    kept = os.geteuid() == 0 and not all(world_searchable(path) for path in paths)
-    if kept:
-        _warn_read_search(tuple(path for path in paths if not world_searchable(path)))
-    return kept
-
-
-@functools.cache
-def _warn_read_search(closed: tuple[str, ...]) -> None:
-    _LOGGER.warning(
-        "landlock sandbox as root: runs keep CAP_DAC_READ_SEARCH because %s sits under a directory other users "
-        "cannot search; they can then read other users' files in the system and Python directories. Use "
-        "bubblewrap as root, or a Python under a searchable prefix (docs/sandbox.md, Known limits).",
-        ", ".join(closed),
-    )
-
-
 def make_scratch(uid: int | None) -> str:
     scratch = tempfile.mkdtemp(prefix="trl-ext-landlock-")
     if uid is not None:
@@ -138,11 +111,18 @@ def own_user_namespace(run: Run) -> bool:
     return run.extra["user_namespace"]
 
 
-def launcher_argv(config: dict, harness_args: list[str]) -> list[str]:
+def launcher_argv(config: dict, harness_args: list[str], held: HeldRoots) -> list[str]:
     """The trainer's interpreter runs the launcher (``-S`` plus the bindings' directories: site setup is slow),
-    which execs the harness."""
-    config = {**config, "import_paths": _binding_paths(), "libraries": _libraries()}
-    return [sys.executable, "-I", "-S", "-c", _LAUNCHER_SOURCE, json.dumps(config), "--", *harness_args]
+    which execs the harness. Paths under a closed directory go through ``held``'s descriptors (``held_roots.py``),
+    which the caller hands over."""
+    config = {
+        **config,
+        "read_only": held.paths(config["read_only"]),
+        "held_env": held.env(),
+        "import_paths": _binding_paths(),
+        "libraries": _libraries(),
+    }
+    return [sys.executable, "-I", "-S", "-c", _LAUNCHER_SOURCE, json.dumps(config), "--", *held.paths(harness_args)]
 
 
 def env(scratch: str) -> dict[str, str]:
@@ -170,11 +150,10 @@ class LandlockBackend(forked_run.ForkServedBackend):
     def fork_server_command(self, server_argv: list[str], root: str) -> forkserver.ServerCommand:
         """The fork server confines itself to a Landlock domain (read the system and Python directories, write
         ``root``), in which each child makes its own."""
-        roots = python_roots()
         return forkserver.ServerCommand(
             argv=server_argv,
-            read_only=read_only_paths(roots),
-            keep_read_search=keep_read_search(roots),
+            read_only=read_only_paths(python_roots()),
+            hold_closed_roots=True,
             confine_self=True,
             label="landlock fork server",
         )
@@ -201,19 +180,20 @@ class LandlockBackend(forked_run.ForkServedBackend):
         )
         run.fds.append(filter_fd)
         roots = python_roots()
+        held = HeldRoots(read_only_paths(roots), roots)
+        run.fds += held.descriptors  # closed here once the launcher started
         as_root = os.geteuid() == 0
         config = {
             "pid_fd": pid_w,
             "uid": run.uid if as_root else None,
             "user_namespace": own_user_namespace(run),
-            "keep_read_search": keep_read_search(roots),
             "read_only": read_only_paths(roots),
             "scratch": run.scratch,
             "min_abi": min_abi(),
             "seccomp_fd": filter_fd,
             "cgroup_procs": str(run.extra["cgroup"] / "cgroup.procs") if run.extra.get("cgroup") else None,
         }
-        return launcher_argv(config, harness_args)
+        return launcher_argv(config, harness_args, held)
 
     def rlimits(self, limits: Limits, run: Run) -> dict[str, tuple[int, int]]:
         rlimits = limits.rlimits()
