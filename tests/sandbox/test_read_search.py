@@ -71,7 +71,20 @@ class Data(ctypes.Structure): _fields_ = [("e", ctypes.c_uint32), ("p", ctypes.c
 data = (Data * 2)()
 assert libc.capget(ctypes.byref(Header(0x20080522, 0)), data) == 0
 caps = [data[0].e, data[0].p, data[0].i, data[1].e, data[1].p, data[1].i]
-print(json.dumps({"root": os.getuid() == 0, "capabilities": caps, "prefix": sys.prefix, "stdin": input()}))
+held = [int(fd) for fd in os.environ.get("TRL_EXT_HELD_FDS", "").split(",") if fd]
+moved = []  # a held descriptor replaced by the scratch directory would make the program's files the installation's
+for fd in held:
+    for move in (lambda: os.dup2(os.open(".", os.O_RDONLY), fd), lambda: os.close(fd)):
+        try:
+            move()
+            moved.append(fd)
+        except PermissionError:
+            pass
+    os.closerange(fd, fd + 1)  # close_range refused, then close(fd) refused: Python ignores it
+    os.fstat(fd)
+import colorsys  # still through the held prefix
+print(json.dumps({"root": os.getuid() == 0, "capabilities": caps, "prefix": sys.prefix, "stdin": input(),
+                  "held": held, "moved": moved}))
 """
 
 
@@ -88,4 +101,5 @@ def test_a_landlock_run_keeps_no_capability_and_imports(fork_server, monkeypatch
     assert seen["root"] is False and seen["capabilities"] == [0] * 6 and seen["stdin"] == "echoed"
     # as root on this project's CI machine (/root/.pyenv); as non-root the trainer's uid reaches its own Python
     held = os.geteuid() == 0 and any(closed(root) for root in python_roots())
-    assert seen["prefix"].startswith("/proc/self/fd/") == held
+    assert seen["prefix"].startswith("/proc/self/fd/") == held == bool(seen["held"])
+    assert seen["moved"] == []

@@ -95,6 +95,8 @@ def _confine(header):
         _drop_capabilities()
     os.chdir(header["scratch"])  # as the run's uid: the directory is its own, mode 0700
     _landlock(_CONFIG["read_only"], header["scratch"], _CONFIG["min_abi"])
+    if _CONFIG["held_filter"]:  # the held roots' descriptors stay in place (``held_roots.py``)
+        _seccomp(bytes.fromhex(_CONFIG["held_filter"]))
     _seccomp(_FILTERS[header["seccomp"]])
 
 

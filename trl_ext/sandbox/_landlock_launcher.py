@@ -56,6 +56,8 @@ def main():
     elif config.get("user_namespace"):
         _own_user_namespace()
     _landlock(config["read_only"], config["scratch"], config["min_abi"])
+    if config["held_filter"]:  # the held roots' descriptors stay in place (``held_roots.py``)
+        _seccomp(bytes.fromhex(config["held_filter"]))
     _install_seccomp(config["seccomp_fd"])
     os.execve(harness[0], harness, {**os.environ, **config["held_env"]})
 

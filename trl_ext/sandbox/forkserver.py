@@ -242,6 +242,7 @@ class ForkServer:
                 "runtime": {"source": harness_runtime_source()},
                 "seccomp": {str(k): seccomp.bpf(seccomp.memfd_allowed(), bool(k)).hex() for k in (0, 1)},
                 "read_only": held.paths([*spec.read_only, *import_paths]),
+                "held_filter": held.filter().hex(),
                 "min_abi": MIN_ABI,
                 "confine_self": spec.confine_self,
                 "scratch_root": self.root,

@@ -12,13 +12,19 @@ its ``sys.path``, from that name; ``LD_LIBRARY_PATH`` finds libpython where the 
 the closed tree. The descriptors are listed in ``TRL_EXT_HELD_FDS``, so that processes that close their other
 descriptors (the fork server's children, a stdio case's child) keep them.
 
-A run that starts a new interpreter of its own by ``sys.executable`` needs the descriptor too (``close_fds=False``):
-``subprocess`` closes it by default, so such a child does not start there (docs/sandbox.md).
+A name under the prefix is then only as fixed as descriptor ``<n>``: a program that closed it, or put its scratch
+directory in its place (``dup2``), would have its own files taken for the installation's (the harness trusts an
+extension module under the prefix: no run can write there). ``filter()`` is a seccomp filter, stacked on the run's,
+that refuses exactly that: ``close``, ``dup2``/``dup3`` onto, and ``close_range`` over a held descriptor (EPERM;
+Python's ``closerange`` and ``subprocess`` then close the others one by one and leave it).
 """
 
 from __future__ import annotations
 
+import errno
+import functools
 import os
+import tempfile
 from pathlib import Path
 
 HELD_FDS_ENV = "TRL_EXT_HELD_FDS"
@@ -66,6 +72,10 @@ class HeldRoots:
             env["LD_LIBRARY_PATH"] = ":".join(self._libraries)
         return env
 
+    def filter(self) -> bytes:
+        """The stacked seccomp filter that keeps the held descriptors in place (empty when none is held)."""
+        return _keeping_filter(tuple(sorted(self.descriptors))) if self.fds else b""
+
     def close(self) -> None:
         for fd in self.fds.values():
             os.close(fd)
@@ -75,3 +85,24 @@ class HeldRoots:
 def held_fds() -> tuple[int, ...]:
     """In a started process: the descriptors its held roots are reached through (``TRL_EXT_HELD_FDS``)."""
     return tuple(int(fd) for fd in os.environ.get(HELD_FDS_ENV, "").split(",") if fd.isdigit())
+
+
+_LOW_32 = 0xFFFFFFFF  # the kernel reads these descriptors as (unsigned) ints: bits above 32 are ignored
+
+
+@functools.cache
+def _keeping_filter(fds: tuple[int, ...]) -> bytes:
+    import pyseccomp as sc
+
+    rules, deny = sc.SyscallFilter(sc.ALLOW), sc.ERRNO(errno.EPERM)
+    for fd in fds:
+        rules.add_rule(deny, "close", sc.Arg(0, sc.MASKED_EQ, _LOW_32, fd))
+        for name in ("dup2", "dup3"):
+            rules.add_rule(deny, name, sc.Arg(1, sc.MASKED_EQ, _LOW_32, fd))
+        rules.add_rule(deny, "close_range", sc.Arg(0, sc.LE, fd), sc.Arg(1, sc.GE, fd))
+    for index in (0, 1):  # a bound with bits above 32 would be read as another one
+        rules.add_rule(deny, "close_range", sc.Arg(index, sc.GT, _LOW_32))
+    with tempfile.TemporaryFile() as out:
+        rules.export_bpf(out)
+        out.seek(0)
+        return out.read()

@@ -119,6 +119,7 @@ def launcher_argv(config: dict, harness_args: list[str], held: HeldRoots) -> lis
         **config,
         "read_only": held.paths(config["read_only"]),
         "held_env": held.env(),
+        "held_filter": held.filter().hex(),
         "import_paths": _binding_paths(),
         "libraries": _libraries(),
     }
