@@ -13,6 +13,8 @@ own fallback, ``torch.nn.functional.linear``), which is what the push rewrites. 
 from __future__ import annotations
 
 import contextlib
+import importlib
+import importlib.util
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +25,8 @@ CPU_GEMM_DISPATCH = ("vllm.model_executor.layers.utils", "dispatch_cpu_unquantiz
 
 def _colocated_on_cpu(args: Any) -> bool:
     if not getattr(args, "use_vllm", False) or getattr(args, "vllm_mode", None) != "colocate":
+        return False
+    if importlib.util.find_spec("vllm") is None:  # TRL then says that vLLM is missing, and how to install it
         return False
     from vllm.platforms import current_platform
 
@@ -36,8 +40,6 @@ def colocated_engine_keeps_weights(args: Any) -> Iterator[None]:
     if not _colocated_on_cpu(args):
         yield
         return
-    import importlib
-
     module_name, function_name, _ = CPU_GEMM_DISPATCH
     module = importlib.import_module(module_name)
     repack = getattr(module, function_name, None)
