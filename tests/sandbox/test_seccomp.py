@@ -478,3 +478,23 @@ def test_no_run_reads_what_runs_share_or_wakes_a_shared_futex():
     allowed = _probe([("private wake", table["futex"], [0, 1 | 128, 1, 0, 0, 0])])
     allowed.update(_probe([("shared wait", table["futex"], [0, 0, 1, 0, 0, 0])]))
     assert allowed == {"private wake": 0, "shared wait": errno.EFAULT}
+
+
+@EACH_BACKEND
+def test_no_run_names_a_socket_address_or_makes_a_datagram_pair():
+    """Red team round 11: with a memory cgroup (root), a run's socketpair sockets could bind abstract unix names (which
+    names the host holds, squatting the trainer's, bits between runs: Landlock's scope does not cover bind), and a
+    datagram pair could send to any unix socket on the host by path (Landlock governs opening files, not that).
+    Every call that takes an address on a socket a run can have is refused, and a pair is of SOCK_STREAM only."""
+    table = _table()
+    probes = [(name, table[name], [-1, 0, 0]) for name in ("bind", "connect", "listen", "accept", "accept4")]
+    af_unix, dgram, seqpacket, stream = 1, 2, 5, 1
+    probes += [(f"socketpair {kind}", table["socketpair"], [af_unix, kind, 0, 0]) for kind in (dgram, seqpacket)]
+    probes += [("socketpair stream", table["socketpair"], [af_unix, stream | 0o2000000, 0, 0])]  # SOCK_CLOEXEC
+    got = _probe(probes)
+    assert {name: got.pop(name) for name in ("bind", "connect", "listen", "accept", "accept4")} == dict.fromkeys(
+        ("bind", "connect", "listen", "accept", "accept4"), errno.EPERM
+    )  # past the filter each would say EBADF (descriptor -1)
+    assert got.pop("socketpair 2") == got.pop("socketpair 5") == errno.ENOSYS
+    # a stream pair passes the filter where a memory cgroup bounds the run (the null address: EFAULT), else EPERM
+    assert got.pop("socketpair stream") in (errno.EFAULT, errno.EPERM) and got == {}

@@ -137,7 +137,7 @@ def _launch_streaming(runner, payload, limits, n_cases, grader, step_slack_s=0.0
         max_output_bytes=max_output or limits.max_output_bytes,
     )
     progress = Progress(payload["marker"].encode(), limits.timeout_s + step_slack_s, grader.feed)
-    return runner.launch(payload, b"", run_limits, progress=progress)
+    return runner.launch({**payload, "kill_all": runner.kill_all_safe}, b"", run_limits, progress=progress)
 
 
 def _run_stdio(runner, program, spec, limits, stop_on_failure, float_tol) -> TestReport:
@@ -156,7 +156,6 @@ def _run_stdio(runner, program, spec, limits, stop_on_failure, float_tol) -> Tes
         "case_timeout": limits.timeout_s,
         "max_output": limits.max_output_bytes,
         "stop_on_failure": stop_on_failure,
-        "kill_all": runner.kill_all_safe,  # a private pid namespace or signal scope: kill(-1) reaches only the run
     }
     grader = _StreamingGrader(RecordStream(marker, "stdio", len(cases)), check, stop_on_failure)
     max_output = len(cases) * (limits.max_output_bytes * 4 // 3 + 256) + 4096  # base64 records
@@ -374,7 +373,11 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
         if time_left <= 0:
             return None  # the rounds spent their time: a timeout, as one slow run
         started = time.monotonic()
-        result = runner.launch(payload, b"", dataclasses.replace(limits, timeout_s=min(limits.timeout_s, time_left)))
+        result = runner.launch(
+            {**payload, "kill_all": runner.kill_all_safe},  # a private pid namespace or signal scope: only the run's
+            b"",
+            dataclasses.replace(limits, timeout_s=min(limits.timeout_s, time_left)),
+        )
         time_left -= time.monotonic() - started
         report.statuses.append(result.status)
         if result.status == "infra_error":

@@ -93,6 +93,9 @@ WHICH_WHO = {
 KERNEL_CONFINED = frozenset(
     """kill tkill tgkill rt_sigqueueinfo rt_tgsigqueueinfo wait4 waitid setpgid capget capset""".split()  # noqa: SIM905 - a table, one name per word
 )
+# bind, connect, listen, accept, accept4: socket() is denied and a socketpair's sockets are connected, so the only
+# use of an address is to reach a name of the host: binding an abstract unix name told which names the host holds,
+# squatted the trainer's, and passed bits between runs (Landlock's abstract-socket scope does not cover bind; round 11)
 DENIED = frozenset(
     """ptrace process_vm_readv process_vm_writev kcmp pidfd_open pidfd_getfd pidfd_send_signal process_madvise
     process_mrelease socket mount umount2 pivot_root chroot unshare setns setsid fsopen fsmount fsconfig fspick
@@ -107,14 +110,15 @@ DENIED = frozenset(
     chmod fchmod fchmodat fchmodat2 chown fchown lchown fchownat utime utimes utimensat futimesat
     inotify_init inotify_init1 inotify_add_watch inotify_rm_watch io_setup io_destroy io_getevents io_submit
     io_cancel io_pgetevents mincore cachestat fadvise64 readahead migrate_pages move_pages landlock_create_ruleset
-    landlock_add_rule landlock_restrict_self flock ustat getxattr lgetxattr listxattr llistxattr""".split()  # noqa: SIM905 - a table, one name per word
+    landlock_add_rule landlock_restrict_self flock ustat getxattr lgetxattr listxattr llistxattr bind connect listen
+    accept accept4""".split()  # noqa: SIM905 - a table, one name per word
 )
 MODE_CHECKED = {"mkdir": 1, "mkdirat": 2}
 NO_PROCESS_TARGET = frozenset(
     """read write close stat fstat lstat poll lseek mprotect munmap brk rt_sigaction rt_sigprocmask
     rt_sigreturn pread64 pwrite64 readv writev access pipe select sched_yield mremap msync dup
-    dup2 pause nanosleep getitimer alarm setitimer getpid connect accept sendto recvfrom sendmsg recvmsg shutdown
-    bind listen getsockname getpeername setsockopt getsockopt fork vfork execve exit uname fsync fdatasync
+    dup2 pause nanosleep getitimer alarm setitimer getpid sendto recvfrom sendmsg recvmsg shutdown
+    getsockname getpeername setsockopt getsockopt fork vfork execve exit uname fsync fdatasync
     truncate ftruncate getdents getcwd chdir fchdir rename rmdir creat link unlink symlink readlink gettimeofday
     getrlimit getrusage sysinfo times getuid getgid setuid setgid geteuid getegid getppid getpgrp setreuid setregid
     getgroups setgroups setresuid getresuid setresgid getresgid setfsuid setfsgid rt_sigpending rt_sigtimedwait
@@ -125,7 +129,7 @@ NO_PROCESS_TARGET = frozenset(
     restart_syscall timer_create timer_settime timer_gettime timer_getoverrun timer_delete clock_gettime
     clock_getres clock_nanosleep exit_group epoll_wait epoll_ctl mbind set_mempolicy get_mempolicy mknodat
     newfstatat unlinkat renameat linkat symlinkat readlinkat faccessat pselect6 ppoll set_robust_list
-    sync_file_range epoll_pwait signalfd timerfd_create eventfd timerfd_settime timerfd_gettime accept4
+    sync_file_range epoll_pwait signalfd timerfd_create eventfd timerfd_settime timerfd_gettime
     signalfd4 eventfd2 dup3 pipe2 preadv pwritev recvmmsg syncfs sendmmsg getcpu renameat2 seccomp
     getrandom execveat membarrier mlock2 copy_file_range pkey_mprotect pkey_alloc pkey_free statx
     rseq close_range faccessat2 epoll_pwait2 set_mempolicy_home_node map_shadow_stack futex_wait""".split()  # noqa: SIM905 - a table, one name per word
@@ -154,7 +158,10 @@ NOT_SUPPORTED = frozenset({"fallocate"})
 # page-cache folios after the file is deleted). Without them a pipe holds only the pages write() copies into it.
 # memfd_create: a memfd is memory that no process's RLIMIT_AS bounds until it is mapped (nproc x nofile x
 # RLIMIT_FSIZE in all), and a process that made itself non-dumpable hides its descriptors from the watcher.
+# socketpair: of SOCK_STREAM only. Its sockets are connected, so sendto/sendmsg cannot name an address (EISCONN); a
+# datagram pair could send to any unix socket on the host by path, which Landlock does not govern (round 11)
 CGROUP_ONLY = frozenset({"socketpair", "vmsplice", "splice", "tee", "sendfile", "memfd_create"})
+_SOCK_TYPE_MASK, _SOCK_STREAM = 0xF, 1
 # allowed only where each run has a uid of its own (a root trainer or service; EPERM elsewhere): epoll watches are
 # counted per uid (fs.epoll.max_user_watches, kernel memory), so where runs share the trainer's or the service's
 # uid one run could take them all (24 processes x 250,000 watches behind a non-root sandbox-serve: every new
@@ -372,7 +379,8 @@ def _bpf(allow_memfd: bool, allow_socketpair: bool, own_uid: bool) -> bytes:
         rules.add_rule(sc.ERRNO(errno.EOPNOTSUPP), name)
     for name in CGROUP_ONLY:
         allowed = allow_socketpair and (allow_memfd or name != "memfd_create")
-        rules.add_rule(allow if allowed else deny, name)
+        stream_only = (sc.Arg(1, sc.MASKED_EQ, _SOCK_TYPE_MASK, _SOCK_STREAM),) if name == "socketpair" else ()
+        rules.add_rule(allow if allowed else deny, name, *stream_only)
     for name in OWN_UID_ONLY:
         rules.add_rule(allow if own_uid else deny, name)
     with tempfile.TemporaryFile() as out:  # libseccomp writes to a file descriptor
