@@ -56,19 +56,18 @@ _PHASES = [
     ("_harness.py", '        runtime["main"](payload, out_fd,', "audit hook", "resource.getrusage"),
     (
         "_harness_runtime.py",
-        "    _quietly(os.kill, pid, _SIGKILL)\n    _quietly(_reap)",
+        "        index += 1\n    _quietly(os.kill, pid, _SIGKILL)\n",  # the end of calls mode
         "relaying the calls",
         "sys.modules['resource'].getrusage",
     ),
 ]
-_WRITE = (  # the harness's last act: its phases, and the program's process's CPU once it is reaped
+_WRITE = (  # after the calls: the harness's phases, and the program's process's CPU once it is reaped
     "    import sys as _sys\n"
     "    _quietly(os.kill, pid, _SIGKILL)\n    _quietly(os.waitpid, pid, 0)\n"
     "    _usage = _sys.modules['resource'].getrusage\n"
     "    _sys._bench_phases.append(('program process', _usage(-1)))\n"
     "    os.write(2, ('BENCH-PHASES [' + ','.join('[\"%s\",%r,%d]' % (n, u.ru_utime + u.ru_stime, u.ru_minflt)"
     " for n, u in _sys._bench_phases) + ']' + chr(10)).encode())\n"
-    "    _quietly(_reap)\n"
 )
 
 
@@ -82,12 +81,13 @@ def instrumented(tree: str, into: str) -> str | None:
         if text.count(anchor) != 1:
             print(f"{tree}: {file} has no single {anchor.strip()[:40]!r}: not measured")
             return None
-        indent = anchor[: len(anchor) - len(anchor.lstrip())]
+        indent = anchor[: len(anchor) - len(anchor.lstrip())] if name != "relaying the calls" else "    "
         mark = indent + _MARK.format(name=name, usage=usage) + "\n"
         if name == "fork":
             mark = indent + "sys._bench_phases = []\n" + mark
         if name == "relaying the calls":
-            text = text.replace(anchor, mark + _WRITE)
+            first, rest = anchor.split("\n", 1)  # the loop's last line, then the harness's own clean-up as it is
+            text = text.replace(anchor, first + "\n" + mark + _WRITE + rest)
         else:
             text = text.replace(anchor, mark + anchor)
         path.write_text(text)
