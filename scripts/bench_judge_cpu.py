@@ -83,13 +83,15 @@ def _graded(problems: int, human_eval: str | None = None) -> dict[str, float]:
     reward = CodeTests(timeout_s=3.0, workers=2 * (os.cpu_count() or 1))
     reward([c for _, c in batch[:8]], tests=specs[:8])  # start the sandbox and the evaluation workers
     getattr(judge, "forget_tests", judge._first_pass.cache_clear)()  # older checkouts: first passes only
-    workers = judge.EVALUATORS._pool.pids()
+    workers, servers = judge.EVALUATORS._pool.pids(), _server_pids()
     tree, pool, faults = _tree_cpu(os.getpid()), sum(_tree_cpu(pid) for pid in workers), _tree_faults(os.getpid())
     trainer = time.process_time()
     scores = reward([c for _, c in batch], tests=specs)
     tree, pool = _tree_cpu(os.getpid()) - tree, sum(_tree_cpu(pid) for pid in workers) - pool
     faults, trainer = _tree_faults(os.getpid()) - faults, time.process_time() - trainer
     assert judge.EVALUATORS._pool.pids() == workers, "an evaluation worker was replaced during the timing"
+    # a server retired meanwhile (every RUNS_PER_SERVER runs) takes its runs' CPU out of the tree: fewer --problems
+    assert _server_pids() == servers, "a fork server was replaced during the timing (use fewer --problems)"
     assert sum(score == 1.0 for score in scores) == len(batch) // 2, scores  # the right ones: half, either batch
     what = "HumanEval " if human_eval else ""
     return {
@@ -98,6 +100,12 @@ def _graded(problems: int, human_eval: str | None = None) -> dict[str, float]:
         f"{what}evaluation workers ms/program": 1000 * pool / len(batch),
         f"{what}tree page faults/program": faults / len(batch),
     }
+
+
+def _server_pids() -> list[int]:
+    from trl_ext.sandbox import forkserver  # noqa: PLC0415 - the checkout under test
+
+    return sorted(server.proc.pid for server in forkserver._SERVERS.values())
 
 
 def _per_call(evaluations: int) -> float:

@@ -288,3 +288,30 @@ def test_only_files_of_the_installation_load_as_extension_modules():
         prefix,
     ):
         assert not installed(outside), outside
+
+
+STAND_INS = """from importlib._bootstrap import _imp
+from timeit import gc  # ``import gc`` would make the source unreadable: the test refused
+def stand_ins():
+    made = [gc.set_debug, _imp.create_builtin, _imp.create_dynamic]
+    spaces = [function.__globals__ for function in made]
+    seen = [sorted(space) for space in spaces], [space["__builtins__"] for space in spaces]
+    marks = [space.get("mark") for space in spaces]
+    for space in spaces:
+        space["mark"] = 1  # this run's own namespace: the next run makes its stand-ins over a fresh one
+    return seen, marks, spaces[0] is spaces[1] is spaces[2], made[0].__code__ is not made[1].__code__
+"""
+STAND_INS_TEST = (
+    "assert stand_ins() == (([['__builtins__', 'audit']] * 3, [{}] * 3), [None] * 3, True, True)\n"
+    "assert stand_ins()[1] == [1, 1, 1]"
+)
+
+
+@pytest.mark.parametrize("launch", [("bwrap", "1"), ("landlock", "1")], indirect=True, ids=["bwrap-1", "landlock-1"])
+def test_collector_stand_ins_are_made_in_every_run(launch, monkeypatch):
+    """The stand-ins for ``gc.set_debug`` and ``_imp``'s makers are made in each run over a namespace of their own
+    (holding ``audit`` and no builtins) from code the harness compiled once: what one run writes there, the next
+    run's do not hold, on the fork server whose children share that code."""
+    scores, outcomes = grade_asserts(launch, [STAND_INS] * 2, [STAND_INS_TEST] * 2, monkeypatch)
+    assert scores == [1.0, 1.0], outcomes
+    assert outcomes["code_tests/infra_error"] == 0.0

@@ -8,6 +8,7 @@ and landlock's fork server (one launch each, every program in one batch)."""
 from __future__ import annotations
 
 import gc
+import json
 import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +17,8 @@ import pytest
 
 from tests.sandbox.assert_path import grade_asserts
 from tests.sandbox.test_test_environment import cpython_passes
+from trl_ext.sandbox import Limits, judge, run_tests
+from trl_ext.sandbox.base import harness_runtime_source
 from trl_ext.sandbox.judge import read_entries
 from trl_ext.sandbox.program_exceptions import _exception_class, shadowed_reads, source_mismatch
 from trl_ext.sandbox.program_source import program_facts
@@ -272,3 +275,55 @@ def test_the_entries_are_read_in_threads_at_once():
     finally:
         gc.set_threshold(*threshold)
     assert read_all == [described[:2]] * 40
+
+
+def test_the_harness_describes_only_the_builtins_the_judge_reads():
+    """The run's payload lists the names whose entries the evaluation reads (the test's names and the names the test
+    or its prefix reads unbound: ``judge.entry_names``), and the harness writes the builtin entries of those alone
+    (~150 otherwise, which ``read_entries`` dropped): the same entries reach the evaluation, so a builtin the
+    program rebinds and the test reads is still refused, and a kept one still passes."""
+    harness = {"__name__": "_harness_runtime"}
+    exec(compile(harness_runtime_source(), "_harness_runtime.py", "exec"), harness)
+    namespace = {"__name__": "__main__", "len": lambda s: 0, "f": lambda: 1}
+    whole = json.loads(harness["_describe"](namespace, ["f"]))["names"]
+    listed = json.loads(harness["_describe"](namespace, ["f"], ["len", "sorted", "f", 3]))["names"]
+    assert len(whole) > 100 and ["len", ["shadow"]] in whole and ["sorted", ["builtin"]] in whole
+    assert listed == [["f", ["fn", "<lambda>", None]], ["len", ["shadow"]], ["sorted", ["builtin"]]]
+    assert json.loads(harness["_describe"](namespace, ["f"], "len"))["names"] == whole  # no list: every builtin
+    assert judge.entry_names("assert len(f(x)) == sorted([1])[0]\nx = 2", "", ("f",)) == {"len", "sorted", "f"}
+    assert judge.entry_names("assert len(f(", "", ("f",)) is None  # does not parse: the harness lists every builtin
+
+    payloads, stdouts = [], []
+    get_backend = judge.get_backend
+
+    class Recording:
+        def __init__(self, backend) -> None:
+            self.backend = backend
+
+        def __getattr__(self, name: str):
+            return getattr(self.backend, name)
+
+        def launch(self, payload, *args, **kwargs):
+            result = self.backend.launch(payload, *args, **kwargs)
+            payloads.append(payload)
+            stdouts.append(result.stdout)
+            return result
+
+    judge.get_backend = lambda name=None: Recording(get_backend(name))
+    try:
+        rebinds = run_tests(
+            "len = lambda s: 0\ndef f():\n    return [1]\n",
+            {"kind": "assert", "code": "assert len(f()) == 1"},
+            limits=Limits(),
+        )
+        keeps = run_tests(
+            "def f():\n    return [1]\n", {"kind": "assert", "code": "assert len(f()) == 1"}, limits=Limits()
+        )
+    finally:
+        judge.get_backend = get_backend
+    assert "unsupported_test" in rebinds.statuses and "may rebind len" in rebinds.detail, rebinds
+    assert keeps.all_passed, keeps
+    assert [payload["builtins"] for payload in payloads] == [["f", "len"], ["f", "len"]]
+    for stdout in stdouts:  # the description: the test's function and the one builtin the test reads
+        names = [json.loads(line[line.index("{") :]) for line in stdout.splitlines() if '{"names": ' in line]
+        assert [[entry[0] for entry in record["names"]] for record in names] == [["f", "len"]], stdout

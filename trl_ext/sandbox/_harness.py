@@ -311,6 +311,20 @@ def _module_spec(name, origin):
     return type(sys.implementation)(name=name, origin=origin)
 
 
+def _stand_in_codes():
+    """The code of ``_collector_saves_nothing``'s stand-ins by event, compiled once as the harness loads (a fork
+    server's children inherit it; compiling the three sources in every run cost ~0.3 ms): each run makes its own
+    functions of it, over a namespace of their own."""
+    make = "lambda spec, *file: (lambda made: audit(EVENT, spec.name, spec.origin, made) or made[0])([])"
+    codes = {"trl_ext.gc.set_debug": "lambda flags: audit('trl_ext.gc.set_debug', flags)"}
+    codes.update({event: make.replace("EVENT", repr(event)) for event in _IMP_EVENTS})
+    return {event: compile(source, "<string>", "eval") for event, source in codes.items()}
+
+
+_IMP_EVENTS = ("trl_ext._imp.create_builtin", "trl_ext._imp.create_dynamic")
+_STAND_IN_CODES = _stand_in_codes()
+
+
 def _collector_saves_nothing():
     """With ``gc.DEBUG_SAVEALL`` the collector keeps every unreachable object in ``gc.garbage``: frames of the
     program's own that an exception held, whose ``f_back`` leads to the harness's, with no audited event. So
@@ -347,10 +361,9 @@ def _collector_saves_nothing():
         return create
 
     stand_ins = {"__builtins__": {}, "audit": sys.audit}
-    gc.set_debug = eval("lambda flags: audit('trl_ext.gc.set_debug', flags)", stand_ins)
+    gc.set_debug = eval(_STAND_IN_CODES["trl_ext.gc.set_debug"], stand_ins)
     for event in makers:
-        make = "lambda spec, *file: (lambda made: audit(EVENT, spec.name, spec.origin, made) or made[0])([])"
-        setattr(_imp, event.rpartition(".")[2], eval(make.replace("EVENT", repr(event)), stand_ins))
+        setattr(_imp, event.rpartition(".")[2], eval(_STAND_IN_CODES[event], stand_ins))
     return {"trl_ext.gc.set_debug": debug, **{event: maker(event) for event in makers}}
 
 

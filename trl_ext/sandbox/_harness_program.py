@@ -42,9 +42,10 @@ _ATTRIBUTES = (  # what CPython's builtin exceptions hold beyond their args, by 
 )
 
 
-def _describe(namespace, names):
+def _describe(namespace, names, listed=None):
     """One JSON line: {"names": [[name, description], ...]} for the names of ``names`` the program defines as a
-    function (["fn", __name__, __doc__]) or an exception class (["exc", chain, builtin base, __doc__])."""
+    function (["fn", __name__, __doc__]) or an exception class (["exc", chain, builtin base, __doc__]), then the
+    builtin names (those of ``listed`` only, where the judge sent them: the names its evaluation reads)."""
     _number_module_classes(namespace)
     entries = []
     for name in names if _type(names) is list else ():
@@ -55,6 +56,9 @@ def _describe(namespace, names):
         if entry is not None:
             entries.append("[" + _json_str(name) + "," + entry + "]")
     shadowed, kept = _shadowed_builtins(namespace)
+    if _type(listed) is list:  # the other entries change no verdict: the judge drops them (``judge.read_entries``)
+        wanted = {name for name in listed if _type(name) is str}
+        shadowed, kept = [name for name in shadowed if name in wanted], [name for name in kept if name in wanted]
     entries += ["[" + _json_str(name) + ',["shadow"]]' for name in shadowed]
     entries += ["[" + _json_str(name) + ',["builtin"]]' for name in kept]
     return '{"names": [' + ",".join(entries) + "]}"

@@ -191,7 +191,7 @@ def _lines(fd, pid, cap=1 << 26):
 def _calls_child(payload, call_fd, write_fd, read_frame, parse):
     """In the forked child: run the program once, then call its functions on each call read from ``call_fd`` (one
     frame each, sent only after the previous result); one result body per line."""
-    stop_on_failure, describe = payload["stop_on_failure"], payload.get("describe")
+    stop_on_failure, describe, listed = payload["stop_on_failure"], payload.get("describe"), payload.get("builtins")
     code, namespace = payload["code"], _new_namespace()
     devnull = os.open("/dev/null", os.O_WRONLY)  # the program's prints are not judged: out of the way
     os.dup2(devnull, 1)
@@ -210,7 +210,7 @@ def _calls_child(payload, call_fd, write_fd, read_frame, parse):
     except BaseException:  # noqa: B036 - unreadable: every assert-test call then fails (_module_changed)
         pass
     if describe is not None:
-        _write_all(write_fd, str.encode(_describe(namespace, describe)) + b"\n")
+        _write_all(write_fd, str.encode(_describe(namespace, describe, listed)) + b"\n")
     functions = {}
     while (item := read_frame(call_fd)) is not None:
         name, args, kwargs, want_args, *around = parse(bytes.decode(item))

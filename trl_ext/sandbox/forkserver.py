@@ -185,8 +185,13 @@ class Child:
 
 def _host_pid(pidfd: int) -> int:
     """The pid, in this process's pid namespace, of the process ``pidfd`` refers to (it may live in another)."""
-    for line in Path(f"/proc/self/fdinfo/{pidfd}").read_text().splitlines():
-        if line.startswith("Pid:"):
+    fd = os.open(f"/proc/self/fdinfo/{pidfd}", os.O_RDONLY)  # one read: no Path or text layer (once per run)
+    try:
+        info = os.read(fd, 4096)
+    finally:
+        os.close(fd)
+    for line in info.splitlines():
+        if line.startswith(b"Pid:"):
             return int(line.split()[1])
     raise ServerLost("the fork server sent no pidfd")
 

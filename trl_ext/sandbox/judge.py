@@ -303,13 +303,21 @@ def read_entries(program: list, test: str, prefix: str | None, names: list) -> l
     """The entries of the program's description (``records._described_names``) an evaluation reads: those of the
     test's names (``stand_ins``) and of the names the test or its prefix reads unbound (``shadowed_reads``). The
     rest (~140 kept builtins) change no verdict, so the worker is sent these only; all where the test does not
-    parse (the evaluation reports that). Parsed one thread at a time (``assert_plan.parse_python``)."""
+    parse (the evaluation reports that)."""
+    read = entry_names(test, prefix, tuple(names))
+    return program if read is None else [entry for entry in program if entry[0] in read]
+
+
+def entry_names(test: str, prefix: str | None, names: tuple) -> frozenset | None:
+    """The names whose description entries an evaluation reads: the test's names and the names the test or its
+    prefix reads unbound; None where the test does not parse. Parsed one thread at a time
+    (``assert_plan.parse_python``); cached, with the parse, per text (``_free_reads``)."""
     try:
         with _AST_LOCK:
             reads = _free_reads(test, prefix or "")
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return program
-    return [entry for entry in program if entry[0] in reads or entry[0] in names]
+        return None
+    return reads | frozenset(names)
 
 
 def forget_tests() -> None:
@@ -367,6 +375,9 @@ def _evaluate_in_rounds(runner, program, task, limits, deadline_s, report) -> di
             return {"verdict": "unsupported", "detail": _CYCLE}
         frontier = frontier if describing else answer.get("frontier", 0)
         payload = {**_calls_payload(program, calls, False, seed), "describe": task["names"]}
+        listed = entry_names(task["test"], task["prefix"], tuple(task["names"]))
+        if listed is not None:  # the harness describes only the builtins read: ~4 KB less to write, carry and decode
+            payload["builtins"] = sorted(listed)
         payload["watch"] = watched_modules(task["test"], task["prefix"])  # modules the test shares with the program
         payload["halts"] = answer.get("halts", [])
         stream = RecordStream(payload["marker"], "live", len(calls), described=True)
