@@ -130,3 +130,31 @@ def test_a_run_whose_process_leader_exited_alone_ends_with_the_run():
     assert result.status == "ok" and result.stdout.strip() == "started", result.stderr
     time.sleep(0.3)
     assert _live_threads_named(marker) == []
+
+
+_ANCHOR = """
+import os, sys
+os.chdir(sys.argv[1])
+os.mkfifo("anchor.fifo")
+os.setsid()
+print(os.getpid(), flush=True)
+# the vfork parent waits in the kernel (state D) while its child blocks opening a FIFO nobody writes
+os.posix_spawn("/bin/true", ["true"], {}, file_actions=[(os.POSIX_SPAWN_OPEN, 3, "anchor.fifo", os.O_RDONLY, 0)])
+"""
+
+
+def test_a_process_waiting_in_the_kernel_is_killed_without_waiting_for_the_deadline(tmp_path, monkeypatch):
+    """Red team round 11b: a vfork parent never shows as stopped, so the stop-then-kill clean-up scanned until its
+    deadline (5 s for every reward call, whatever timeout_s). Counted in scans, not timed: a handful, not thousands."""
+    from trl_ext.sandbox import reaper
+
+    anchor = subprocess.Popen([sys.executable, "-c", _ANCHOR, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    sid = int(anchor.stdout.readline())
+    while [proc.state for proc in reaper.processes([sid])] != ["D"]:
+        time.sleep(0.01)
+    scans = []
+    real_sleep = reaper.time.sleep
+    monkeypatch.setattr(reaper.time, "sleep", lambda s: (scans.append(s), real_sleep(s))[1])
+    reaper.stop_then_kill(lambda proc: proc.sid == sid, timeout_s=3.0)
+    anchor.wait(timeout=10)
+    assert anchor.returncode == -9 and len(scans) < 20, (anchor.returncode, len(scans))

@@ -6,8 +6,9 @@ every import of the run would have to pass it. Keeping CAP_DAC_READ_SEARCH for t
 uid's file its Landlock domain grants (red team round 10). Instead, the process that starts a run opens each such
 root as an ``O_PATH`` descriptor while it is still root and hands it over; the run names the root
 ``/proc/self/fd/<n>``, and the kernel jumps through that link to the directory without searching the directories
-above it. Below it the usual permissions and the run's Landlock domain apply; above it (``..``) the closed
-directory stays closed. An interpreter started as ``/proc/self/fd/<n>/bin/python3.x`` derives its prefix, and so
+above it. Below it the usual permissions and the run's Landlock domain apply. ``..`` climbs as far as the closed
+directory, which stays closed; directories between it and the root that others may search show names and
+metadata there (``stat``, ``readlink``: Landlock governs no lookup), never contents (Landlock). An interpreter started as ``/proc/self/fd/<n>/bin/python3.x`` derives its prefix, and so
 its ``sys.path``, from that name; ``LD_LIBRARY_PATH`` finds libpython where the interpreter's RUNPATH points into
 the closed tree. The descriptors are listed in ``TRL_EXT_HELD_FDS``, so that processes that close their other
 descriptors (the fork server's children, a stdio case's child) keep them.

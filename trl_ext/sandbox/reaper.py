@@ -132,8 +132,9 @@ def stop_then_kill(
     reads it, and only a scan that finds all of them stopped SIGKILLs them. A scan reads /proc, then every pid
     made since it began (``_scan``), so a hopper's next pid is read too; one scan finding none alive ends it
     (two in a row once any was found). A process that continues another (SIGCONT) is running at the next scan
-    and stopped again. Past ``timeout_s`` (a process stuck in the kernel never shows as stopped) every member is
-    SIGKILLed anyway: none is left stopped. ``listed``: where the run's processes can be listed whole (a memory
+    and stopped again. A member waiting in the kernel (state D: a vfork parent whose child is blocked on a FIFO)
+    never shows as stopped: it is SIGKILLed at once, as it can fork nothing before it dies (red team round 11b: it
+    held every clean-up to the deadline). Past ``timeout_s`` every member is SIGKILLed anyway: none is left stopped. ``listed``: where the run's processes can be listed whole (a memory
     cgroup's ``cgroup.procs``, which a child joins as it is forked), each scan reads those instead of all of /proc."""
     killed, clean, found, deadline = 0, 0, False, time.monotonic() + timeout_s
     while clean < (2 if found else 1):  # once any was found, a second clean scan confirms none got away
@@ -142,7 +143,9 @@ def stop_then_kill(
             if not member(proc) or proc.state in "ZX":
                 continue
             alive.append(proc.pid)
-            if proc.state not in "Tt":
+            if proc.state == "D":  # waiting in the kernel (a vfork parent): never shows as stopped, so SIGKILL it now;
+                _signal(proc.pid, signal.SIGKILL)  # it dies before it runs user code again, so it forks nothing more
+            elif proc.state not in "Tt":
                 running = True
                 _signal(proc.pid, signal.SIGSTOP)
         if running and time.monotonic() > deadline:
