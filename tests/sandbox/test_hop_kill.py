@@ -74,13 +74,18 @@ def _live_threads_named(marker: str) -> list[str]:
     return found
 
 
-@EACH_BACKEND
-def test_a_run_that_hops_pids_ends_with_the_run():
-    marker = f"hop{os.getpid() % 10**6}x{time.monotonic_ns() % 10**5}"
-    result = run(f"MARKER = {marker!r}\n" + _HOPPER, limits=Limits(timeout_s=5.0))
+def _run_leaves_no_marked_thread(program: str, tag: str) -> None:
+    """Run ``program`` (which names its lingering threads ``MARKER``) and check that none outlived the run."""
+    marker = f"{tag}{os.getpid() % 10**6}x{time.monotonic_ns() % 10**5}"
+    result = run(f"MARKER = {marker!r}\n" + program, limits=Limits(timeout_s=5.0))
     assert result.status == "ok" and result.stdout.strip() == "started", result.stderr
     time.sleep(0.3)
     assert _live_threads_named(marker) == []
+
+
+@EACH_BACKEND
+def test_a_run_that_hops_pids_ends_with_the_run():
+    _run_leaves_no_marked_thread(_HOPPER, "hop")
 
 
 _ZOMBIE_LEADER = """
@@ -125,11 +130,7 @@ def test_killing_a_session_kills_a_zombie_leaders_live_threads():
 
 @EACH_BACKEND
 def test_a_run_whose_process_leader_exited_alone_ends_with_the_run():
-    marker = f"zl{os.getpid() % 10**6}y{time.monotonic_ns() % 10**5}"
-    result = run(f"MARKER = {marker!r}\n" + _ZOMBIE_LEADER, limits=Limits(timeout_s=5.0))
-    assert result.status == "ok" and result.stdout.strip() == "started", result.stderr
-    time.sleep(0.3)
-    assert _live_threads_named(marker) == []
+    _run_leaves_no_marked_thread(_ZOMBIE_LEADER, "zlr")
 
 
 _ANCHOR = """
