@@ -53,7 +53,20 @@ ANCHORED_TEXT = {
     "The answer could be 12.": None,
     "If k is odd it is 12.": None,
     "Unless n is odd, the answer is 12.": None,
-    "The answer is $12": None,
+    "The answer is $12": "\\$12",  # money: no dollar closes it, as Markdown shows it
+    "The answer is $12.": "\\$12",
+    "**Answer: $12**": "\\$12",
+    "The answer is $12 and $13$.": None,  # "12 and " is math that "$13" cannot follow
+    "The answer is $\\frac{1}{2}": None,  # math never closed
+    "The answer is $12\n$": None,
+    # GSM8K's answer line
+    "#### 12": "12",
+    "She pays 3 * 4 = 12 dollars.\n#### 12": "12",
+    "She pays $12 a week.\n#### 12": "12",
+    "The answer is 13.\n#### 12": None,  # two anchored answers
+    "#### 12\nWait, it is 13.": None,
+    "#### Step 2: the sum\nIt is 12.": None,  # a heading
+    "The sum is 12.\n##### 12": None,  # five marks: a heading
     "The answer is $\n12\n$": None,  # inline math does not span lines
     "The answer is $$\n12\n$$": "12",
     "I computed 12.": None,

@@ -25,11 +25,13 @@ from trl_ext.rewards._math_compare import split_unit
 from trl_ext.rewards._math_extract import MAX_ANSWER_CHARS, split_parts
 from trl_ext.rewards._math_normalise import ambiguous_latex, latin_letters
 
-# "the final answer is", "Answer:", "the answer to the problem would be", "**Answer:**", "Answer $9$"
+# "the final answer is", "Answer:", "the answer to the problem would be", "**Answer:**", "Answer $9$"; GSM8K's
+# answer line ("#### 18" at the start of a line: a Markdown heading of four marks, read as any anchored statement)
 _ANCHOR = re.compile(
     r"\banswer\b(?:\s+to\s+(?:the|this|our|your)\s+(?:question|problem)\b)?(?:\*\*|__)?[ \t]*"
-    r"(?:(?:is|was|would\s+be|will\s+be|should\s+be)\b[ \t]*:?|:|=|(?=[ \t]*(?:\$|\\[(\[])))(?:\*\*|__)?",
-    re.IGNORECASE,
+    r"(?:(?:is|was|would\s+be|will\s+be|should\s+be)\b[ \t]*:?|:|=|(?=[ \t]*(?:\$|\\[(\[])))(?:\*\*|__)?"
+    r"|^[ \t]*####(?=[ \t]+[^\s#])",
+    re.IGNORECASE | re.MULTILINE,
 )
 _BOXED = re.compile(r"\\(?:boxed|fbox|framebox|f?colorbox|bbox)(?![A-Za-z])")
 # inline math ($...$, \\(...\\)) stays on one line; display math ($$...$$, \\[...\\]) may span lines
@@ -40,6 +42,9 @@ _MATH_SPAN = re.compile(
 # math, the outer pair is no display math); "$$x$$" and "$$x$ y$$" are display math, left alone
 _REWRAPPED_MATH = re.compile(r"(?<![\\$])\$\$([^$\n]+?)(?<!\\)\$([^$\n]+?)(?<!\\)\$(?!\$)")
 _MATH_OPEN = re.compile(r"(?<!\\)\$|\\[(\[]")
+# a dollar sign before a number that no dollar closes on its line: money ("The answer is $18."), not math, as a
+# Markdown renderer shows it
+_CURRENCY = re.compile(r"(?<!\\)\$(?=\d[^$\n]*$)", re.MULTILINE)
 _SENTENCE_END = re.compile(r"\.(?=\s|\*|$)|\n")
 _LEADING = re.compile(r"[\s:*#]*")  # "The answer is #### 42" (GSM8K's marker)
 # words that make a stated answer a guess or one of several; a question mark
@@ -316,6 +321,10 @@ def _answer_sentence(region: str, start: int) -> tuple[list[tuple[bool, str]], i
         if span:
             pieces.append((True, next(group for group in span.groups() if group is not None)))
             pos = span.end()
+            continue
+        if _CURRENCY.match(region, pos):
+            pieces.append((False, "\\$"))
+            pos += 1
             continue
         if _MATH_OPEN.match(region, pos):
             return [], pos  # a math span never closed
