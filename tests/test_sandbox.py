@@ -53,7 +53,7 @@ def test_python_is_isolated_and_unprivileged():
     result = run(code)
     assert result.status == "ok", result.stderr
     isolated, unprivileged, listed, cwd, env = result.stdout.split(" ", 4)
-    assert (isolated, unprivileged, listed) == ("1", "True", "[]")
+    assert (isolated, unprivileged, listed) == ("1", "True", "['solution.py']")  # its own source, as python's
     assert sorted(k for k in SAFE_ENV if k.startswith("PYTHON")) == ["PYTHONHASHSEED"]
     assert [k for k in ast.literal_eval(env) if k.startswith("PYTHON")] == ["PYTHONHASHSEED"]
     # bwrap's own tmpfs (per run, or each fork-server child's), or a fresh scratch directory (landlock per run, or

@@ -149,3 +149,26 @@ def test_a_run_stopped_for_its_output_never_answers_a_kill_as_its_exit():
 
     run = response_for(RunResult("output_limit", "x" * 10, "", -9, 0.5))["run_result"]
     assert (run["status"], run["return_code"], run["trl_ext_status"]) == ("Finished", None, "output_limit")
+
+
+_UNITTEST = "import unittest\nclass T(unittest.TestCase):\n    def test(self):\n        self.assertEqual({}, 2)\n"
+_DOCTEST = "import doctest, sys\ndef g():\n    '''\n    >>> g()\n    2\n    '''\n    return {}\nsys.exit(doctest.testmod().failed)\n"
+_PICKLE = "import pickle, __main__\nclass P:\n    pass\nprint(type(pickle.loads(pickle.dumps(P()))).__name__, __main__.P is P)\n"
+
+
+@pytest.mark.parametrize("files", [{}, {"data.txt": _b64("x")}], ids=["plain", "with files"])
+def test_the_program_is_the_main_module_as_under_python(url, files):
+    """Red team round 12: run as a dict under the harness (or the files wrapper), a program's ``__main__`` was not
+    its module, so unittest and doctest found no test (a wrong program answered Success) and pickling a class of the
+    program failed; ``unittest.main()`` ends with ``sys.exit(False)``, which answered Failed."""
+    for value, status, code in ((2, RunStatus.Success, 0), (3, RunStatus.Failed, 1)):
+        suite = _run(url, code=_UNITTEST.format(value) + "unittest.main()", language="python", files=files)
+        assert (suite.status, suite.run_result.return_code) == (status, code), suite
+        doc = _run(url, code=_DOCTEST.format(value), language="python", files=files)
+        assert (doc.status, doc.run_result.return_code) == (status, code), doc
+    pickled = _run(url, code=_PICKLE, language="python", files=files)
+    assert (pickled.status, pickled.run_result.stdout) == (RunStatus.Success, "P True\n"), pickled
+    ended = _run(url, code="print(input())\nexit()", language="python", stdin="7\n", files=files)
+    assert (ended.status, ended.run_result.stdout) == (RunStatus.Success, "7\n"), ended
+    located = _run(url, code="import os\nprint(os.path.basename(__file__))", language="python", files=files)
+    assert (located.status, located.run_result.stdout) == (RunStatus.Success, "solution.py\n"), located

@@ -67,6 +67,7 @@ _HARNESS = {"__name__": "_harness", "__builtins__": __builtins__}
 exec(compile(_CONFIG["harness"], "_harness.py", "exec"), _HARNESS)
 _RUNTIME = {"__name__": "_harness_runtime", "__builtins__": _HARNESS["__builtins__"]}  # its copy
 exec(_HARNESS["_runtime_code"](_CONFIG["runtime"]), _RUNTIME)  # before any program: genuine builtins captured
+_exit_status = _RUNTIME["_exit_code"]  # python's reading of a SystemExit, one copy for every path
 
 
 # the Python installation's closed roots, reached through these descriptors (``held_roots.py``): every child keeps them
@@ -98,15 +99,6 @@ def _confine(header):
     if _CONFIG["held_filter"]:  # the held roots' descriptors stay in place (``held_roots.py``)
         _seccomp(bytes.fromhex(_CONFIG["held_filter"]))
     _seccomp(_FILTERS[header["seccomp"]])
-
-
-def _exit_status(exc):
-    code = exc.code
-    if code is None or type(code) is int:
-        return code or 0
-    with contextlib.suppress(BaseException):  # the program may have broken sys.stderr
-        sys.stderr.write(str(code) + "\n")
-    return 1
 
 
 def _activation(run_sock):

@@ -29,6 +29,7 @@ _perf_counter = time.perf_counter
 _module_type = type(sys)
 
 if False:  # never runs: ``judge.harness_runtime`` compiles _harness_values.py and this file as one module
+    from trl_ext.sandbox._harness import _program_file  # set by the harness (``_harness._main``)
     from trl_ext.sandbox._harness_env import _redirect, _seed_random, _with_streams
     from trl_ext.sandbox._harness_live import _LOADED, _live_call, _module_state, _watch_modules
     from trl_ext.sandbox._harness_program import _describe
@@ -77,12 +78,14 @@ def _flush_stdout():
         return
 
 
-def _new_namespace():
-    """The program's module, as ``python solution.py`` makes it, and ``sys.modules["__main__"]`` from now on in
-    place of the harness's (``python -c`` made the harness ``__main__``: its namespace is out of the program's
-    reach, red team R10J-1)."""
+def _new_namespace(path=None):
+    """The program's module, as ``python solution.py`` makes it (``__file__``: ``path``, its source written by
+    the harness's ``_program_file``), and ``sys.modules["__main__"]`` from now on in place of the harness's (``python -c`` made
+    the harness ``__main__``: its namespace is out of the program's reach, red team R10J-1)."""
     module = _module_type("__main__")
     module.__builtins__ = builtins
+    if path is not None:
+        module.__file__ = path
     sys.modules["__main__"] = module
     return module.__dict__
 
@@ -192,7 +195,9 @@ def _calls_child(payload, call_fd, write_fd, read_frame, parse):
     """In the forked child: run the program once, then call its functions on each call read from ``call_fd`` (one
     frame each, sent only after the previous result); one result body per line."""
     stop_on_failure, describe, listed = payload["stop_on_failure"], payload.get("describe"), payload.get("builtins")
-    code, namespace = payload["code"], _new_namespace()
+    code = payload["code"]
+    path = _program_file(code)
+    namespace = _new_namespace(path)
     devnull = os.open("/dev/null", os.O_WRONLY)  # the program's prints are not judged: out of the way
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
@@ -201,10 +206,12 @@ def _calls_child(payload, call_fd, write_fd, read_frame, parse):
     watch = [name for name in payload.get("watch") or () if _type(name) is str]
     del payload
     _watch_modules(watch)
+    _python_recursion_limit(3 + 1)  # main, _calls_mode, this function; exec's own entry into the interpreter
     try:
-        exec(compile(code, "solution.py", "exec"), namespace)
+        exec(compile(code, path or "solution.py", "exec"), namespace)
     except BaseException:  # noqa: B036 - SystemExit at import time is a failure, not an exit
         _exit(1)
+    sys.setrecursionlimit(sys.getrecursionlimit() - 1)  # the calls come from this frame's callee, no exec entry
     try:  # noqa: SIM105 - contextlib would cost start-up time
         _LOADED.append(_module_state(namespace))
     except BaseException:  # noqa: B036 - unreadable: every assert-test call then fails (_module_changed)
@@ -271,15 +278,32 @@ def _close_descriptors():
     os.closerange(low, 1 << 16)
 
 
-def _exit_code(exc):
+def _exit_code(exc, int_value=int.__index__):
+    """The exit status ``python solution.py`` ends with on ``exc``, as CPython reads a SystemExit: None is 0, an int
+    (a bool or an int subclass too: ``sys.exit(False)``, unittest's ``sys.exit(not ok)``) its C long (-1 past
+    one) modulo 256, anything else printed on stderr and 1. ``int_value``: an int subclass's own value, whatever
+    its methods say."""
     code = exc.code
-    if code is None or _type(code) is int:
-        return code or 0
+    if code is None:
+        return 0
+    if issubclass(_type(code), int):
+        value = int_value(code)
+        return (value if -(1 << 63) <= value < 1 << 63 else -1) & 0xFF
     _quietly(lambda: sys.stderr.write(str(code) + "\n"))
     return 1
 
 
-def _case_child(code, stdin_fd, out_w, cpu_s):
+_main_depth = 0  # the frames under the harness's ``_main``, its own included (set by the harness: a fork server's)
+
+
+def _python_recursion_limit(own_frames):
+    """Give the program the recursion limit ``python solution.py`` gives it: the harness's frames under the
+    program's (``_main_depth`` and ``own_frames``, the runtime's from its ``main`` to the caller) are added to the
+    limit (red team round 12: right programs a few frames short of the limit failed)."""
+    sys.setrecursionlimit(sys.getrecursionlimit() + _main_depth + own_frames)
+
+
+def _case_child(code, path, stdin_fd, out_w, cpu_s):
     """In the forked child: wire stdin/stdout, run the program as __main__, exit like python would."""
     status = 1
     try:
@@ -289,7 +313,8 @@ def _case_child(code, stdin_fd, out_w, cpu_s):
         _silence_stderr()
         _close_descriptors()  # the harness's own (its stdout copy included)
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
-        exec(compile(code, "solution.py", "exec"), _new_namespace())
+        _python_recursion_limit(3 + 1)  # main, _stdio_mode, this function; exec's own entry into the interpreter
+        exec(compile(code, path or "solution.py", "exec"), _new_namespace(path))
         status = 0
         if "threading" in sys.modules:
             sys.modules["threading"]._shutdown()  # wait for non-daemon threads, as python does at exit
@@ -361,7 +386,7 @@ def _stdio_mode(payload, out_fd, payload_fd, read_frame, parse):
     marker-prefixed record per case with the status and the base64 output. Outputs are compared outside. Input
     k is read from the payload only just before case k is forked: no case's memory holds a later input."""
     marker, timeout, cap = payload.pop("marker").encode(), payload["case_timeout"], payload["max_output"]
-    cpu_s = int(timeout) + 1
+    cpu_s, path = int(timeout) + 1, _program_file(payload["code"])
     index = -1
     while (item := read_frame(payload_fd)) is not None:
         index += 1
@@ -370,7 +395,7 @@ def _stdio_mode(payload, out_fd, payload_fd, read_frame, parse):
         pid = os.fork()
         if pid == 0:
             marker = None  # noqa: F841 - nothing of the channel in the program's frames (out_fd: closed there)
-            _case_child(payload["code"], stdin_fd, out_w, cpu_s)
+            _case_child(payload["code"], path, stdin_fd, out_w, cpu_s)
         os.close(stdin_fd)
         os.close(out_w)
         status, output = _collect_case(pid, out_r, timeout, cap)

@@ -19,7 +19,10 @@ from trl_ext.sandbox._process import Progress, RunResult, classify, execute, mem
 from trl_ext.sandbox.limits import ISOLATED, SAFE_ENV, UIDS, Limits
 from trl_ext.sandbox.reaper import reap_run
 
-_HARNESS_SOURCE = (Path(__file__).parent / "_harness.py").read_text()
+# the program that runs inside the sandbox: one source for ``python -c`` (``_harness.py``'s docstring)
+HARNESS_SOURCE = "\n".join(
+    (Path(__file__).parent / name).read_text() for name in ("_harness_python.py", "_harness.py")
+)
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 LOADER_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d")
 
@@ -54,7 +57,7 @@ def harness_runtime() -> dict:
 def harness_digest() -> str:
     """A digest of the whole harness (launcher and judged modes): two processes whose harnesses have the same
     digest speak the same record protocol (``sandbox-serve`` then runs a client's payload with its own copy)."""
-    return hashlib.sha256((_HARNESS_SOURCE + "\0" + harness_runtime_source()).encode()).hexdigest()[:32]
+    return hashlib.sha256((HARNESS_SOURCE + "\0" + harness_runtime_source()).encode()).hexdigest()[:32]
 
 
 def confined_source(name: str) -> str:
@@ -161,7 +164,7 @@ class Backend:
                 sandbox_interpreter(),
                 flags,
                 "-c",
-                _HARNESS_SOURCE,
+                HARNESS_SOURCE,
                 str(fds[1]),
                 str(ready_w),
                 str(nonce_fd),

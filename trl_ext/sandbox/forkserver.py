@@ -27,7 +27,13 @@ from pathlib import Path
 
 from trl_ext.sandbox import memory, seccomp, userns
 from trl_ext.sandbox._process import memfd_with, readable
-from trl_ext.sandbox.base import confined_source, harness_runtime_source, python_roots, sandbox_interpreter
+from trl_ext.sandbox.base import (
+    HARNESS_SOURCE,
+    confined_source,
+    harness_runtime_source,
+    python_roots,
+    sandbox_interpreter,
+)
 from trl_ext.sandbox.held_roots import HeldRoots
 from trl_ext.sandbox.limits import ISOLATED, SAFE_ENV, Limits
 from trl_ext.sandbox.reaper import kill_session, reap_run
@@ -37,7 +43,6 @@ FORKSERVER_ENV = "TRL_EXT_SANDBOX_FORKSERVER"
 RUNS_PER_SERVER = 1000  # a server is replaced after this many runs (and whenever it dies)
 MIN_ABI = 6  # Landlock's signal and abstract-socket scoping: every child gets a domain of its own
 _SOURCE = confined_source("_forkserver_main.py")
-_HARNESS = (Path(__file__).parent / "_harness.py").read_text()
 
 # Standard modules many programs import (typing alone costs a bare interpreter ~5 ms): imported once per server.
 PRELOAD = ("typing", "collections", "re", "math", "itertools", "functools", "heapq", "bisect", "string", "random")
@@ -243,7 +248,7 @@ class ForkServer:
                 "import_paths": import_paths,
                 "libraries": libraries,
                 "preload": PRELOAD,
-                "harness": _HARNESS,
+                "harness": HARNESS_SOURCE,
                 "runtime": {"source": harness_runtime_source()},
                 "seccomp": {
                     str(k): seccomp.bpf(seccomp.memfd_allowed(), bool(k), spec.private_scratch).hex() for k in (0, 1)

@@ -30,14 +30,12 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 from trl_ext.sandbox import native_payload
 from trl_ext.sandbox._process import Progress, RunResult
-from trl_ext.sandbox.base import Backend, harness_digest, payload_items
+from trl_ext.sandbox.base import HARNESS_SOURCE, Backend, harness_digest, payload_items
 from trl_ext.sandbox.limits import ISOLATED, Limits
 
-_HARNESS_SOURCE = (Path(__file__).parent / "_harness.py").read_text()
 _READY = "ready"
 _START_SLACK_S = 2.0  # two interpreter start-ups (bootstrap, harness) on the service, outside the program's time
 _REMOTE_UID = 65534  # the harness drops to it only if the service runs it as root
@@ -180,7 +178,7 @@ def bootstrap(payload: dict, nonce: bytes | None, limits: Limits, progress: Prog
         items=items,
         nonce=nonce,
         flags=flags,
-        harness=_HARNESS_SOURCE,
+        harness=HARNESS_SOURCE,
         marker=marker,
         step_s=min(step_s, limits.timeout_s),
         start_s=_START_SLACK_S * 5,

@@ -285,7 +285,13 @@ if {fetch!r} or {capped!r}:
         _os.close(_trl_ext_w)
     del _trl_ext_r, _trl_ext_w, _trl_ext_pid
 _sys.path.insert(0, _os.getcwd())
-exec(compile({code!r}, "solution.py", "exec"), {{"__name__": "__main__", "__builtins__": __builtins__}})
+_trl_ext_main = _sys.modules["__main__"] = type(_sys)("__main__")
+_trl_ext_file = None if "solution.py" in [name for name, _ in {files!r}] else _os.getcwd() + "/solution.py"
+if _trl_ext_file is not None:
+    with open(_trl_ext_file, "w", encoding="utf-8", errors="surrogatepass") as _trl_ext_handle:
+        _trl_ext_handle.write({code!r})
+    _trl_ext_main.__file__ = _trl_ext_file
+exec(compile({code!r}, _trl_ext_file or "solution.py", "exec"), _trl_ext_main.__dict__)
 """
 
 

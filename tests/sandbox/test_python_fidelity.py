@@ -1,0 +1,105 @@
+"""Classes 9 and 11: a program in the sandbox runs as ``python -s solution.py`` runs it (red team round 12). Each
+test runs the same programs in a plain interpreter and through the sandbox (every judge backend, per run and
+through the fork servers) and requires the same outcome: the names ``site`` adds to builtins (a contest program's
+``exit()``), the exit status of every SystemExit (``sys.exit(False)``, an int subclass whatever its methods say, a status past a byte or a C
+long, a message on stderr), and the deepest recursion a right program reaches, in script, stdio and assert runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from trl_ext.rewards import CodeTests
+from trl_ext.sandbox import forkserver, run
+
+EXITS = [
+    "print('NO')\nexit()",
+    "quit()",
+    "exit(0)",
+    "exit(3)",
+    "quit('bye')",
+    "import sys\nsys.exit(False)",
+    "import sys\nsys.exit(True)",
+    "import sys\nclass Status(int):\n    def __index__(self):\n        return 9\nsys.exit(Status(4))",
+    "import sys\nsys.exit(256 + 7)",
+    "import sys\nsys.exit(256)",
+    "import sys\nsys.exit(-1)",
+    "import sys\nsys.exit(2 ** 70)",
+    "import sys\nsys.exit('failed')",
+    "raise SystemExit(None)",
+    "raise SystemExit(2.5)",
+]
+RECURSIVE = "def f(n):\n    return 0 if n == 0 else 1 + f(n - 1)\n"
+
+
+@pytest.fixture(params=["fork server", "per run"])
+def fork_server(request, monkeypatch) -> bool:
+    monkeypatch.setenv(forkserver.FORKSERVER_ENV, "1" if request.param == "fork server" else "0")
+    return request.param == "fork server"
+
+
+def _plain(code: str, tmp_path, stdin: str = "") -> subprocess.CompletedProcess:
+    path = tmp_path / "solution.py"
+    path.write_text(code)
+    return subprocess.run([sys.executable, "-s", str(path)], input=stdin, capture_output=True, text=True, cwd=tmp_path)
+
+
+def _deepest(tmp_path, program) -> int:
+    """The deepest ``f(n)`` a plain interpreter computes with ``program(n)``, searched from 980."""
+    depth = 980
+    while _plain(program(depth + 1), tmp_path).returncode == 0:
+        depth += 1
+    return depth
+
+
+def test_exit_statuses_and_builtins_are_pythons(backend, fork_server, tmp_path):
+    for code in EXITS:
+        plain, boxed = _plain(code, tmp_path), run(code, timeout_s=20)
+        assert boxed.status != "infra_error", (code, boxed)
+        assert (boxed.exit_code, boxed.stdout) == (plain.returncode, plain.stdout), code
+        if code.endswith("sys.exit('failed')"):
+            assert "failed" in boxed.stderr
+    names = "import builtins\nprint(sorted(vars(builtins)))"
+    assert run(names).stdout == _plain(names, tmp_path).stdout
+
+
+def test_stdio_programs_exit_as_python_does(backend, tmp_path):
+    programs = [f"print(input())\n{code}" for code in EXITS]
+    plain = [_plain(code, tmp_path, "7\n") for code in programs]
+    expected = [done.returncode == 0 and done.stdout == "7\n" for done in plain]
+    specs = [{"kind": "stdio", "cases": [{"input": "7\n", "output": "7"}]}] * len(programs)
+    scores = CodeTests(timeout_s=20)([f"```python\n{code}\n```" for code in programs], tests=specs)
+    assert [score == 1.0 for score in scores] == expected
+    assert sum(expected) == 5  # quit(), exit(0), sys.exit(False), sys.exit(256), a None status: right answers
+
+
+def test_recursion_reaches_pythons_depth(backend, fork_server, tmp_path):
+    deepest = _deepest(tmp_path, lambda n: RECURSIVE + f"print(f({n}))\n")
+    for n in (deepest, deepest + 1):
+        assert (run(RECURSIVE + f"print(f({n}))\n", timeout_s=20).stdout == f"{n}\n") == (n == deepest), n
+    depths = [deepest - 1, deepest, deepest + 1]
+    stdio = [{"kind": "stdio", "cases": [{"input": f"{n}\n", "output": str(n)}]} for n in depths]
+    reward = CodeTests(timeout_s=20)
+    assert reward([f"```python\n{RECURSIVE}print(f(int(input())))\n```"] * 3, tests=stdio) == [1.0, 1.0, 0.0]
+    in_test = _deepest(tmp_path, lambda n: RECURSIVE + f"assert f({n}) == {n}\n")
+    depths = [in_test - 1, in_test, in_test + 1]
+    asserts = [{"kind": "assert", "code": f"assert f({n}) == {n}"} for n in depths]
+    assert reward([f"```python\n{RECURSIVE}```"] * 3, tests=asserts) == [1.0, 1.0, 0.0]
+
+
+SELF = "import os, sys\ndef f():\n    return os.path.basename(__file__)\n"
+SELF_CHECK = "print(f(), sys.modules['__main__'].f is f, open(__file__).read().splitlines()[1])\n"
+
+
+def test_the_program_is_main_and_a_file_as_under_python(backend, fork_server, tmp_path):
+    """``__file__`` names the program's source in its working directory (tracebacks and ``inspect`` read it), and
+    ``sys.modules["__main__"]`` is its module, in script, stdio and assert runs."""
+    plain = _plain(SELF + SELF_CHECK, tmp_path)
+    assert plain.stdout == "solution.py True def f():\n"
+    assert run(SELF + SELF_CHECK, timeout_s=20).stdout == plain.stdout
+    stdio = {"kind": "stdio", "cases": [{"input": "", "output": plain.stdout}]}
+    asserts = {"kind": "assert", "code": "assert f() == 'solution.py'"}
+    program = f"```python\n{SELF}```"
+    assert CodeTests(timeout_s=20)([f"```python\n{SELF + SELF_CHECK}```", program], tests=[stdio, asserts]) == [1, 1]
