@@ -170,6 +170,39 @@ def test_an_exit_raised_by_the_program_is_no_pass(backend):
     assert report.all_passed  # the test caught it itself
 
 
+EXITS_ELSEWHERE = [  # the program's exit from every path the judge runs program code by (red team round 12, R12J-4)
+    ("import sys\ndef f(n):\n    sys.exit(0)\n    yield", "assert list(f(3)) == [0, 1, 2]"),
+    ("def f(n):\n    yield 7\n    raise SystemExit", "assert list(f(3)) == [0, 1, 2]"),
+    ("import sys\ndef f(xs):\n    return map(lambda x: sys.exit(0), xs)", "assert list(f([1])) == [2]"),
+    (
+        "import sys\nclass It:\n    def __iter__(self):\n        return self\n    def __next__(self):\n"
+        "        sys.exit(0)\ndef f():\n    return It()",
+        "assert next(f()) == 1",
+    ),
+    (
+        "import sys\ndef g():\n    try:\n        yield 1\n    finally:\n        sys.exit(0)\ndef f(x):\n    return x",
+        "it = g()\nassert next(it) == 1\nit.close()\nassert f(2) == 3",
+    ),
+    (
+        "import sys\nclass MyErr(Exception):\n    def __init__(self, m):\n        sys.exit(0)\ndef f(x):\n"
+        "    return x",
+        "e = MyErr('x')\nassert f(2) == 3",
+    ),
+]
+
+
+@pytest.mark.parametrize("backend", ISOLATED, indirect=True)
+def test_an_exit_the_program_raises_anywhere_is_no_pass(backend):
+    """Items of the program's iterators, its generator's ``close()``, a class of the program's the test makes:
+    an exit the program raises on any of these paths fails the test, as from a call; CPython's script would have
+    exited 0 with the test's asserts unchecked."""
+    for program, test in EXITS_ELSEWHERE:
+        report = run_tests(program, {"kind": "assert", "code": test}, limits=FAST)
+        assert report.passed == 0 and "unsupported_test" not in report.statuses, (program, test, report)
+    right = "def f(n):\n    yield from range(n)"
+    assert run_tests(right, {"kind": "assert", "code": "assert list(f(3)) == [0, 1, 2]"}, limits=FAST).all_passed
+
+
 CHAINS = [  # a right program whose result is no pure function of its arguments, fed to a later call
     "import random\ndef f():\n    return random.randint(1, 10**9)\ndef g(x):\n    return x\n",
     "import random\ndef f():\n    return random.sample(range(100), 5)\ndef g(x):\n    return x\n",

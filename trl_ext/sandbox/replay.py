@@ -397,8 +397,8 @@ def _run_test(task: dict, session: _Session, environment: Any) -> str | None:
             namespace["check"](namespace[task["entry_point"]])
     except _Stop:
         return "stopped"
-    except SystemExit as exc:  # as CPython's exit status: 0 passes, unless the program's call raised it
-        passes = replay_env.exit_passes(exc) and not replay_env.raised_by(exc, _STAND_IN_CODE)
+    except SystemExit as exc:  # as CPython's exit status: 0 passes, unless the program raised it
+        passes = replay_env.exit_passes(exc) and not replay_env.raised_by(exc, _STAND_IN_CODE, _exceptions.REBUILT)
         return "" if passes else None if passes is None else f"SystemExit: {exc}"[:500]
     except BaseException as exc:  # noqa: B036 - KeyboardInterrupt & co
         return f"{type(exc).__name__}: {exc}"[:500]

@@ -328,8 +328,13 @@ def exit_passes(exc: SystemExit) -> bool | None:
     return int(code) & 0xFF == 0
 
 
-def raised_by(exc: BaseException, code: types.CodeType) -> bool:
-    """Whether ``exc`` passed through a frame running ``code`` (a stand-in: the program's call raised it)."""
+def raised_by(exc: BaseException, code: types.CodeType, rebuilt: dict) -> bool:
+    """Whether the program raised ``exc``: it is one of the program's exceptions, ``rebuilt`` from a record (by
+    ``id``: whatever path of the judge raised it: a call, an item of the program's iterator, its ``close()``, a
+    class of the program's that the test made; red team round 12), or it passed through a frame running ``code``
+    (the function stand-in: a call)."""
+    if rebuilt.get(id(exc)) is exc:
+        return True
     tb = exc.__traceback__
     while tb is not None:
         if tb.tb_frame.f_code is code:
