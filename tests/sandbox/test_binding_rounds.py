@@ -6,6 +6,7 @@ so a run that answers an already answered call differently makes the test unsupp
 from __future__ import annotations
 
 import copy
+import random
 
 from trl_ext.sandbox import Limits, get_backend, run_tests
 from trl_ext.sandbox.records import RunHistory
@@ -117,3 +118,34 @@ def test_a_first_answer_after_a_later_call_was_shown_is_refused():
     assert history.conflicts([shown[0], ["", [0], {}, []], shown[1]], [{"ok": True, "value": 1}] * 3)
     history = _history(shown, [{"ok": True, "value": 1}, {"ok": True, "value": 2}])
     assert not history.conflicts([*shown, ["h", [3], {}, []]], [{"ok": True, "value": v} for v in (1, 2, 3)])
+
+
+def test_the_history_is_total_over_runs_of_any_length():
+    """A run the harness ended early (a wrong guess: "halt") has fewer results than calls; a later run that repeats
+    its calls must not read past them (red team round 12, R12J-6: ``zip`` of two program generators raised
+    IndexError out of the reward). Generated histories: runs of random lengths, halts, missing records."""
+    rng = random.Random(12)
+    pool = [["f", [k], {}, []] for k in range(4)] + [["", [k], {}, []] for k in range(3)]
+    for _ in range(3000):
+        history = RunHistory()
+        for _ in range(rng.randint(1, 5)):
+            calls = [rng.choice(pool) for _ in range(rng.randint(0, 8))]
+            results = [
+                rng.choice([{"ok": True, "value": rng.randint(0, 2)}, {"ok": False, "missing": True}])
+                for _ in range(rng.randint(0, len(calls)))
+            ]
+            if results and rng.random() < 0.5:
+                results[-1] = {**results[-1], "halt": True}
+            assert history.conflicts(calls, results) in (True, False)
+
+
+def test_two_program_iterators_taken_in_turn_score_as_in_python():
+    program = "def nat():\n    n = 0\n    while True:\n        yield n\n        n += 1\ndef fin(k):\n    yield from range(k)\n"
+    for test in (
+        "assert list(zip(fin(3), nat())) == [(0, 0), (1, 1), (2, 2)]",
+        "import itertools\nassert list(itertools.chain(fin(2), fin(3))) == [0, 1, 0, 1, 2]",
+        "assert dict(zip(fin(3), nat())) == {0: 0, 1: 1, 2: 2}",
+    ):
+        assert run_tests(program, {"kind": "assert", "code": test}, limits=FAST).all_passed, test
+        wrong = program.replace("range(k)", "range(1, k + 1)")
+        assert run_tests(wrong, {"kind": "assert", "code": test}, limits=FAST).passed == 0, test

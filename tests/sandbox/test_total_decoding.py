@@ -15,7 +15,7 @@ from fractions import Fraction
 import pytest
 
 from trl_ext.rewards import CodeTests
-from trl_ext.sandbox import Backend, RunResult, compare_stdio, run_tests, values_equal
+from trl_ext.sandbox import Backend, RunResult, compare_stdio, plain_data, run_tests, values_equal
 from trl_ext.sandbox.live import LiveObjects, iterator_class
 from trl_ext.sandbox.program_source import program_facts
 from trl_ext.sandbox.records import RecordStream, _described_names
@@ -552,12 +552,43 @@ def test_a_fraction_with_huge_parts_is_refused_before_its_gcd():
     assert decode({"q": [{"i": format(2 * big, "x")}, 4]}) == Fraction(big, 2)
 
 
-def test_the_trainers_shape_check_builds_no_table_for_a_sets_order():
-    """The trainer checks an assert run's records for their shape only ("loose"); rebuilding a set in the
-    program's order with a presized table (placeholder entries) is the evaluation worker's work, not the trainer's:
-    a program returning sets whose tables grew large cost the trainer seconds per run."""
-    record = {"ok": True, "value": {"S": [1 << 15, [1, 8]]}}
-    loose: dict = {"loose": True}
-    assert decode_record(record, loose) == {1, 8} and "fillers" not in loose
-    exact: dict = {}
-    assert list(decode_record(record, exact)) == [1, 8] and exact["fillers"] > 1000
+def test_the_trainer_builds_no_table_for_a_sets_order_and_an_evaluation_a_bounded_number(monkeypatch):
+    """The trainer checks records for their shape and compares call results (``any_order``): rebuilding a set in
+    the program's order with a presized table (placeholder entries) is the evaluation's work, not the trainer's (a
+    program returning sets whose tables grew large cost the trainer seconds and, red team round 12, 64 MB a record
+    of 2.9 KB). An evaluation rebuilds tables up to a budget of its process (a fresh fork per evaluation); past
+    it, the set keeps the program's order without a table (``ProgramOrderSet``)."""
+    record = {"ok": True, "value": {"S": [1 << 15, [1, 8]]}}  # a fresh 8-slot set iterates as [8, 1]
+    left = plain_data._SLOTS_LEFT[0]
+    for trainer in ({"loose": True, "any_order": True}, {"any_order": True}):
+        value = decode_record(record, trainer)
+        assert value == {1, 8} and type(value) is set and plain_data._SLOTS_LEFT[0] == left
+    value = decode_record(record, {})
+    assert list(value) == [1, 8] and type(value) is set and plain_data._SLOTS_LEFT[0] == left - (1 << 15)
+    monkeypatch.setattr(plain_data, "_SLOTS_LEFT", [(1 << 15) - 1])  # not enough left for this table
+    value = decode_record(record, {})
+    assert list(value) == [1, 8] and type(value) is not set and isinstance(value, set)
+    assert plain_data._SLOTS_LEFT[0] == (1 << 15) - 1
+
+
+SPARSE_SETS = """def sparse(k):
+    out = []
+    for _ in range(128):
+        s = set(range(10000))  # a set never shrinks: two elements left in a 32768-slot table
+        s.intersection_update({2, 9})
+        out.append(s)
+    return out
+"""
+
+
+def test_sparse_sets_cost_the_trainer_no_table_and_score_as_in_python(backend):
+    """Red team round 12 (R12J-1/2): records of 128 two-element sets in large tables; the trainer decoded each set
+    into a presized table (64 MB a record); now it rebuilds none, and the assert test's evaluation stays in its
+    budget, so the right program passes (it raised MemoryError in the evaluation)."""
+    left = plain_data._SLOTS_LEFT[0]
+    program = "```python\n" + SPARSE_SETS + "```"
+    calls = {"kind": "call", "fn_name": "sparse", "cases": [{"args": [k], "expected": []} for k in range(10)]}
+    asserts = {"kind": "assert", "code": "r = sparse(0)\nassert len(r) == 128 and all(s == {2, 9} for s in r)"}
+    # sets never equal JSON's lists: the call test fails every case, each record decoded and compared
+    assert CodeTests("fraction", timeout_s=30)([program, program], tests=[calls, asserts]) == [0.0, 1.0]
+    assert plain_data._SLOTS_LEFT[0] == left  # the trainer's process rebuilt no table

@@ -94,7 +94,6 @@ def _drain(proc: subprocess.Popen, limits: Limits, ready_fd: int, progress: Prog
     harness reports ready, so sandbox start-up on a busy machine does not eat the program's time."""
     got = _Collected()
     deadline = hard_deadline = time.monotonic() + _STARTUP_S
-    steps_seen = 0
     caps = {proc.stdout.fileno(): limits.max_output_bytes, proc.stderr.fileno(): limits.max_stderr_bytes}
     bufs = {proc.stdout.fileno(): got.stdout, proc.stderr.fileno(): got.stderr}
     exited_at = None
@@ -127,12 +126,12 @@ def _drain(proc: subprocess.Popen, limits: Limits, ready_fd: int, progress: Prog
                     del bufs[key.fd][caps[key.fd] :]
                     got.overflow = True
                     break
-                if progress is not None and key.fd == proc.stdout.fileno():
-                    steps = got.stdout.count(progress.marker)
-                    if steps > steps_seen:
-                        steps_seen = steps
-                        deadline = min(hard_deadline, time.monotonic() + progress.step_s)
-                    got.stopped = progress.stop is not None and progress.stop(bytes(got.stdout))
+                if progress is not None and key.fd == proc.stdout.fileno():  # the new bytes only: linear in all
+                    new_from = max(0, len(got.stdout) - len(chunk) - len(progress.marker))
+                    if got.stdout.find(progress.marker, new_from) >= 0:
+                        deadline = min(hard_deadline, time.monotonic() + progress.step_s)  # a case began or ended
+                    if progress.stop is not None and b"\n" in chunk:  # a record is complete only at its line's end
+                        got.stopped = progress.stop(got.stdout)
             if got.overflow or got.stopped:
                 break
     got.ready = got.ready or bool(_read_ready(ready_fd))

@@ -240,8 +240,11 @@ def _namedtuple(inner: list, depth: int, memo: dict) -> tuple:
     return tuple.__new__(classes[number][1], items)
 
 
-# the biggest table a set is rebuilt with (else a ``ProgramOrderSet``); placeholder entries that size tables, a record
-_MAX_SLOTS, _MAX_FILLERS = 1 << 16, 1 << 20
+# the biggest table a set is rebuilt with (else a ``ProgramOrderSet``), and the slots all rebuilt tables of one
+# process may take: an evaluation is a fresh fork of its worker (``eval_worker.py``), so this is one evaluation's
+# budget (4 MiB of tables; red team round 12: 128 two-element sets in 32768-slot tables, ~2.9 KB of a record, took
+# 64 MB each time the budget was a record's); the trainer rebuilds no table (``any_order``)
+_MAX_SLOTS, _SLOTS_LEFT = 1 << 16, [1 << 18]
 
 
 def _set_in_order(frozen: bool, inner: Any, depth: int, memo: dict, sized: bool = False) -> set | frozenset:
@@ -256,7 +259,7 @@ def _set_in_order(frozen: bool, inner: Any, depth: int, memo: dict, sized: bool 
     for candidate in _real_sets(frozen, items, slots, made, memo):
         if len(candidate) != len(items):
             raise ValueError("a set's elements repeat")
-        if all(mine is theirs for mine, theirs in zip(candidate, items)):
+        if memo.get("any_order") or all(mine is theirs for mine, theirs in zip(candidate, items)):
             return candidate
     ordered = (ProgramOrderFrozenset if frozen else ProgramOrderSet)(items)
     ordered._order = items
@@ -268,13 +271,12 @@ def _set_in_order(frozen: bool, inner: Any, depth: int, memo: dict, sized: bool 
 def _real_sets(frozen: bool, items: list, slots: int, made: set | None, memo: dict):
     """Real sets holding ``items``, built so that they iterate in their order where the table allows it."""
     yield frozenset(items) if frozen else _filled(made, items)
-    if memo.get("loose"):  # the trainer's shape check: the program's order is the evaluation worker's concern
+    if memo.get("loose") or memo.get("any_order"):  # the trainer: the program's order is the evaluation's concern
         return
     size = max(slots // 4, 5, len(items))  # a dict of this size presizes an empty set to ``slots`` entries
-    budget = memo.get("fillers", 0) + size - len(items)
-    if frozen or not 16 <= slots <= _MAX_SLOTS or 2 * size >= slots or budget > _MAX_FILLERS:
+    if frozen or not 16 <= slots <= min(_MAX_SLOTS, _SLOTS_LEFT[0]) or 2 * size >= slots:
         return
-    memo["fillers"] = budget
+    _SLOTS_LEFT[0] -= slots
     fillers = [object() for _ in range(size - len(items))]  # removed again: they only size the table
     made.clear()
     made.update(dict.fromkeys(items + fillers))

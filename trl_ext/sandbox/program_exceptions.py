@@ -245,6 +245,7 @@ def exception_details(record: dict, memo: dict) -> tuple[list | None, dict]:
     if chain is not None and not _is_chain(chain):
         raise ValueError("an exception's classes are [[name, own, number], ...]")
     own = {"nans": memo.get("nans", {}), "classes": memo.get("classes")}  # numbered on their own (the harness's too)
+    own.update({key: memo[key] for key in ("loose", "any_order") if key in memo})  # the trainer's reading
     pairs = attributes.get("d") if type(attributes) is dict else None
     attributes = {} if attributes is None else decode(attributes, 0, own)
     if type(pairs) is list and type(attributes) is dict and len(pairs) != len(attributes):
