@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from trl_ext.sandbox.limits import Limits
+from trl_ext.sandbox.reaper import in_flight
 
 Status = Literal["ok", "runtime_error", "timeout", "memory", "output_limit", "infra_error"]
 
@@ -180,13 +181,14 @@ def execute(
         for fd in (stdin_fd, *pass_fds):
             os.close(fd)
     try:
-        got = _drain(proc, limits, ready_fd, progress)
-        got.pid = proc.pid
-        if not (got.timed_out or got.overflow or got.stopped):
-            try:
-                _wait_exit(proc, max(got.deadline - time.monotonic(), 0.0))
-            except subprocess.TimeoutExpired:
-                got.timed_out = True
+        with in_flight(proc.pid):  # the run's session: killed at this process's exit while the run is on
+            got = _drain(proc, limits, ready_fd, progress)
+            got.pid = proc.pid
+            if not (got.timed_out or got.overflow or got.stopped):
+                try:
+                    _wait_exit(proc, max(got.deadline - time.monotonic(), 0.0))
+                except subprocess.TimeoutExpired:
+                    got.timed_out = True
         _kill_group(proc)
         returncode = proc.wait()
     finally:

@@ -4,6 +4,8 @@ re-parented here and would stay zombies (counting against the sandbox uid's RLIM
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import ctypes
 import os
 import signal
@@ -114,6 +116,28 @@ def _signal(pid: int, number: int) -> int:
 
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+_IN_FLIGHT: set[int] = set()  # the sessions of this process's runs in flight
+
+
+@contextlib.contextmanager
+def in_flight(sid: int) -> Iterator[None]:
+    """Register the session ``sid`` of a run while it is in flight: if this process exits meanwhile (the training
+    script ends or raises, Ctrl-C, a service's SIGTERM), the run is killed at exit rather than left to run on
+    (red team round 12: a program and its daemon outlived a trainer that exited 0). SIGKILL, or SIGTERM's default
+    action, runs no exit hook (docs/sandbox.md, class 7)."""
+    _IN_FLIGHT.add(sid)
+    try:
+        yield
+    finally:
+        _IN_FLIGHT.discard(sid)
+
+
+@atexit.register
+def _end_runs_in_flight() -> None:
+    for sid in list(_IN_FLIGHT):
+        kill_session(sid, timeout_s=1.0)
 
 
 def kill_session(sid: int, timeout_s: float = 5.0) -> int:

@@ -1,0 +1,66 @@
+"""Class 7: a trainer that exits while a run is in flight (the training script ends or raises, Ctrl-C) leaves no
+process of the run behind (red team round 12: a program and the daemon it double-forked outlived a trainer that
+exited 0, per-run landlock, and a ``sandbox-serve`` stopped by SIGTERM, landlock's fork server). Every local
+backend, per run and through its fork server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from trl_ext.sandbox import forkserver
+
+PROGRAM = """
+import ctypes, os, time
+name = {name!r}.encode()
+libc = ctypes.CDLL(None)
+if os.fork() == 0:
+    os.setpgid(0, 0)
+    if os.fork() == 0:
+        libc.prctl(15, name, 0, 0, 0)
+        time.sleep(30)
+    os._exit(0)
+libc.prctl(15, name, 0, 0, 0)
+time.sleep(30)
+"""
+TRAINER = """
+import sys, threading, time
+from trl_ext.sandbox import run
+threading.Thread(target=run, args=({program!r},), kwargs={{"backend": {backend!r}, "timeout_s": 40}}, daemon=True).start()
+time.sleep(float(sys.argv[1]))
+raise SystemExit(0)  # the training script ends while the reward call is in flight
+"""
+
+
+def _named(name: str) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/comm") as comm:
+                found += [int(pid)] if comm.read().strip() == name else []
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "landlock"])
+@pytest.mark.parametrize("fork_server", ["1", "0"])
+def test_a_trainer_that_exits_leaves_no_process_of_its_runs(backend, fork_server):
+    name = "inflight" + uuid.uuid4().hex[:6]
+    trainer = TRAINER.format(program=PROGRAM.format(name=name), backend=backend)
+    env = {**os.environ, forkserver.FORKSERVER_ENV: fork_server}
+    proc = subprocess.Popen([sys.executable, "-c", trainer, "4"], env=env)
+    deadline = time.monotonic() + 20
+    while len(_named(name)) < 2 and time.monotonic() < deadline:  # the program and its daemon are up
+        time.sleep(0.1)
+    assert len(_named(name)) == 2
+    assert proc.wait(30) == 0
+    deadline = time.monotonic() + 5
+    while _named(name) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _named(name) == []
