@@ -103,6 +103,10 @@ def command_parser() -> argparse.ArgumentParser:
         help="connections held at once per client address (default: half of those held in all)",
     )  # fmt: skip
     serve.add_argument(
+        "--max-answers-mb", dest="max_answers_mb", type=int, default=2048,
+        help="memory for answers held at once, each counted at its worst case (16x its output cap); else 429",
+    )  # fmt: skip
+    serve.add_argument(
         "--secret-env", dest="secret_env", default="TRL_EXT_SANDBOX_SECRET",
         help="environment variable holding the shared secret clients must send (Authorization: Bearer ...); "
         "unset: no secret (a warning when listening beyond 127.0.0.1)",

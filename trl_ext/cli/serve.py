@@ -13,4 +13,5 @@ def run(args: argparse.Namespace) -> None:
     secret = os.environ.get(args.secret_env) or None  # never on the command line, where `ps` shows it
     limits = {"max_request_bytes": request_bytes, "read_timeout_s": args.read_timeout, "secret": secret}
     limits |= {"header_timeout_s": args.header_timeout, "per_address": args.per_address}
+    limits |= {"max_answers_mb": args.max_answers_mb}
     serve(ServeConfig(args.host, args.port, args.workers, args.queue, args.backend, **limits))

@@ -49,6 +49,10 @@ from trl_ext.sandbox.serve_http import HEADER_TIMEOUT_S, BoundedHTTPServer, Dead
 _SPARE_CONNECTIONS = 32  # threads beyond workers + queue: they answer 429, 400, 401 while the queue is full
 _DRAIN_BYTES = 1 << 20  # an unread body is read and dropped up to this size, so the client gets the answer
 _DRAIN_S = 5.0
+# what the service may hold for one answer per byte of the run's output cap, at worst: the bytes read, the decoded
+# text (two bytes a character once one is not Latin-1), its JSON (``\\u0001`` and ``\\ufffd``: six characters a
+# byte) and that JSON encoded; red team round 12 held 8.4x for bytes 0x01 (430 MiB after 3 unread answers)
+ANSWER_BYTES_PER_OUTPUT_BYTE = 16
 _LOGGER = logging.getLogger("trl_ext.sandbox.server")
 
 
@@ -68,9 +72,11 @@ class ServeConfig:
     secret: str | None = dataclasses.field(default=None, repr=False)
     header_timeout_s: float = HEADER_TIMEOUT_S
     per_address: int | None = None  # connections held per client address; None: half the held places
+    max_answers_mb: int = 2048  # answers held at once, at their worst case (ANSWER_BYTES_PER_OUTPUT_BYTE), else 429
 
     def __post_init__(self) -> None:
         positive = ("workers", "queue", "max_request_bytes", "max_timeout_s", "max_memory_mb", "read_timeout_s")
+        positive += ("max_answers_mb",)
         for name in (*positive, "header_timeout_s", *(("per_address",) if self.per_address is not None else ())):
             if not getattr(self, name) > 0:
                 raise ValueError(
@@ -87,11 +93,25 @@ class ServeConfig:
 
 
 class _Admission:
-    """At most ``workers`` runs at once and ``queue`` more waiting; beyond that, refuse at once."""
+    """At most ``workers`` runs at once and ``queue`` more waiting, and answers of at most ``answer_bytes`` in all;
+    beyond that, refuse at once."""
 
-    def __init__(self, workers: int, queue: int) -> None:
+    def __init__(self, workers: int, queue: int, answer_bytes: int) -> None:
         self._lock, self._admitted, self._limit = threading.Lock(), 0, workers + queue
         self._running = threading.Semaphore(workers)
+        self._answers_free = answer_bytes
+
+    def hold_answer(self, size: int) -> bool:
+        """Take ``size`` bytes of the answers' budget (an answer's worst case, before its run); False: none left."""
+        with self._lock:
+            if size > self._answers_free:
+                return False
+            self._answers_free -= size
+            return True
+
+    def drop_answer(self, size: int) -> None:
+        with self._lock:
+            self._answers_free += size
 
     def reserve(self) -> bool:
         """Take a place (running or waiting) without waiting; False when every place is taken."""
@@ -115,7 +135,7 @@ def make_server(config: ServeConfig, backend: Backend | None = None) -> BoundedH
     runner = backend or get_backend(config.backend)
     if runner.name == "remote":
         raise ValueError("sandbox-serve runs programs locally: `--backend` cannot be remote.")
-    admission = _Admission(config.workers, config.queue)
+    admission = _Admission(config.workers, config.queue, config.max_answers_mb << 20)
     expected = f"Bearer {config.secret}".encode() if config.secret else None
 
     class Handler(BaseHTTPRequestHandler):
@@ -210,12 +230,20 @@ def make_server(config: ServeConfig, backend: Backend | None = None) -> BoundedH
             del data
             if request.language != "python":
                 return self._reply(200, unavailable_language(request.language))
+            self._answer(request)
+
+        def _answer(self, request: RunRequest) -> None:
+            """Run ``request`` and answer it, its answer's worst case held in the answers' budget meanwhile."""
+            size = request.limits.max_output_bytes * ANSWER_BYTES_PER_OUTPUT_BYTE
+            if size > config.max_answers_mb << 20:
+                most = (config.max_answers_mb << 20) // ANSWER_BYTES_PER_OUTPUT_BYTE
+                return self._reply(400, {"detail": f"`output_limit_bytes` is over this service's ~{most}"})
+            if not admission.hold_answer(size):
+                return self._reply(429, {"detail": "the answers' memory is taken: retry later, or ask less output"})
             try:
-                reply = _execute(runner, request, admission.running)
-            except Exception:  # a fault of this service, not of the request: the client retries 500
-                _LOGGER.exception("sandbox-serve: the run failed")
-                return self._reply(500, {"detail": "internal error of the execution service"})
-            self._reply(200, reply)
+                self._reply(*_executed(runner, request, admission.running))
+            finally:
+                admission.drop_answer(size)
 
     timeouts = (config.read_timeout_s, config.header_timeout_s)
     return BoundedHTTPServer(
@@ -245,6 +273,15 @@ def _screen(expected: bytes | None) -> Callable[[bytes], bytes | None] | None:
         return None if hmac.compare_digest(given.encode("utf-8", "replace"), expected) else _UNAUTHORIZED
 
     return screen
+
+
+def _executed(runner: Backend, request: RunRequest, running: threading.Semaphore) -> tuple[int, dict]:
+    """(HTTP status, answer) of ``request`` run by ``runner``: 500 for a fault of this service (the client retries)."""
+    try:
+        return 200, _execute(runner, request, running)
+    except Exception:
+        _LOGGER.exception("sandbox-serve: the run failed")
+        return 500, {"detail": "internal error of the execution service"}
 
 
 def _execute(runner: Backend, request: RunRequest, running: threading.Semaphore) -> dict:
