@@ -1,0 +1,23 @@
+"""Classes 3 and 7 through the remote backend: programs that wait out their time limit at a busy ``sandbox-serve``
+do not turn the right programs queued behind them into ``infra_error`` (red team round 12: a batch of 14 sleeping
+wrong programs and 2 right ones on a service of 2 workers gave a right program None after 75 s; TRL drops such a
+row). The remote backend keeps at most twice the service's workers in flight (its ``/health`` says how many) and
+counts a request's deadline from when it is sent."""
+
+from __future__ import annotations
+
+from trl_ext.rewards import CodeTests
+from trl_ext.sandbox.remote import RemoteBackend
+
+from ._serve import serving
+
+SLEEPER = "```python\nimport time\ntime.sleep(30)  # {}\n```"  # distinct: identical programs are graded once
+RIGHT = "```python\nprint(int(input()) * 2)\n```"
+SPEC = {"kind": "stdio", "cases": [{"input": "21\n", "output": "42"}]}
+
+
+def test_slow_wrong_programs_never_make_a_right_one_infrastructure():
+    with serving(workers=1, queue=16) as url:
+        reward = CodeTests(backend=RemoteBackend(url, queue_s=0.5, retries=0), timeout_s=1.5, workers=8)
+        completions = [SLEEPER.format(k) for k in range(5)] + [RIGHT]
+        assert reward(completions, tests=[SPEC] * len(completions)) == [0.0] * 5 + [1.0]
