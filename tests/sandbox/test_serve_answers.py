@@ -2,15 +2,18 @@
 three requests of ~300 bytes printing 16 MiB of control bytes held 401 MiB while their clients did not read). Each
 request holds its answer's worst case (``ANSWER_BYTES_PER_OUTPUT_BYTE`` times its output cap) from a budget of the
 service's, taken before the run and given back once the answer is written; past it, 429 (400 for a request that
-alone asks more than the whole budget)."""
+alone asks more than the whole budget). The answer's JSON is written a piece at a time, never held whole."""
 
 from __future__ import annotations
 
+import json
+import random
 import threading
-import tracemalloc
 
+from trl_ext.sandbox.serve_http import json_pieces
 from trl_ext.sandbox.server import ANSWER_BYTES_PER_OUTPUT_BYTE
 
+from .._backends import start_server, stop_server
 from ._serve import post, serving
 
 _CAP = 2 << 20
@@ -22,7 +25,7 @@ def _request(sleep: float = 0.0, size: int = _CAP, cap: int = _CAP) -> dict:
 
 
 def test_answers_held_at_once_stay_within_the_services_budget():
-    with serving(workers=2, queue=4, max_answers_mb=48) as url:  # one 2 MiB answer's worst case: ~34 MiB
+    with serving(workers=2, queue=4, max_answers_mb=36) as url:  # one 2 MiB answer's worst case: ~26 MiB
         codes: list = []
         threads = [threading.Thread(target=lambda: codes.append(post(url, _request(1.5))[0])) for _ in range(2)]
         for thread in threads:
@@ -36,14 +39,41 @@ def test_answers_held_at_once_stay_within_the_services_budget():
         assert status == 400 and "output_limit_bytes" in answer["detail"]
 
 
+def _peak_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+
+
 def test_an_answer_takes_no_more_memory_than_it_holds_of_the_budget():
-    with serving(workers=1, queue=1) as url:
+    """The worst output for an answer's size: bytes that are no UTF-8 (each a replacement character, six once
+    escaped) and one character outside the BMP (four bytes a character for the whole text), twice in a row."""
+    worst = "import sys\nsys.stdout.buffer.write(bytes([255]) * {size} + chr(0x1F600).encode())\n"
+    request = {"code": worst.format(size=_CAP - 8), "language": "python", "output_limit_bytes": _CAP}
+    proc, url = start_server("--workers", "1")
+    try:
         post(url, _request(size=10))  # the service's own first-use allocations
-        tracemalloc.start()
-        try:
-            status, answer = post(url, _request())
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
-    assert status == 200 and answer["run_result"]["stdout"] == "\x01" * _CAP
-    assert peak <= ANSWER_BYTES_PER_OUTPUT_BYTE * _CAP  # the test's own copy of the answer included
+        before = _peak_kib(proc.pid)
+        for _ in range(2):
+            status, answer = post(url, request)
+            assert status == 200 and len(answer["run_result"]["stdout"]) > _CAP // 4
+        grown = (_peak_kib(proc.pid) - before) << 10
+    finally:
+        stop_server(proc)
+    assert grown <= ANSWER_BYTES_PER_OUTPUT_BYTE * _CAP, grown / _CAP
+
+
+def test_the_answers_pieces_are_json_dumps():
+    rng = random.Random(12)
+
+    def value(depth: int = 0):
+        pick = rng.random()
+        if depth > 3 or pick < 0.4:
+            long = "x" * rng.randint(0, 3 << 16) + '\x01\u00e9\U0001f600\\"'
+            return rng.choice([None, True, False, 1.5, -3, 10**30, "", "\ufffd" * 5, long])
+        if pick < 0.7:
+            return {f"k{k}\n\u00e9": value(depth + 1) for k in range(rng.randint(0, 4))}
+        return [value(depth + 1) for _ in range(rng.randint(0, 4))]
+
+    for _ in range(400):
+        sample = value()
+        assert "".join(json_pieces(sample)) == json.dumps(sample)

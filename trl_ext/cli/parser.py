@@ -104,7 +104,7 @@ def command_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     serve.add_argument(
         "--max-answers-mb", dest="max_answers_mb", type=int, default=2048,
-        help="memory for answers held at once, each counted at its worst case (16x its output cap); else 429",
+        help="memory for answers held at once, each counted at its worst case (12x its output cap); else 429",
     )  # fmt: skip
     serve.add_argument(
         "--secret-env", dest="secret_env", default="TRL_EXT_SANDBOX_SECRET",
