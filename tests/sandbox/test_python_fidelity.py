@@ -103,3 +103,16 @@ def test_the_program_is_main_and_a_file_as_under_python(backend, fork_server, tm
     asserts = {"kind": "assert", "code": "assert f() == 'solution.py'"}
     program = f"```python\n{SELF}```"
     assert CodeTests(timeout_s=20)([f"```python\n{SELF + SELF_CHECK}```", program], tests=[stdio, asserts]) == [1, 1]
+
+
+GLOBALS = "print(sorted((k, type(v).__name__) for k, v in globals().items()))\n"
+
+
+def test_the_programs_module_has_pythons_names(backend, fork_server, tmp_path):
+    """Red team round 13: ``__builtins__`` was the builtins dict in the SandboxFusion files wrapper and
+    ``__loader__`` None; every path makes the program's module in one place (``_harness_python._main_module``)."""
+    plain = _plain(GLOBALS, tmp_path).stdout
+    assert "('__loader__', 'SourceFileLoader')" in plain and "('__builtins__', 'module')" in plain
+    assert run(GLOBALS, timeout_s=20).stdout == plain
+    stdio = {"kind": "stdio", "cases": [{"input": "", "output": plain}]}
+    assert CodeTests(timeout_s=20)([f"```python\n{GLOBALS}```"], tests=[stdio]) == [1.0]

@@ -172,3 +172,6 @@ def test_the_program_is_the_main_module_as_under_python(url, files):
     assert (ended.status, ended.run_result.stdout) == (RunStatus.Success, "7\n"), ended
     located = _run(url, code="import os\nprint(os.path.basename(__file__))", language="python", files=files)
     assert (located.status, located.run_result.stdout) == (RunStatus.Success, "solution.py\n"), located
+    names = "print(sorted((k, type(v).__name__) for k, v in globals().items()))"
+    described = _run(url, code=names, language="python", files=files).run_result.stdout
+    assert "('__builtins__', 'module')" in described and "('__loader__', 'SourceFileLoader')" in described, described

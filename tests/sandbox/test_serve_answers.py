@@ -25,7 +25,9 @@ def _request(sleep: float = 0.0, size: int = _CAP, cap: int = _CAP) -> dict:
 
 
 def test_answers_held_at_once_stay_within_the_services_budget():
-    with serving(workers=2, queue=4, max_answers_mb=36) as url:  # one 2 MiB answer's worst case: ~26 MiB
+    with serving(
+        workers=2, queue=4, max_answers_mb=48
+    ) as url:  # one answer's worst case: 12 x (2 MiB + 1 MiB of stderr) ~ 38 MiB
         codes: list = []
         threads = [threading.Thread(target=lambda: codes.append(post(url, _request(1.5))[0])) for _ in range(2)]
         for thread in threads:
@@ -45,10 +47,12 @@ def _peak_kib(pid: int) -> int:
 
 
 def test_an_answer_takes_no_more_memory_than_it_holds_of_the_budget():
-    """The worst output for an answer's size: bytes that are no UTF-8 (each a replacement character, six once
-    escaped) and one character outside the BMP (four bytes a character for the whole text), twice in a row."""
-    worst = "import sys\nsys.stdout.buffer.write(bytes([255]) * {size} + chr(0x1F600).encode())\n"
-    request = {"code": worst.format(size=_CAP - 8), "language": "python", "output_limit_bytes": _CAP}
+    """The worst output for an answer's size, on stdout and on stderr (red team round 13: stderr was not counted):
+    bytes that are no UTF-8 (each a replacement character, six once escaped) and one character outside the BMP
+    (four bytes a character for the whole text), twice in a row."""
+    worst = "import sys\nfor out in (sys.stdout, sys.stderr):\n"
+    worst += "    out.buffer.write(bytes([255]) * {size} + chr(0x1F600).encode())\n"
+    request = {"code": worst.format(size=(1 << 20) - 8), "language": "python", "output_limit_bytes": _CAP}
     proc, url = start_server("--workers", "1")
     try:
         post(url, _request(size=10))  # the service's own first-use allocations
@@ -59,7 +63,7 @@ def test_an_answer_takes_no_more_memory_than_it_holds_of_the_budget():
         grown = (_peak_kib(proc.pid) - before) << 10
     finally:
         stop_server(proc)
-    assert grown <= ANSWER_BYTES_PER_OUTPUT_BYTE * _CAP, grown / _CAP
+    assert grown <= ANSWER_BYTES_PER_OUTPUT_BYTE * (_CAP + (1 << 20)), grown / _CAP  # stdout's cap and stderr's
 
 
 def test_the_answers_pieces_are_json_dumps():
@@ -77,3 +81,10 @@ def test_the_answers_pieces_are_json_dumps():
     for _ in range(400):
         sample = value()
         assert "".join(json_pieces(sample)) == json.dumps(sample)
+
+
+def test_stderr_is_charged_as_stdout_is():
+    """A request asking one byte of stdout still carries up to 1 MiB of stderr: its share counts both."""
+    with serving(workers=1, queue=1, max_answers_mb=12) as url:  # 12 x (1 MiB of stderr + headroom) > 12 MiB
+        status, answer = post(url, _request(size=1, cap=1))
+    assert status == 400 and "output_limit_bytes" in answer["detail"]

@@ -28,7 +28,7 @@ import sys
 # Imports are kept to C modules: the start-up of every run pays for each import (and for compiling this file).
 
 if False:  # never runs: ``base.HARNESS_SOURCE`` is _harness_python.py, then this file, as one source
-    from trl_ext.sandbox._harness_python import _depth, _program_file
+    from trl_ext.sandbox._harness_python import _depth, _main_module, _program_file
 
 
 # Builtins as the harness found them, before any program: the functions defined below, and the runtime's (run over
@@ -402,7 +402,7 @@ def _main(runtime=None, confine=None):
         os.close(nonce_fd)
     if payload["mode"] != "script":  # a judged mode: the harness describes the program after it ran
         runtime["_main_depth"] = _depth()  # before the audit hook refuses frames
-        runtime["_program_file"] = _program_file
+        runtime["_program_file"], runtime["_main_module"] = _program_file, _main_module
         runtime["_undumpable"]()
         runtime["_referents"] = _deny_frames()
     if payload["mode"] == "script":
@@ -411,12 +411,8 @@ def _main(runtime=None, confine=None):
         del payload_fd, ready_fd, nonce_fd, out_fd
         code = payload.pop("code")
         sys.setrecursionlimit(sys.getrecursionlimit() + _depth() + 1)  # and exec's entry: as python's frames
-        main = sys.modules["__main__"] = type(sys)("__main__")  # unittest, doctest, pickle and ``import __main__``
-        main.__builtins__ = builtins  # find the program's module, as under ``python solution.py``
         path = _program_file(code)
-        if path is not None:
-            main.__file__ = path
-        exec(compile(code, path or "solution.py", "exec"), main.__dict__)
+        exec(compile(code, path or "solution.py", "exec"), _main_module(path).__dict__)
     else:
         runtime["main"](payload, out_fd, payload_fd, _read_frame, _parse_json)
 

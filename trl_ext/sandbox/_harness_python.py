@@ -52,3 +52,18 @@ def _program_file(code):
 
 
 _site_builtins()
+
+
+def _main_module(path):
+    """The program's module as ``python solution.py`` makes it, now ``sys.modules["__main__"]`` (unittest, doctest,
+    pickle and ``import __main__`` find it): the builtins module as ``__builtins__``, ``__annotations__`` and
+    ``__cached__``, and where its source is a file (``path``, ``_program_file``) ``__file__`` and a source loader
+    (red team rounds 12 and 13). Every mode makes the program's module here; the SandboxFusion files wrapper copies
+    these names from the module this made for it (``run_code.py``)."""
+    module = type(sys)("__main__")
+    module.__builtins__, module.__annotations__, module.__cached__ = builtins, {}, None
+    if path is not None:
+        module.__file__ = path
+        module.__loader__ = sys.modules["_frozen_importlib_external"].SourceFileLoader("__main__", path)
+    sys.modules["__main__"] = module
+    return module

@@ -13,7 +13,6 @@ and writes each case's status and raw output. Records are marker-prefixed lines 
 """
 
 import atexit
-import builtins
 import posix as os  # os itself is a Python module with imports of its own
 import resource
 import select
@@ -29,7 +28,7 @@ _perf_counter = time.perf_counter
 _module_type = type(sys)
 
 if False:  # never runs: ``judge.harness_runtime`` compiles _harness_values.py and this file as one module
-    from trl_ext.sandbox._harness import _program_file  # set by the harness (``_harness._main``)
+    from trl_ext.sandbox._harness import _main_module, _program_file  # set by the harness (``_harness._main``)
     from trl_ext.sandbox._harness_env import _redirect, _seed_random, _with_streams
     from trl_ext.sandbox._harness_live import _LOADED, _live_call, _module_state, _watch_modules
     from trl_ext.sandbox._harness_program import _describe
@@ -79,15 +78,10 @@ def _flush_stdout():
 
 
 def _new_namespace(path=None):
-    """The program's module, as ``python solution.py`` makes it (``__file__``: ``path``, its source written by
-    the harness's ``_program_file``), and ``sys.modules["__main__"]`` from now on in place of the harness's (``python -c`` made
-    the harness ``__main__``: its namespace is out of the program's reach, red team R10J-1)."""
-    module = _module_type("__main__")
-    module.__builtins__ = builtins
-    if path is not None:
-        module.__file__ = path
-    sys.modules["__main__"] = module
-    return module.__dict__
+    """The program's namespace: its module as ``python solution.py`` makes it (the harness's ``_main_module``), in
+    place of the harness's ``__main__`` (``python -c`` made the harness ``__main__``: its namespace is out of the
+    program's reach, red team R10J-1)."""
+    return _main_module(path).__dict__
 
 
 def _resolve(namespace, fn_name):

@@ -285,13 +285,19 @@ if {fetch!r} or {capped!r}:
         _os.close(_trl_ext_w)
     del _trl_ext_r, _trl_ext_w, _trl_ext_pid
 _sys.path.insert(0, _os.getcwd())
+_trl_ext_made = _sys.modules["__main__"]  # made for this wrapper by the harness, as python makes __main__
 _trl_ext_main = _sys.modules["__main__"] = type(_sys)("__main__")
-_trl_ext_file = None if "solution.py" in [name for name, _ in {files!r}] else _os.getcwd() + "/solution.py"
-if _trl_ext_file is not None:
-    with open(_trl_ext_file, "w", encoding="utf-8", errors="surrogatepass") as _trl_ext_handle:
+for _trl_ext_name in ("__builtins__", "__cached__", "__file__", "__loader__"):
+    if hasattr(_trl_ext_made, _trl_ext_name):
+        setattr(_trl_ext_main, _trl_ext_name, getattr(_trl_ext_made, _trl_ext_name))
+_trl_ext_main.__annotations__ = {{}}
+if "solution.py" in [name for name, _ in {files!r}]:  # one of the request's files, no source of the program's
+    _trl_ext_main.__dict__.pop("__file__", None)
+    _trl_ext_main.__dict__.pop("__loader__", None)
+elif hasattr(_trl_ext_main, "__file__"):  # the harness wrote this wrapper there: the program's source instead
+    with open(_trl_ext_main.__file__, "w", encoding="utf-8", errors="surrogatepass") as _trl_ext_handle:
         _trl_ext_handle.write({code!r})
-    _trl_ext_main.__file__ = _trl_ext_file
-exec(compile({code!r}, _trl_ext_file or "solution.py", "exec"), _trl_ext_main.__dict__)
+exec(compile({code!r}, getattr(_trl_ext_main, "__file__", "solution.py"), "exec"), _trl_ext_main.__dict__)
 """
 
 

@@ -237,9 +237,10 @@ def make_server(config: ServeConfig, backend: Backend | None = None) -> BoundedH
 
         def _answer(self, request: RunRequest) -> None:
             """Run ``request`` and answer it, its answer's worst case held in the answers' budget meanwhile."""
-            size = request.limits.max_output_bytes * ANSWER_BYTES_PER_OUTPUT_BYTE
+            caps = request.limits.max_output_bytes + request.limits.max_stderr_bytes  # every output the answer carries
+            size = caps * ANSWER_BYTES_PER_OUTPUT_BYTE  # (stdout's cap holds the fetched files' too)
             if size > config.max_answers_mb << 20:
-                most = (config.max_answers_mb << 20) // ANSWER_BYTES_PER_OUTPUT_BYTE
+                most = (config.max_answers_mb << 20) // ANSWER_BYTES_PER_OUTPUT_BYTE - request.limits.max_stderr_bytes
                 return self._reply(400, {"detail": f"`output_limit_bytes` is over this service's ~{most}"})
             if not admission.hold_answer(size):
                 return self._reply(429, {"detail": "the answers' memory is taken: retry later, or ask less output"})
