@@ -6,6 +6,8 @@ counts a request's deadline from when it is sent."""
 
 from __future__ import annotations
 
+import threading
+
 from trl_ext.rewards import CodeTests
 from trl_ext.sandbox.remote import RemoteBackend
 
@@ -21,3 +23,24 @@ def test_slow_wrong_programs_never_make_a_right_one_infrastructure():
         reward = CodeTests(backend=RemoteBackend(url, queue_s=0.5, retries=0), timeout_s=1.5, workers=8)
         completions = [SLEEPER.format(k) for k in range(5)] + [RIGHT]
         assert reward(completions, tests=[SPEC] * len(completions)) == [0.0] * 5 + [1.0]
+
+
+def test_ranks_queueing_at_one_service_get_no_none_at_the_defaults():
+    """Red team round 13: each rank of a job has its own remote backend; their requests queue at the service
+    together, about one run per rank ahead of each. At the defaults no row becomes infrastructure. (The round's
+    own case, 8 ranks with ``timeout_s`` 8 against the old 60 s default, takes minutes: its repro is outside the
+    suite; this checks the shape at a size the suite affords.)"""
+    with serving(workers=1, queue=16) as url:
+        scores: list = []
+
+        def rank(k: int) -> None:
+            reward = CodeTests(backend=RemoteBackend(url, retries=0), timeout_s=1.0, workers=4)
+            completions = [SLEEPER.format(f"{k}-{j}") for j in range(2)] + [RIGHT]
+            scores.append(reward(completions, tests=[SPEC] * 3))
+
+        threads = [threading.Thread(target=rank, args=(k,)) for k in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+    assert sorted(scores) == [[0.0, 0.0, 1.0]] * 3

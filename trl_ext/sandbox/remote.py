@@ -198,7 +198,9 @@ class RemoteBackend(Backend):
         retries: attempts after the first one on connection errors, 5xx and 429 (exponential backoff from
             ``backoff_s``, with jitter), all within the request's deadline.
         queue_s: how long a request may wait at the service (and in retries) on top of the run's own time:
-            the request's deadline is ``timeout_s`` + start-up slack + ``queue_s``.
+            the request's deadline is ``timeout_s`` + start-up slack + ``queue_s``. Every rank of a job keeps up to
+            twice the service's workers in flight, so with R ranks a request can wait about R runs there: the
+            default (15 min) leaves a busy service's queue to it and still ends a request a hung service holds.
         secret: the service's shared secret, sent as ``Authorization: Bearer <secret>`` (default: the
             ``TRL_EXT_SANDBOX_SECRET`` environment variable; none when unset). It never enters a sandbox.
         protocol: "auto" sends ``trl-ext sandbox-serve`` the harness's payload itself where its ``/health``
@@ -214,7 +216,7 @@ class RemoteBackend(Backend):
         max_concurrency: int = 64,
         retries: int = 4,
         backoff_s: float = 0.5,
-        queue_s: float = 60.0,
+        queue_s: float = 900.0,
         secret: str | None = None,
         protocol: str | None = None,
     ) -> None:
