@@ -28,7 +28,7 @@ for line in sys.stdin:
         if task.get("once"):
             open(task["once"], "w").close()
         os._exit(1)
-    out.write(json.dumps({"n": task["n"], "pid": os.getpid()}) + "\n")
+    out.write(json.dumps({"n": task["n"], "pid": os.getpid(), "pad": "x" * task.get("pad", 0)}) + "\n")
 """
 
 
@@ -157,3 +157,12 @@ def test_the_pool_waits_on_descriptors_past_selects_limit():
         for fd in held:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_long_answers_cross_many_reads_whole_and_in_order(pool):
+    """An answer line longer than many reads (64 KiB each) is read whole: the reader keeps what came and looks for
+    the line's end in each new read only (red team round 13: a copy and a scan of the whole line per read made a
+    long answer quadratic in the trainer)."""
+    sizes = [3 << 20, 10, 1 << 20, (1 << 16) - 1]
+    answers = pool.map([{"n": n, "pad": size} for n, size in enumerate(sizes)], 60)
+    assert [(a["n"], len(a["pad"])) for a in answers] == list(enumerate(sizes))
