@@ -44,3 +44,15 @@ def test_ranks_queueing_at_one_service_get_no_none_at_the_defaults():
         for thread in threads:
             thread.join(120)
     assert sorted(scores) == [[0.0, 0.0, 1.0]] * 3
+
+
+def test_a_test_of_many_cases_fits_the_services_longest_run():
+    """Red team round 13 (R13J-3): a stdio or call test is one run for all its cases, whose time limit grows with
+    them; past the service's ``--max-timeout`` it refused the request (400), and every program of such a row was
+    None. The remote backend reads the service's longest run from ``/health`` and asks no more; each case keeps its
+    own deadline there."""
+    with serving(workers=1, max_timeout_s=3.0) as url:
+        cases = [{"input": f"{k}\n", "output": str(2 * k)} for k in range(6)]  # 6 x (1 s + slack) > 3 s
+        reward = CodeTests(backend=RemoteBackend(url, retries=0), timeout_s=1.0)
+        right = "```python\nprint(int(input()) * 2)\n```"
+        assert reward([right, SLEEPER.format("many")], tests=[{"kind": "stdio", "cases": cases}] * 2) == [1.0, 0.0]

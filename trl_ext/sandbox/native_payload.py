@@ -28,6 +28,7 @@ FIELD = "trl_ext_payload"
 HEALTH_KEY = "trl_ext_payload"  # GET /health: the harness digest this service runs payloads with
 LIMIT_KEY = "max_request_bytes"  # GET /health: the largest request body the service reads
 WORKERS_KEY = "workers"  # GET /health: the programs the service runs at once
+TIMEOUT_KEY = "max_timeout_s"  # GET /health: the longest run_timeout the service accepts
 # the limits a client may set, each with the most a service grants (RLIMIT values; scratch is disk or tmpfs)
 # nproc and nofile: behind a non-root service every run shares its uid's process budget (RLIMIT_NPROC counts
 # per uid), so one client may ask for at most twice the default of either

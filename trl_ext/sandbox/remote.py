@@ -226,6 +226,7 @@ class RemoteBackend(Backend):
             raise ValueError(f"remote `protocol` (or {PROTOCOL_ENV}) must be auto or bootstrap, got {self.protocol!r}")
         self._speaks_payload, self._asked_at, self._probe_lock = False, -math.inf, threading.Lock()
         self._max_body: float = math.inf  # the service's request limit, where its ``/health`` names one
+        self._max_timeout: float = math.inf  # the longest run it accepts, where its ``/health`` names it
         secret = secret if secret is not None else os.environ.get(SECRET_ENV)
         self._headers = {"Content-Type": "application/json"}
         if secret:
@@ -255,6 +256,9 @@ class RemoteBackend(Backend):
         native = self.speaks_payload()
         if native:
             request[native_payload.FIELD] = native_payload.request_field(payload, limits, nonce, progress)
+            # a test's run (all its cases) fits the service's longest, which would refuse more (400: every program
+            # of a many-case row None, red team round 13); each case keeps its own deadline there
+            request["run_timeout"] = min(limits.timeout_s, self._max_timeout)
         else:
             request.update(
                 code=bootstrap(payload, nonce, limits, progress), run_timeout=limits.timeout_s + _START_SLACK_S
@@ -288,6 +292,8 @@ class RemoteBackend(Backend):
                 self._speaks_payload = health.get(native_payload.HEALTH_KEY) == harness_digest()
                 limit, workers = health.get(native_payload.LIMIT_KEY), health.get(native_payload.WORKERS_KEY)
                 self._max_body = limit if type(limit) is int and limit > 0 else math.inf
+                longest = health.get(native_payload.TIMEOUT_KEY)
+                self._max_timeout = longest if type(longest) in (int, float) and longest > 0 else math.inf
                 if self._service_slots is None and type(workers) is int and 0 < workers < 1 << 16:
                     # at most one request waiting per worker there: one queued behind many slow runs spent its
                     # deadline waiting and came back infra_error, a right program's None (red team round 12)

@@ -197,6 +197,7 @@ def make_server(config: ServeConfig, backend: Backend | None = None) -> BoundedH
                 health = {"status": "ok", "backend": runner.name, native_payload.HEALTH_KEY: harness_digest()}
                 health[native_payload.LIMIT_KEY] = config.max_request_bytes
                 health[native_payload.WORKERS_KEY] = config.workers
+                health[native_payload.TIMEOUT_KEY] = config.max_timeout_s
                 self._reply(200, health if self.path == "/health" else "pong")
             else:
                 self._reply(404, {"detail": f"no such endpoint {self.path[:200]}"})
