@@ -5,15 +5,21 @@ backend, per run and through its fork server."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
 import pytest
 
 from trl_ext.sandbox import forkserver
+
+from .._backends import start_server, stop_server
+from ._serve import post
 
 PROGRAM = """
 import ctypes, os, time
@@ -64,3 +70,31 @@ def test_a_trainer_that_exits_leaves_no_process_of_its_runs(backend, fork_server
     while _named(name) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _named(name) == []
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT], ids=["TERM", "HUP", "QUIT"])
+def test_a_service_stopped_by_a_signal_leaves_no_process_of_its_runs(number):
+    """Red team rounds 12 and 13: a run's daemon outlived ``sandbox-serve`` stopped by SIGTERM, then by SIGHUP or
+    SIGQUIT (their default actions run no exit hook): each is a clean exit now."""
+    name = "served" + uuid.uuid4().hex[:6]
+    proc, url = start_server("--workers", "1", "--backend", "landlock")
+    try:
+        client = threading.Thread(target=_post_quietly, args=(url, PROGRAM.format(name=name)), daemon=True)
+        client.start()
+        deadline = time.monotonic() + 20
+        while len(_named(name)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(_named(name)) == 2
+        proc.send_signal(number)
+        proc.wait(30)
+    finally:
+        stop_server(proc)
+    deadline = time.monotonic() + 5
+    while _named(name) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _named(name) == []
+
+
+def _post_quietly(url: str, code: str) -> None:
+    with contextlib.suppress(Exception):  # the service goes away mid-request
+        post(url, {"code": code, "language": "python", "run_timeout": 40})

@@ -334,7 +334,8 @@ def serve(config: ServeConfig) -> None:
         f"{config.workers} workers, queue {config.queue}, {'secret required' if config.secret else 'no secret'})",
         flush=True,
     )
-    signal.signal(signal.SIGTERM, _terminate)  # a clean exit: the fork servers stop and their directories go
+    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):  # a clean exit: the fork servers stop, their
+        signal.signal(number, _terminate)  # directories go and runs in flight are killed (red team round 13: HUP)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
