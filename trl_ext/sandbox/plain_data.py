@@ -36,8 +36,9 @@ _SHARED = ["_BIG_INT_BITS", "_FACTORIES", "_MAX_DEPTH", "_TRACKED", "encode", "e
 _BIG_INT_BITS, _FACTORIES, _MAX_DEPTH, _TRACKED, encode, encode_call, text_of, nan_of = (
     getattr(_encoder, n) for n in _SHARED
 )
-ProgramOrderFrozenset, ProgramOrderSet, _plain_kind, subclass_value = (
-    getattr(_sets, n) for n in ("ProgramOrderFrozenset", "ProgramOrderSet", "_plain_kind", "subclass_value")
+ProgramOrderFrozenset, ProgramOrderSet, _plain_kind, subclass_value, _reordered = (
+    getattr(_sets, n)
+    for n in ("ProgramOrderFrozenset", "ProgramOrderSet", "_plain_kind", "subclass_value", "reordered")
 )
 
 _MAX_HEX_DIGITS = 1 << 18  # a bigger int (over a million bits) is no answer: refused, not decoded
@@ -273,6 +274,7 @@ def _real_sets(frozen: bool, items: list, slots: int, made: set | None, memo: di
     yield frozenset(items) if frozen else _filled(made, items)
     if memo.get("loose") or memo.get("any_order"):  # the trainer: the program's order is the evaluation's concern
         return
+    yield from _reordered(frozen, items, slots, made)
     size = max(slots // 4, 5, len(items))  # a dict of this size presizes an empty set to ``slots`` entries
     if frozen or not 16 <= slots <= min(_MAX_SLOTS, _SLOTS_LEFT[0]) or 2 * size >= slots:
         return

@@ -8,7 +8,9 @@ Stdlib only and no trl_ext import: loaded like ``plain_data.py`` (see there).
 from __future__ import annotations
 
 import ast
+import random
 import types
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -21,6 +23,29 @@ def _in_order(made: set | frozenset, base_iter: Any) -> list:
     kept = [item for item in getattr(made, "_order", ()) if item in made]
     known = set(kept)
     return kept + [item for item in base_iter(made) if item not in known]
+
+
+_ORDERS = 64  # insertion orders tried where colliding elements took their slots otherwise than listed
+_SET_BYTES = set.__sizeof__(set())
+
+
+def reordered(frozen: bool, items: list, slots: int, made: set | None) -> Iterator[set | frozenset]:
+    """Real sets holding ``items`` in a table of the program's size (``slots``, where a fresh one has it), inserted
+    in other orders: of two colliding elements the first inserted takes the first slot, so the elements listed in
+    the program's order can fill a fresh table otherwise (red team round 13: ``{15, 7}`` made from 7 then 15 lists
+    as [7, 15], a set of 15 then 7 as [15, 7]). ``made``: the set to fill (None for a frozenset)."""
+    fresh = (frozenset.__sizeof__(frozenset(items)) - _SET_BYTES) // 16
+    if not 2 <= len(items) <= 64 or max(fresh, 8) != slots:
+        return
+    shuffler, order = random.Random(len(items)), list(items)
+    for _ in range(_ORDERS):
+        shuffler.shuffle(order)
+        if made is None:
+            yield frozenset(order)
+        else:
+            made.clear()
+            made.update(order)
+            yield made
 
 
 class ProgramOrderSet(set):
