@@ -13,6 +13,7 @@ import pytest
 
 from trl_ext.rewards import CodeTests
 from trl_ext.sandbox import forkserver, run
+from trl_ext.sandbox.limits import SAFE_ENV
 
 EXITS = [
     "print('NO')\nexit()",
@@ -43,7 +44,10 @@ def fork_server(request, monkeypatch) -> bool:
 def _plain(code: str, tmp_path, stdin: str = "") -> subprocess.CompletedProcess:
     path = tmp_path / "solution.py"
     path.write_text(code)
-    return subprocess.run([sys.executable, "-s", str(path)], input=stdin, capture_output=True, text=True, cwd=tmp_path)
+    env = {**SAFE_ENV, "HOME": str(tmp_path)}  # a run's environment: no PYTHONUNBUFFERED of this shell's
+    return subprocess.run(
+        [sys.executable, "-s", str(path)], input=stdin, capture_output=True, text=True, cwd=tmp_path, env=env
+    )
 
 
 def _deepest(tmp_path, program) -> int:
@@ -116,3 +120,22 @@ def test_the_programs_module_has_pythons_names(backend, fork_server, tmp_path):
     assert run(GLOBALS, timeout_s=20).stdout == plain
     stdio = {"kind": "stdio", "cases": [{"input": "", "output": plain}]}
     assert CodeTests(timeout_s=20)([f"```python\n{GLOBALS}```"], tests=[stdio]) == [1.0]
+
+
+ENDINGS = [
+    "import sys\ndef hook(kind, value, tb):\n    print('hooked', kind.__name__)\nsys.excepthook = hook\nraise ValueError",
+    "print('before')\nraise KeyboardInterrupt",
+    "import os, sys\nprint('x' * 10)\nos.close(1)",  # stdout cannot be flushed at exit
+    "raise ValueError('plain')",
+]
+
+
+def test_a_script_ends_as_python_ends_it(backend, fork_server, tmp_path):
+    """Red team round 13: behind the fork servers a program's own ``sys.excepthook`` was not called, an uncaught
+    KeyboardInterrupt exited 1 (python dies of SIGINT), and stdout that could not be flushed at exit gave 0 (120)."""
+    for code in ENDINGS:
+        plain, boxed = _plain(code, tmp_path), run(code, timeout_s=20)
+        status = boxed.exit_code
+        if backend == "bwrap" and not fork_server and plain.returncode < 0:
+            status = -(status - 128)  # bubblewrap's init exits 128 + N for its child's death by signal N
+        assert (status, boxed.stdout) == (plain.returncode, plain.stdout), code

@@ -28,6 +28,7 @@ import ctypes
 import json
 import os
 import select
+import signal
 import socket
 import sys
 
@@ -124,7 +125,7 @@ def _activation(run_sock):
 def _child(run_sock):
     """In the forked child (a spare until the trainer starts a run in it): isolate, then run the harness; never
     returns."""
-    status = 1
+    status, interrupted = 1, False
     try:
         _keep_only({run_sock})  # the control socket and every other run's socket and pidfd
         os.setsid()
@@ -145,14 +146,41 @@ def _child(run_sock):
         status = 0
     except SystemExit as exc:
         status = _exit_status(exc)
-    except BaseException:  # noqa: B036 - as python does: the traceback on stderr, exit status 1
-        with contextlib.suppress(BaseException):  # the C printer: ``traceback`` would read frames (audit hook)
-            sys.__excepthook__(*sys.exc_info())
+    except BaseException as exc:  # noqa: B036 - as python ends a script (red team round 13): its excepthook, status 1
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        _print_uncaught(sys.exc_info())
     for finish in (lambda: sys.modules["threading"]._shutdown() if "threading" in sys.modules else None,
-                   lambda: __import__("atexit")._run_exitfuncs(), sys.stdout.flush, sys.stderr.flush):  # fmt: skip
+                   lambda: __import__("atexit")._run_exitfuncs()):  # fmt: skip
         with contextlib.suppress(BaseException):  # the program may have broken them: its output, its problem
             finish()
+    if not all([_flushed(sys.stdout), _flushed(sys.stderr)]):  # both tried, as python does
+        status = 120  # python's status when its standard streams cannot be flushed at exit
+    if interrupted:  # python dies of SIGINT after an uncaught KeyboardInterrupt
+        with contextlib.suppress(BaseException):
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
     os._exit(status)
+
+
+def _print_uncaught(info):
+    """``sys.excepthook`` as python calls it for an uncaught exception, its own if it fails (a judged run never gets
+    here: its harness catches the program's exceptions; in a script, the program's hook is the program's)."""
+    try:
+        sys.excepthook(*info)
+    except BaseException:  # noqa: B036
+        with contextlib.suppress(BaseException):  # the C printer: ``traceback`` would read frames (audit hook)
+            sys.__excepthook__(*info)
+
+
+def _flushed(stream):
+    """Whether ``stream`` (the program's sys.stdout or sys.stderr) flushed, as python flushes them at exit: a closed
+    or missing one counts as flushed; one that fails makes python's exit status 120."""
+    try:
+        if stream is not None and not getattr(stream, "closed", True):
+            stream.flush()
+        return True
+    except BaseException:  # noqa: B036
+        return False
 
 
 def _serve(ctl):
