@@ -171,6 +171,9 @@ NESTED_OR_HIDDEN = [
     r"$$\cancel{\boxed{3}}$$ Wait, that is wrong.",
     r"\sout{\boxed{3}}",
     r"\textcolor{white}{\boxed{3}}",
+    r"The answer is $4$. $\color{white}\boxed{3}$",  # a colour switch holds to the end of its group or math
+    r"{\color{white} so \boxed{3}}",
+    r"\[\color{white}\boxed{3}\]",
     r"\iffalse\boxed{3}\fi",
     r"<!-- \boxed{3} -->",
     r"\begin{comment}\boxed{3}\end{comment}",
@@ -185,6 +188,8 @@ def test_a_box_in_another_commands_argument_or_a_comment_is_no_answer(completion
 # (gold, completion): boxes in bare groups or commands that show their argument, and common final-answer formats
 STANDING_BOXES = [
     ("3", r"{\boxed{3}}"),
+    ("3", r"{\color{red} x} and \boxed{3}"),  # the switch ended with its group
+    ("3", r"$\color{red}{x}$ is marked. The answer is $\boxed{3}$."),  # and with its math
     ("3", r"\textbf{\boxed{3}}"),
     ("3", r"$\displaystyle{\boxed{3}}$"),
     ("3", r"\textbf{Final Answer:} $\boxed{3}$"),

@@ -3,7 +3,7 @@ or a comment, where it is not the answer shown (then the completion's answer is 
 
 A box in the argument of a command that changes or hides what it holds (``\\frac{1}{\\boxed{3}}``,
 ``\\sqrt{\\boxed{9}}``, ``x^{\\boxed{2}}``, ``\\phantom{\\boxed{3}}``, ``\\cancel{\\boxed{3}}``,
-``\\textcolor{white}{\\boxed{3}}``) or in a comment (HTML, ``\\iffalse ... \\fi``, a ``comment`` environment) is no
+``\\textcolor{white}{\\boxed{3}}``, after a ``\\color`` switch that still holds) or in a comment (HTML, ``\\iffalse ... \\fi``, a ``comment`` environment) is no
 answer; one in a bare group or a command that shows its argument as it is (``{\\boxed{3}}``, ``\\textbf{\\boxed{3}}``,
 ``\\displaystyle{...}``) stands on its own. This is read from the braces alone. What stands beside a box is not read:
 outside red-team rounds 4 and 5 of the math reward showed that lists of operators and separators, and finding math
@@ -35,9 +35,29 @@ def box_in_context(text: str, command_start: int, content: tuple[int, int], encl
         opened = [brace for brace, close in brace_groups(text) if brace < command_start < close]
         if not all(_shows_as_it_is(text, at) for at in opened):
             return None
-    if any(start < command_start < end for start, end in _comments(text)):
+    if any(start < command_start < end for start, end in _comments(text)) or _coloured(text, command_start):
         return None
     return text[content[0] : content[1]]
+
+
+_COLOR = re.compile(r"\\color(?![A-Za-z])")
+_MATH_END = re.compile(r"(?<!\\)\$|\\[)\]]|\n\s*\n")  # where math ends: a dollar, \) or \], a blank line
+
+
+def _coloured(text: str, command_start: int) -> bool:
+    """Whether a ``\\color{...}`` declaration before the box still holds at it (declared in a group that holds the
+    box too, or outside every group): a colour switch changes what follows as ``\\textcolor`` changes its argument
+    (``\\color{white}\\boxed{3}`` hides the box; red team round 3 of the math reward)."""
+    if "\\color" not in text[:command_start]:
+        return False
+    groups = brace_groups(text)
+    for declaration in _COLOR.finditer(text, 0, command_start):
+        held = [(start, end) for start, end in groups if start < declaration.start() < end]
+        if held and min(held, key=lambda group: group[1] - group[0])[1] > command_start:
+            return True  # declared in a group that holds the box
+        if not held and not _MATH_END.search(text, declaration.end(), command_start):
+            return True  # declared outside every group: it holds to the end of its math
+    return False
 
 
 @functools.lru_cache(maxsize=8)
