@@ -318,3 +318,14 @@ def test_a_server_killed_mid_batch_gives_infra_error_and_the_caller_goes_on():
         assert reward([GOOD] * 2, tests=[STDIO] * 2, log_metric=log_metric) == [1.0, 1.0]
     finally:
         stop_server(proc)
+
+
+def test_a_busy_service_is_waited_for_not_counted_as_a_failure(stub_service):
+    """A 429 (the service's places or its answers' memory are taken) is waited for within the request's deadline,
+    not spent from the retries (red team round 13: four 429s in 7.5 s made right rows None)."""
+    _Stub.replies = [(429, {})] * 8 + [(503, {})]
+    backend = RemoteBackend(stub_service, retries=1, backoff_s=0.01)
+    result = backend.launch({"mode": "script", "code": "print(7)"}, b"", Limits(timeout_s=2))
+    assert result.status == "ok" and len(_Stub.seen) == 10  # 8 busy answers and one failure (its one retry) waited out
+    _Stub.replies = [(503, {})] * 3
+    assert backend.launch({"mode": "script", "code": "print(7)"}, b"", Limits(timeout_s=2)).status == "infra_error"
