@@ -72,7 +72,9 @@ def test_a_trainer_that_exits_leaves_no_process_of_its_runs(backend, fork_server
     assert _named(name) == []
 
 
-@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT], ids=["TERM", "HUP", "QUIT"])
+@pytest.mark.parametrize(
+    "number", [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1], ids=["TERM", "HUP", "QUIT", "USR1"]
+)
 def test_a_service_stopped_by_a_signal_leaves_no_process_of_its_runs(number):
     """Red team rounds 12 and 13: a run's daemon outlived ``sandbox-serve`` stopped by SIGTERM, then by SIGHUP or
     SIGQUIT (their default actions run no exit hook): each is a clean exit now."""

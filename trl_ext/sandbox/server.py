@@ -334,8 +334,10 @@ def serve(config: ServeConfig) -> None:
         f"{config.workers} workers, queue {config.queue}, {'secret required' if config.secret else 'no secret'})",
         flush=True,
     )
-    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):  # a clean exit: the fork servers stop, their
-        signal.signal(number, _terminate)  # directories go and runs in flight are killed (red team round 13: HUP)
+    # every signal whose default action ends the process quietly is a clean exit: the fork servers stop, their
+    # directories go and runs in flight are killed (red team round 13: HUP and QUIT left a run's daemon)
+    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM):
+        signal.signal(number, _terminate)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
