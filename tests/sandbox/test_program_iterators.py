@@ -50,3 +50,34 @@ def test_an_iterator_class_with_its_own_protocol_never_passes_wrongly(backend):
         assert report.passed == 0 and not report.infra_error, (program, test, report)
     program, test = RIGHT
     assert run_tests(program, {"kind": "assert", "code": test}, limits=FAST).all_passed
+
+
+AVERAGER = """def averager():
+    total = count = 0
+    average = None
+    while True:
+        value = yield average
+        total += value
+        count += 1
+        average = total / {count}
+def f():
+    return map(abs, [1])
+"""
+SENDS = [
+    "g = averager()\nnext(g)\nassert g.send(10) == 10.0\nassert g.send(20) == 15.0\nassert g.send(30) == 20.0",
+    "g = averager()\nassert g.send(None) is None\nassert g.send(4) == 4.0",
+    "g = averager()\nnext(g)\nassert g.send(10) == 11.0",
+    "m = f()\ntry:\n    m.send(1)\nexcept AttributeError:\n    pass\nelse:\n    raise AssertionError",
+    "assert not hasattr(f(), 'send') and hasattr(averager(), 'send')",
+]
+
+
+@pytest.mark.parametrize("backend", ISOLATED, indirect=True)
+def test_a_generators_send_gives_cpythons_verdicts(backend):
+    """Red team round 12 (R12J-7): the test's handle on a program's generator had no ``send``, so a right
+    coroutine-style generator scored 0. A sent value crosses as a call's argument; only generators have ``send``."""
+    for program in (AVERAGER.format(count="count"), AVERAGER.format(count="(count + 1)")):  # right, then wrong
+        for test in SENDS:
+            report = run_tests(program, {"kind": "assert", "code": test}, limits=FAST)
+            assert report.all_passed == cpython_passes(program, test), (program, test, report)
+    assert cpython_passes(AVERAGER.format(count="count"), SENDS[0])  # the right one passes somewhere

@@ -222,6 +222,12 @@ def _close(number):
     value.close()
 
 
+def _send(number, value):
+    """The test sent ``value`` into the program's iterator ``number``: its ``send``, raising as it raises (one that
+    is no generator has none: AttributeError, as in one interpreter)."""
+    return _live_objects()[number].send(value)
+
+
 def _rollback(mark):
     """Forget the numbers given since ``mark`` (a record that will not be sent must not shift later numbers)."""
     for key in list(_SEEN)[mark:]:
@@ -241,7 +247,9 @@ def _live_prepare(name, args, kwargs, sync, namespace, functions):
     for number, _contents in sync:
         _SNAPS[number] = _snapshot(live[number])
     _SNAPS.extend([_snapshot(v) for v in live[len(_SNAPS) :]])
-    if name == "":  # a step of an iterator the program returned; [number, 0]: the test dropped it, 1: closed it
+    if name == "":  # a step of an iterator the program returned; [number, 0]: the test dropped it, 1: closed it,
+        if len(args) == 3 and args[1] == 2:  # [number, 2, value]: sent it value (a generator's send)
+            return _send, [args[0], args[2]], {}
         return (next, [live[args[0]]], {}) if len(args) == 1 else ((_release, _close)[args[1]], [args[0]], {})
     if name not in functions:
         try:

@@ -61,6 +61,13 @@ class ProgramIterator:
 _MAX_ITERATOR_CLASSES, _MAX_CHAIN, _MAX_CLASS_NUMBER = 64, 16, 1 << 20  # per evaluation; as program_exceptions.py
 
 
+def _send(self: ProgramIterator, value: Any) -> Any:
+    """A generator's ``send``: a call of the run that sends ``value`` (the test's data, crossed as a call's argument)
+    into the program's generator and returns what it yields next (red team round 12, R12J-7: a coroutine-style
+    test scored 0). Only the generator class has it, as in CPython."""
+    return self._step(self._number, value)
+
+
 def iterator_class(classes: list | None, made: dict, table: dict | None = None) -> type:
     """The class of a program's iterator in the test, a ``ProgramIterator`` subclass named as the program's class
     (``__name__``, ``__qualname__``, ``__module__``), so ``type(a) is type(b)`` and ``type(a).__name__`` are
@@ -90,6 +97,8 @@ def iterator_class(classes: list | None, made: dict, table: dict | None = None) 
                 raise ValueError(f"more than {_MAX_ITERATOR_CLASSES} iterator classes")
             name, qualname, module, _ = classes[0]
             members = {"__slots__": (), "__qualname__": qualname, "__module__": module, "__doc__": None}
+            if key == ("builtins", "generator"):
+                members["send"] = _send
             made[key] = type(name, (ProgramIterator,), members)
         return made[key]
     if any(entry[3] is None for entry in classes):
