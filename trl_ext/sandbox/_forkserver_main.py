@@ -183,6 +183,25 @@ def _flushed(stream):
         return False
 
 
+def _end_sessions(sids):
+    """SIGKILL every process of the sessions ``sids`` (the runs': seccomp refuses setsid, so none left its run's),
+    a few passes over /proc (a process may fork meanwhile): a daemon that left its run's process group outlived a
+    trainer that was killed (red team rounds 12 and 13). Where this server sees no /proc (bubblewrap's: its pid
+    namespace dies with it), nothing is left to do."""
+    for _ in range(4):
+        found = False
+        with contextlib.suppress(OSError):
+            for entry in os.listdir("/proc"):
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    with open("/proc/" + entry + "/stat", "rb") as stat:
+                        session = int(stat.read().rsplit(b")", 1)[1].split()[3])
+                    if entry.isdigit() and session in sids:
+                        os.kill(int(entry), 9)
+                        found = True
+        if not found:
+            return
+
+
 def _serve(ctl):
     """Fork a child per request; report each child's pid (with a pidfd) and its wait status on its socket."""
     children = {}  # pid -> (status socket, pidfd)
@@ -196,6 +215,7 @@ def _serve(ctl):
                 for pid in children:
                     with contextlib.suppress(OSError):
                         os.kill(pid, 9)
+                _end_sessions(set(children))
                 for pid in children:  # waited for: none is left a zombie of whoever adopts it next
                     with contextlib.suppress(OSError):
                         os.waitpid(pid, 0)
@@ -251,8 +271,9 @@ def _user_namespaces_work():
 def _main():
     ctl = socket.socket(fileno=_CONFIG["ctl_fd"])
     _check(_libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")
-    if _CONFIG["confine_self"]:  # landlock backend: the server's own domain; each run's domain nests in it
-        _landlock(_CONFIG["read_only"], _CONFIG["scratch_root"], _CONFIG["min_abi"])
+    if _CONFIG["confine_self"]:  # landlock backend: the server's own domain; each run's domain nests in it (and
+        # grants no /proc: only the server reads it, to end its runs' sessions when its trainer is gone)
+        _landlock([*_CONFIG["read_only"], "/proc"], _CONFIG["scratch_root"], _CONFIG["min_abi"])
     else:
         _warm_landlock()
     ctl.send(b"up+userns" if _CONFIG["user_namespaces"] and _user_namespaces_work() else b"up")
