@@ -191,11 +191,11 @@ def _end_sessions(sids):
     for _ in range(4):
         found = False
         with contextlib.suppress(OSError):
-            for entry in os.listdir("/proc"):
+            for entry in filter(str.isdigit, os.listdir("/proc")):
                 with contextlib.suppress(OSError, ValueError, IndexError):
                     with open("/proc/" + entry + "/stat", "rb") as stat:
-                        session = int(stat.read().rsplit(b")", 1)[1].split()[3])
-                    if entry.isdigit() and session in sids:
+                        session = int(stat.read().rsplit(b")", 1)[1].split()[3])  # after the name, which may hold ')'
+                    if session in sids:
                         os.kill(int(entry), 9)
                         found = True
         if not found:

@@ -51,9 +51,6 @@ def _program_file(code):
     return path
 
 
-_site_builtins()
-
-
 def _main_module(path):
     """The program's module as ``python solution.py`` makes it, now ``sys.modules["__main__"]`` (unittest, doctest,
     pickle and ``import __main__`` find it): the builtins module as ``__builtins__``, ``__annotations__`` and
@@ -67,3 +64,6 @@ def _main_module(path):
         module.__loader__ = sys.modules["_frozen_importlib_external"].SourceFileLoader("__main__", path)
     sys.modules["__main__"] = module
     return module
+
+
+_site_builtins()

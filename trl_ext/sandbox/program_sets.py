@@ -32,8 +32,8 @@ _SET_BYTES = set.__sizeof__(set())
 def reordered(frozen: bool, items: list, slots: int, made: set | None) -> Iterator[set | frozenset]:
     """Real sets holding ``items`` in a table of the program's size (``slots``, where a fresh one has it), inserted
     in other orders: of two colliding elements the first inserted takes the first slot, so the elements listed in
-    the program's order can fill a fresh table otherwise (red team round 13: ``{15, 7}`` made from 7 then 15 lists
-    as [7, 15], a set of 15 then 7 as [15, 7]). ``made``: the set to fill (None for a frozenset)."""
+    the program's order can fill a fresh table otherwise (red team round 13: ``{15, 7}``, made from 15 then 7, lists
+    as [7, 15]; the same elements added in that listed order, 7 then 15, list as [15, 7]). ``made``: the set to fill (None for a frozenset)."""
     fresh = (frozenset.__sizeof__(frozenset(items)) - _SET_BYTES) // 16
     if not 2 <= len(items) <= 64 or max(fresh, 8) != slots:
         return

@@ -51,7 +51,7 @@ _DRAIN_S = 5.0
 # what the service may hold for one answer per byte of the run's output cap, at worst: the bytes read, their text
 # (four bytes a character once one is outside the BMP) and the UTF-8 copies that cut it at the cap: 9.1x measured
 # for bytes that are no UTF-8 and one emoji, 3.0x for control bytes. The JSON is written a piece at a time
-# (``json_pieces``); made whole, it held 8.7x more (red team round 12)
+# (``json_pieces``); made whole, it took 8.7x the output (red team round 12)
 ANSWER_BYTES_PER_OUTPUT_BYTE = 12
 _LOGGER = logging.getLogger("trl_ext.sandbox.server")
 
