@@ -143,6 +143,14 @@ def test_output_over_the_cap_keeps_its_first_mib_and_the_programs_exit(url, exit
     assert len(done.run_result.stdout) == 1 << 20 and done.run_result.stdout == expected
 
 
+def test_bytes_that_are_no_utf8_count_as_written_against_the_cap(url):
+    # 400 KiB within the 1 MiB cap, each byte a replacement character of 3 bytes once decoded: the cap counts the
+    # run's own bytes (the decoded text's 1.2 MiB was reported output_limit)
+    done = _run(url, code="import sys\nsys.stdout.buffer.write(bytes([255]) * (400 << 10))", language="python")
+    assert (done.status, done.run_result.return_code) == (RunStatus.Success, 0)
+    assert done.run_result.stdout == "\ufffd" * (400 << 10)
+
+
 def test_a_run_stopped_for_its_output_never_answers_a_kill_as_its_exit():
     from trl_ext.sandbox._process import RunResult
     from trl_ext.sandbox.run_code import response_for

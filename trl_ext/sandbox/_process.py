@@ -36,6 +36,7 @@ class RunResult:
     stderr: str
     exit_code: int | None
     wall_s: float
+    stdout_bytes: int | None = None  # what the run wrote to stdout, before decoding (None: only the text is known)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -204,7 +204,9 @@ class Backend:
             status = "runtime_error"  # past a limit only measured from outside (landlock's scratch size)
         if run.extra.get("oom") and status in ("runtime_error", "timeout"):
             status = "memory"  # the run's total (all its processes, tmpfs, memfds, pipes) hit memory.total_bytes
-        return RunResult(status, decode(bytes(got.stdout)), decode(bytes(got.stderr)), returncode, wall)
+        return RunResult(
+            status, decode(bytes(got.stdout)), decode(bytes(got.stderr)), returncode, wall, len(got.stdout)
+        )
 
     def command(self, harness_args: list[str], limits: Limits, run: Run) -> list[str]:
         """The argv of one run (``run`` may carry extra descriptors to hand over in ``run.fds``)."""

@@ -217,4 +217,4 @@ def _result(got, returncode: int | None, wall: float, watch: ScratchWatch, oom: 
     if (oom or watch.oom) and status in ("runtime_error", "timeout"):
         status = "memory"
     decode = functools.partial(bytes.decode, encoding="utf-8", errors="replace")
-    return RunResult(status, decode(bytes(got.stdout)), decode(bytes(got.stderr)), returncode, wall)
+    return RunResult(status, decode(bytes(got.stdout)), decode(bytes(got.stderr)), returncode, wall, len(got.stdout))

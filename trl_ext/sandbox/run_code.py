@@ -340,7 +340,10 @@ def answer(result: RunResult, request: RunRequest, marker: bytes | None) -> dict
     """The answer to ``request`` whose program (see ``program``) ran with ``result``."""
     stdout, files = split_fetched(result.stdout, marker, request.fetch_files)
     kept = request.output_cap if request.drain_output else request.output_cap + _HEADROOM_BYTES
-    if len(stdout.encode()) > kept:  # output that went past the wrapper (drained) or past the bootstrap's own cap
+    written = len(stdout.encode())  # the run's own bytes where known: a byte that is no UTF-8 reads as 3 here
+    if result.stdout_bytes is not None:  # the fetched files' tail is ASCII: a byte a character
+        written = result.stdout_bytes - (len(result.stdout) - len(stdout))
+    if written > kept:  # output that went past the wrapper (drained) or past the bootstrap's own cap
         stdout = stdout.encode()[:kept].decode("utf-8", errors="ignore")
         result = dataclasses.replace(result, status="output_limit")
     return response_for(dataclasses.replace(result, stdout=stdout), files)
