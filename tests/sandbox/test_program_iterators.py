@@ -81,3 +81,43 @@ def test_a_generators_send_gives_cpythons_verdicts(backend):
             report = run_tests(program, {"kind": "assert", "code": test}, limits=FAST)
             assert report.all_passed == cpython_passes(program, test), (program, test, report)
     assert cpython_passes(AVERAGER.format(count="count"), SENDS[0])  # the right one passes somewhere
+
+
+RESETTER = """def counter():
+    n = 0
+    while True:
+        try:
+            yield n
+            n += 1
+        except ValueError as exc:
+            n = {reset}
+def f():
+    return map(abs, [1])
+"""
+THROWS = [
+    "g = counter()\nnext(g); next(g)\nassert g.throw(ValueError) == 0\nassert next(g) == 1",
+    "g = counter()\nnext(g)\nassert g.throw(ValueError('again', 3)) == 0",
+    "g = counter()\nnext(g)\ntry:\n    g.throw(KeyError('k'))\nexcept KeyError as exc:\n    assert exc.args == ('k',)\n"
+    "else:\n    raise AssertionError\nassert list(g) == []",  # an exception it does not catch ends it
+    "g = counter()\ntry:\n    g.throw(ValueError)\nexcept ValueError:\n    pass\nelse:\n    raise AssertionError",
+    "g = counter()\nnext(g)\ntry:\n    g.throw(3)\nexcept TypeError:\n    pass\nelse:\n    raise AssertionError",
+    "m = f()\ntry:\n    m.throw(ValueError)\nexcept AttributeError:\n    pass\nelse:\n    raise AssertionError",
+]
+
+
+@pytest.mark.parametrize("backend", ISOLATED, indirect=True)
+def test_a_generators_throw_gives_cpythons_verdicts(backend):
+    """Red team round 12 (R12J-7): a test that threw an exception into a program's generator got AttributeError,
+    so a right program scored 0. A builtin exception crosses as its class's name and args."""
+    for program in (RESETTER.format(reset="0"), RESETTER.format(reset="n")):  # right, then wrong
+        for test in THROWS:
+            report = run_tests(program, {"kind": "assert", "code": test}, limits=FAST)
+            assert report.all_passed == cpython_passes(program, test), (program, test, report)
+    assert cpython_passes(RESETTER.format(reset="0"), THROWS[0])  # the right one passes somewhere
+
+
+@pytest.mark.parametrize("backend", ISOLATED[:1], indirect=True)
+def test_throwing_an_exception_of_the_tests_own_class_is_refused(backend):
+    test = "class Reset(ValueError):\n    pass\ng = counter()\nnext(g)\nassert g.throw(Reset) == 0"
+    report = run_tests(RESETTER.format(reset="0"), {"kind": "assert", "code": test}, limits=FAST)
+    assert report.passed == 0 and "unsupported_test" in report.statuses and "of its own" in report.detail, report

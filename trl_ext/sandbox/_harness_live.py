@@ -228,6 +228,15 @@ def _send(number, value):
     return _live_objects()[number].send(value)
 
 
+def _throw(number, name, args):
+    """The test threw the builtin exception ``name(*args)`` into the program's iterator ``number``: its ``throw``,
+    raising as it raises (the class as the harness found the builtins: the judge sends only theirs)."""
+    kind = _ORIGINAL_BUILTINS.get(name)
+    if not (_type(kind) is _type and issubclass(kind, BaseException)):
+        raise TypeError(f"{name} is no builtin exception")
+    return _live_objects()[number].throw(kind(*args))
+
+
 def _rollback(mark):
     """Forget the numbers given since ``mark`` (a record that will not be sent must not shift later numbers)."""
     for key in list(_SEEN)[mark:]:
@@ -250,6 +259,8 @@ def _live_prepare(name, args, kwargs, sync, namespace, functions):
     if name == "":  # a step of an iterator the program returned; [number, 0]: the test dropped it, 1: closed it,
         if len(args) == 3 and args[1] == 2:  # [number, 2, value]: sent it value (a generator's send)
             return _send, [args[0], args[2]], {}
+        if len(args) == 4 and args[1] == 3 and _type(args[3]) is list:  # [number, 3, name, args]: threw it one
+            return _throw, [args[0], args[2], args[3]], {}
         return (next, [live[args[0]]], {}) if len(args) == 1 else ((_release, _close)[args[1]], [args[0]], {})
     if name not in functions:
         try:

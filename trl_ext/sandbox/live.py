@@ -16,6 +16,7 @@ the package and in the evaluation worker (which runs ``replay.py`` by its path) 
 from __future__ import annotations
 
 import array
+import builtins
 import collections
 import operator
 import sys
@@ -65,7 +66,37 @@ def _send(self: ProgramIterator, value: Any) -> Any:
     """A generator's ``send``: a call of the run that sends ``value`` (the test's data, crossed as a call's argument)
     into the program's generator and returns what it yields next (red team round 12, R12J-7: a coroutine-style
     test scored 0). Only the generator class has it, as in CPython."""
-    return self._step(self._number, value)
+    return self._step(self._number, 2, value)
+
+
+def _throw(self: ProgramIterator, kind: Any, value: Any = None, traceback: Any = None) -> Any:
+    """A generator's ``throw``: the exception, made as CPython makes it from ``kind``/``value``, crosses as a
+    call's argument (the name of its class and its args) and is raised at the program generator's ``yield``;
+    what it yields next comes back, what it raises is raised here (red team round 12, R12J-7). Only an exception
+    of a builtin class crosses (what the sandbox rebuilds from its name and args is the same exception); another
+    (the test's own class) refuses the test."""
+    if traceback is not None:
+        _refuse({"refuse": type(self)._trl_ext_refuse}, "the test throws a traceback into the program's generator")
+    exception = _thrown(kind, value)
+    name = type(exception).__name__
+    if getattr(builtins, name, None) is not type(exception) or exception.__dict__:
+        _refuse({"refuse": type(self)._trl_ext_refuse}, f"the test throws a {name} of its own (class or attributes)")
+    return self._step(self._number, 3, name, list(exception.args))
+
+
+def _thrown(kind: Any, value: Any) -> BaseException:
+    """The exception ``generator.throw(kind, value)`` raises, as CPython builds it (a TypeError for the rest)."""
+    if isinstance(kind, BaseException):
+        if value is not None:
+            raise TypeError("instance exception may not have a separate value")
+        return kind
+    if not (isinstance(kind, type) and issubclass(kind, BaseException)):
+        raise TypeError(
+            f"exceptions must be classes or instances deriving from BaseException, not {type(kind).__name__}"
+        )
+    if isinstance(value, kind):
+        return value
+    return kind() if value is None else kind(*value) if type(value) is tuple else kind(value)
 
 
 def iterator_class(classes: list | None, made: dict, table: dict | None = None) -> type:
@@ -98,7 +129,7 @@ def iterator_class(classes: list | None, made: dict, table: dict | None = None) 
             name, qualname, module, _ = classes[0]
             members = {"__slots__": (), "__qualname__": qualname, "__module__": module, "__doc__": None}
             if key == ("builtins", "generator"):
-                members["send"] = _send
+                members.update(send=_send, throw=_throw, _trl_ext_refuse=(table or {}).get("refuse"))
             made[key] = type(name, (ProgramIterator,), members)
         return made[key]
     if any(entry[3] is None for entry in classes):

@@ -250,9 +250,9 @@ class _Session:
         return True
 
     def step(self, number: int, *sent: Any) -> Any:
-        """The next item of the program's iterator ``number`` (``sent``: a generator's ``send``): a run's call ("")."""
+        """The next item of the program's iterator ``number``, or what ``sent`` asks (live.py): a run's call ("")."""
         self.live.steps[number] = self.live.steps.get(number, 0) + 1
-        return self.call("", (number, 2, *sent) if sent else (number,), {})
+        return self.call("", (number, *sent), {})
 
     def _ask_ahead(self, number: int) -> None:
         """Ask the run for more items of an iterator after the one not known yet (twice as many as the test took so
