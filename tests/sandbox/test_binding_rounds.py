@@ -120,6 +120,26 @@ def test_a_first_answer_after_a_later_call_was_shown_is_refused():
     assert not history.conflicts([*shown, ["h", [3], {}, []]], [{"ok": True, "value": v} for v in (1, 2, 3)])
 
 
+def test_an_iterator_step_carrying_the_tests_changes_is_shown_data():
+    """Red team round 14 (R14J-5): a plain ``next()`` step that carries the test's change to a numbered object shows
+    the program the test's data, as an argument or a sent value does: a call first answered before it in a later
+    run is refused (it was accepted: the step was never keyed)."""
+    ok = [{"ok": True, "v": value} for value in (None, [], 0, 7, 0)]
+    for showing in (
+        ["", [1], {"d": []}, [[0, {"l": [7]}]]],
+        ["p", [7], {"d": []}, []],
+        ["", [1, 2, 7], {"d": []}, []],
+    ):
+        base = [["gen", [], {"d": []}, []], ["f", [], {"d": []}, []], ["u", [{"a": 0}], {"d": []}, []]]
+        history = RunHistory()
+        assert not history.conflicts([*base, showing], [*ok[:3], ok[4]])
+        assert history.conflicts([*base, ["h", [], {"d": []}, []], showing], ok), showing
+    plain = ["", [1], {"d": []}, []]  # a step that carries nothing of the test shows nothing
+    history = RunHistory()
+    assert not history.conflicts([*base, plain], [*ok[:3], ok[4]])
+    assert not history.conflicts([*base, ["h", [], {"d": []}, []], plain], ok)
+
+
 def test_the_history_is_total_over_runs_of_any_length():
     """A run the harness ended early (a wrong guess: "halt") has fewer results than calls; a later run that repeats
     its calls must not read past them (red team round 12, R12J-6: ``zip`` of two program generators raised

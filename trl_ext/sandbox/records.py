@@ -246,8 +246,9 @@ class RunHistory:
         for k, (call, record) in enumerate(zip(calls, results)):
             same = same and k < min(len(self.calls), len(self.results)) and self.calls[k] == call  # a halted run
             # has fewer results than calls (red team round 12, R12J-6: an IndexError out of the reward)
-            # an iterator's step ("") shows nothing of the test, but a value it sends into a generator does
-            key = json.dumps(call[:3]) if call[0] or len(call[1]) > 2 else None
+            # an iterator's step ("") shows nothing of the test, unless it sends a value into a generator or carries
+            # the test's changes to objects or streams (red team round 14, R14J-5: a step's changes were not keyed)
+            key = json.dumps(call[:3]) if call[0] or len(call[1]) > 2 or call[3] or call[4:] else None
             if key is not None:
                 seen[key] = nth = seen.get(key, 0) + 1
                 unseen -= nth <= self.shown.get(key, 0)
