@@ -33,7 +33,7 @@ if __package__:  # the judge: a module of the package
     from trl_ext.sandbox import program_exceptions as _exceptions
     from trl_ext.sandbox import replay_env
     from trl_ext.sandbox.live import LiveObjects, ProgramIterator
-    from trl_ext.sandbox.pending import _contains_pending, _Guessed, _Pending, settled
+    from trl_ext.sandbox.pending import _contains_pending, _Pending
     from trl_ext.sandbox.plain_data import decode, decode_record, encode, encode_call
 else:  # the evaluation worker runs this file by its path: the codec is the file next to it (read by its path:
     # a confined worker may read that file but not list its directory, which an import through sys.path needs)
@@ -53,12 +53,7 @@ else:  # the evaluation worker runs this file by its path: the codec is the file
     decode, decode_record, encode, encode_call = _codec.decode, _codec.decode_record, _codec.encode, _codec.encode_call
     _exceptions = _sibling("program_exceptions")  # after plain_data.py, which it reads
     _pending = _sibling("pending")
-    _contains_pending, _Guessed, _Pending, settled = (
-        _pending._contains_pending,
-        _pending._Guessed,
-        _pending._Pending,
-        _pending.settled,
-    )
+    _contains_pending, _Pending = _pending._contains_pending, _pending._Pending
     _live = _sibling("live")
     LiveObjects, ProgramIterator = _live.LiveObjects, _live.ProgramIterator
 stand_ins = _exceptions.stand_ins
@@ -323,12 +318,24 @@ class _Session:
         return self.live.iterator(number, classes, self.step, self.release, self.exception_classes)
 
 
+class _Guessed(_Pending):
+    """A result not known yet. A pass that iterates it sees no item and goes on guessing; if the program returns an
+    iterator there, its items come before the calls guessed after it, so the run ends after this call (halt
+    "live"): no run shows the program a call that a later run would place after new calls (``RunHistory``)."""
+
+    def __init__(self, halts: dict, position: int) -> None:
+        self._halts, self._position = halts, position
+
+    def __iter__(self):
+        self._halts.setdefault(self._position, "live")
+        return iter(())
+
+
 _STAND_IN_CODE = _Session.stand_in(None, "").__code__  # a SystemExit through this code is the program's
 
 
 def evaluate(task: dict) -> dict:
-    """Evaluate one assert test with the results known so far (a pass, twice where it made placeholders into
-    builtin values: ``pending.settled``).
+    """Evaluate one assert test with the results known so far.
 
     ``task``: {"test", "prefix", "entry_point", "names" (the program's functions), "modules" (standard modules
     the test uses without importing them), "seed" (of the test's ``random``), "calls" (the calls of the last sandbox
@@ -337,10 +344,6 @@ def evaluate(task: dict) -> dict:
     item where the test replaced its stdout, stderr or stdin: ``replay_env.Environment.around_call``), for
     "incomplete" "frontier": the position of the first call with no result, and for a verdict "bound": the globals
     the test bound before its calls (``replay_env``)} (the worker answers "error" if this function itself fails)."""
-    return settled(_one_pass, task)
-
-
-def _one_pass(task: dict) -> dict:
     random.seed(task["seed"])  # the same in every pass, secret to the program (its inputs are not known ahead)
     session = _Session(task.get("calls", []), task.get("results", []))
     session.decimals = replay_env.DecimalWatch(task["test"] + "\n" + (task.get("prefix") or ""))
