@@ -127,15 +127,46 @@ ENDINGS = [
     "print('before')\nraise KeyboardInterrupt",
     "import os, sys\nprint('x' * 10)\nos.close(1)",  # stdout cannot be flushed at exit
     "raise ValueError('plain')",
+    # red team round 14 (R14J-1/2/6/7): what python's finalisation writes out, and the statuses it gives
+    "import os\nf = os.fdopen(1, 'w')\nf.write('unclosed\\n')",
+    "f = open(1, 'w')\nf.write('unclosed\\n')",
+    "import io, sys\nprint('original')\nsys.stdout = io.StringIO()",
+    "class A:\n    def __del__(self):\n        print('finalised')\na = A()",
+    "import sys, threading, time\ndef w():\n    time.sleep(0.2)\n    print('thread')\n"
+    "threading.Thread(target=w).start()\nsys.exit(0)",
+    "import sys\nclass W:\n    def write(self, s):\n        return len(s)\n    def flush(self):\n        raise OSError\n"
+    "print('x')\nsys.stderr = W()",
+    "import sys\nprint('x')\ndef hook(k, v, tb):\n    sys.exit(0)\nsys.excepthook = hook\nraise ValueError",
+    "import io, sys\nout = io.TextIOWrapper(sys.stdout.buffer, encoding='utf-8')\nout.write('wrapped\\n')\nout.flush()",
+    "import sys\nprint(sys.stdout.seekable(), sys.stdout.line_buffering, sys.stderr.line_buffering, sys.stdout.name)",
 ]
+
+
+def _endings(backend: str) -> list[str]:
+    """ENDINGS but, on the rlimit backend where this Python lives in root's home, those importing a module that is
+    not frozen (its run's uid cannot read the standard library there)."""
+    readable = backend != "rlimit" or not sys.prefix.startswith("/root")
+    return [code for code in ENDINGS if readable or "threading" not in code]
 
 
 def test_a_script_ends_as_python_ends_it(backend, fork_server, tmp_path):
     """Red team round 13: behind the fork servers a program's own ``sys.excepthook`` was not called, an uncaught
     KeyboardInterrupt exited 1 (python dies of SIGINT), and stdout that could not be flushed at exit gave 0 (120)."""
-    for code in ENDINGS:
+    for code in _endings(backend):
         plain, boxed = _plain(code, tmp_path), run(code, timeout_s=20)
         status = boxed.exit_code
         if backend == "bwrap" and not fork_server and plain.returncode < 0:
             status = -(status - 128)  # bubblewrap's init exits 128 + N for its child's death by signal N
         assert (status, boxed.stdout) == (plain.returncode, plain.stdout), code
+
+
+def test_a_stdio_case_ends_as_python_ends_it(backend, tmp_path):
+    """Red team round 14 (R14J-1, 2, 6): a stdio case ended by itself, without python's finalisation: output in an
+    unclosed file on descriptor 1 or in the original stdout was lost, threads were not waited for after a
+    SystemExit, a failed flush at exit passed (python: 120), the program's excepthook was never called."""
+    endings = _endings(backend)
+    plain = [_plain(code, tmp_path) for code in endings]
+    specs = [{"kind": "stdio", "cases": [{"input": "", "output": done.stdout}]} for done in plain]
+    scores = CodeTests(timeout_s=20)([f"```python\n{code}\n```" for code in endings], tests=specs)
+    assert [score == 1.0 for score in scores] == [done.returncode == 0 for done in plain]
+    assert sum(done.returncode == 0 for done in plain) >= 7

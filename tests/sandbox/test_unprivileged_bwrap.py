@@ -69,7 +69,7 @@ CHILDREN = (
     """
 for fork in ("0", "1"):
     os.environ["TRL_EXT_SANDBOX_FORKSERVER"] = fork
-    over = run(program.format(n=6, mb=50), limits=Limits(timeout_s=6.0, memory_mb=64))
+    over = run(program.format(n=8, mb=40), limits=Limits(timeout_s=6.0, memory_mb=64))  # each under RLIMIT_AS
     under = run(program.format(n=2, mb=20), limits=Limits(timeout_s=6.0, memory_mb=64))
     print(fork, over.status, "ALL HELD" in over.stdout, under.status, under.stdout.strip())
 """

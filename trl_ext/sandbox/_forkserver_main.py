@@ -25,10 +25,11 @@ import _socket
 import array
 import contextlib
 import ctypes
+import gc
+import io
 import json
 import os
 import select
-import signal
 import socket
 import sys
 
@@ -69,6 +70,7 @@ exec(compile(_CONFIG["harness"], "_harness.py", "exec"), _HARNESS)
 _RUNTIME = {"__name__": "_harness_runtime", "__builtins__": _HARNESS["__builtins__"]}  # its copy
 exec(_HARNESS["_runtime_code"](_CONFIG["runtime"]), _RUNTIME)  # before any program: genuine builtins captured
 _exit_status = _RUNTIME["_exit_code"]  # python's reading of a SystemExit, one copy for every path
+python_exit = _HARNESS["_python_exit"]  # a script's ending (the harness's names leave this module in each child)
 
 
 # the Python installation's closed roots, reached through these descriptors (``held_roots.py``): every child keeps them
@@ -125,7 +127,7 @@ def _activation(run_sock):
 def _child(run_sock):
     """In the forked child (a spare until the trainer starts a run in it): isolate, then run the harness; never
     returns."""
-    status, interrupted = 1, False
+    status, uncaught = 1, None
     try:
         _keep_only({run_sock})  # the control socket and every other run's socket and pidfd
         os.setsid()
@@ -134,6 +136,7 @@ def _child(run_sock):
         header, (stdin, out_w, err_w, ready_w, payload_fd) = _activation(run_sock)
         for target, fd in ((0, stdin), (1, out_w), (2, err_w)):
             os.dup2(fd, target)
+        _standard_streams()
         _keep_only({ready_w, payload_fd})
         os.environ["HOME"] = os.environ["TMPDIR"] = header["scratch"]
         if "random" in sys.modules:  # a fork shares the server's state; random also reseeds at fork itself
@@ -146,41 +149,36 @@ def _child(run_sock):
         status = 0
     except SystemExit as exc:
         status = _exit_status(exc)
-    except BaseException as exc:  # noqa: B036 - as python ends a script (red team round 13): its excepthook, status 1
-        interrupted = isinstance(exc, KeyboardInterrupt)
-        _print_uncaught(sys.exc_info())
-    for finish in (lambda: sys.modules["threading"]._shutdown() if "threading" in sys.modules else None,
-                   lambda: __import__("atexit")._run_exitfuncs()):  # fmt: skip
-        with contextlib.suppress(BaseException):  # the program may have broken them: its output, its problem
-            finish()
-    if not all([_flushed(sys.stdout), _flushed(sys.stderr)]):  # both tried, as python does
-        status = 120  # python's status when its standard streams cannot be flushed at exit
-    if interrupted:  # python dies of SIGINT after an uncaught KeyboardInterrupt
-        with contextlib.suppress(BaseException):
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGINT)
-    os._exit(status)
+    except BaseException:  # noqa: B036 - a script's uncaught exception (a judged run never gets here)
+        uncaught = sys.exc_info()
+    python_exit(status, uncaught, _exit_status)  # as python ends a script (red team rounds 13 and 14)
 
 
-def _print_uncaught(info):
-    """``sys.excepthook`` as python calls it for an uncaught exception, its own if it fails (a judged run never gets
-    here: its harness catches the program's exceptions; in a script, the program's hook is the program's)."""
-    try:
-        sys.excepthook(*info)
-    except BaseException:  # noqa: B036
-        with contextlib.suppress(BaseException):  # the C printer: ``traceback`` would read frames (audit hook)
-            sys.__excepthook__(*info)
+def _standard_streams():
+    """sys.stdin, sys.stdout, sys.stderr (and ``__stdin__``...) made over descriptors 0-2 as python's start-up makes
+    them (``create_stdio``): the server's own were made over its descriptors, and what they found there (a
+    ``seekable()`` answered once) is not the run's pipe (red team round 14, R14J-7: ``io.TextIOWrapper(
+    sys.stdout.buffer)`` failed with "Illegal seek"). The server's objects are kept: they hold nothing to write."""
+    _SERVER_STREAMS.extend((sys.stdin, sys.stdout, sys.stderr))
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        old = getattr(sys, "__" + name + "__")
+        try:
+            buffer = open(fd, mode + "b", -1, closefd=False)  # noqa: SIM115 - the process's stream, never closed
+            buffer.raw.name = "<" + name + ">"
+            line_buffering = buffer.raw.isatty() or fd == 2
+            encoding = (
+                getattr(old, "encoding", "utf-8"),
+                getattr(old, "errors", "backslashreplace" if fd == 2 else "strict"),
+            )
+            stream = io.TextIOWrapper(buffer, *encoding, "\n", line_buffering, False)
+            stream.mode = mode
+        except OSError:  # no such descriptor: python's stream is None then
+            stream = None
+        setattr(sys, name, stream)
+        setattr(sys, "__" + name + "__", stream)
 
 
-def _flushed(stream):
-    """Whether ``stream`` (the program's sys.stdout or sys.stderr) flushed, as python flushes them at exit: a closed
-    or missing one counts as flushed; one that fails makes python's exit status 120."""
-    try:
-        if stream is not None and not getattr(stream, "closed", True):
-            stream.flush()
-        return True
-    except BaseException:  # noqa: B036
-        return False
+_SERVER_STREAMS = []
 
 
 def _end_sessions(sids):
@@ -277,6 +275,7 @@ def _main():
     else:
         _warm_landlock()
     ctl.send(b"up+userns" if _CONFIG["user_namespaces"] and _user_namespaces_work() else b"up")
+    gc.freeze()  # never collected: a child's collection (a script's end, python's) walks the program's objects only
     _serve(ctl)
 
 

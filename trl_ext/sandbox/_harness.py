@@ -28,7 +28,7 @@ import sys
 # Imports are kept to C modules: the start-up of every run pays for each import (and for compiling this file).
 
 if False:  # never runs: ``base.HARNESS_SOURCE`` is _harness_python.py, then this file, as one source
-    from trl_ext.sandbox._harness_python import _depth, _main_module, _program_file
+    from trl_ext.sandbox._harness_python import _depth, _main_module, _program_file, _python_exit
 
 
 # Builtins as the harness found them, before any program: the functions defined below, and the runtime's (run over
@@ -403,6 +403,7 @@ def _main(runtime=None, confine=None):
     if payload["mode"] != "script":  # a judged mode: the harness describes the program after it ran
         runtime["_main_depth"] = _depth()  # before the audit hook refuses frames
         runtime["_program_file"], runtime["_main_module"] = _program_file, _main_module
+        runtime["_python_exit"] = _python_exit
         runtime["_undumpable"]()
         runtime["_referents"] = _deny_frames()
     if payload["mode"] == "script":

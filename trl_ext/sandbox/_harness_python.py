@@ -2,10 +2,14 @@
 source (``base.HARNESS_SOURCE``: this file, then ``_harness.py``): the builtins ``site`` adds, its own stack depth and
 its source as a file. Self-contained, C modules and ``_sitebuiltins`` only, as ``_harness.py``."""
 
+import _signal
 import _sitebuiltins  # Python, but importing sys only (``site`` would import os and set paths: ~0.9 ms a run)
 import builtins
+import gc
 import posix as os  # os itself is a Python module with imports of its own
 import sys
+
+_isinstance, _bool, _getattr, _type = isinstance, bool, getattr, type  # as the harness found them (no program yet)
 
 
 def _site_builtins():
@@ -64,6 +68,86 @@ def _main_module(path):
         module.__loader__ = sys.modules["_frozen_importlib_external"].SourceFileLoader("__main__", path)
     sys.modules["__main__"] = module
     return module
+
+
+def _python_exit(status, uncaught, exit_code):
+    """End the program's process as ``python solution.py`` ends (CPython 3.11's PyErr_Print, Py_FinalizeEx and
+    Py_RunMain); never returns (red team rounds 13 and 14: output and statuses lost where a forked process ended
+    itself). ``uncaught``: the exc_info of an exception the program did not catch (``status`` 1): it goes to
+    ``sys.excepthook``, and a SystemExit out of the hook gives the status (``exit_code`` reads it). Then threads
+    not daemon are waited for, atexit functions run, sys.stdout and sys.stderr are flushed, the standard streams
+    restored from ``sys.__stdout__`` and co, the program's module cleared as python clears a module (its objects'
+    ``__del__`` run: an unclosed file on descriptor 1 writes out), cycles collected and the streams flushed again:
+    120 if a flush failed. An uncaught KeyboardInterrupt ends the process by SIGINT."""
+    interrupted = uncaught is not None and _isinstance(uncaught[1], KeyboardInterrupt)
+    if uncaught is not None:
+        try:
+            sys.excepthook(*uncaught)
+        except SystemExit as exc:  # python exits at once with the hook's status (no SIGINT)
+            status, interrupted = exit_code(exc), False
+        except BaseException:  # noqa: B036 - python prints both
+            _quiet(lambda: _hook_failed(uncaught))
+    uncaught = None  # its traceback holds the program's frames, and their globals
+    _quiet(lambda: sys.modules["threading"]._shutdown() if "threading" in sys.modules else None)
+    _quiet(lambda: __import__("atexit")._run_exitfuncs())  # imported here: a module less in every run's memory
+    flushed = _flush_standard_streams()
+    _quiet(_finalize_main)
+    flushed = _flush_standard_streams() and flushed
+    if interrupted:
+        _quiet(lambda: _signal.signal(_signal.SIGINT, _signal.SIG_DFL))
+        _quiet(lambda: os.kill(os.getpid(), _signal.SIGINT))
+    os._exit(status if flushed else 120)
+
+
+def _quiet(action, *args):
+    try:  # noqa: SIM105 - contextlib is a Python module: the harness imports C modules only
+        action(*args)
+    except BaseException:  # noqa: B036 - the program may have broken what this calls: its output, its problem
+        pass
+
+
+def _hook_failed(uncaught):
+    sys.stderr.write("Error in sys.excepthook:\n")
+    sys.__excepthook__(*sys.exc_info())
+    sys.stderr.write("\nOriginal exception was:\n")
+    sys.__excepthook__(*uncaught)
+
+
+def _flush_standard_streams():
+    """python's ``flush_std_files``: sys.stdout, then sys.stderr, each unless None or closed (a ``closed`` that is
+    missing or fails reads as open); False if a flush failed."""
+    flushed = True
+    for name in ("stdout", "stderr"):
+        stream = _getattr(sys, name, None)
+        try:
+            closed = _bool(stream.closed)
+        except BaseException:  # noqa: B036
+            closed = False
+        try:
+            if stream is not None and not closed:
+                stream.flush()
+        except BaseException:  # noqa: B036
+            flushed = False
+    return flushed
+
+
+def _finalize_main():
+    """python's ``finalize_modules`` for the program: sys's special names set to None, its standard streams restored
+    from ``sys.__stdin__``... and ``__main__`` cleared (names with one leading underscore first, then the others
+    but ``__builtins__``: ``_PyModule_ClearDict``), then garbage collected."""
+    special = ("path", "argv", "ps1", "ps2", "last_type", "last_value", "last_traceback", "path_hooks", "meta_path")
+    for name in (*special, "path_importer_cache", "__interactivehook__"):
+        _quiet(setattr, sys, name, None)
+    for name in ("stdin", "stdout", "stderr"):
+        _quiet(setattr, sys, name, _getattr(sys, "__" + name + "__", None))
+    main = sys.modules.pop("__main__", None)
+    names = main.__dict__ if _type(main) is _type(sys) else {}
+    for first in (True, False):
+        for name in list(names):
+            single = name[:1] == "_" and name[1:2] != "_"
+            if (single if first else name != "__builtins__") and names.get(name) is not None:
+                _quiet(names.__setitem__, name, None)
+    gc.collect()
 
 
 _site_builtins()
