@@ -170,3 +170,31 @@ def test_a_stdio_case_ends_as_python_ends_it(backend, tmp_path):
     scores = CodeTests(timeout_s=20)([f"```python\n{code}\n```" for code in endings], tests=specs)
     assert [score == 1.0 for score in scores] == [done.returncode == 0 for done in plain]
     assert sum(done.returncode == 0 for done in plain) >= 7
+
+
+def test_a_programs_own_recursion_limit_counts_its_own_frames(backend, fork_server, tmp_path):
+    """Red team round 14 (R14J-9): the harness's frames counted against a limit the program set itself (its
+    ``sys.setrecursionlimit(1000)`` left it ~9 frames short), and under 1000 in an assert test every call failed;
+    ``sys.getrecursionlimit()`` read the harness's raised limit. The program's ``sys`` now reads and sets its own."""
+    program = "import sys\nprint(sys.getrecursionlimit())\nsys.setrecursionlimit(1000)\n" + RECURSIVE
+    deepest = _deepest(tmp_path, lambda n: program + f"print(f({n}))\n")
+    for n in (deepest, deepest + 1):
+        code = program + f"print(f({n}))\n"
+        assert run(code, timeout_s=20).stdout == _plain(code, tmp_path).stdout, n
+    stdio = [{"kind": "stdio", "cases": [{"input": f"{n}\n", "output": f"1000\n{n}"}]} for n in (deepest, deepest + 1)]
+    reward = CodeTests(timeout_s=20)
+    assert reward([f"```python\n{program}print(f(int(input())))\n```"] * 2, tests=stdio) == [1.0, 0.0]
+    assert reward([f"```python\n{program}```"], tests=[{"kind": "assert", "code": "assert f(50) == 50"}]) == [1.0]
+
+
+NEXT_TO_IT = "with open('helper.py', 'w') as out:\n    out.write('X = 41\\n')\nimport helper\nprint(helper.X + 1)\n"
+
+
+def test_the_programs_directory_is_first_on_its_path(backend, fork_server, tmp_path):
+    """Red team round 14 (R14J-10): a program importing a module it wrote next to itself failed (``-P`` left its
+    directory off ``sys.path``; ``python solution.py`` puts it first)."""
+    plain = _plain(NEXT_TO_IT, tmp_path)
+    assert plain.stdout == "42\n"
+    assert run(NEXT_TO_IT, timeout_s=20).stdout == plain.stdout
+    stdio = {"kind": "stdio", "cases": [{"input": "", "output": "42"}]}
+    assert CodeTests(timeout_s=20)([f"```python\n{NEXT_TO_IT}```"], tests=[stdio]) == [1.0]

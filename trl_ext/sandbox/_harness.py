@@ -28,7 +28,14 @@ import sys
 # Imports are kept to C modules: the start-up of every run pays for each import (and for compiling this file).
 
 if False:  # never runs: ``base.HARNESS_SOURCE`` is _harness_python.py, then this file, as one source
-    from trl_ext.sandbox._harness_python import _depth, _main_module, _program_file, _python_exit
+    from trl_ext.sandbox._harness_python import (
+        _depth,
+        _frames_under_program,
+        _main_module,
+        _program_file,
+        _program_getrecursionlimit,
+        _python_exit,
+    )
 
 
 # Builtins as the harness found them, before any program: the functions defined below, and the runtime's (run over
@@ -403,7 +410,8 @@ def _main(runtime=None, confine=None):
     if payload["mode"] != "script":  # a judged mode: the harness describes the program after it ran
         runtime["_main_depth"] = _depth()  # before the audit hook refuses frames
         runtime["_program_file"], runtime["_main_module"] = _program_file, _main_module
-        runtime["_python_exit"] = _python_exit
+        runtime["_python_exit"], runtime["_frames_under_program"] = _python_exit, _frames_under_program
+        runtime["_program_recursion_limit"] = _program_getrecursionlimit
         runtime["_undumpable"]()
         runtime["_referents"] = _deny_frames()
     if payload["mode"] == "script":
@@ -411,7 +419,7 @@ def _main(runtime=None, confine=None):
         os.close(payload_fd)
         del payload_fd, ready_fd, nonce_fd, out_fd
         code = payload.pop("code")
-        sys.setrecursionlimit(sys.getrecursionlimit() + _depth() + 1)  # and exec's entry: as python's frames
+        _frames_under_program(_depth() + 1)  # this function, those under it and exec's entry: as python's frames
         path = _program_file(code)
         exec(compile(code, path or "solution.py", "exec"), _main_module(path).__dict__)
     else:

@@ -2,6 +2,7 @@
 source (``base.HARNESS_SOURCE``: this file, then ``_harness.py``): the builtins ``site`` adds, its own stack depth and
 its source as a file. Self-contained, C modules and ``_sitebuiltins`` only, as ``_harness.py``."""
 
+import _operator
 import _signal
 import _sitebuiltins  # Python, but importing sys only (``site`` would import os and set paths: ~0.9 ms a run)
 import builtins
@@ -59,15 +60,49 @@ def _main_module(path):
     """The program's module as ``python solution.py`` makes it, now ``sys.modules["__main__"]`` (unittest, doctest,
     pickle and ``import __main__`` find it): the builtins module as ``__builtins__``, ``__annotations__`` and
     ``__cached__``, and where its source is a file (``path``, ``_program_file``) ``__file__`` and a source loader
-    (red team rounds 12 and 13). Every mode makes the program's module here; the SandboxFusion files wrapper copies
+    (red team rounds 12 and 13), and its directory first on ``sys.path``. Every mode makes the program's module here; the SandboxFusion files wrapper copies
     these names from the module this made for it (``run_code.py``)."""
     module = type(sys)("__main__")
     module.__builtins__, module.__annotations__, module.__cached__ = builtins, {}, None
     if path is not None:
         module.__file__ = path
         module.__loader__ = sys.modules["_frozen_importlib_external"].SourceFileLoader("__main__", path)
+        sys.path.insert(0, path.rpartition("/")[0])  # the script's directory first (red team round 14, R14J-10)
     sys.modules["__main__"] = module
     return module
+
+
+_set_limit, _get_limit = sys.setrecursionlimit, sys.getrecursionlimit  # the genuine ones
+_FRAMES_UNDER = [0]  # the harness's frames under the program's: the interpreter's limit less these is the program's
+
+
+def _program_setrecursionlimit(limit, /):
+    """``sys.setrecursionlimit`` as the program calls it: its limit counts the program's frames, as under ``python
+    solution.py``, not the harness's under them (red team round 14, R14J-9: a program's own 1000 left it frames
+    short, and under 1000 in an assert test every call failed)."""
+    limit = _operator.index(limit)
+    if limit < 1:
+        raise ValueError("recursion limit must be greater or equal than 1")
+    _set_limit(limit + _FRAMES_UNDER[0])
+
+
+def _program_getrecursionlimit():
+    """``sys.getrecursionlimit`` as the program reads it: 1000 at its start, as python's."""
+    return _get_limit() - _FRAMES_UNDER[0]
+
+
+def _frames_under_program(frames):
+    """Put ``frames`` harness frames under the program's from here on (its first frame's depth less one): the
+    interpreter's limit moves with them, the program's stays; the program's ``sys`` reads and sets its own."""
+    limit = _program_getrecursionlimit()
+    _FRAMES_UNDER[0] = frames
+    _set_limit(limit + frames)
+    for name, function in (
+        ("setrecursionlimit", _program_setrecursionlimit),
+        ("getrecursionlimit", _program_getrecursionlimit),
+    ):
+        function.__name__ = function.__qualname__ = name
+        setattr(sys, name, function)
 
 
 def _python_exit(status, uncaught, exit_code):

@@ -28,7 +28,12 @@ _perf_counter = time.perf_counter
 _module_type = type(sys)
 
 if False:  # never runs: ``judge.harness_runtime`` compiles _harness_values.py and this file as one module
-    from trl_ext.sandbox._harness import _main_module, _program_file, _python_exit  # set by ``_harness._main``
+    from trl_ext.sandbox._harness import (  # set by ``_harness._main``
+        _frames_under_program,
+        _main_module,
+        _program_file,
+        _python_exit,
+    )
     from trl_ext.sandbox._harness_env import _redirect, _seed_random, _with_streams
     from trl_ext.sandbox._harness_live import _LOADED, _live_call, _module_state, _watch_modules
     from trl_ext.sandbox._harness_program import _describe
@@ -205,7 +210,7 @@ def _calls_child(payload, call_fd, write_fd, read_frame, parse):
         exec(compile(code, path or "solution.py", "exec"), namespace)
     except BaseException:  # noqa: B036 - SystemExit at import time is a failure, not an exit
         _exit(1)
-    sys.setrecursionlimit(sys.getrecursionlimit() - 1)  # the calls come from this frame's callee, no exec entry
+    _python_recursion_limit(3)  # the calls come from this frame's callee, with no exec entry
     try:  # noqa: SIM105 - contextlib would cost start-up time
         _LOADED.append(_module_state(namespace))
     except BaseException:  # noqa: B036 - unreadable: every assert-test call then fails (_module_changed)
@@ -292,9 +297,9 @@ _main_depth = 0  # the frames under the harness's ``_main``, its own included (s
 
 def _python_recursion_limit(own_frames):
     """Give the program the recursion limit ``python solution.py`` gives it: the harness's frames under the
-    program's (``_main_depth`` and ``own_frames``, the runtime's from its ``main`` to the caller) are added to the
-    limit (red team round 12: right programs a few frames short of the limit failed)."""
-    sys.setrecursionlimit(sys.getrecursionlimit() + _main_depth + own_frames)
+    program's (``_main_depth`` and ``own_frames``, the runtime's from its ``main`` to the caller) do not count
+    (red team rounds 12 and 14; the harness's ``_frames_under_program``)."""
+    _frames_under_program(_main_depth + own_frames)
 
 
 def _case_child(code, path, stdin_fd, out_w, cpu_s):

@@ -284,7 +284,8 @@ if {fetch!r} or {capped!r}:
         _os.close(_trl_ext_r)
         _os.close(_trl_ext_w)
     del _trl_ext_r, _trl_ext_w, _trl_ext_pid
-_sys.path.insert(0, _os.getcwd())
+if _sys.path[:1] != [_os.getcwd()]:  # the harness put the program's directory first where it wrote solution.py
+    _sys.path.insert(0, _os.getcwd())
 _trl_ext_made = _sys.modules["__main__"]  # made for this wrapper by the harness, as python makes __main__
 _trl_ext_main = _sys.modules["__main__"] = type(_sys)("__main__")
 for _trl_ext_name in ("__builtins__", "__cached__", "__file__", "__loader__"):
