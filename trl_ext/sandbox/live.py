@@ -20,6 +20,7 @@ import builtins
 import collections
 import operator
 import sys
+import types
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -79,9 +80,37 @@ def _throw(self: ProgramIterator, kind: Any, value: Any = None, traceback: Any =
         _refuse({"refuse": type(self)._trl_ext_refuse}, "the test throws a traceback into the program's generator")
     exception = _thrown(kind, value)
     name = type(exception).__name__
-    if getattr(builtins, name, None) is not type(exception) or exception.__dict__:
-        _refuse({"refuse": type(self)._trl_ext_refuse}, f"the test throws a {name} of its own (class or attributes)")
+    if getattr(builtins, name, None) is not type(exception) or not _rebuilt_from_args(exception):
+        _refuse({"refuse": type(self)._trl_ext_refuse}, f"the test throws a {name} of its own (class or state)")
     return self._step(self._number, 3, name, list(exception.args))
+
+
+_SLOTS = (types.MemberDescriptorType, types.GetSetDescriptorType)
+_LINKS = ("__dict__", "args", "__cause__", "__context__", "__traceback__", "__suppress_context__")
+
+
+def _rebuilt_from_args(exception: BaseException) -> bool:
+    """Whether ``type(exception)(*exception.args)``, what the sandbox throws, is the same exception: no attributes,
+    cause, context or traceback of its own, and every slot of its class the same (red team round 14b, R14bJ-1: an
+    OSError's ``filename``, an ImportError's ``name=`` are not in ``args``)."""
+    if exception.__dict__ or exception.__suppress_context__:
+        return False
+    if any(link is not None for link in (exception.__cause__, exception.__context__, exception.__traceback__)):
+        return False
+    try:
+        rebuilt = type(exception)(*exception.args)
+        slots = {
+            name for klass in type(exception).__mro__ for name, member in vars(klass).items() if type(member) in _SLOTS
+        }
+        return all(
+            _same(getattr(exception, name, _SLOTS), getattr(rebuilt, name, _SLOTS)) for name in slots - set(_LINKS)
+        )
+    except Exception:  # noqa: BLE001 - what cannot be rebuilt or compared is not the same
+        return False
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is b or (type(a) is type(b) and bool(a == b))
 
 
 def _thrown(kind: Any, value: Any) -> BaseException:
