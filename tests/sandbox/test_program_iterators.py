@@ -131,3 +131,17 @@ def test_throwing_an_exception_the_sandbox_cannot_rebuild_is_refused(backend):
         test = made + "\ng = counter()\nnext(g)\ntry:\n    g.throw(thrown)\nexcept BaseException:\n    pass"
         report = run_tests(RESETTER.format(reset="0"), {"kind": "assert", "code": test}, limits=FAST)
         assert report.passed == 0 and "unsupported_test" in report.statuses and "of its own" in report.detail, made
+
+
+@pytest.mark.parametrize("backend", ISOLATED[:1], indirect=True)
+def test_what_a_builtin_iterator_holds_beyond_its_items_is_refused(backend):
+    """Red team round 14 (R14J-8): the test's handle on a program's generator or list iterator lacked the real
+    type's other attributes, so a test reading one judged the program on an AttributeError, a False or a made-up
+    ``repr`` (a right program 0; a program CPython fails 1 on ``not hasattr(g, 'gi_frame')``). Such a read refuses
+    the test; an attribute the real type lacks raises AttributeError, as in CPython."""
+    program = "def gen(n):\n    yield from range(n)\ndef items(n):\n    return iter(list(range(n)))\n"
+    for read in ("gen(3).__name__", "gen(3).gi_running", "hasattr(gen(3), 'gi_frame')", "repr(gen(3))", "items(3).__setstate__"):
+        report = run_tests(program, {"kind": "assert", "code": f"assert {read} or True"}, limits=FAST)
+        assert report.passed == 0 and "unsupported_test" in report.statuses, (read, report)
+    absent = "assert not hasattr(items(3), 'send') and not hasattr(map(abs, [1]), 'x') and list(gen(2)) == [0, 1]"
+    assert run_tests(program, {"kind": "assert", "code": absent}, limits=FAST).all_passed

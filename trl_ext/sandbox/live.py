@@ -18,6 +18,7 @@ from __future__ import annotations
 import array
 import builtins
 import collections
+import itertools
 import operator
 import sys
 import types
@@ -158,7 +159,10 @@ def iterator_class(classes: list | None, made: dict, table: dict | None = None) 
             name, qualname, module, _ = classes[0]
             members = {"__slots__": (), "__qualname__": qualname, "__module__": module, "__doc__": None}
             if key == ("builtins", "generator"):
-                members.update(send=_send, throw=_throw, _trl_ext_refuse=(table or {}).get("refuse"))
+                members.update(send=_send, throw=_throw)
+            real = _BUILTIN_ITERATORS.get(key)  # its attributes: the real type's (red team round 14, R14J-8)
+            members.update(_trl_ext_refuse=(table or {}).get("refuse"), _trl_ext_real=real)
+            members.update(__getattr__=_builtin_attribute, __repr__=_refused_operation)
             made[key] = type(name, (ProgramIterator,), members)
         return made[key]
     if any(entry[3] is None for entry in classes):
@@ -216,6 +220,33 @@ def _refuse(table: dict, why: str) -> None:
     if refuse is not None:
         refuse(why)  # raises
     raise LookupError(why)
+
+
+def _builtin_attribute(self: ProgramIterator, name: str) -> Any:
+    """A read of what the test's handle on a builtin iterator lacks: an attribute of the real type (a generator's
+    ``gi_frame``, ``__name__``; any where the type is not known here) refuses the test; another raises
+    AttributeError, as CPython does (a map object's ``send``). Its ``repr`` refuses too (the real one names the
+    program's function and an address)."""
+    real = type(self)._trl_ext_real
+    if real is None or any(name in vars(klass) for klass in real.__mro__):
+        _refused_attribute(self, name)
+    raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+
+def _builtin_iterator_types() -> dict:
+    """The builtin iterator types of this interpreter, by (module, qualname) as a record names them."""
+    samples = [iter(kind()) for kind in (list, tuple, str, bytes, bytearray, set, frozenset, dict)]
+    samples += [iter({}.values()), iter({}.items()), reversed([]), reversed({}), iter(range(0)), iter(range(1 << 70))]
+    samples += [map(abs, ()), filter(None, ()), zip(), enumerate(()), iter(int, 0), (x for x in ())]
+    samples += [iter(collections.deque()), reversed(collections.deque()), iter(collections.OrderedDict())]
+    samples += [iter("\u00e9"), reversed("ab"), itertools.count(), itertools.cycle(()), itertools.repeat(0)]
+    samples += [itertools.chain(), itertools.islice((), 0), itertools.accumulate(()), itertools.product()]
+    samples += [itertools.permutations(()), itertools.combinations((), 0), itertools.starmap(abs, ())]
+    samples += [itertools.zip_longest(), itertools.groupby(()), itertools.pairwise(()), itertools.compress((), ())]
+    return {(kind.__module__, kind.__qualname__): kind for kind in map(type, samples)}
+
+
+_BUILTIN_ITERATORS = _builtin_iterator_types()
 
 
 def _refused_attribute(self: ProgramIterator, name: str) -> Any:
