@@ -139,6 +139,8 @@ ENDINGS = [
     "import sys\nprint('x')\ndef hook(k, v, tb):\n    sys.exit(0)\nsys.excepthook = hook\nraise ValueError",
     "import io, sys\nout = io.TextIOWrapper(sys.stdout.buffer, encoding='utf-8')\nout.write('wrapped\\n')\nout.flush()",
     "import sys\nprint(sys.stdout.seekable(), sys.stdout.line_buffering, sys.stderr.line_buffering, sys.stdout.name)",
+    "import sys\nsys.excepthook = lambda *info: sys.exit(5)\nraise ValueError",
+    "import signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])\nraise KeyboardInterrupt",  # 130
 ]
 
 
@@ -146,7 +148,7 @@ def _endings(backend: str) -> list[str]:
     """ENDINGS but, on the rlimit backend where this Python lives in root's home, those importing a module that is
     not frozen (its run's uid cannot read the standard library there)."""
     readable = backend != "rlimit" or not sys.prefix.startswith("/root")
-    return [code for code in ENDINGS if readable or "threading" not in code]
+    return [code for code in ENDINGS if readable or not ("threading" in code or "import signal" in code)]
 
 
 def test_a_script_ends_as_python_ends_it(backend, fork_server, tmp_path):

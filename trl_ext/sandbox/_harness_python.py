@@ -128,9 +128,10 @@ def _python_exit(status, uncaught, exit_code):
     flushed = _flush_standard_streams()
     _quiet(_finalize_main)
     flushed = _flush_standard_streams() and flushed
-    if interrupted:
+    if interrupted:  # python's exit_sigint: death by SIGINT, else (blocked) 130
         _quiet(lambda: _signal.signal(_signal.SIGINT, _signal.SIG_DFL))
         _quiet(lambda: os.kill(os.getpid(), _signal.SIGINT))
+        status = flushed = 130
     os._exit(status if flushed else 120)
 
 
