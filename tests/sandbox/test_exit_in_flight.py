@@ -17,6 +17,7 @@ import uuid
 import pytest
 
 from trl_ext.sandbox import forkserver
+from trl_ext.sandbox.server import ending_signals
 
 from .._backends import start_server, stop_server
 from ._serve import post
@@ -72,8 +73,48 @@ def test_a_trainer_that_exits_leaves_no_process_of_its_runs(backend, fork_server
     assert _named(name) == []
 
 
+_DEFAULT_SLEEP = (  # every disposition the default and nothing blocked, then ``sleep``
+    "import os, signal\n"
+    "for number in signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}:\n"
+    "    signal.signal(number, signal.SIG_DFL)\n"
+    "signal.pthread_sigmask(signal.SIG_SETMASK, [])\n"
+    "os.write(1, b'r')\n"
+    "os.execvp('sleep', ['sleep', '5'])\n"
+)
+
+
+def _ends_a_process(number: int) -> bool:
+    """Whether ``number``'s default action ends a process: ``sleep`` with every default disposition is sent it."""
+    child = subprocess.Popen([sys.executable, "-c", _DEFAULT_SLEEP], stdout=subprocess.PIPE)
+    child.stdout.read(1)
+    time.sleep(0.05)  # past its exec
+    child.send_signal(number)
+    child.send_signal(signal.SIGCONT)  # a stop signal: let it go on
+    child.kill() if child.poll() is None and not _dies(child) else None
+    child.stdout.close()
+    return child.wait() == -number
+
+
+def _dies(child: subprocess.Popen) -> bool:
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        child.wait(0.5)
+    return child.poll() is not None
+
+
+def test_every_signal_that_ends_the_service_by_default_ends_it_cleanly():
+    """Red team round 14: a hand-made list missed SIGPWR and SIGPROF (a run's daemon outlived the service). The
+    service's list must hold every signal whose default action ends a process, found here by sending each to a
+    child, but those it leaves as they are on purpose (SIGINT ends it cleanly as KeyboardInterrupt)."""
+    on_purpose = {signal.SIGKILL, signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ}  # SIGPIPE, SIGXFSZ: python ignores
+    on_purpose |= {signal.SIGILL, signal.SIGTRAP, signal.SIGBUS, signal.SIGFPE, signal.SIGSEGV}  # its own faults
+    ending = {number for number in signal.valid_signals() if number not in on_purpose and _ends_a_process(number)}
+    assert ending <= set(ending_signals()) and {signal.SIGPWR, signal.SIGPROF, signal.SIGRTMIN + 1} <= ending
+
+
 @pytest.mark.parametrize(
-    "number", [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1], ids=["TERM", "HUP", "QUIT", "USR1"]
+    "number",
+    [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGPWR, signal.SIGRTMIN + 1],
+    ids=["TERM", "HUP", "QUIT", "USR1", "PWR", "RTMIN+1"],
 )
 def test_a_service_stopped_by_a_signal_leaves_no_process_of_its_runs(number):
     """Red team rounds 12 and 13: a run's daemon outlived ``sandbox-serve`` stopped by SIGTERM, then by SIGHUP or

@@ -140,7 +140,13 @@ def test_what_a_builtin_iterator_holds_beyond_its_items_is_refused(backend):
     ``repr`` (a right program 0; a program CPython fails 1 on ``not hasattr(g, 'gi_frame')``). Such a read refuses
     the test; an attribute the real type lacks raises AttributeError, as in CPython."""
     program = "def gen(n):\n    yield from range(n)\ndef items(n):\n    return iter(list(range(n)))\n"
-    for read in ("gen(3).__name__", "gen(3).gi_running", "hasattr(gen(3), 'gi_frame')", "repr(gen(3))", "items(3).__setstate__"):
+    for read in (
+        "gen(3).__name__",
+        "gen(3).gi_running",
+        "hasattr(gen(3), 'gi_frame')",
+        "repr(gen(3))",
+        "items(3).__setstate__",
+    ):
         report = run_tests(program, {"kind": "assert", "code": f"assert {read} or True"}, limits=FAST)
         assert report.passed == 0 and "unsupported_test" in report.statuses, (read, report)
     absent = "assert not hasattr(items(3), 'send') and not hasattr(map(abs, [1]), 'x') and list(gen(2)) == [0, 1]"

@@ -280,6 +280,28 @@ def _screen(expected: bytes | None) -> Callable[[bytes], bytes | None] | None:
     return screen
 
 
+# what signal(7) says does not end a process by default (ignored, stopped, continued), and what a handler here must
+# not take: SIGKILL and SIGSTOP (it cannot), SIGINT (KeyboardInterrupt already ends the service cleanly), SIGPIPE
+# (python ignores it) and the faults of this process's own code (no Python runs safely there)
+_NOT_ENDING = {"SIGCHLD", "SIGCONT", "SIGURG", "SIGWINCH", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGKILL", "SIGSTOP"}
+_NOT_ENDING |= {"SIGINT", "SIGPIPE", "SIGILL", "SIGTRAP", "SIGBUS", "SIGFPE", "SIGSEGV"}
+
+
+def ending_signals() -> list[int]:
+    """Every signal whose default action ends the service, from this system's table (real-time ones included), to
+    end it cleanly instead: the fork servers stop, their directories go and runs in flight are killed (red team
+    rounds 13 and 14: HUP, QUIT, then PWR and PROF left a run's daemon). One inherited as ignored stays ignored."""
+    numbers = [number for number in signal.valid_signals() if _name(number) not in _NOT_ENDING]
+    return [number for number in numbers if signal.getsignal(number) != signal.SIG_IGN]
+
+
+def _name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:  # a real-time signal past the named ones
+        return f"SIGRT{number}"
+
+
 def _executed(runner: Backend, request: RunRequest, running: threading.Semaphore) -> tuple[int, dict]:
     """(HTTP status, answer) of ``request`` run by ``runner``: 500 for a fault of this service (the client retries)."""
     try:
@@ -334,9 +356,7 @@ def serve(config: ServeConfig) -> None:
         f"{config.workers} workers, queue {config.queue}, {'secret required' if config.secret else 'no secret'})",
         flush=True,
     )
-    # every signal whose default action ends the process quietly is a clean exit: the fork servers stop, their
-    # directories go and runs in flight are killed (red team round 13: HUP and QUIT left a run's daemon)
-    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM):
+    for number in ending_signals():
         signal.signal(number, _terminate)
     try:
         server.serve_forever()
