@@ -148,23 +148,33 @@ import os, signal, sys, threading, time
 from trl_ext.sandbox import run
 threading.Thread(target=run, args=({program!r},), kwargs={{"backend": "landlock", "timeout_s": 40}}, daemon=True).start()
 time.sleep(float(sys.argv[1]))
-os.kill(os.getpid(), signal.SIGKILL)  # no hook runs: the fork server sees its control socket close
+if sys.argv[2] == "helper" and os.fork() == 0:  # a forked helper (a DataLoader worker) holds the control socket too
+    time.sleep(20)
+    os._exit(0)
+os.kill(os.getpid(), signal.SIGKILL)  # no hook runs: the fork server sees its trainer gone
 """
 
 
-def test_a_killed_trainer_leaves_no_process_behind_landlocks_fork_server():
-    """Red team rounds 12 and 13: when its trainer is killed, landlock's fork server killed each run's first process
-    only; a daemon the program double-forked into a process group of its own lived on. The server now ends every
-    process of its runs' sessions (the run's own Landlock domain still refuses /proc)."""
+@pytest.mark.parametrize("helper", ["alone", "helper"])
+def test_a_killed_trainer_leaves_no_process_behind_landlocks_fork_server(helper):
+    """Red team rounds 12, 13 and 14: when its trainer is killed, landlock's fork server killed each run's first
+    process only; a daemon the program double-forked into a process group of its own lived on. The server now ends
+    every process of its runs' sessions (the run's own Landlock domain still refuses /proc), also while a child the
+    trainer forked holds the control socket (the server watches the trainer's process)."""
     name = "killed" + uuid.uuid4().hex[:6]
     env = {**os.environ, forkserver.FORKSERVER_ENV: "1"}
-    proc = subprocess.Popen([sys.executable, "-c", KILLED.format(program=PROGRAM.format(name=name)), "4"], env=env)
-    deadline = time.monotonic() + 20
-    while len(_named(name)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert len(_named(name)) == 2
-    assert proc.wait(30) == -signal.SIGKILL
-    deadline = time.monotonic() + 5
-    while _named(name) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _named(name) == []
+    script = KILLED.format(program=PROGRAM.format(name=name))
+    proc = subprocess.Popen([sys.executable, "-c", script, "4", helper], env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while len(_named(name)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(_named(name)) == 2
+        assert proc.wait(30) == -signal.SIGKILL
+        deadline = time.monotonic() + 5
+        while _named(name) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _named(name) == []
+    finally:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the helper

@@ -182,33 +182,58 @@ _SERVER_STREAMS = []
 
 
 def _end_sessions(sids):
-    """SIGKILL every process of the sessions ``sids`` (the runs': seccomp refuses setsid, so none left its run's),
-    a few passes over /proc (a process may fork meanwhile): a daemon that left its run's process group outlived a
-    trainer that was killed (red team rounds 12 and 13). Where this server sees no /proc (bubblewrap's: its pid
-    namespace dies with it), nothing is left to do."""
-    for _ in range(4):
-        found = False
-        with contextlib.suppress(OSError):
-            for entry in filter(str.isdigit, os.listdir("/proc")):
-                with contextlib.suppress(OSError, ValueError, IndexError):
-                    with open("/proc/" + entry + "/stat", "rb") as stat:
-                        session = int(stat.read().rsplit(b")", 1)[1].split()[3])  # after the name, which may hold ')'
-                    if session in sids:
-                        os.kill(int(entry), 9)
-                        found = True
+    """SIGKILL every process of the sessions ``sids`` (the runs': seccomp refuses setsid, so none left its run's): a
+    daemon that left its run's process group outlived a trainer that was killed (red team rounds 12 and 13). Each
+    pass over /proc stops what it finds (a stopped process forks no more), until one finds nothing new; then all
+    are killed: a list-then-kill sweep let a process that forked in between get past it (round 14). Where this
+    server sees no /proc (bubblewrap's: its pid namespace dies with it), nothing is left to do."""
+    stopped = set()
+    for _ in range(256):
+        found = _session_members(sids) - stopped
+        for pid in found:
+            with contextlib.suppress(OSError):
+                os.kill(pid, 19)  # SIGSTOP
+        stopped |= found
         if not found:
-            return
+            break
+    for pid in stopped:
+        with contextlib.suppress(OSError):
+            os.kill(pid, 9)
 
 
-def _serve(ctl):
-    """Fork a child per request; report each child's pid (with a pidfd) and its wait status on its socket."""
+def _session_members(sids):
+    members = set()
+    with contextlib.suppress(OSError):
+        for entry in filter(str.isdigit, os.listdir("/proc")):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                with open("/proc/" + entry + "/stat", "rb") as stat:
+                    session = int(stat.read().rsplit(b")", 1)[1].split()[3])  # after the name, which may hold ')'
+                if session in sids:
+                    members.add(int(entry))
+    return members
+
+
+def _parent_pidfd():
+    """A pidfd of the process that started this server (the trainer; under bubblewrap, its init, which dies with
+    the trainer): readable once it is gone. The control socket's end of file alone is not that: the trainer's
+    forked children (a DataLoader's workers, a multiprocessing pool) hold its end too (red team round 14)."""
+    try:
+        return os.pidfd_open(os.getppid())
+    except OSError:  # a kernel without pidfds: the control socket only
+        return None
+
+
+def _serve(ctl, trainer):
+    """Fork a child per request; report each child's pid (with a pidfd) and its wait status on its socket.
+    ``trainer``: a pidfd of the trainer (or None)."""
     children = {}  # pid -> (status socket, pidfd)
+    watched = [ctl] if trainer is None else [ctl, trainer]
     while True:
         # a short timeout: orphans adopted from the runs (no pidfd here) are reaped soon, so their uid's process
         # count is free again before the uid serves another run
-        readable = select.select([ctl, *(pidfd for _, pidfd in children.values())], [], [], 0.05)[0]
-        if ctl in readable:
-            message, fds, _, _ = socket.recv_fds(ctl, 1 << 16, 8)
+        readable = select.select([*watched, *(pidfd for _, pidfd in children.values())], [], [], 0.05)[0]
+        if ctl in readable or trainer in readable:
+            message, fds = (b"", []) if trainer in readable else socket.recv_fds(ctl, 1 << 16, 8)[:2]
             if not message:  # the trainer is gone (or retired this server): nothing of its runs may stay
                 for pid in children:
                     with contextlib.suppress(OSError):
@@ -268,6 +293,7 @@ def _user_namespaces_work():
 
 def _main():
     ctl = socket.socket(fileno=_CONFIG["ctl_fd"])
+    trainer = _parent_pidfd()
     _check(_libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")
     if _CONFIG["confine_self"]:  # landlock backend: the server's own domain; each run's domain nests in it (and
         # grants no /proc: only the server reads it, to end its runs' sessions when its trainer is gone)
@@ -276,7 +302,7 @@ def _main():
         _warm_landlock()
     ctl.send(b"up+userns" if _CONFIG["user_namespaces"] and _user_namespaces_work() else b"up")
     gc.freeze()  # never collected: a child's collection (a script's end, python's) walks the program's objects only
-    _serve(ctl)
+    _serve(ctl, trainer)
 
 
 if __name__ == "__main__":
