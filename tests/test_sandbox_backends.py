@@ -329,3 +329,24 @@ def test_a_busy_service_is_waited_for_not_counted_as_a_failure(stub_service):
     assert result.status == "ok" and len(_Stub.seen) == 10  # 8 busy answers and one failure (its one retry) waited out
     _Stub.replies = [(503, {})] * 3
     assert backend.launch({"mode": "script", "code": "print(7)"}, b"", Limits(timeout_s=2)).status == "infra_error"
+
+
+def test_a_busy_service_that_resets_a_large_request_is_waited_for():
+    """Red team round 14 (remote_big_body_busy): a busy service reads at most 1 MiB of a body it refuses (429) and
+    closes; a client still sending more gets a reset, not the 429, which counted as a failed attempt: 8 MiB stdio
+    inputs came back None in 6 s. Such a reset of a large request is waited out like a 429."""
+    proc, url = start_server("--workers", "1", "--queue", "1")
+    slow = json.dumps({"code": "import time; time.sleep(4)", "language": "python"}).encode()
+    holders = [threading.Thread(target=_post, args=(url + "/run_code", slow)) for _ in range(2)]
+    try:
+        for holder in holders:  # one running, one waiting: the service's places are taken
+            holder.start()
+            time.sleep(0.2)
+        backend = RemoteBackend(url, retries=1, backoff_s=0.05, queue_s=30.0)
+        program = {"mode": "script", "code": "import sys\nprint(len(sys.stdin.buffer.read()))"}
+        result = backend.launch(program, b"x" * (8 << 20), Limits(timeout_s=10))
+        assert (result.status, result.stdout) == ("ok", f"{8 << 20}\n"), result
+    finally:
+        for holder in holders:
+            holder.join(30)
+        stop_server(proc)

@@ -47,6 +47,7 @@ _NOT_READY = 125  # the relay's exit code when the harness never reported ready 
 _OVERFLOW = "trl-ext-bootstrap: output_limit"
 _PROGRAM_STATUSES = ("ok", "runtime_error", "timeout", "memory", "output_limit")
 _PROBE_AGAIN_S = 60.0  # a service that did not speak the payload extension is asked again after this long
+_READ_WHEN_REFUSED = 1 << 20  # what sandbox-serve reads of a body it refuses (429): past it, the client gets a reset
 SECRET_ENV = "TRL_EXT_SANDBOX_SECRET"
 PROTOCOL_ENV = (
     "TRL_EXT_SANDBOX_REMOTE_PROTOCOL"  # the shared secret of `trl-ext sandbox-serve`, sent as a bearer token
@@ -341,8 +342,11 @@ class RemoteBackend(Backend):
                     return None, error
             except (OSError, ValueError, RecursionError) as exc:  # refused, reset, timed out, not JSON, too deep
                 error = f"{type(exc).__name__}: {exc}"
-            # a busy service (429: its places or its answers' memory taken) is waited for until the deadline, not
-            # counted as a failed attempt (red team round 13: four 429s in 7.5 s made right rows None)
+                reset = isinstance(getattr(exc, "reason", exc), (ConnectionResetError, BrokenPipeError))  # urllib's
+                busy = reset and len(body) > _READ_WHEN_REFUSED  # wraps what sending raised
+            # a busy service (429, or a reset while a large body was sent: its places or its answers' memory taken) is
+            # waited for until the deadline, not counted as a failed attempt (red team rounds 13 and 14: four 429s in
+            # 7.5 s made right rows None; so did the resets of 8 MiB inputs)
             pause = min(self.backoff_s * 2 ** min(attempt, 6), _BUSY_PAUSE_S) * random.uniform(0.5, 1.5)
             attempt += 0 if busy else 1
             if attempt <= self.retries and time.monotonic() + pause < deadline:
@@ -441,8 +445,6 @@ def _status(run: dict, stdout: str, stderr: str, code: int | None, limits: Limit
         return run["trl_ext_status"]
     if len(stdout.encode()) > limits.max_output_bytes or (code == 124 and _OVERFLOW in stderr[-200:]):
         return "output_limit"
-    if code == 0:
-        return "ok"
     if code in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
         return "timeout"
-    return "memory" if "MemoryError" in stderr[-4096:] else "runtime_error"
+    return "ok" if code == 0 else "memory" if "MemoryError" in stderr[-4096:] else "runtime_error"
