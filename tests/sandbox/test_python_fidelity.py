@@ -200,3 +200,16 @@ def test_the_programs_directory_is_first_on_its_path(backend, fork_server, tmp_p
     assert run(NEXT_TO_IT, timeout_s=20).stdout == plain.stdout
     stdio = {"kind": "stdio", "cases": [{"input": "", "output": "42"}]}
     assert CodeTests(timeout_s=20)([f"```python\n{NEXT_TO_IT}```"], tests=[stdio]) == [1.0]
+
+
+FRESH = "import os\nos.mkdir('work')\nwith open('log', 'a') as log:\n    log.write('x')\nprint(open('log').read(), os.listdir('work'))\n"
+
+
+def test_each_stdio_case_starts_in_the_directory_the_first_did(backend, tmp_path):
+    """Red team round 14 (R14J-11): the cases of a stdio test shared their working directory, so a right program
+    making a directory or appending to a file passed the first case only (each case is one ``python solution.py``
+    run, here in a fresh directory as a judge gives each input)."""
+    plain = _plain(FRESH, tmp_path)
+    assert plain.stdout == "x []\n"
+    spec = {"kind": "stdio", "cases": [{"input": str(k), "output": plain.stdout} for k in range(3)]}
+    assert CodeTests(timeout_s=20)([f"```python\n{FRESH}```"], tests=[spec]) == [1.0]

@@ -12,6 +12,7 @@ call. "stdio" runs the program once per input in a fresh fork of the harness
 and writes each case's status and raw output. Records are marker-prefixed lines on the harness's stdout.
 """
 
+import _stat
 import gc
 import posix as os  # os itself is a Python module with imports of its own
 import resource
@@ -377,6 +378,24 @@ def _anonymous_file(data):
     return fd
 
 
+def _empty_directory():
+    """Remove everything in the working directory (a case's files, directories and the program's source), depth
+    first without recursion, making each directory the harness's to list and empty first (the program may have
+    taken its permissions away). Best effort: what cannot go stays (the scratch goes with the run)."""
+    todo = [(name, False) for name in os.listdir(".")]
+    while todo:
+        name, emptied = todo.pop()
+        try:
+            if emptied or not _stat.S_ISDIR(os.lstat(name).st_mode):
+                (os.rmdir if emptied else os.unlink)(name)
+                continue
+            _quietly(os.chmod, name, 0o700)  # refused where the seccomp filter refuses chmod
+            todo.append((name, True))
+            todo += [(name + "/" + entry, False) for entry in os.listdir(name)]
+        except OSError:
+            pass
+
+
 def _stdio_mode(payload, out_fd, payload_fd, read_frame, parse):
     """Run the program once per input, each in a fresh fork of this (program-free) harness; write one
     marker-prefixed record per case with the status and the base64 output. Outputs are compared outside. Input
@@ -387,6 +406,9 @@ def _stdio_mode(payload, out_fd, payload_fd, read_frame, parse):
     index = -1
     while (item := read_frame(payload_fd)) is not None:
         index += 1
+        if index:  # each case starts in the directory as the first did (red team round 14, R14J-11)
+            _empty_directory()
+            path = path and _program_file(payload["code"])
         stdin_fd = _anonymous_file(str.encode(parse(bytes.decode(item))))
         out_r, out_w = os.pipe()
         pid = os.fork()

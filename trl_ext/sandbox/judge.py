@@ -72,8 +72,8 @@ def run_tests(
 
     ``program`` is the complete program (``trl_ext.rewards.code.assemble_program`` joins a spec's ``prefix``
     and a completion). stdio: one sandbox
-    for all cases; the harness runs the program on each input in a fresh fork of itself (nothing of one case
-    survives into the next) and returns the raw output, compared here with ``compare_stdio``. call: one
+    for all cases; the harness runs the program on each input in a fresh fork of itself, in its working directory
+    emptied of what the cases before left (nothing of one case survives into the next) and returns the raw output, compared here with ``compare_stdio``. call: one
     process, the harness calls the function on each case and returns its results as plain data, compared with
     ``values_equal``. Both give every case ``limits.timeout_s`` and are graded as the cases finish, so
     ``stop_on_failure`` (binary rewards) ends the run at the first failing case. assert: record and replay
