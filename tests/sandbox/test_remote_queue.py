@@ -56,3 +56,17 @@ def test_a_test_of_many_cases_fits_the_services_longest_run():
         reward = CodeTests(backend=RemoteBackend(url, retries=0), timeout_s=1.0)
         right = "```python\nprint(int(input()) * 2)\n```"
         assert reward([right, SLEEPER.format("many")], tests=[{"kind": "stdio", "cases": cases}] * 2) == [1.0, 0.0]
+
+
+def test_many_slow_cases_past_the_services_longest_run_are_judged_in_parts():
+    """Red team round 14 (R14J-3): capped at the service's longest run, a test whose cases each fit ``timeout_s``
+    but together pass it was killed part way: a right program scored 0 on the remote backend only. Such a test now
+    runs in parts of whole cases, each within the service's longest run (stdio and call tests)."""
+    with serving(workers=1, max_timeout_s=3.0) as url:
+        reward = CodeTests(backend=RemoteBackend(url, retries=0), timeout_s=1.0)
+        slow = "```python\nimport time\ntime.sleep(0.6)\nprint(int(input()) * 2)\n```"
+        stdio = {"kind": "stdio", "cases": [{"input": f"{k}\n", "output": str(2 * k)} for k in range(6)]}
+        wrong = "```python\nimport time\ntime.sleep(0.6)\nprint(int(input()) * 2 + (int(input() or 0) == 5))\n```"
+        call = {"kind": "call", "fn_name": "f", "cases": [{"args": [k], "expected": 2 * k} for k in range(6)]}
+        slow_call = "```python\nimport time\ndef f(x):\n    time.sleep(0.6)\n    return 2 * x\n```"
+        assert reward([slow, wrong, slow_call], tests=[stdio, stdio, call]) == [1.0, 0.0, 1.0]

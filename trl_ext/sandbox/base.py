@@ -132,6 +132,11 @@ class Backend:
     name = "base"
     # whether the harness may kill(-1) between stdio cases: only where that reaches the run's own processes
     kill_all_safe = False
+    longest_run_s = float("inf")  # the longest run this backend accepts (a remote service's --max-timeout)
+
+    def prepare_runs(self) -> None:
+        """Learn ``longest_run_s`` before runs are planned (a remote backend asks its service)."""
+
     # whether the launcher moves itself into the run's memory cgroup (``config["cgroup_procs"]``) before it execs
     enters_cgroup = False
 

@@ -199,10 +199,9 @@ class RemoteBackend(Backend):
         max_concurrency: requests in flight at once from this process.
         retries: attempts after the first one on connection errors, 5xx and 429 (exponential backoff from
             ``backoff_s``, with jitter), all within the request's deadline.
-        queue_s: how long a request may wait at the service (and in retries) on top of the run's own time:
-            the request's deadline is ``timeout_s`` + start-up slack + ``queue_s``. Every rank of a job keeps up to
-            twice the service's workers in flight, so with R ranks a request can wait about R runs there: the
-            default (15 min) leaves a busy service's queue to it and still ends a request a hung service holds.
+        queue_s: how long a request may wait at the service (and in retries) on top of the run's own time and
+            start-up slack. With R ranks a request can wait about R runs there (each keeps up to twice the
+            service's workers in flight): 15 min leaves a busy service's queue to it, and ends a hung one's.
         secret: the service's shared secret, sent as ``Authorization: Bearer <secret>`` (default: the
             ``TRL_EXT_SANDBOX_SECRET`` environment variable; none when unset). It never enters a sandbox.
         protocol: "auto" sends ``trl-ext sandbox-serve`` the harness's payload itself where its ``/health``
@@ -228,7 +227,7 @@ class RemoteBackend(Backend):
             raise ValueError(f"remote `protocol` (or {PROTOCOL_ENV}) must be auto or bootstrap, got {self.protocol!r}")
         self._speaks_payload, self._asked_at, self._probe_lock = False, -math.inf, threading.Lock()
         self._max_body: float = math.inf  # the service's request limit, where its ``/health`` names one
-        self._max_timeout: float = math.inf  # the longest run it accepts, where its ``/health`` names it
+        self.longest_run_s: float = math.inf  # the longest run it accepts, where its ``/health`` names it
         secret = secret if secret is not None else os.environ.get(SECRET_ENV)
         self._headers = {"Content-Type": "application/json"}
         if secret:
@@ -260,7 +259,7 @@ class RemoteBackend(Backend):
             request[native_payload.FIELD] = native_payload.request_field(payload, limits, nonce, progress)
             # a test's run (all its cases) fits the service's longest, which would refuse more (400: every program
             # of a many-case row None, red team round 13); each case keeps its own deadline there
-            request["run_timeout"] = min(limits.timeout_s, self._max_timeout)
+            request["run_timeout"] = min(limits.timeout_s, self.longest_run_s)
         else:
             request.update(
                 code=bootstrap(payload, nonce, limits, progress), run_timeout=limits.timeout_s + _START_SLACK_S
@@ -295,12 +294,13 @@ class RemoteBackend(Backend):
                 limit, workers = health.get(native_payload.LIMIT_KEY), health.get(native_payload.WORKERS_KEY)
                 self._max_body = limit if type(limit) is int and limit > 0 else math.inf
                 longest = health.get(native_payload.TIMEOUT_KEY)
-                self._max_timeout = longest if type(longest) in (int, float) and longest > 0 else math.inf
+                self.longest_run_s = longest if type(longest) in (int, float) and longest > 0 else math.inf
                 if self._service_slots is None and type(workers) is int and 0 < workers < 1 << 16:
-                    # at most one request waiting per worker there: one queued behind many slow runs spent its
-                    # deadline waiting and came back infra_error, a right program's None (red team round 12)
+                    # one request waiting per worker there at most (red team round 12: a right program's None)
                     self._service_slots = threading.BoundedSemaphore(2 * workers)
         return self._speaks_payload
+
+    prepare_runs = speaks_payload  # ``Backend``'s: the service's /health names its longest run
 
     def _health(self) -> dict:
         try:
