@@ -19,7 +19,7 @@ from trl_ext.sandbox.backends import BwrapBackend
 from trl_ext.sandbox.limits import Limits
 from trl_ext.sandbox.remote import RemoteBackend
 
-from ._serve import serving
+from ._serve import post, serving
 
 _MAPPING = SummaryMapping(CompileFailed="compile_failed", RunFailed="run_failed", RunTimeout="run_timeout")
 
@@ -149,6 +149,17 @@ def test_bytes_that_are_no_utf8_count_as_written_against_the_cap(url):
     done = _run(url, code="import sys\nsys.stdout.buffer.write(bytes([255]) * (400 << 10))", language="python")
     assert (done.status, done.run_result.return_code) == (RunStatus.Success, 0)
     assert done.run_result.stdout == "\ufffd" * (400 << 10)
+
+
+@pytest.mark.parametrize(
+    "written", ["print('a' * 50_000)", "import sys\nsys.stdout.buffer.write(bytes([255]) * 100_000)"]
+)
+def test_a_clients_own_output_limit_is_cut_exactly(url, written):
+    # trl-ext's `output_limit_bytes`: up to 128 KiB more came back unreported, Success (red team round 14b, R14bJ-4)
+    status, answer = post(url, {"code": written, "language": "python", "output_limit_bytes": 1000})
+    run = answer["run_result"]
+    assert status == 200 and (answer["status"], run["trl_ext_status"]) == ("Failed", "output_limit"), answer
+    assert len(run["stdout"]) <= 1000
 
 
 def test_a_run_stopped_for_its_output_never_answers_a_kill_as_its_exit():

@@ -47,7 +47,7 @@ _NOT_READY = 125  # the relay's exit code when the harness never reported ready 
 _OVERFLOW = "trl-ext-bootstrap: output_limit"
 _PROGRAM_STATUSES = ("ok", "runtime_error", "timeout", "memory", "output_limit")
 _PROBE_AGAIN_S = 60.0  # a service that did not speak the payload extension is asked again after this long
-_READ_WHEN_REFUSED = 1 << 20  # what sandbox-serve reads of a body it refuses (429): past it, the client gets a reset
+_READ_WHEN_REFUSED = 1 << 20  # what sandbox-serve reads of a refused body (429): past it, the client gets a reset
 SECRET_ENV = "TRL_EXT_SANDBOX_SECRET"
 PROTOCOL_ENV = (
     "TRL_EXT_SANDBOX_REMOTE_PROTOCOL"  # the shared secret of `trl-ext sandbox-serve`, sent as a bearer token
@@ -252,7 +252,7 @@ class RemoteBackend(Backend):
             "stdin": stdin.decode("utf-8", errors="replace"),
             "run_timeout": limits.timeout_s,
             "memory_limit_MB": limits.memory_mb,  # the service bounds the run's total at 2x this, as locally
-            "output_limit_bytes": limits.max_output_bytes,  # trl-ext sandbox-serve only; others ignore it
+            "output_limit_bytes": limits.max_output_bytes + (1 << 17),  # sandbox-serve's own: + the relay's last read
         }
         native = self.speaks_payload()
         if native:

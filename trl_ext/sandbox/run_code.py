@@ -67,7 +67,6 @@ LANGUAGES = frozenset(
 COMPILED_LANGUAGES = frozenset({"cpp", "go", "java"})  # SandboxFusion reports their toolchain in compile_result
 FETCH_CAP_BYTES = 8 << 20  # all fetched files of one run together
 _MAX_OUTPUT_BYTES = 64 << 20
-_HEADROOM_BYTES = 1 << 17
 _MAX_FILES = 1000
 _MAX_PATH_CHARS = 4096
 # JSON objects and arrays, and strings, one body may hold (counted from its brackets and quotes, those inside
@@ -141,9 +140,9 @@ def parse_request(body: object, max_timeout_s: float, max_memory_mb: int) -> Run
         raise BadRequest(f"`output_limit_bytes` must be > 0, got {output}")
     files, fetch = _files(body.get("files")), _fetch_files(body.get("fetch_files"))
     output_cap = min(math.ceil(output), _MAX_OUTPUT_BYTES)
-    # headroom over the client's cap: trl_ext's remote bootstrap enforces it itself and says so on stderr;
-    # fetched files come back on stdout after the program's own output
-    sandbox_cap = output_cap + _HEADROOM_BYTES + (FETCH_CAP_BYTES * 4 // 3 + (8 << 10) if fetch else 0)
+    # the client's cap is cut exactly (red team round 14b, R14bJ-4: 128 KiB more came back unreported); fetched
+    # files come back on stdout after the program's own output
+    sandbox_cap = output_cap + (FETCH_CAP_BYTES * 4 // 3 + (8 << 10) if fetch else 0)
     native = _native(body, float(timeout), bool(files or fetch))
     sandbox_cap = output_cap if native is not None else sandbox_cap  # no bootstrap, no files: the client's own cap
     limits = Limits(timeout_s=float(timeout), memory_mb=memory, max_output_bytes=sandbox_cap, max_stderr_bytes=1 << 20)
@@ -340,7 +339,7 @@ def split_fetched(stdout: str, marker: bytes | None, names: list[str]) -> tuple[
 def answer(result: RunResult, request: RunRequest, marker: bytes | None) -> dict:
     """The answer to ``request`` whose program (see ``program``) ran with ``result``."""
     stdout, files = split_fetched(result.stdout, marker, request.fetch_files)
-    kept = request.output_cap if request.drain_output else request.output_cap + _HEADROOM_BYTES
+    kept = request.output_cap
     written = len(stdout.encode())  # the run's own bytes where known: a byte that is no UTF-8 reads as 3 here
     if result.stdout_bytes is not None:  # the fetched files' tail is ASCII: a byte a character
         written = result.stdout_bytes - (len(result.stdout) - len(stdout))
