@@ -147,7 +147,7 @@ ENDINGS = [
 def _endings(backend: str) -> list[str]:
     """ENDINGS but, on the rlimit backend where this Python lives in root's home, those importing a module that is
     not frozen (its run's uid cannot read the standard library there)."""
-    readable = backend != "rlimit" or not sys.prefix.startswith("/root")
+    readable = backend != "rlimit" or not sys.base_prefix.startswith("/root")
     return [code for code in ENDINGS if readable or not ("threading" in code or "import signal" in code)]
 
 

@@ -20,7 +20,6 @@ import gc
 import sys
 
 if False:  # never runs: ``judge.harness_runtime`` compiles this file with _harness_values.py as one module
-    from trl_ext.sandbox._harness import _program_recursion_limit  # set by the harness (``_harness._main``)
     from trl_ext.sandbox._harness_library import _library_text
     from trl_ext.sandbox._harness_program import _MAX_CHAIN, _ORIGINAL_BUILTINS
     from trl_ext.sandbox._harness_values import (
@@ -328,6 +327,7 @@ def _module_changed(namespace):
 
 _WATCHED = []  # (name, module, {its namespace}) of each standard module the test uses
 _module_dict = type(sys).__dict__["__dict__"].__get__
+_program_recursion_limit = sys.getrecursionlimit  # the harness's own count replaces it (``_harness._main``)
 _digits_limit = getattr(sys, "get_int_max_str_digits", lambda: 0)  # Python 3.11+
 _DIGITS_DEFAULT = _digits_limit()  # the evaluation worker's (interpreters start alike)
 _items, _get, _import = dict.items, dict.get, __import__  # the genuine ones: taken before the program runs

@@ -76,18 +76,26 @@ _set_limit, _get_limit = sys.setrecursionlimit, sys.getrecursionlimit  # the gen
 _FRAMES_UNDER = [0]  # the harness's frames under the program's: the interpreter's limit less these is the program's
 
 
-def _program_setrecursionlimit(limit, /):
-    """``sys.setrecursionlimit`` as the program calls it: its limit counts the program's frames, as under ``python
-    solution.py``, not the harness's under them (red team round 14, R14J-9: a program's own 1000 left it frames
-    short, and under 1000 in an assert test every call failed)."""
-    limit = _operator.index(limit)
+# ``sys.setrecursionlimit``/``getrecursionlimit`` as the program calls them: its limit counts the program's frames,
+# as under ``python solution.py``, not the harness's under them (red team round 14, R14J-9: a program's own 1000
+# left it frames short, and under 1000 in an assert test every call failed). Made in a namespace of their own: the
+# program reaches a function's globals, which must hold nothing of the harness (the frames count there is a copy).
+_PROGRAM_SYS_SOURCE = """
+def setrecursionlimit(limit, /):
+    limit = index(limit)
     if limit < 1:
         raise ValueError("recursion limit must be greater or equal than 1")
-    _set_limit(limit + _FRAMES_UNDER[0])
+    set_limit(limit + under[0])
+def getrecursionlimit():
+    return get_limit() - under[0]
+"""
+_PROGRAM_SYS = {"__builtins__": {"ValueError": ValueError}, "index": _operator.index, "under": [0]}
+_PROGRAM_SYS.update(set_limit=_set_limit, get_limit=_get_limit)
+exec(compile(_PROGRAM_SYS_SOURCE, "<sys>", "exec"), _PROGRAM_SYS)
 
 
 def _program_getrecursionlimit():
-    """``sys.getrecursionlimit`` as the program reads it: 1000 at its start, as python's."""
+    """The program's recursion limit (the harness's count of its own frames, which the program cannot change)."""
     return _get_limit() - _FRAMES_UNDER[0]
 
 
@@ -95,14 +103,9 @@ def _frames_under_program(frames):
     """Put ``frames`` harness frames under the program's from here on (its first frame's depth less one): the
     interpreter's limit moves with them, the program's stays; the program's ``sys`` reads and sets its own."""
     limit = _program_getrecursionlimit()
-    _FRAMES_UNDER[0] = frames
+    _FRAMES_UNDER[0] = _PROGRAM_SYS["under"][0] = frames
     _set_limit(limit + frames)
-    for name, function in (
-        ("setrecursionlimit", _program_setrecursionlimit),
-        ("getrecursionlimit", _program_getrecursionlimit),
-    ):
-        function.__name__ = function.__qualname__ = name
-        setattr(sys, name, function)
+    sys.setrecursionlimit, sys.getrecursionlimit = _PROGRAM_SYS["setrecursionlimit"], _PROGRAM_SYS["getrecursionlimit"]
 
 
 def _python_exit(status, uncaught, exit_code):
