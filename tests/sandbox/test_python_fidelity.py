@@ -141,6 +141,10 @@ ENDINGS = [
     "import sys\nprint(sys.stdout.seekable(), sys.stdout.line_buffering, sys.stderr.line_buffering, sys.stdout.name)",
     "import sys\nsys.excepthook = lambda *info: sys.exit(5)\nraise ValueError",
     "import signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])\nraise KeyboardInterrupt",  # 130
+    # red team round 15 (R15-1): what a cycle holds with the module's globals is finalised with them intact
+    "import sys\nclass Out:\n    def __init__(self):\n        self.buf = []\n    def __del__(self):\n"
+    "        sys.stdout.write(''.join(self.buf))\nout = Out()\nout.buf.append('buffered\\n')",
+    "factor = 2\nclass Answer:\n    def __del__(self):\n        print(21 * factor)\nanswer = Answer()",
 ]
 
 

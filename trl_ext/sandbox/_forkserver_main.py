@@ -127,7 +127,7 @@ def _activation(run_sock):
 def _child(run_sock):
     """In the forked child (a spare until the trainer starts a run in it): isolate, then run the harness; never
     returns."""
-    status, uncaught = 1, None
+    status, uncaught = 1, []
     try:
         _keep_only({run_sock})  # the control socket and every other run's socket and pidfd
         os.setsid()
@@ -150,7 +150,7 @@ def _child(run_sock):
     except SystemExit as exc:
         status = _exit_status(exc)
     except BaseException:  # noqa: B036 - a script's uncaught exception (a judged run never gets here)
-        uncaught = sys.exc_info()
+        uncaught.append(sys.exc_info())
     python_exit(status, uncaught, _exit_status)  # as python ends a script (red team rounds 13 and 14)
 
 
@@ -183,32 +183,32 @@ _SERVER_STREAMS = []
 
 def _end_sessions(sids):
     """SIGKILL every process of the sessions ``sids`` (the runs': seccomp refuses setsid, so none left its run's): a
-    daemon that left its run's process group outlived a trainer that was killed (red team rounds 12 and 13). Each
-    pass over /proc stops what it finds (a stopped process forks no more), until one finds nothing new; then all
-    are killed: a list-then-kill sweep let a process that forked in between get past it (round 14). Where this
-    server sees no /proc (bubblewrap's: its pid namespace dies with it), nothing is left to do."""
-    stopped = set()
-    for _ in range(256):
-        found = _session_members(sids) - stopped
+    daemon that left its run's process group outlived a trainer that was killed (red team rounds 12 and 13). Pass
+    after pass over /proc until one finds no live process there: a process that forked between a listing and its
+    kill is found by the next (round 14), and a kill, unlike a stop, no other process of the run can undo (round 15:
+    a SIGCONT from a sibling). The zombies are left unreaped meanwhile: they count against the run's process limit,
+    so a process that keeps forking soon cannot. Where this server sees no /proc (bubblewrap's: its pid namespace
+    dies with it), nothing is left to do."""
+    quiet = 0  # passes in a row that found nothing: a listing of /proc is no snapshot (a process forked at a
+    for _ in range(2048):  # reused low pid while the scan was past it, by a parent that then exited, is missed)
+        found = _session_members(sids)
         for pid in found:
             with contextlib.suppress(OSError):
-                os.kill(pid, 19)  # SIGSTOP
-        stopped |= found
-        if not found:
-            break
-    for pid in stopped:
-        with contextlib.suppress(OSError):
-            os.kill(pid, 9)
+                os.kill(pid, 9)
+        quiet = 0 if found else quiet + 1
+        if quiet == 4:
+            return
 
 
 def _session_members(sids):
+    """The processes of the sessions ``sids`` that are not zombies."""
     members = set()
     with contextlib.suppress(OSError):
         for entry in filter(str.isdigit, os.listdir("/proc")):
             with contextlib.suppress(OSError, ValueError, IndexError):
                 with open("/proc/" + entry + "/stat", "rb") as stat:
-                    session = int(stat.read().rsplit(b")", 1)[1].split()[3])  # after the name, which may hold ')'
-                if session in sids:
+                    fields = stat.read().rsplit(b")", 1)[1].split()  # after the name, which may hold ')'
+                if int(fields[3]) in sids and fields[0] != b"Z":
                     members.add(int(entry))
     return members
 

@@ -5,6 +5,7 @@ its source as a file. Self-contained, C modules and ``_sitebuiltins`` only, as `
 import _operator
 import _signal
 import _sitebuiltins  # Python, but importing sys only (``site`` would import os and set paths: ~0.9 ms a run)
+import _weakref
 import builtins
 import gc
 import posix as os  # os itself is a Python module with imports of its own
@@ -111,21 +112,22 @@ def _frames_under_program(frames):
 def _python_exit(status, uncaught, exit_code):
     """End the program's process as ``python solution.py`` ends (CPython 3.11's PyErr_Print, Py_FinalizeEx and
     Py_RunMain); never returns (red team rounds 13 and 14: output and statuses lost where a forked process ended
-    itself). ``uncaught``: the exc_info of an exception the program did not catch (``status`` 1): it goes to
+    itself). ``uncaught``: [the exc_info of an exception the program did not catch (``status`` 1)] or []: it goes to
     ``sys.excepthook``, and a SystemExit out of the hook gives the status (``exit_code`` reads it). Then threads
     not daemon are waited for, atexit functions run, sys.stdout and sys.stderr are flushed, the standard streams
     restored from ``sys.__stdout__`` and co, the program's module cleared as python clears a module (its objects'
     ``__del__`` run: an unclosed file on descriptor 1 writes out), cycles collected and the streams flushed again:
     120 if a flush failed. An uncaught KeyboardInterrupt ends the process by SIGINT."""
-    interrupted = uncaught is not None and _isinstance(uncaught[1], KeyboardInterrupt)
-    if uncaught is not None:
+    info = uncaught.pop() if uncaught else None  # taken: the caller holds no traceback, nor its frames' globals
+    interrupted = info is not None and _isinstance(info[1], KeyboardInterrupt)
+    if info is not None:
         try:
-            sys.excepthook(*uncaught)
+            sys.excepthook(*info)
         except SystemExit as exc:  # python exits at once with the hook's status (no SIGINT)
             status, interrupted = exit_code(exc), False
         except BaseException:  # noqa: B036 - python prints both
-            _quiet(lambda: _hook_failed(uncaught))
-    uncaught = None  # its traceback holds the program's frames, and their globals
+            _quiet(_hook_failed, info)
+    info = None
     _quiet(lambda: sys.modules["threading"]._shutdown() if "threading" in sys.modules else None)
     _quiet(lambda: __import__("atexit")._run_exitfuncs())  # imported here: a module less in every run's memory
     flushed = _flush_standard_streams()
@@ -172,21 +174,32 @@ def _flush_standard_streams():
 
 def _finalize_main():
     """python's ``finalize_modules`` for the program: sys's special names set to None, its standard streams restored
-    from ``sys.__stdin__``... and ``__main__`` cleared (names with one leading underscore first, then the others
-    but ``__builtins__``: ``_PyModule_ClearDict``), then garbage collected."""
+    from ``sys.__stdin__``..., ``__main__`` dropped and garbage collected, then, if something still holds it,
+    cleared (names with one leading underscore first, then the others but ``__builtins__``: ``_PyModule_ClearDict``)
+    and collected again (red team round 15, R15-1: clearing first broke a ``__del__`` reading a global)."""
     special = ("path", "argv", "ps1", "ps2", "last_type", "last_value", "last_traceback", "path_hooks", "meta_path")
     for name in (*special, "path_importer_cache", "__interactivehook__"):
         _quiet(setattr, sys, name, None)
     for name in ("stdin", "stdout", "stderr"):
         _quiet(setattr, sys, name, _getattr(sys, "__" + name + "__", None))
     main = sys.modules.pop("__main__", None)
-    names = main.__dict__ if _type(main) is _type(sys) else {}
+    alive = _weakref.ref(main) if _type(main) is _type(sys) else _none
+    main = None
+    gc.collect()  # first, as python: what a cycle holds with the module's globals is finalised with them intact
+    main = alive()  # still held (``import __main__`` kept somewhere): cleared, as python clears what lives on
+    names = main.__dict__ if main is not None else {}
+    main = None
     for first in (True, False):
         for name in list(names):
             single = name[:1] == "_" and name[1:2] != "_"
             if (single if first else name != "__builtins__") and names.get(name) is not None:
                 _quiet(names.__setitem__, name, None)
+    names = None
     gc.collect()
+
+
+def _none():
+    return None
 
 
 _site_builtins()

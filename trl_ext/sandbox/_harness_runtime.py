@@ -306,7 +306,7 @@ def _python_recursion_limit(own_frames):
 def _case_child(code, path, stdin_fd, out_w, cpu_s):
     """In the forked child: wire stdin/stdout, run the program as __main__, exit as python does (``_python_exit``:
     red team round 14, R14J-1/2/6: threads, a flush that fails, unclosed files on descriptor 1, the excepthook)."""
-    status, uncaught = 1, None
+    status, uncaught = 1, []
     try:
         os.setpgid(0, 0)
         os.dup2(stdin_fd, 0)
@@ -322,7 +322,7 @@ def _case_child(code, path, stdin_fd, out_w, cpu_s):
     except MemoryError:
         status = _MEMORY_EXIT
     except BaseException:  # noqa: B036 - to the program's excepthook (stderr is /dev/null here)
-        uncaught = sys.exc_info()
+        uncaught.append(sys.exc_info())
     _python_exit(status, uncaught, _exit_code)
 
 
