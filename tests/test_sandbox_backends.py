@@ -350,3 +350,17 @@ def test_a_busy_service_that_resets_a_large_request_is_waited_for():
         for holder in holders:
             holder.join(30)
         stop_server(proc)
+
+
+def test_a_request_past_the_services_limit_reset_while_sent_fails_at_once():
+    """Red team round 15 (R15-4): a body past the service's request limit is refused (413) after 1 MiB was read, so
+    the client, still sending, gets a reset; read as a busy service, it was waited out to the deadline, then None.
+    The service's /health names its limit: past it, the program's request fails (output_limit) at once."""
+    proc, url = start_server("--workers", "1", "--max-request-mb", "2")
+    try:
+        backend = RemoteBackend(url, retries=1, backoff_s=0.05, queue_s=30.0, protocol="bootstrap")
+        started = time.monotonic()
+        result = backend.launch({"mode": "script", "code": "print(1)"}, b"x" * (12 << 20), Limits(timeout_s=5))
+        assert result.status == "output_limit" and time.monotonic() - started < 10, result
+    finally:
+        stop_server(proc)

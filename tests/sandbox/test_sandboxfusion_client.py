@@ -162,6 +162,14 @@ def test_a_clients_own_output_limit_is_cut_exactly(url, written):
     assert len(run["stdout"]) <= 1000
 
 
+def test_a_module_the_program_writes_never_replaces_the_files_wrappers(url):
+    # red team round 15: the wrapper imported signal after the program's directory was first on sys.path, so a
+    # program's own signal.py ran in the wrapper's parent and turned its death by SIGKILL into Success, exit 0
+    code = "open('signal.py', 'w').write('import os\\nos._exit(0)\\n')\nimport os\nos.kill(os.getpid(), 9)"
+    done = _run(url, code=code, language="python", files={"data.txt": _b64("x")})
+    assert done.status == RunStatus.Failed and done.run_result.return_code != 0, done
+
+
 def test_a_run_stopped_for_its_output_never_answers_a_kill_as_its_exit():
     from trl_ext.sandbox._process import RunResult
     from trl_ext.sandbox.run_code import response_for

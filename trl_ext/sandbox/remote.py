@@ -8,16 +8,13 @@ Python program: a bootstrap that starts the harness with its payload on the same
 and relays its output (``_BOOTSTRAP``). The bootstrap writes its proof ("ready") first on stdout and lets the
 harness start only then, so no program can remove it; if the harness never reports ready the bootstrap ends with
 exit code 125 and says so (a program's own 125 is turned into 1): only those two facts make an "infra_error".
-Records come back on stdout and are graded here, so the service never sees an expected value and is trusted no
-more than a local sandbox.
+Records come back on stdout and are graded here: the service never sees an expected value (nor a local sandbox).
 
-Failures of the service (connection refused, 5xx, 429, timeouts past the deadline, SandboxError) are retried
-with exponential backoff until the request's deadline, then reported as "infra_error" (reward None, counted in
-the reward's metrics): an outage never turns into a 0 that punishes the policy.
+Failures of the service (connection refused, 5xx, 429, timeouts past the deadline, SandboxError) are retried with
+backoff until the request's deadline, then "infra_error" (reward None): an outage never turns into a 0.
 
-The client is the standard library's urllib: one blocking JSON POST per run from the grading threads, with our
-own retry policy; no HTTP library is pinned next to TRL's for it.
-"""
+The client is the standard library's urllib (one blocking JSON POST per run, our own retries): no HTTP library
+is pinned next to TRL's for it."""
 
 from __future__ import annotations
 
@@ -203,10 +200,10 @@ class RemoteBackend(Backend):
             start-up slack. With R ranks a request can wait about R runs there (each keeps up to twice the
             service's workers in flight): 15 min leaves a busy service's queue to it, and ends a hung one's.
         secret: the service's shared secret, sent as ``Authorization: Bearer <secret>`` (default: the
-            ``TRL_EXT_SANDBOX_SECRET`` environment variable; none when unset). It never enters a sandbox.
-        protocol: "auto" sends ``trl-ext sandbox-serve`` the harness's payload itself where its ``/health``
-            names this harness (``native_payload``), any other service the SandboxFusion program; "bootstrap"
-            always sends the program (default: ``TRL_EXT_SANDBOX_REMOTE_PROTOCOL``, else "auto").
+            ``TRL_EXT_SANDBOX_SECRET`` environment variable). It never enters a sandbox.
+        protocol: "auto" sends ``trl-ext sandbox-serve`` the harness's payload where its ``/health`` names this
+            harness (``native_payload``), any other service the SandboxFusion program; "bootstrap" always sends
+            the program (default: ``TRL_EXT_SANDBOX_REMOTE_PROTOCOL``, else "auto").
     """
 
     name = "remote"
@@ -343,7 +340,10 @@ class RemoteBackend(Backend):
             except (OSError, ValueError, RecursionError) as exc:  # refused, reset, timed out, not JSON, too deep
                 error = f"{type(exc).__name__}: {exc}"
                 reset = isinstance(getattr(exc, "reason", exc), (ConnectionResetError, BrokenPipeError))  # urllib's
-                busy = reset and len(body) > _READ_WHEN_REFUSED  # wraps what sending raised
+                limit = self._health().get(native_payload.LIMIT_KEY) if reset else None  # wraps what sending raised
+                if type(limit) is int and len(body) > limit:  # a 413 it could not read (red team round 15, R15-4)
+                    return None, f"HTTP 413 past the service's {limit} bytes"
+                busy = reset and len(body) > _READ_WHEN_REFUSED
             # a busy service (429, or a reset while a large body was sent: its places or its answers' memory taken) is
             # waited for until the deadline, not counted as a failed attempt (red team rounds 13 and 14: four 429s in
             # 7.5 s made right rows None; so did the resets of 8 MiB inputs)

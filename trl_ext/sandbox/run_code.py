@@ -216,7 +216,7 @@ def _fetch_files(names: object) -> list[str]:
 # program run on; with `fetch_files` it then writes each requested file as base64 (or "-" when it is not a
 # readable file) after MARKER on stdout, within the cap, and exits as the child did. Only the program's own output
 # can be forged this way.
-_WRAPPER = """import os as _os, sys as _sys, binascii as _binascii
+_WRAPPER = """import os as _os, sys as _sys, binascii as _binascii, signal as _signal
 def _trl_ext_put(files):
     for name, data in files:
         try:
@@ -258,9 +258,8 @@ def _trl_ext_fetch(names, marker, cap):
 def _trl_ext_exit(status):
     code = _os.waitstatus_to_exitcode(status)
     if code < 0:
-        import signal
-        try:
-            signal.signal(-code, signal.SIG_DFL)
+        try:  # signal imported first: the program's directory, where it may write a signal.py, is on sys.path now
+            _signal.signal(-code, _signal.SIG_DFL)
         except (OSError, ValueError):
             pass
         _os.kill(_os.getpid(), -code)
