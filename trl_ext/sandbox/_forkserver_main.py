@@ -166,11 +166,11 @@ def _standard_streams():
             buffer = open(fd, mode + "b", -1, closefd=False)  # noqa: SIM115 - the process's stream, never closed
             buffer.raw.name = "<" + name + ">"
             line_buffering = buffer.raw.isatty() or fd == 2
-            encoding = (
+            codec = (
                 getattr(old, "encoding", "utf-8"),
                 getattr(old, "errors", "backslashreplace" if fd == 2 else "strict"),
             )
-            stream = io.TextIOWrapper(buffer, *encoding, "\n", line_buffering, False)
+            stream = io.TextIOWrapper(buffer, *codec, "\n", line_buffering, False)
             stream.mode = mode
         except OSError:  # no such descriptor: python's stream is None then
             stream = None

@@ -61,8 +61,8 @@ def _main_module(path):
     """The program's module as ``python solution.py`` makes it, now ``sys.modules["__main__"]`` (unittest, doctest,
     pickle and ``import __main__`` find it): the builtins module as ``__builtins__``, ``__annotations__`` and
     ``__cached__``, and where its source is a file (``path``, ``_program_file``) ``__file__`` and a source loader
-    (red team rounds 12 and 13), and its directory first on ``sys.path``. Every mode makes the program's module here; the SandboxFusion files wrapper copies
-    these names from the module this made for it (``run_code.py``)."""
+    (red team rounds 12 and 13), and its directory first on ``sys.path`` (round 14). Every mode makes the program's
+    module here; the SandboxFusion files wrapper copies these names from the module this made for it (``run_code``)."""
     module = type(sys)("__main__")
     module.__builtins__, module.__annotations__, module.__cached__ = builtins, {}, None
     if path is not None:
@@ -183,10 +183,12 @@ def _finalize_main():
     for name in ("stdin", "stdout", "stderr"):
         _quiet(setattr, sys, name, _getattr(sys, "__" + name + "__", None))
     main = sys.modules.pop("__main__", None)
-    alive = _weakref.ref(main) if _type(main) is _type(sys) else _none
+    alive = _weakref.ref(main) if _type(main) is _type(sys) else None
     main = None
     gc.collect()  # first, as python: what a cycle holds with the module's globals is finalised with them intact
-    main = alive()  # still held (``import __main__`` kept somewhere): cleared, as python clears what lives on
+    main = (
+        alive and alive()
+    )  # still held (``import __main__`` kept somewhere): cleared, as python clears what lives on
     names = main.__dict__ if main is not None else {}
     main = None
     for first in (True, False):
@@ -196,10 +198,6 @@ def _finalize_main():
                 _quiet(names.__setitem__, name, None)
     names = None
     gc.collect()
-
-
-def _none():
-    return None
 
 
 _site_builtins()
