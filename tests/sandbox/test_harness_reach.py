@@ -19,7 +19,8 @@ from trl_ext.rewards import CodeTests
 
 SANDBOX = Path(__file__).resolve().parents[2] / "trl_ext" / "sandbox"
 HARNESS_FILES = ["_harness_python.py", "_harness.py", "_harness_values.py", "_harness_library.py"]
-HARNESS_FILES += ["_harness_program.py", "_harness_env.py", "_harness_live.py", "_harness_runtime.py"]
+HARNESS_FILES += ["_harness_program.py", "_harness_env.py", "_harness_live.py", "_harness_workdir.py"]
+HARNESS_FILES += ["_harness_runtime.py"]
 # the fork server's: its namespace is the harness's too, but its ctypes structures (confinement, used before the
 # program only, no method) stay listed by object.__subclasses__() (docs/sandbox.md, class 1)
 SERVER_FILES = ["_forkserver_main.py", "_confinement.py"]

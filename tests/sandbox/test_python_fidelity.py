@@ -217,3 +217,34 @@ def test_each_stdio_case_starts_in_the_directory_the_first_did(backend, tmp_path
     assert plain.stdout == "x []\n"
     spec = {"kind": "stdio", "cases": [{"input": str(k), "output": plain.stdout} for k in range(3)]}
     assert CodeTests(timeout_s=20)([f"```python\n{FRESH}```"], tests=[spec]) == [1.0]
+
+
+DEEP_TREE = """import os
+print(sorted(name for name in os.listdir('.') if not name.endswith('.py')))
+os.mkfifo('fifo')
+os.symlink('/', 'root')
+for depth in range({depth}):
+    os.mkdir('d')
+    os.chdir('d')
+    if depth == {depth} // 2:
+        os.symlink('..', 'up')
+        try:
+            os.chmod('.', 0o300)
+        except PermissionError:  # refused where the sandbox refuses chmod
+            pass
+with open('bottom', 'w') as handle:
+    handle.write('x')
+"""
+
+
+def test_each_stdio_case_starts_in_the_directory_emptied_of_a_deep_tree(backend, tmp_path):
+    """A case leaving a tree thousands of directories deep (500 on landlock, whose scratch watcher fails a run nesting
+    deeper than 512), one of them write-and-search only where chmod is allowed, with a symlink to its parent, one to
+    / and a fifo: the next case starts in an empty directory, and the scratch goes after the run (the emptying is
+    linear in the depth: red team round 15, R15-3; the rlimit backend's clean-up recursed, RecursionError)."""
+    program = DEEP_TREE.replace("{depth}", "500" if backend == "landlock" else "3000")
+    plain = _plain(program, tmp_path)
+    subprocess.run(["rm", "-rf", str(tmp_path / "d")], check=True)  # pytest's own clean-up recurses
+    assert plain.stdout == "[]\n"
+    spec = {"kind": "stdio", "cases": [{"input": str(k), "output": plain.stdout} for k in range(3)]}
+    assert CodeTests(timeout_s=20)([f"```python\n{program}```"], tests=[spec]) == [1.0]

@@ -12,7 +12,6 @@ call. "stdio" runs the program once per input in a fresh fork of the harness
 and writes each case's status and raw output. Records are marker-prefixed lines on the harness's stdout.
 """
 
-import _stat
 import gc
 import posix as os  # os itself is a Python module with imports of its own
 import resource
@@ -46,6 +45,7 @@ if False:  # never runs: ``judge.harness_runtime`` compiles _harness_values.py a
         _int_repr,
         _type,
     )
+    from trl_ext.sandbox._harness_workdir import _empty_directory
 
 
 def _quietly(fn, *args):
@@ -376,24 +376,6 @@ def _anonymous_file(data):
     _write_all(fd, data)
     os.lseek(fd, 0, 0)
     return fd
-
-
-def _empty_directory():
-    """Remove everything in the working directory (a case's files, directories and the program's source), depth
-    first without recursion, making each directory the harness's to list and empty first (the program may have
-    taken its permissions away). Best effort: what cannot go stays (the scratch goes with the run)."""
-    todo = [(name, False) for name in os.listdir(".")]
-    while todo:
-        name, emptied = todo.pop()
-        try:
-            if emptied or not _stat.S_ISDIR(os.lstat(name).st_mode):
-                (os.rmdir if emptied else os.unlink)(name)
-                continue
-            _quietly(os.chmod, name, 0o700)  # refused where the seccomp filter refuses chmod
-            todo.append((name, True))
-            todo += [(name + "/" + entry, False) for entry in os.listdir(name)]
-        except OSError:
-            pass
 
 
 def _stdio_mode(payload, out_fd, payload_fd, read_frame, parse):

@@ -38,6 +38,7 @@ def harness_runtime_source() -> str:
         "_harness_program.py",
         "_harness_env.py",
         "_harness_live.py",
+        "_harness_workdir.py",
         "_harness_runtime.py",
     )
     return "\n".join((here / name).read_text() for name in parts)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import tempfile
 
 from trl_ext.sandbox.base import Backend
 from trl_ext.sandbox.limits import SAFE_ENV, Limits
+from trl_ext.sandbox.scratch import remove_scratch
 
 
 class RlimitBackend(Backend):
@@ -37,7 +37,7 @@ class RlimitBackend(Backend):
         if os.geteuid() == 0:
             _kill_uid(uid)
         if scratch:
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_scratch(scratch)  # not shutil.rmtree: it recurses (a deep tree raised RecursionError)
 
 
 def _kill_uid(uid: int) -> None:
