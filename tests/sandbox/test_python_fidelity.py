@@ -146,6 +146,23 @@ ENDINGS = [
     "import sys\nclass Out:\n    def __init__(self):\n        self.buf = []\n    def __del__(self):\n"
     "        sys.stdout.write(''.join(self.buf))\nout = Out()\nout.buf.append('buffered\\n')",
     "factor = 2\nclass Answer:\n    def __del__(self):\n        print(21 * factor)\nanswer = Answer()",
+    # red team round 16 (R16J-1..3): every module finalised, builtins restored first, no gc callback after __main__
+    # is gone, and nothing of the program read by the harness after it ran (a crash exited 0)
+    "import gc, os, sys\nprint(42)\ndef late(phase, info):\n    if '__main__' not in sys.modules:\n        os._exit(0)\n"
+    "gc.callbacks.append(late)\nraise ValueError",
+    "import builtins\nclass Junk:\n    def __del__(self):\n        print('junk')\nkeep = Junk()\nprint(42)\n"
+    "builtins.print = lambda *args, **kwargs: None",
+    "import os\nclass Junk:\n    def __del__(self):\n        print('junk')\nos.keep = Junk()\nprint(42)",
+    "import sys\nclass Junk:\n    def __del__(self):\n        print('junk')\nsys.modules['keep'] = Junk()\nprint(42)",
+    "print(42)\nclass Odd(Exception):\n    @property\n    def __class__(self):\n        raise SystemExit(0)\nraise Odd",
+    "print(42)\nclass Code(SystemExit):\n    @property\n    def code(self):\n        raise SystemExit(0)\nraise Code",
+    "import sys\nprint(42)\nclass Fake:\n    def _run_exitfuncs(self):\n        pass\nsys.modules['atexit'] = Fake()\n"
+    "raise ValueError",
+    "print(42)\nclass Key:\n    def __getitem__(self, i):\n        raise SystemExit(0)\n    def __hash__(self):\n        return 1\n"
+    "globals()[Key()] = 1\nraise ValueError",
+    "import builtins\nbuiltins.out = open(1, 'w')\nbuiltins.out.write('42\\n')",
+    "import sys\nsys.fast_out = open(1, 'w')\nsys.fast_out.write('42\\n')",
+    "import io\nio.fast_out = open(1, 'w')\nio.fast_out.write('42\\n')",
 ]
 
 

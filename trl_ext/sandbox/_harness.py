@@ -32,6 +32,7 @@ if False:  # never runs: ``base.HARNESS_SOURCE`` is _harness_python.py, then thi
         _depth,
         _frames_under_program,
         _main_module,
+        _note_modules,
         _program_file,
         _program_getrecursionlimit,
         _python_exit,
@@ -411,6 +412,7 @@ def _main(runtime=None, confine=None):
         runtime["_main_depth"] = _depth()  # before the audit hook refuses frames
         runtime["_program_file"], runtime["_main_module"] = _program_file, _main_module
         runtime["_python_exit"], runtime["_frames_under_program"] = _python_exit, _frames_under_program
+        runtime["_note_modules"] = _note_modules
         runtime["_program_recursion_limit"] = _program_getrecursionlimit
         runtime["_undumpable"]()
         runtime["_referents"] = _deny_frames()
@@ -421,6 +423,7 @@ def _main(runtime=None, confine=None):
         code = payload.pop("code")
         _frames_under_program(_depth() + 1)  # this function, those under it and exec's entry: as python's frames
         path = _program_file(code)
+        _note_modules()
         exec(compile(code, path or "solution.py", "exec"), _main_module(path).__dict__)
     else:
         runtime["main"](payload, out_fd, payload_fd, _read_frame, _parse_json)

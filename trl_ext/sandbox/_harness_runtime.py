@@ -31,6 +31,7 @@ if False:  # never runs: ``judge.harness_runtime`` compiles _harness_values.py a
     from trl_ext.sandbox._harness import (  # set by ``_harness._main``
         _frames_under_program,
         _main_module,
+        _note_modules,
         _program_file,
         _python_exit,
     )
@@ -283,7 +284,10 @@ def _exit_code(exc, int_value=int.__index__):
     (a bool or an int subclass too: ``sys.exit(False)``, unittest's ``sys.exit(not ok)``) its C long (-1 past
     one) modulo 256, anything else printed on stderr and 1. ``int_value``: an int subclass's own value, whatever
     its methods say."""
-    code = exc.code
+    try:
+        code = exc.code  # python reads it too; what it raises there (SystemExit too) is printed, and the status is 1
+    except BaseException:  # noqa: B036 - red team round 16, R16J-2: a property raising SystemExit(0) exited 0
+        return 1
     if code is None:
         return 0
     if issubclass(_type(code), int):
@@ -315,7 +319,8 @@ def _case_child(code, path, stdin_fd, out_w, cpu_s):
         _close_descriptors()  # the harness's own (its stdout copy included)
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
         _python_recursion_limit(3 + 1)  # main, _stdio_mode, this function; exec's own entry into the interpreter
-        exec(compile(code, path or "solution.py", "exec"), _new_namespace(path))
+        _note_modules()
+        exec(compile(code, path or "solution.py", "exec"), _new_namespace(path))  # no frame here holds its globals
         status = 0
     except SystemExit as exc:
         status = _exit_code(exc)
