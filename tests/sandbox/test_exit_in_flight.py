@@ -35,6 +35,14 @@ if os.fork() == 0:
 libc.prctl(15, name, 0, 0, 0)
 time.sleep(30)
 """
+# the daemon's main thread alone ends (SYS_exit) and the process lives on in a sleeping thread: its /proc stat reads
+# Z (red team round 16, R16-1: the fork server's sweep took it for a zombie)
+THREADED = PROGRAM.replace(
+    "        time.sleep(30)\n",
+    "        import platform, threading\n"
+    "        threading.Thread(target=time.sleep, args=(30,)).start()\n"
+    "        libc.syscall(93 if platform.machine() == 'aarch64' else 60, 0)\n",
+)
 TRAINER = """
 import sys, threading, time
 from trl_ext.sandbox import run
@@ -155,15 +163,16 @@ os.kill(os.getpid(), signal.SIGKILL)  # no hook runs: the fork server sees its t
 """
 
 
-@pytest.mark.parametrize("helper", ["alone", "helper"])
+@pytest.mark.parametrize("helper", ["alone", "helper", "thread"])
 def test_a_killed_trainer_leaves_no_process_behind_landlocks_fork_server(helper):
     """Red team rounds 12, 13 and 14: when its trainer is killed, landlock's fork server killed each run's first
     process only; a daemon the program double-forked into a process group of its own lived on. The server now ends
     every process of its runs' sessions (the run's own Landlock domain still refuses /proc), also while a child the
-    trainer forked holds the control socket (the server watches the trainer's process)."""
+    trainer forked holds the control socket (the server watches the trainer's process), and a daemon living on in a
+    thread after its main thread ended (round 16)."""
     name = "killed" + uuid.uuid4().hex[:6]
     env = {**os.environ, forkserver.FORKSERVER_ENV: "1"}
-    script = KILLED.format(program=PROGRAM.format(name=name))
+    script = KILLED.format(program=(THREADED if helper == "thread" else PROGRAM).format(name=name))
     proc = subprocess.Popen([sys.executable, "-c", script, "4", helper], env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 20
@@ -178,3 +187,46 @@ def test_a_killed_trainer_leaves_no_process_behind_landlocks_fork_server(helper)
     finally:
         with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)  # the helper
+
+
+ENDED = """
+import ctypes, os, time
+libc = ctypes.CDLL(None)
+if os.fork() == 0:
+    os.setpgid(0, 0)
+    libc.prctl(15, {name!r}.encode(), 0, 0, 0)
+    time.sleep(30)
+"""
+KILLED_BEFORE_SWEEP = """
+import os, signal
+from trl_ext.sandbox import forked_run, memory, run
+forked_run.kill_session = lambda sid, timeout_s=5.0: 0  # killed before its own sweep of the run's session
+memory.release = lambda cgroup, timeout_s=5.0: print("cgroup", cgroup, flush=True)  # (its cgroup's kill too)
+print(run({program!r}, backend="landlock", timeout_s=40).status, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_trainer_killed_after_a_run_ended_leaves_nothing_of_it_behind_landlocks_fork_server():
+    """Red team round 16 (R16-4): a trainer killed between the fork server's report that a run's first process
+    ended and its own sweep of that run's session left the run's daemon alive (the server swept only the sessions
+    of runs still going). The trainer's sweep is left out here, so the server's is the only one."""
+    name = "ended" + uuid.uuid4().hex[:6]
+    env = {**os.environ, forkserver.FORKSERVER_ENV: "1"}
+    script = KILLED_BEFORE_SWEEP.format(program=ENDED.format(name=name))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    lines = done.stdout.splitlines()
+    deadline = time.monotonic() + 5
+    while _named(name) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    leftovers = _named(name)
+    for pid in leftovers:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    time.sleep(0.2)
+    for line in lines:  # the run's memory cgroup, where there was one: the killed trainer left it
+        if line.startswith("cgroup "):
+            with contextlib.suppress(OSError):
+                os.rmdir(line.split(" ", 1)[1])
+    assert done.returncode == -signal.SIGKILL and lines[-1:] == ["ok"], done.stderr[-2000:]
+    assert leftovers == []

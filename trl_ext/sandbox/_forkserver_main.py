@@ -206,11 +206,26 @@ def _session_members(sids):
     with contextlib.suppress(OSError):
         for entry in filter(str.isdigit, os.listdir("/proc")):
             with contextlib.suppress(OSError, ValueError, IndexError):
-                with open("/proc/" + entry + "/stat", "rb") as stat:
-                    fields = stat.read().rsplit(b")", 1)[1].split()  # after the name, which may hold ')'
-                if int(fields[3]) in sids and fields[0] != b"Z":
+                state, sid = _state_and_session("/proc/" + entry)
+                if sid in sids and (state != b"Z" or _a_thread_lives("/proc/" + entry)):
                     members.add(int(entry))
     return members
+
+
+def _state_and_session(path):
+    with open(path + "/stat", "rb") as stat:
+        fields = stat.read().rsplit(b")", 1)[1].split()  # after the name, which may hold ')'
+    return fields[0], int(fields[3])
+
+
+def _a_thread_lives(path):
+    """Whether a process whose main thread is a zombie lives on in another thread (its main thread called
+    SYS_exit: red team round 16, R16-1, a daemon the sweep skipped; the trainer's reaper asks the same)."""
+    for task in os.listdir(path + "/task"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if _state_and_session(path + "/task/" + task)[0] not in (b"Z", b"X"):
+                return True
+    return False
 
 
 def _parent_pidfd():
@@ -227,6 +242,10 @@ def _serve(ctl, trainer):
     """Fork a child per request; report each child's pid (with a pidfd) and its wait status on its socket.
     ``trainer``: a pidfd of the trainer (or None)."""
     children = {}  # pid -> (status socket, pidfd)
+    # the sessions of runs whose first process ended: what else of them lives is the trainer's to end after the
+    # status it gets, and a trainer killed before it did leaves them to this server (red team round 16, R16-4). A
+    # session id is its leader's pid, which no new process takes while a member of that session lives.
+    ended = set()
     watched = [ctl] if trainer is None else [ctl, trainer]
     while True:
         # a short timeout: orphans adopted from the runs (no pidfd here) are reaped soon, so their uid's process
@@ -238,7 +257,7 @@ def _serve(ctl, trainer):
                 for pid in children:
                     with contextlib.suppress(OSError):
                         os.kill(pid, 9)
-                _end_sessions(set(children))
+                _end_sessions(set(children) | ended)
                 for pid in children:  # waited for: none is left a zombie of whoever adopts it next
                     with contextlib.suppress(OSError):
                         os.waitpid(pid, 0)
@@ -266,6 +285,7 @@ def _serve(ctl, trainer):
             if pid == 0:
                 break
             if pid in children:
+                ended.add(pid)
                 status_sock, pidfd = children.pop(pid)
                 with contextlib.suppress(OSError):
                     status_sock.send(b"s" + str(status).encode())
