@@ -163,6 +163,15 @@ ENDINGS = [
     "import builtins\nbuiltins.out = open(1, 'w')\nbuiltins.out.write('42\\n')",
     "import sys\nsys.fast_out = open(1, 'w')\nsys.fast_out.write('42\\n')",
     "import io\nio.fast_out = open(1, 'w')\nio.fast_out.write('42\\n')",
+    # red team round 16b (R16B-1, 4, 5, 6, 8, 13): python's own ending, step by step
+    "import os\nclass Junk:\n    def __del__(self):\n        print('junk')\nos.extsep = Junk()\nprint(42)",
+    "import gc\nprint(42)\nfired = []\ndef late(phase, info):\n    if not fired:\n        fired.append(phase)\n"
+    "        print('junk')\ngc.callbacks.append(late)",
+    "import atexit, os\nprint(42)\natexit.register(os._exit, 0)",
+    "import sys\ndef hook(*info):\n    print(sys.last_value is info[1])\n    sys.exit(0)\nsys.excepthook = hook\nraise ValueError",
+    "import atexit, sys\natexit.register(lambda: print('__file__' in vars(sys.modules['__main__'])))",
+    "import codecs\nclass Junk:\n    def __del__(self):\n        print('junk')\n    def __call__(self, name):\n"
+    "        return None\ncodecs.register(Junk())\nprint(42)",
 ]
 
 

@@ -16,8 +16,8 @@ stdin/stdout/stderr and closes the run's socket; becomes a child subreaper, make
 the run's uid (as root), drops every capability,
 enters a Landlock domain of its own (read the system and Python directories, write its scratch directory and
 /dev/null, no TCP, signals and abstract unix sockets scoped to the run), installs the seccomp filter
-(NO_NEW_PRIVS), applies the run's rlimits, reseeds ``random`` and runs the harness. Exits like ``python`` would
-(atexit, threads, flushed stdio).
+(NO_NEW_PRIVS), applies the run's rlimits, reseeds ``random`` and runs the harness. It ends at this script's top,
+where CPython ends it as it ends ``python solution.py``.
 """
 
 # ruff: noqa: F821 - names defined by _confinement.py, whose source runs first
@@ -69,8 +69,6 @@ _HARNESS = {"__name__": "_harness", "__builtins__": __builtins__}
 exec(compile(_CONFIG["harness"], "_harness.py", "exec"), _HARNESS)
 _RUNTIME = {"__name__": "_harness_runtime", "__builtins__": _HARNESS["__builtins__"]}  # its copy
 exec(_HARNESS["_runtime_code"](_CONFIG["runtime"]), _RUNTIME)  # before any program: genuine builtins captured
-_exit_status = _RUNTIME["_exit_code"]  # python's reading of a SystemExit, one copy for every path
-python_exit = _HARNESS["_python_exit"]  # a script's ending (the harness's names leave this module in each child)
 
 
 # the Python installation's closed roots, reached through these descriptors (``held_roots.py``): every child keeps them
@@ -126,32 +124,26 @@ def _activation(run_sock):
 
 def _child(run_sock):
     """In the forked child (a spare until the trainer starts a run in it): isolate, then run the harness; never
-    returns."""
-    status, uncaught = 1, []
-    try:
-        _keep_only({run_sock})  # the control socket and every other run's socket and pidfd
-        os.setsid()
-        if _CONFIG["private_scratch"]:
-            _own_mounts()
-        header, (stdin, out_w, err_w, ready_w, payload_fd) = _activation(run_sock)
-        for target, fd in ((0, stdin), (1, out_w), (2, err_w)):
-            os.dup2(fd, target)
-        _standard_streams()
-        _keep_only({ready_w, payload_fd})
-        os.environ["HOME"] = os.environ["TMPDIR"] = header["scratch"]
-        if "random" in sys.modules:  # a fork shares the server's state; random also reseeds at fork itself
-            sys.modules["random"].seed()
-        sys.argv = ["", str(payload_fd), str(ready_w), "-1"]
-        harness_main, runtime = _HARNESS["_main"], _RUNTIME
-        for name in ("_HARNESS", "_RUNTIME"):  # out of ``sys.modules["__main__"]``: the program's reach (R9b-1)
-            del globals()[name]
-        harness_main(runtime=runtime, confine=lambda: _confine(header))
-        status = 0
-    except SystemExit as exc:
-        status = _exit_status(exc)
-    except BaseException:  # noqa: B036 - a script's uncaught exception (a judged run never gets here)
-        uncaught.append(sys.exc_info())
-    python_exit(status, uncaught, _exit_status)  # as python ends a script (red team rounds 13 and 14)
+    returns. A script's end, and whatever it raises, unwinds to this server's top (nothing in ``_serve`` or
+    ``_main`` catches it), where CPython ends the process as it ends ``python solution.py`` (red team round 16)."""
+    _keep_only({run_sock})  # the control socket and every other run's socket and pidfd
+    os.setsid()
+    if _CONFIG["private_scratch"]:
+        _own_mounts()
+    header, (stdin, out_w, err_w, ready_w, payload_fd) = _activation(run_sock)
+    for target, fd in ((0, stdin), (1, out_w), (2, err_w)):
+        os.dup2(fd, target)
+    _standard_streams()
+    _keep_only({ready_w, payload_fd})
+    os.environ["HOME"] = os.environ["TMPDIR"] = header["scratch"]
+    if "random" in sys.modules:  # a fork shares the server's state; random also reseeds at fork itself
+        sys.modules["random"].seed()
+    sys.argv = ["", str(payload_fd), str(ready_w), "-1"]
+    harness_main, runtime = _HARNESS["_main"], _RUNTIME
+    for name in ("_HARNESS", "_RUNTIME"):  # out of ``sys.modules["__main__"]``: the program's reach (R9b-1)
+        del globals()[name]
+    harness_main(runtime=runtime, confine=lambda: _confine(header))
+    raise SystemExit
 
 
 def _standard_streams():

@@ -31,11 +31,11 @@ if False:  # never runs: ``base.HARNESS_SOURCE`` is _harness_python.py, then thi
     from trl_ext.sandbox._harness_python import (
         _depth,
         _frames_under_program,
+        _hold_modules,
         _main_module,
-        _note_modules,
         _program_file,
         _program_getrecursionlimit,
-        _python_exit,
+        _run_main,
     )
 
 
@@ -411,8 +411,8 @@ def _main(runtime=None, confine=None):
     if payload["mode"] != "script":  # a judged mode: the harness describes the program after it ran
         runtime["_main_depth"] = _depth()  # before the audit hook refuses frames
         runtime["_program_file"], runtime["_main_module"] = _program_file, _main_module
-        runtime["_python_exit"], runtime["_frames_under_program"] = _python_exit, _frames_under_program
-        runtime["_note_modules"] = _note_modules
+        runtime["_frames_under_program"], runtime["_hold_modules"] = _frames_under_program, _hold_modules
+        runtime["_run_main"] = _run_main
         runtime["_program_recursion_limit"] = _program_getrecursionlimit
         runtime["_undumpable"]()
         runtime["_referents"] = _deny_frames()
@@ -421,10 +421,10 @@ def _main(runtime=None, confine=None):
         os.close(payload_fd)
         del payload_fd, ready_fd, nonce_fd, out_fd
         code = payload.pop("code")
-        _frames_under_program(_depth() + 1)  # this function, those under it and exec's entry: as python's frames
+        _frames_under_program(_depth() + 2)  # this function, those under it, _run_main, exec's entry: as python's
         path = _program_file(code)
-        _note_modules()
-        exec(compile(code, path or "solution.py", "exec"), _main_module(path).__dict__)
+        _hold_modules()
+        _run_main(code, path, _main_module(path).__dict__)
     else:
         runtime["main"](payload, out_fd, payload_fd, _read_frame, _parse_json)
 

@@ -3,23 +3,12 @@ source (``base.HARNESS_SOURCE``: this file, then ``_harness.py``): the builtins 
 its source as a file. Self-contained, C modules and ``_sitebuiltins`` only, as ``_harness.py``."""
 
 import _operator
-import _signal
 import _sitebuiltins  # Python, but importing sys only (``site`` would import os and set paths: ~0.9 ms a run)
-import _weakref
-import atexit
 import builtins
-import gc
 import posix as os  # os itself is a Python module with imports of its own
 import sys
 
-_issubclass, _bool, _getattr, _type, _str = issubclass, bool, getattr, type, str  # as found (no program yet)
-# What the ending uses, as found: the program may replace or clear any module's names before it (red team round 16)
-_exit, _kill, _getpid, _signal_to, _collect = os._exit, os.kill, os.getpid, _signal.signal, gc.collect
-_run_exitfuncs, _gc_callbacks, _weak, _module_type = atexit._run_exitfuncs, gc.callbacks, _weakref.ref, type(sys)
-_SYS_MODULES, _SYS_DICT, _BUILTINS_DICT = sys.modules, vars(sys), vars(builtins)
-_BUILTINS_AT_START = dict(_BUILTINS_DICT)  # python's copy, taken before ``site``'s names (restored at its ending)
-_MODULES_BEFORE = []  # (module, its dict's length) when the program started (``_note_modules``)
-_module_dict = _module_type.__dict__["__dict__"].__get__  # a module's own dict, as C reads it (no property of it)
+_HELD_MODULES = []  # the modules loaded before the program, held to the interpreter's end (``_hold_modules``)
 
 
 def _site_builtins():
@@ -117,134 +106,42 @@ def _frames_under_program(frames):
     sys.setrecursionlimit, sys.getrecursionlimit = _PROGRAM_SYS["setrecursionlimit"], _PROGRAM_SYS["getrecursionlimit"]
 
 
-def _note_modules():
-    """Note the modules loaded, and how many names each has, just before the program's module is made: its ending
-    clears the modules the program loaded or added names to, as python's clears every module
-    (``_finalize_modules``)."""
-    _MODULES_BEFORE[:] = [
-        (module, len(vars(module))) for module in _SYS_MODULES.values() if _type(module) is _module_type
-    ]
-
-
-def _python_exit(status, uncaught, exit_code):
-    """End the program's process as ``python solution.py`` ends (CPython 3.11's PyErr_Print, Py_FinalizeEx and
-    Py_RunMain); never returns (red team rounds 13 to 16: output and statuses lost where a forked process ended
-    itself). ``uncaught``: [the exc_info of an exception the program did not catch (``status`` 1)] or []: it goes to
-    ``sys.excepthook``, and a SystemExit out of the hook gives the status (``exit_code`` reads it). Then threads
-    not daemon are waited for, atexit functions run, sys.stdout and sys.stderr are flushed, the modules finalised
-    (``_finalize_modules``) and the streams flushed again: 120 if a flush failed. An uncaught KeyboardInterrupt ends
-    the process by SIGINT. Total: what the program's objects raise here, SystemExit included, is python's to print
-    and goes no further (red team round 16, R16J-2: a crash exited 0); the harness reads no attribute of them."""
+def _run_main(code, path, namespace):
+    """Run the program's code in ``namespace`` as ``python solution.py`` runs its file (CPython 3.11's
+    ``_PyRun_SimpleFileObject``): once its code ended, sys.stderr and sys.stdout are flushed (what a flush raises is
+    dropped) and ``__file__`` and ``__cached__`` deleted; what the code raised goes on, to the harness's top, where
+    CPython prints it and ends the process as python's own ending does (red team round 16b, R16B-5, 8: an
+    ``atexit.register(os._exit, 0)`` after a print lost the output). One step comes in another order: python deletes
+    the two names after the excepthook ran, here before."""
     try:
-        status = _python_ending(status, uncaught, exit_code)
-    except BaseException:  # noqa: B036 - never reached by what the program raises (each step is quiet)
-        status = 1
-    _exit(status)
+        exec(compile(code, path or "solution.py", "exec"), namespace)
+    except BaseException:  # noqa: B036 - raised again below, once python's steps after a script are done
+        _script_ended(namespace)
+        namespace = None  # the traceback's frames hold no globals of the program (python's hold its own frame's)
+        raise
+    _script_ended(namespace)
 
 
-def _python_ending(status, uncaught, exit_code):
-    info = uncaught.pop() if uncaught else None  # taken: the caller holds no traceback, nor its frames' globals
-    interrupted = info is not None and _issubclass(_type(info[1]), KeyboardInterrupt)
-    if info is not None:
-        try:
-            sys.excepthook(*info)
-        except SystemExit as exc:  # python exits at once with the hook's status (no SIGINT)
-            status, interrupted = exit_code(exc), False
-        except BaseException:  # noqa: B036 - python prints both
-            _quiet(_hook_failed, info)
-    info = None
-    _quiet(lambda: _SYS_MODULES["threading"]._shutdown() if "threading" in _SYS_MODULES else None)
-    _quiet(_run_exitfuncs)
-    flushed = _flush_standard_streams()
-    _quiet(_finalize_modules)
-    flushed = _flush_standard_streams() and flushed
-    if interrupted:  # python's exit_sigint: death by SIGINT, else (blocked) 130
-        _quiet(_signal_to, _signal.SIGINT, _signal.SIG_DFL)
-        _quiet(_kill, _getpid(), _signal.SIGINT)
-        return 130
-    return status if flushed else 120
-
-
-def _quiet(action, *args):
-    try:  # noqa: SIM105 - contextlib is a Python module: the harness imports C modules only
-        action(*args)
-    except BaseException:  # noqa: B036 - the program may have broken what this calls: its output, its problem
-        pass
-
-
-def _hook_failed(uncaught):
-    sys.stderr.write("Error in sys.excepthook:\n")
-    sys.__excepthook__(*sys.exc_info())
-    sys.stderr.write("\nOriginal exception was:\n")
-    sys.__excepthook__(*uncaught)
-
-
-def _flush_standard_streams():
-    """python's ``flush_std_files``: sys.stdout, then sys.stderr, each unless None or closed (a ``closed`` that is
-    missing or fails reads as open); False if a flush failed."""
-    flushed = True
-    for name in ("stdout", "stderr"):
-        stream = _SYS_DICT.get(name)
-        try:
-            closed = _bool(stream.closed)
+def _script_ended(namespace):
+    for name in ("stderr", "stdout"):
+        try:  # noqa: SIM105 - contextlib is a Python module: the harness imports C modules only
+            getattr(sys, name).flush()
+        except BaseException:  # noqa: B036 - python's flush_io drops what a flush raises
+            pass
+    for name in ("__file__", "__cached__"):
+        try:  # noqa: SIM105
+            del namespace[name]
         except BaseException:  # noqa: B036
-            closed = False
-        try:
-            if stream is not None and not closed:
-                stream.flush()
-        except BaseException:  # noqa: B036
-            flushed = False
-    return flushed
+            pass
 
 
-def _finalize_modules():
-    """python's ``finalize_modules``: sys's special names set to None and its standard streams restored from
-    ``sys.__stdin__``...; every entry of ``sys.modules`` dropped (a value that is no module too), builtins restored
-    to python's start-up copy, garbage collected without ``gc.callbacks`` (as ``_PyGC_CollectNoFail``), then each
-    module still alive cleared, the last loaded first, then sys's names: red team rounds 15 (R15-1: collected
-    before cleared) and 16 (R16J-1, 3: other modules, builtins, callbacks). A module loaded before the program with
-    as many names as then (``_note_modules``) holds none of the program's and is left as it is: clearing the
-    harness's own would cost a run milliseconds of copied pages (a documented limit: a program object kept inside
-    such a module's existing value, not a name of its own, is not finalised there)."""
-    special = ("path", "argv", "ps1", "ps2", "last_type", "last_value", "last_traceback", "path_hooks", "meta_path")
-    for name in (*special, "path_importer_cache", "__interactivehook__"):
-        _quiet(_SYS_DICT.__setitem__, name, None)
-    for name in ("stdin", "stdout", "stderr"):
-        _quiet(_SYS_DICT.__setitem__, name, _SYS_DICT.get("__" + name + "__"))
-    before = {id(module): size for module, size in _MODULES_BEFORE}
-    loaded = []  # in load order: a module the program loaded, weakly; one loaded before it that it added names to
-    for name, module in list(_SYS_MODULES.items()):  # (its dict may sit in a cycle frozen before the program: held)
-        if _issubclass(_type(module), _module_type) and before.get(id(module)) != len(_module_dict(module)):
-            loaded.append(module if id(module) in before else _weak(module))
-        _quiet(_SYS_MODULES.__setitem__, name, None)
-        module = None
-    _SYS_MODULES.clear()
-    _BUILTINS_DICT.clear()
-    _BUILTINS_DICT.update(_BUILTINS_AT_START)
-    _gc_callbacks.clear()
-    _collect()  # first, as python: what a cycle holds with a module's globals is finalised with them intact
-    while loaded:
-        module = loaded.pop()
-        module = module() if _type(module) is _weak else module
-        names = _module_dict(module) if module is not None and module is not sys and module is not builtins else {}
-        module = None
-        _clear_names(names)
-        names = None
-    if before.get(id(sys)) != len(_SYS_DICT):
-        _clear_names(_SYS_DICT)
-    _collect()
-
-
-def _clear_names(names):
-    """``_PyModule_ClearDict``: its str names set to None, those with one leading underscore first, then the others
-    but ``__builtins__``."""
-    for first in (True, False):
-        for name in list(names):
-            if not _issubclass(_type(name), _str):
-                continue
-            single = _str.startswith(name, "_") and not _str.startswith(name, "__")
-            if (single if first else name != "__builtins__") and names.get(name) is not None:
-                _quiet(names.__setitem__, name, None)
+def _hold_modules():
+    """Hold every module loaded before the program until the interpreter's end, where python's ``finalize_modules``
+    clears each module still alive: a fork server and the stdio harness froze their objects (``gc.freeze``), so a
+    module dropped from ``sys.modules`` would leave its dict in a frozen cycle no collection frees, and what the
+    program kept there (a writer on descriptor 1 as ``io.out``) would never be finalised (red team round 16,
+    R16J-3)."""
+    _HELD_MODULES[:] = [module for module in sys.modules.values() if type(module) is type(sys)]
 
 
 _site_builtins()

@@ -30,10 +30,10 @@ _module_type = type(sys)
 if False:  # never runs: ``judge.harness_runtime`` compiles _harness_values.py and this file as one module
     from trl_ext.sandbox._harness import (  # set by ``_harness._main``
         _frames_under_program,
+        _hold_modules,
         _main_module,
-        _note_modules,
         _program_file,
-        _python_exit,
+        _run_main,
     )
     from trl_ext.sandbox._harness_env import _redirect, _seed_random, _with_streams
     from trl_ext.sandbox._harness_live import _LOADED, _live_call, _module_state, _watch_modules
@@ -279,24 +279,6 @@ def _close_descriptors():
     os.closerange(low, 1 << 16)
 
 
-def _exit_code(exc, int_value=int.__index__):
-    """The exit status ``python solution.py`` ends with on ``exc``, as CPython reads a SystemExit: None is 0, an int
-    (a bool or an int subclass too: ``sys.exit(False)``, unittest's ``sys.exit(not ok)``) its C long (-1 past
-    one) modulo 256, anything else printed on stderr and 1. ``int_value``: an int subclass's own value, whatever
-    its methods say."""
-    try:
-        code = exc.code  # python reads it too; what it raises there (SystemExit too) is printed, and the status is 1
-    except BaseException:  # noqa: B036 - red team round 16, R16J-2: a property raising SystemExit(0) exited 0
-        return 1
-    if code is None:
-        return 0
-    if issubclass(_type(code), int):
-        value = int_value(code)
-        return (value if -(1 << 63) <= value < 1 << 63 else -1) & 0xFF
-    _quietly(lambda: sys.stderr.write(str(code) + "\n"))
-    return 1
-
-
 _main_depth = 0  # the frames under the harness's ``_main``, its own included (set by the harness: a fork server's)
 
 
@@ -308,27 +290,24 @@ def _python_recursion_limit(own_frames):
 
 
 def _case_child(code, path, stdin_fd, out_w, cpu_s):
-    """In the forked child: wire stdin/stdout, run the program as __main__, exit as python does (``_python_exit``:
-    red team round 14, R14J-1/2/6: threads, a flush that fails, unclosed files on descriptor 1, the excepthook)."""
-    status, uncaught = 1, []
+    """In the forked child: wire stdin/stdout and run the program as __main__; never returns. What the program
+    raises, SystemExit included, unwinds to the harness's top (nothing between catches it: ``_stdio_mode``,
+    ``main``, ``_harness._main``, a fork server's ``_child`` and ``_serve``), and a program that ran to its end
+    raises SystemExit there: CPython itself ends the process as it ends ``python solution.py`` (PyErr_Print,
+    Py_FinalizeEx: red team rounds 13 to 16 found one missing step after another in a hand copy of that ending)."""
+    os.setpgid(0, 0)
+    os.dup2(stdin_fd, 0)
+    os.dup2(out_w, 1)
+    _silence_stderr()
+    _close_descriptors()  # the harness's own (its stdout copy included)
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+    _python_recursion_limit(4 + 1)  # main, _stdio_mode, this function, _run_main; exec's own entry
+    _hold_modules()
     try:
-        os.setpgid(0, 0)
-        os.dup2(stdin_fd, 0)
-        os.dup2(out_w, 1)
-        _silence_stderr()
-        _close_descriptors()  # the harness's own (its stdout copy included)
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
-        _python_recursion_limit(3 + 1)  # main, _stdio_mode, this function; exec's own entry into the interpreter
-        _note_modules()
-        exec(compile(code, path or "solution.py", "exec"), _new_namespace(path))  # no frame here holds its globals
-        status = 0
-    except SystemExit as exc:
-        status = _exit_code(exc)
+        _run_main(code, path, _new_namespace(path))  # no frame here holds its globals
     except MemoryError:
-        status = _MEMORY_EXIT
-    except BaseException:  # noqa: B036 - to the program's excepthook (stderr is /dev/null here)
-        uncaught.append(sys.exc_info())
-    _python_exit(status, uncaught, _exit_code)
+        _exit(_MEMORY_EXIT)
+    raise SystemExit
 
 
 def _collect_case(pid, out_r, timeout, cap):
