@@ -172,6 +172,14 @@ ENDINGS = [
     "import atexit, sys\natexit.register(lambda: print('__file__' in vars(sys.modules['__main__'])))",
     "import codecs\nclass Junk:\n    def __del__(self):\n        print('junk')\n    def __call__(self, name):\n"
     "        return None\ncodecs.register(Junk())\nprint(42)",
+    # red team round 16c (R16C-1, 2, 4): the server's sockets finalised in a run, the flush inside an except, a
+    # rebound builtin read after the program
+    "import warnings\nwarnings.simplefilter('always')\ndef show(*args, **kwargs):\n    print('junk')\n"
+    "warnings.showwarning = show\nprint(42)",
+    "import os, sys\nclass Out:\n    def write(self, text):\n        return len(text)\n    def flush(self):\n"
+    "        if sys.exc_info()[0] is not None:\n            os.write(1, b'42\\n')\n            os._exit(0)\n"
+    "sys.stdout = Out()\nraise ValueError",
+    "import builtins, os\ndef trap(*args):\n    os._exit(0)\nbuiltins.getattr = trap\nraise ValueError",
 ]
 
 
@@ -179,7 +187,8 @@ def _endings(backend: str) -> list[str]:
     """ENDINGS but, on the rlimit backend where this Python lives in root's home, those importing a module that is
     not frozen (its run's uid cannot read the standard library there)."""
     readable = backend != "rlimit" or not sys.base_prefix.startswith("/root")
-    return [code for code in ENDINGS if readable or not ("threading" in code or "import signal" in code)]
+    unfrozen = ("threading", "import signal", "import warnings")
+    return [code for code in ENDINGS if readable or not any(name in code for name in unfrozen)]
 
 
 def test_a_script_ends_as_python_ends_it(backend, fork_server, tmp_path):

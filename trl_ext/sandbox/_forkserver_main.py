@@ -143,7 +143,7 @@ def _child(run_sock):
     for name in ("_HARNESS", "_RUNTIME"):  # out of ``sys.modules["__main__"]``: the program's reach (R9b-1)
         del globals()[name]
     harness_main(runtime=runtime, confine=lambda: _confine(header))
-    raise SystemExit
+    raise _SYSTEM_EXIT  # as found at start: the program may rebind builtins.SystemExit (red team round 16c, R16C-4)
 
 
 def _standard_streams():
@@ -171,6 +171,16 @@ def _standard_streams():
 
 
 _SERVER_STREAMS = []
+_SYSTEM_EXIT = SystemExit
+
+
+def _detach_server_sockets(ctl, children):
+    """In a new child: the server's socket objects let go of their descriptors (``_keep_only`` closes them): the
+    child ends as python ends, finalising what its frames held, and a server socket finalised there closed a number
+    the run may have reused and warned through the program's ``warnings`` (red team round 16c, R16C-1)."""
+    ctl.detach()
+    for status_sock, _pidfd in children.values():
+        status_sock.detach()
 
 
 def _end_sessions(sids):
@@ -260,6 +270,7 @@ def _serve(ctl, trainer):
                     os.close(fds[0])
                     continue
                 if pid == 0:
+                    _detach_server_sockets(ctl, children)
                     _child(fds[0])
                 pidfd = os.pidfd_open(pid)
                 status_sock = socket.socket(fileno=fds[0])

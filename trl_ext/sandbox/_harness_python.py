@@ -106,33 +106,37 @@ def _frames_under_program(frames):
     sys.setrecursionlimit, sys.getrecursionlimit = _PROGRAM_SYS["setrecursionlimit"], _PROGRAM_SYS["getrecursionlimit"]
 
 
+_SYS_NAMES, _BaseException = vars(sys), BaseException  # as found: sys's names read from its dict, as python does
+
+
 def _run_main(code, path, namespace):
     """Run the program's code in ``namespace`` as ``python solution.py`` runs its file (CPython 3.11's
     ``_PyRun_SimpleFileObject``): once its code ended, sys.stderr and sys.stdout are flushed (what a flush raises is
     dropped) and ``__file__`` and ``__cached__`` deleted; what the code raised goes on, to the harness's top, where
     CPython prints it and ends the process as python's own ending does (red team round 16b, R16B-5, 8: an
-    ``atexit.register(os._exit, 0)`` after a print lost the output). One step comes in another order: python deletes
-    the two names after the excepthook ran, here before."""
+    ``atexit.register(os._exit, 0)`` after a print lost the output). After the program, only names bound before it
+    are read, and the flush comes outside the ``except`` (round 16c, R16C-4: a rebound ``builtins.getattr`` ran
+    here; R16C-2: ``sys.exc_info()`` was set during the flush). Python deletes the two names after the excepthook,
+    here before."""
+    error = None
     try:
         exec(compile(code, path or "solution.py", "exec"), namespace)
-    except BaseException:  # noqa: B036 - raised again below, once python's steps after a script are done
-        _script_ended(namespace)
-        namespace = None  # the traceback's frames hold no globals of the program (python's hold its own frame's)
-        raise
+    except _BaseException as raised:  # noqa: B036 - raised again below, once python's steps after a script are done
+        error = raised
     _script_ended(namespace)
+    namespace = None  # the traceback's frames hold no globals of the program (python's hold its own frame's)
+    if error is not None:
+        raise error
 
 
 def _script_ended(namespace):
     for name in ("stderr", "stdout"):
         try:  # noqa: SIM105 - contextlib is a Python module: the harness imports C modules only
-            getattr(sys, name).flush()
-        except BaseException:  # noqa: B036 - python's flush_io drops what a flush raises
+            _SYS_NAMES.get(name).flush()
+        except _BaseException:  # noqa: B036 - python's flush_io drops what a flush raises
             pass
     for name in ("__file__", "__cached__"):
-        try:  # noqa: SIM105
-            del namespace[name]
-        except BaseException:  # noqa: B036
-            pass
+        namespace.pop(name, None)
 
 
 def _hold_modules():

@@ -296,11 +296,12 @@ if "solution.py" in [name for name, _ in {files!r}]:  # one of the request's fil
 elif hasattr(_trl_ext_main, "__file__"):  # the harness wrote this wrapper there: the program's source instead
     with open(_trl_ext_main.__file__, "w", encoding="utf-8", errors="surrogatepass") as _trl_ext_handle:
         _trl_ext_handle.write({code!r})
+_trl_ext_names = _trl_ext_main.__dict__  # taken before the program runs: it may swap its module's class
 try:
-    exec(compile({code!r}, getattr(_trl_ext_main, "__file__", "solution.py"), "exec"), _trl_ext_main.__dict__)
+    exec(compile({code!r}, _trl_ext_names.get("__file__", "solution.py"), "exec"), _trl_ext_names)
 finally:  # as python once a script's code ended (the harness then flushes and ends the process as python does)
-    _trl_ext_main.__dict__.pop("__file__", None)
-    _trl_ext_main.__dict__.pop("__cached__", None)
+    _trl_ext_names.pop("__file__", None)
+    _trl_ext_names.pop("__cached__", None)
 """
 
 
