@@ -45,6 +45,7 @@ if False:  # never runs: ``base.HARNESS_SOURCE`` is _harness_python.py, then thi
 # checks (red team round 10). Nothing the program reaches holds it.
 __builtins__ = dict(vars(builtins))
 
+
 # What the C scanner of ``json`` reads from its decoder (importing ``json`` itself pulls in ``re``): read once, when
 # the scanner is made. No class of the harness's: every class is listed by ``object.__subclasses__()``.
 _SCAN = _json.make_scanner(
